@@ -1,0 +1,159 @@
+import { randomBytes } from "node:crypto"
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
+import { join, resolve } from "node:path"
+import { Config, ConfigError, Context, Duration, Effect, Either, Layer, Option, Redacted } from "effect"
+import { type Cidr, parseTrustProxy } from "./api/clientIp.ts"
+
+/**
+ * Every setting of the service, read once through Effect `Config` (README "Configuration" lists them).
+ * A bad value fails start-up with a ConfigError that names the variable.
+ */
+export interface Settings {
+  readonly host: string
+  readonly port: number
+  readonly ingestPort: number
+  /** Unset: the embedded PostgreSQL (PGlite) under dataDir. */
+  readonly databaseUrl: Option.Option<Redacted.Redacted<string>>
+  readonly dataDir: string
+  readonly baseUrl: string
+  readonly appUrl: string
+  /** Master key: 32 bytes. Cursor signing and secret encryption keys are derived from it. */
+  readonly secretKey: Redacted.Redacted<Uint8Array>
+  /** D12: a closed incident resolved at most this long ago re-opens on new activity. */
+  readonly reopenWindow: Duration.Duration
+  /** D13: an open incident without a new event for this long is closed. */
+  readonly idleClose: Duration.Duration
+  /** How often the idle-close sweep runs. */
+  readonly idleCloseEvery: Duration.Duration
+  /** D11: proxies whose X-Forwarded-For is believed (CIDRs); empty: the socket peer is the client. */
+  readonly trustProxy: ReadonlyArray<Cidr>
+}
+
+export class AppConfig extends Context.Tag("AppConfig")<AppConfig, Settings>() {}
+
+/** An http(s) URL without a trailing slash, so `${appUrl}/incidents/<id>` is always well-formed. */
+const httpUrl = (name: string) =>
+  Config.string(name).pipe(
+    Config.mapOrFail((raw) => {
+      try {
+        const url = new URL(raw)
+        if (url.protocol !== "http:" && url.protocol !== "https:") throw new Error("scheme")
+        if (url.search || url.hash || url.username || url.password) throw new Error("parts")
+        return Either.right(url.toString().replace(/\/+$/, ""))
+      } catch {
+        return Either.left(
+          ConfigError.InvalidData([name], "Expected an http:// or https:// URL without query, fragment or credentials"),
+        )
+      }
+    }),
+  )
+
+/** A TCP port; 0 asks the system for a free one (tests use that). */
+const portConfig = (name: string) =>
+  Config.integer(name).pipe(
+    Config.validate({ message: "Expected a port number from 0 to 65535", validation: (n) => n >= 0 && n <= 65535 }),
+  )
+
+/** SECRET_KEY: at least 32 bytes, given as 64+ hex characters or base64/base64url of 32+ bytes. */
+export const decodeSecretKey = (raw: string): Uint8Array | undefined => {
+  const text = raw.trim()
+  if (/^[0-9a-fA-F]{64,}$/.test(text) && text.length % 2 === 0) return new Uint8Array(Buffer.from(text, "hex"))
+  if (/^[A-Za-z0-9+/_-]+=*$/.test(text)) {
+    const bytes = Buffer.from(text.replace(/-/g, "+").replace(/_/g, "/"), "base64")
+    if (bytes.length >= 32) return new Uint8Array(bytes)
+  }
+  return undefined
+}
+
+const secretKeyConfig = Config.redacted("SECRET_KEY").pipe(
+  Config.mapOrFail((value) => {
+    const bytes = decodeSecretKey(Redacted.value(value))
+    return bytes === undefined
+      ? Either.left(
+          ConfigError.InvalidData(["SECRET_KEY"], "Expected at least 32 bytes as hex (64+ characters) or base64"),
+        )
+      : Either.right(Redacted.make(bytes))
+  }),
+  Config.option,
+)
+
+export const settingsConfig = Config.all({
+  host: Config.string("HOST").pipe(Config.withDefault("0.0.0.0")),
+  port: portConfig("PORT").pipe(Config.withDefault(8080)),
+  ingestPort: portConfig("INGEST_PORT").pipe(Config.withDefault(8081)),
+  databaseUrl: Config.redacted("DATABASE_URL").pipe(Config.option),
+  dataDir: Config.string("DATA_DIR").pipe(Config.withDefault("./.data")),
+  baseUrl: httpUrl("BASE_URL").pipe(Config.option),
+  appUrl: httpUrl("APP_URL").pipe(Config.withDefault("http://localhost:3000")),
+  secretKey: secretKeyConfig,
+  reopenWindow: Config.duration("REOPEN_WINDOW").pipe(Config.withDefault(Duration.days(7))),
+  idleClose: Config.duration("INCIDENT_IDLE_CLOSE").pipe(Config.withDefault(Duration.hours(24))),
+  idleCloseEvery: Config.duration("INCIDENT_IDLE_CLOSE_EVERY").pipe(Config.withDefault(Duration.minutes(1))),
+  trustProxy: Config.string("TRUST_PROXY").pipe(
+    Config.withDefault(""),
+    Config.mapOrFail((text) => {
+      const parsed = parseTrustProxy(text)
+      return parsed.ok
+        ? Either.right(parsed.cidrs)
+        : Either.left(
+            ConfigError.InvalidData(["TRUST_PROXY"], `${parsed.reason}; expected a comma-separated list of CIDRs`),
+          )
+    }),
+  ),
+})
+
+/**
+ * In embedded mode a missing SECRET_KEY is generated once and kept in DATA_DIR/secret.key (mode 0600), so
+ * cursors and encrypted secrets survive restarts. With DATABASE_URL the key must be given: several replicas
+ * must share it, and a generated one would be lost with the container.
+ */
+const resolveSecretKey = (
+  given: Option.Option<Redacted.Redacted<Uint8Array>>,
+  embedded: boolean,
+  dataDir: string,
+): Effect.Effect<Redacted.Redacted<Uint8Array>, ConfigError.ConfigError> => {
+  if (Option.isSome(given)) return Effect.succeed(given.value)
+  if (!embedded) {
+    return Effect.fail(ConfigError.MissingData(["SECRET_KEY"], "SECRET_KEY is required when DATABASE_URL is set"))
+  }
+  return Effect.gen(function* () {
+    const file = join(dataDir, "secret.key")
+    if (existsSync(file)) {
+      const bytes = decodeSecretKey(readFileSync(file, "utf8"))
+      if (bytes === undefined) {
+        return yield* Effect.fail(ConfigError.InvalidData(["SECRET_KEY"], `${file} does not hold a valid key`))
+      }
+      return Redacted.make(bytes)
+    }
+    mkdirSync(dataDir, { recursive: true, mode: 0o700 })
+    const bytes = randomBytes(32)
+    writeFileSync(file, `${bytes.toString("hex")}\n`, { mode: 0o600, flag: "wx" })
+    chmodSync(file, 0o600)
+    yield* Effect.logWarning(
+      `SECRET_KEY is not set: generated one and stored it in ${file}. Set SECRET_KEY in production and back it up.`,
+    )
+    return Redacted.make(new Uint8Array(bytes))
+  })
+}
+
+export const loadSettings: Effect.Effect<Settings, ConfigError.ConfigError> = Effect.gen(function* () {
+  const raw = yield* settingsConfig
+  const dataDir = resolve(raw.dataDir)
+  const secretKey = yield* resolveSecretKey(raw.secretKey, Option.isNone(raw.databaseUrl), dataDir)
+  return {
+    host: raw.host,
+    port: raw.port,
+    ingestPort: raw.ingestPort,
+    databaseUrl: raw.databaseUrl,
+    dataDir,
+    baseUrl: Option.getOrElse(raw.baseUrl, () => `http://localhost:${raw.port}`),
+    appUrl: raw.appUrl,
+    secretKey,
+    reopenWindow: raw.reopenWindow,
+    idleClose: raw.idleClose,
+    idleCloseEvery: raw.idleCloseEvery,
+    trustProxy: raw.trustProxy,
+  }
+})
+
+export const AppConfigLive = Layer.effect(AppConfig, loadSettings)

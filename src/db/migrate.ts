@@ -1,0 +1,49 @@
+import { readdirSync, readFileSync } from "node:fs"
+import { join } from "node:path"
+import { SqlClient } from "@effect/sql"
+import { Effect } from "effect"
+
+/** sql/ beside src/: plain, ordered migrations `NNNN_name.sql`. */
+export const MIGRATIONS_DIR = join(import.meta.dir, "..", "..", "sql")
+
+export interface Migration {
+  readonly version: string
+  readonly name: string
+  readonly sql: string
+}
+
+export const readMigrations = (dir: string = MIGRATIONS_DIR): ReadonlyArray<Migration> =>
+  readdirSync(dir)
+    .filter((file) => /^\d{4}_[a-z0-9_]+\.sql$/.test(file))
+    .sort()
+    .map((file) => ({ version: file.slice(0, 4), name: file.slice(5, -4), sql: readFileSync(join(dir, file), "utf8") }))
+
+// Any constant works; it only has to be the same in every process of the service.
+const MIGRATION_LOCK = 7_351_270_114
+
+/**
+ * Applies the migrations not applied yet, in order, each exactly once. Runs in one transaction under an
+ * advisory lock, so two processes starting together apply them once: the second waits, then finds them done.
+ */
+export const migrate = Effect.gen(function* () {
+  const sql = yield* SqlClient.SqlClient
+  const migrations = readMigrations()
+  return yield* sql.withTransaction(
+    Effect.gen(function* () {
+      yield* sql`select pg_advisory_xact_lock(${MIGRATION_LOCK})`
+      yield* sql`create table if not exists schema_migrations (
+        version text primary key, name text not null, applied_at timestamptz not null default now())`
+      const done = new Set(
+        (yield* sql<{ version: string }>`select version from schema_migrations`).map((r) => r.version),
+      )
+      const applied: Array<string> = []
+      for (const migration of migrations) {
+        if (done.has(migration.version)) continue
+        yield* sql.unsafe(migration.sql)
+        yield* sql`insert into schema_migrations (version, name) values (${migration.version}, ${migration.name})`
+        applied.push(`${migration.version}_${migration.name}`)
+      }
+      return applied
+    }),
+  )
+}).pipe(Effect.withSpan("migrate"))
