@@ -1,0 +1,480 @@
+/**
+ * D23: the event-type table. Each event type a sensor can report, with its decoy service, default port, action,
+ * default severity and confidence (D3), ATT&CK techniques (ids into `techniques.ts`), and the templates from which
+ * the service writes event summaries and incident texts (D14).
+ *
+ * Attacker text never reaches these templates raw: the caller sanitizes it first (D20), and the templates only ever
+ * show it quoted (`quoteAttackerText`), so it reads as data and cannot pose as the service's own words.
+ */
+import { truncateCodePoints } from "./sanitize.ts"
+import type { Confidence, Severity } from "./severity.ts"
+import { CONFIDENCES, severityRank } from "./severity.ts"
+import type { Technique } from "./techniques.ts"
+import { sortTechniques, techniqueById } from "./techniques.ts"
+
+export interface SummaryInput {
+  readonly sourceIp: string
+  readonly port: number
+  readonly service: string
+  /** Already-sanitized attacker text; shown quoted. */
+  readonly username?: string | undefined
+  /** Already-sanitized attacker text (path, command, URL, file name, ...); shown quoted. */
+  readonly detail?: string | undefined
+}
+
+export interface EventTypeSpec {
+  /** e.g. "ssh.login_attempt"; always `<service>.<something>`. */
+  readonly type: string
+  /** Decoy service, e.g. "ssh". */
+  readonly service: string
+  /** Default decoy port (0 when the type is not tied to one port, as for port scans). */
+  readonly port: number
+  /** e.g. "login_attempt". */
+  readonly action: string
+  /** Default severity (D3). */
+  readonly severity: Severity
+  /** Default confidence (D3). */
+  readonly confidence: Confidence
+  /** ATT&CK technique ids, each present in TECHNIQUES. */
+  readonly techniques: ReadonlyArray<string>
+  /** Short human label of one event, e.g. "SSH login attempt". */
+  readonly label: string
+  /** Start of an incident title when this is the incident's primary type and it has several events. */
+  readonly incidentTitle: string
+  /** One line per event. */
+  readonly summary: (e: SummaryInput) => string
+  /** Per-type advice used for incidents (D14). */
+  readonly recommendedAction: string
+}
+
+/** Attacker text shown in a template is cut to this many code points (the cut ends with "…"). */
+export const QUOTE_MAX_CODE_POINTS = 64
+
+/**
+ * Quotes already-sanitized attacker text for a service-written template: cut to 64 code points (ending in "…" when
+ * cut), then written as a JSON string literal, so quotes and backslashes inside are escaped and the text cannot close
+ * its own quotation.
+ */
+export const quoteAttackerText = (s: string): string => JSON.stringify(truncateCodePoints(s, QUOTE_MAX_CODE_POINTS))
+
+const nonEmpty = (s: string | undefined): s is string => s !== undefined && s.length > 0
+
+interface Row {
+  readonly type: string
+  readonly port: number
+  readonly action?: string
+  readonly severity: Severity
+  readonly confidence: Confidence
+  readonly techniques: ReadonlyArray<string>
+  readonly label: string
+  readonly incidentTitle: string
+  /** How the detail is introduced in the summary, e.g. "command"; without it the detail is not shown. */
+  readonly detailNoun?: string
+  readonly recommendedAction: string
+}
+
+const spec = (row: Row): EventTypeSpec => {
+  const dot = row.type.indexOf(".")
+  const service = row.type.slice(0, dot)
+  const action = row.action ?? row.type.slice(dot + 1)
+  const { detailNoun } = row
+  return {
+    type: row.type,
+    service,
+    port: row.port,
+    action,
+    severity: row.severity,
+    confidence: row.confidence,
+    techniques: row.techniques,
+    label: row.label,
+    incidentTitle: row.incidentTitle,
+    recommendedAction: row.recommendedAction,
+    summary: (e) => {
+      let line = `${row.label} from ${e.sourceIp}`
+      if (Number.isInteger(e.port) && e.port > 0) line += ` on port ${e.port}`
+      if (nonEmpty(e.username)) line += ` with username ${quoteAttackerText(e.username)}`
+      if (detailNoun !== undefined && nonEmpty(e.detail)) line += `, ${detailNoun} ${quoteAttackerText(e.detail)}`
+      return line
+    },
+  }
+}
+
+// Recommended actions (D14). Every one of them starts from the same fact: no legitimate user or system has a reason
+// to touch a decoy, so the source address is either compromised or hostile.
+const ISOLATE_SOURCE =
+  "Find and isolate the machine at the source address: nothing legitimate touches a decoy, so treat it as compromised or hostile."
+const SCAN_ACTION = `${ISOLATE_SOURCE} Check whether it scanned other hosts too, and look for a scheduled job, script or tool on it that started the scan.`
+const LOGIN_ACTION = `${ISOLATE_SOURCE} Look for the same usernames on your real systems, reset weak or default passwords, and check those systems' logs for successful logins from that address.`
+const SUCCESS_ACTION = `${ISOLATE_SOURCE} The attacker logged in with credentials they may also use elsewhere: find every real account with these credentials, change them, and review recent logins from that address.`
+const SHELL_ACTION = `${ISOLATE_SOURCE} The attacker reached a shell and ran commands: collect the session's commands and downloads from the decoy, block any addresses or URLs they used, and search your real hosts for the same files and commands.`
+const SMB_ACTION = `${ISOLATE_SOURCE} Someone browsed a decoy file share and opened files: find which account and process on that machine did it, and check access to your real file shares from that address.`
+const WEB_ACTION = `${ISOLATE_SOURCE} Review the requests for exploitation attempts and check that your real web applications are patched against them.`
+const DB_ACTION = `${ISOLATE_SOURCE} Check your real database servers for logins and queries from that address, and make sure no database account uses a default or empty password.`
+const REDIS_ACTION = `${ISOLATE_SOURCE} Make sure your real Redis servers require authentication and are not reachable from that address.`
+
+const ROWS: ReadonlyArray<Row> = [
+  // SSH (Cowrie and OpenCanary)
+  {
+    type: "ssh.session",
+    port: 22,
+    action: "connect",
+    severity: "low",
+    confidence: "normal",
+    techniques: ["T1046"],
+    label: "SSH connection",
+    incidentTitle: "SSH connections",
+    detailNoun: "client version",
+    recommendedAction: SCAN_ACTION,
+  },
+  {
+    type: "ssh.login_attempt",
+    port: 22,
+    severity: "medium",
+    confidence: "normal",
+    techniques: ["T1021.004", "T1110.001"],
+    label: "SSH login attempt",
+    incidentTitle: "SSH brute force",
+    recommendedAction: LOGIN_ACTION,
+  },
+  {
+    type: "ssh.login_success",
+    port: 22,
+    severity: "high",
+    confidence: "high",
+    techniques: ["T1021.004", "T1078"],
+    label: "SSH login with valid credentials",
+    incidentTitle: "SSH login with valid credentials",
+    recommendedAction: SUCCESS_ACTION,
+  },
+  {
+    type: "ssh.command",
+    port: 22,
+    severity: "high",
+    confidence: "high",
+    techniques: ["T1021.004", "T1059.004"],
+    label: "SSH shell command",
+    incidentTitle: "Shell commands over SSH",
+    detailNoun: "command",
+    recommendedAction: SHELL_ACTION,
+  },
+  {
+    type: "ssh.file_download",
+    port: 22,
+    severity: "high",
+    confidence: "high",
+    techniques: ["T1105"],
+    label: "File download in an SSH session",
+    incidentTitle: "Tool download over SSH",
+    detailNoun: "URL",
+    recommendedAction: SHELL_ACTION,
+  },
+  // Telnet (Cowrie and OpenCanary)
+  {
+    type: "telnet.session",
+    port: 23,
+    action: "connect",
+    severity: "low",
+    confidence: "normal",
+    techniques: ["T1046"],
+    label: "Telnet connection",
+    incidentTitle: "Telnet connections",
+    recommendedAction: SCAN_ACTION,
+  },
+  {
+    type: "telnet.login_attempt",
+    port: 23,
+    severity: "medium",
+    confidence: "normal",
+    techniques: ["T1021", "T1110.001"],
+    label: "Telnet login attempt",
+    incidentTitle: "Telnet brute force",
+    recommendedAction: LOGIN_ACTION,
+  },
+  {
+    type: "telnet.login_success",
+    port: 23,
+    severity: "high",
+    confidence: "high",
+    techniques: ["T1021", "T1078"],
+    label: "Telnet login with valid credentials",
+    incidentTitle: "Telnet login with valid credentials",
+    recommendedAction: SUCCESS_ACTION,
+  },
+  {
+    type: "telnet.command",
+    port: 23,
+    severity: "high",
+    confidence: "high",
+    techniques: ["T1021", "T1059.004"],
+    label: "Telnet shell command",
+    incidentTitle: "Shell commands over Telnet",
+    detailNoun: "command",
+    recommendedAction: SHELL_ACTION,
+  },
+  {
+    type: "telnet.file_download",
+    port: 23,
+    severity: "high",
+    confidence: "high",
+    techniques: ["T1105"],
+    label: "File download in a Telnet session",
+    incidentTitle: "Tool download over Telnet",
+    detailNoun: "URL",
+    recommendedAction: SHELL_ACTION,
+  },
+  // FTP, HTTP, SMB
+  {
+    type: "ftp.login_attempt",
+    port: 21,
+    severity: "medium",
+    confidence: "normal",
+    techniques: ["T1110.001"],
+    label: "FTP login attempt",
+    incidentTitle: "FTP brute force",
+    recommendedAction: LOGIN_ACTION,
+  },
+  {
+    type: "http.request",
+    port: 80,
+    severity: "low",
+    confidence: "normal",
+    techniques: ["T1046"],
+    label: "HTTP request",
+    incidentTitle: "Web decoy requests",
+    detailNoun: "path",
+    recommendedAction: WEB_ACTION,
+  },
+  {
+    type: "http.login_attempt",
+    port: 80,
+    severity: "medium",
+    confidence: "normal",
+    techniques: ["T1110.001"],
+    label: "Web login attempt",
+    incidentTitle: "Web login brute force",
+    detailNoun: "path",
+    recommendedAction: LOGIN_ACTION,
+  },
+  {
+    type: "smb.file_open",
+    port: 445,
+    severity: "high",
+    confidence: "normal",
+    techniques: ["T1021.002", "T1039"],
+    label: "SMB file open",
+    incidentTitle: "Decoy file share access",
+    detailNoun: "file",
+    recommendedAction: SMB_ACTION,
+  },
+  // Port scans (OpenCanary portscan module)
+  {
+    type: "portscan.syn",
+    port: 0,
+    action: "scan",
+    severity: "low",
+    confidence: "normal",
+    techniques: ["T1046"],
+    label: "Port scan (SYN)",
+    incidentTitle: "Port scan",
+    recommendedAction: SCAN_ACTION,
+  },
+  {
+    type: "portscan.nmap_os",
+    port: 0,
+    action: "scan",
+    severity: "low",
+    confidence: "normal",
+    techniques: ["T1046"],
+    label: "Nmap OS detection probe",
+    incidentTitle: "Nmap OS detection scan",
+    recommendedAction: SCAN_ACTION,
+  },
+  {
+    type: "portscan.nmap_null",
+    port: 0,
+    action: "scan",
+    severity: "low",
+    confidence: "normal",
+    techniques: ["T1046"],
+    label: "Nmap NULL scan probe",
+    incidentTitle: "Nmap NULL scan",
+    recommendedAction: SCAN_ACTION,
+  },
+  {
+    type: "portscan.nmap_xmas",
+    port: 0,
+    action: "scan",
+    severity: "low",
+    confidence: "normal",
+    techniques: ["T1046"],
+    label: "Nmap Xmas scan probe",
+    incidentTitle: "Nmap Xmas scan",
+    recommendedAction: SCAN_ACTION,
+  },
+  {
+    type: "portscan.nmap_fin",
+    port: 0,
+    action: "scan",
+    severity: "low",
+    confidence: "normal",
+    techniques: ["T1046"],
+    label: "Nmap FIN scan probe",
+    incidentTitle: "Nmap FIN scan",
+    recommendedAction: SCAN_ACTION,
+  },
+  // Databases, remote desktops, Redis
+  {
+    type: "mysql.login_attempt",
+    port: 3306,
+    severity: "medium",
+    confidence: "normal",
+    techniques: ["T1110.001"],
+    label: "MySQL login attempt",
+    incidentTitle: "MySQL brute force",
+    recommendedAction: DB_ACTION,
+  },
+  {
+    type: "mssql.login_attempt",
+    port: 1433,
+    severity: "medium",
+    confidence: "normal",
+    techniques: ["T1110.001"],
+    label: "MSSQL login attempt",
+    incidentTitle: "MSSQL brute force",
+    recommendedAction: DB_ACTION,
+  },
+  {
+    type: "vnc.login_attempt",
+    port: 5900,
+    severity: "medium",
+    confidence: "normal",
+    techniques: ["T1021.005", "T1110.001"],
+    label: "VNC login attempt",
+    incidentTitle: "VNC brute force",
+    recommendedAction: LOGIN_ACTION,
+  },
+  {
+    type: "rdp.login_attempt",
+    port: 3389,
+    severity: "medium",
+    confidence: "normal",
+    techniques: ["T1021.001", "T1110.001"],
+    label: "RDP login attempt",
+    incidentTitle: "RDP login attempts",
+    recommendedAction: LOGIN_ACTION,
+  },
+  {
+    type: "redis.command",
+    port: 6379,
+    severity: "medium",
+    confidence: "normal",
+    techniques: ["T1210"],
+    label: "Redis command",
+    incidentTitle: "Redis commands",
+    detailNoun: "command",
+    recommendedAction: REDIS_ACTION,
+  },
+]
+
+/** Every event type, keyed by type name. */
+export const EVENT_TYPES: ReadonlyMap<string, EventTypeSpec> = new Map(ROWS.map((row) => [row.type, spec(row)]))
+
+/** The event type names, sorted (the "allowed values" of validation messages). */
+export const EVENT_TYPE_NAMES: ReadonlyArray<string> = [...EVENT_TYPES.keys()].sort()
+
+export const eventTypeSpec = (type: string): EventTypeSpec | undefined => EVENT_TYPES.get(type)
+
+/** The techniques of these event types, each once, sorted by id. Unknown types are ignored. */
+export const techniquesForEventTypes = (types: Iterable<string>): ReadonlyArray<Technique> => {
+  const out: Array<Technique> = []
+  for (const type of types) {
+    for (const id of EVENT_TYPES.get(type)?.techniques ?? []) out.push(techniqueById(id))
+  }
+  return sortTechniques(out)
+}
+
+const confidenceRank = (c: Confidence): number => CONFIDENCES.indexOf(c)
+
+/**
+ * The most severe known type among `types` (D3 order; ties go to the higher default confidence, then to `preferred`,
+ * then to the earlier type). Undefined when no type is known.
+ */
+export const mostSevereEventType = (types: Iterable<string>, preferred?: string): EventTypeSpec | undefined => {
+  let best: EventTypeSpec | undefined
+  for (const type of types) {
+    const candidate = EVENT_TYPES.get(type)
+    if (candidate === undefined) continue
+    if (best === undefined) {
+      best = candidate
+      continue
+    }
+    const bySeverity = severityRank(candidate.severity) - severityRank(best.severity)
+    const byConfidence = confidenceRank(candidate.confidence) - confidenceRank(best.confidence)
+    if (bySeverity > 0 || (bySeverity === 0 && (byConfidence > 0 || (byConfidence === 0 && type === preferred)))) {
+      best = candidate
+    }
+  }
+  return best
+}
+
+/** At most this many usernames are quoted in an incident narrative. */
+export const NARRATIVE_MAX_USERNAMES = 5
+/** At most this many event types are named in an incident narrative. */
+const NARRATIVE_MAX_TYPES = 6
+
+const GENERIC_TITLE = "Decoy activity"
+const GENERIC_ACTION = ISOLATE_SOURCE
+
+const typeLabel = (type: string): string => EVENT_TYPES.get(type)?.label ?? `event type ${quoteAttackerText(type)}`
+
+const listWithMore = (items: ReadonlyArray<string>, max: number, noun?: string): string => {
+  const shown = items.slice(0, max).join(", ")
+  const rest = items.length - max
+  if (rest <= 0) return shown
+  return noun === undefined ? `${shown} and ${rest} more` : `${shown} and ${rest} more ${noun}`
+}
+
+const plural = (n: number, one: string, many: string): string => `${n} ${n === 1 ? one : many}`
+
+/**
+ * D14: the incident texts, written by the service from the templates of its event types. `usernames` are
+ * already-sanitized attacker text and only appear quoted; `sensorName` (set by an admin) is quoted as well.
+ *
+ * - title: the primary type's incident title (its event label when the incident has a single event), the source
+ *   address and the sensor, e.g. `SSH brute force from 203.0.113.7 on sensor "web-01"`.
+ * - narrative: two or three sentences: counts and types, the usernames tried (at most 5 quoted), and why it matters.
+ * - recommendedAction: the advice of the most severe event type present.
+ */
+export const incidentTexts = (i: {
+  readonly eventTypes: ReadonlyArray<string>
+  readonly primaryType: string
+  readonly sensorName: string
+  readonly sourceIp: string
+  readonly eventCount: number
+  readonly usernames: ReadonlyArray<string>
+}): { readonly title: string; readonly narrative: string; readonly recommendedAction: string } => {
+  const sensor = JSON.stringify(i.sensorName)
+  const primary = EVENT_TYPES.get(i.primaryType) ?? mostSevereEventType(i.eventTypes)
+  const heading = primary === undefined ? GENERIC_TITLE : i.eventCount === 1 ? primary.label : primary.incidentTitle
+  const title = `${heading} from ${i.sourceIp} on sensor ${sensor}`
+
+  const types = [...new Set(i.eventTypes)]
+  const count = Number.isFinite(i.eventCount) && i.eventCount >= 0 ? Math.floor(i.eventCount) : 0
+  const sentences: Array<string> = []
+  const typesText = types.length === 0 ? "" : `: ${listWithMore(types.map(typeLabel), NARRATIVE_MAX_TYPES, "types")}`
+  sentences.push(`${plural(count, "event", "events")} from ${i.sourceIp} on decoy sensor ${sensor}${typesText}.`)
+  const usernames = [...new Set(i.usernames.filter((u) => u.length > 0))]
+  if (usernames.length > 0) {
+    const quoted = usernames.map(quoteAttackerText)
+    const what = usernames.length === 1 ? "Username tried" : "Usernames tried"
+    sentences.push(`${what}: ${listWithMore(quoted, NARRATIVE_MAX_USERNAMES)}.`)
+  }
+  sentences.push("No legitimate user or system has a reason to contact a decoy.")
+
+  const worst = mostSevereEventType(types, i.primaryType)
+  return {
+    title,
+    narrative: sentences.join(" "),
+    recommendedAction: worst === undefined ? GENERIC_ACTION : worst.recommendedAction,
+  }
+}

@@ -1,0 +1,175 @@
+/**
+ * D20: neutralising attacker-derived text.
+ *
+ * Pure functions, no I/O. Every string that an attacker could have typed (attackerInput, titles, summaries, ...) goes
+ * through `sanitizeText` before it is stored or emitted; `sanitizeJson` applies it to a whole JSON-like value, and
+ * `shortenStrings` additionally cuts each string for webhooks.
+ */
+
+/**
+ * Characters removed by `sanitizeText`:
+ * - `\p{Cc}`: all C0 and C1 controls (NUL, BEL, TAB, LF, CR, ESC, DEL, U+0080–U+009F, ...).
+ * - `\p{Cf}`: format characters (zero-width space/non-joiner/joiner, word joiner, BOM, soft hyphen, LRM/RLM/ALM, bidi
+ *   embeddings/overrides U+202A–U+202E and isolates U+2066–U+2069, tag characters U+E0000–U+E007F, ...).
+ * - `\p{Default_Ignorable_Code_Point}`: everything else that renders invisibly (Hangul fillers U+115F, U+1160, U+3164,
+ *   U+FFA0, variation selectors U+FE00–U+FE0F and U+E0100–U+E01EF, Mongolian free variation selectors U+180B–U+180F,
+ *   combining grapheme joiner U+034F, and the reserved default-ignorable ranges).
+ * - `\p{Surrogate}`: in a `u`-mode regex a well-formed surrogate pair is matched as one astral code point, so this
+ *   class only ever matches unpaired (lone) surrogates. Real pairs (emoji, ...) are kept.
+ */
+const REMOVABLE_SOURCE = "[\\p{Cc}\\p{Cf}\\p{Default_Ignorable_Code_Point}\\p{Surrogate}]"
+const REMOVABLE_ANY = new RegExp(REMOVABLE_SOURCE, "u")
+const REMOVABLE_ALL = new RegExp(`${REMOVABLE_SOURCE}+`, "gu")
+
+/**
+ * D20: removes control characters (Unicode Cc: all of C0 and C1, including NUL, TAB, LF, CR and ESC), format
+ * characters (Cf: zero-width characters, BOM, soft hyphen, bidi embeddings/overrides/isolates, LRM/RLM/ALM, tag
+ * characters), all other Default_Ignorable_Code_Point characters (Hangul fillers, variation selectors, U+034F, ...) and
+ * unpaired surrogates. Everything else (letters of any script, combining marks, emoji, ordinary spaces) is kept.
+ *
+ * Only these characters are removed; the printable remainder of an ANSI escape sequence stays
+ * ("\u001b[31mred" becomes "[31mred"). Removing ESC is what neutralises the sequence: no terminal interprets it
+ * without the ESC (and the C1 CSI U+009B is removed as a Cc as well).
+ *
+ * Note that ZWJ emoji sequences lose their joiners and VS16 is dropped (e.g. "❤️" becomes "❤"): this is intended, an
+ * invisible character is an invisible character. The function is idempotent. When nothing needs removing, the input
+ * string itself is returned.
+ */
+export const sanitizeText = (s: string): string => (REMOVABLE_ANY.test(s) ? s.replace(REMOVABLE_ALL, "") : s)
+
+const ELLIPSIS = "…"
+
+const isHighSurrogate = (unit: number): boolean => unit >= 0xd800 && unit <= 0xdbff
+const isLowSurrogate = (unit: number): boolean => unit >= 0xdc00 && unit <= 0xdfff
+
+/**
+ * Cuts `s` to at most `max` code points (not UTF-16 code units). When `s` is longer, the result is its first `max - 1`
+ * code points followed by "…", so it is exactly `max` code points long; "…" is only added when something was cut. A
+ * surrogate pair is never split (a lone surrogate counts as one code point). `max` is floored; `max <= 0` gives "".
+ */
+export const truncateCodePoints = (s: string, max: number): string => {
+  const limit = Math.floor(max)
+  if (!(limit > 0)) return ""
+  // Every code point takes at least one UTF-16 unit: a short string cannot exceed the limit.
+  if (s.length <= limit) return s
+  let index = 0
+  let count = 0
+  let cutAt = 0 // UTF-16 index after the first `limit - 1` code points
+  while (index < s.length) {
+    if (count === limit - 1) cutAt = index
+    if (count === limit) return s.slice(0, cutAt) + ELLIPSIS
+    const unit = s.charCodeAt(index)
+    index += isHighSurrogate(unit) && index + 1 < s.length && isLowSurrogate(s.charCodeAt(index + 1)) ? 2 : 1
+    count++
+  }
+  return s
+}
+
+/** Replacement for an array or object nested deeper than the allowed depth. */
+export const TOO_DEEP = "[truncated: too deep]"
+
+/** Keys that are never copied into an output object (prototype pollution and look-alikes). */
+const FORBIDDEN_KEYS: ReadonlySet<string> = new Set(["__proto__", "constructor", "prototype"])
+
+/** @internal Options of the shared walker behind sanitizeJson, shortenStrings and prepareAttackerInput. */
+export interface WalkOptions {
+  /** Applied to every string, object keys included. */
+  readonly text: (s: string) => string
+  /** The root is at depth 0; an array or object at a depth greater than this is replaced by TOO_DEEP. */
+  readonly maxDepth: number
+  /** At most this many entries are kept per object. */
+  readonly maxKeys: number
+  /** At most this many items are kept per array. */
+  readonly maxItems: number
+  /**
+   * Called for every entry of an object, with the already transformed key, before its value is walked. Returning a
+   * value (not `undefined`) uses it as the entry's value as-is (it is not walked).
+   */
+  readonly onEntry?: (key: string, rawKey: string, value: unknown) => unknown
+}
+
+const DROP: unique symbol = Symbol("drop")
+
+const walk = (v: unknown, depth: number, options: WalkOptions): unknown => {
+  switch (typeof v) {
+    case "string":
+      return options.text(v)
+    case "number":
+      return Number.isFinite(v) ? v : null
+    case "boolean":
+      return v
+    case "object": {
+      if (v === null) return null
+      if (depth > options.maxDepth) return TOO_DEEP
+      if (Array.isArray(v)) {
+        const out: Array<unknown> = []
+        for (let i = 0; i < v.length && out.length < options.maxItems; i++) {
+          const item = walk(v[i], depth + 1, options)
+          if (item !== DROP) out.push(item)
+        }
+        return out
+      }
+      const source = v as Record<string, unknown>
+      const out: Record<string, unknown> = {}
+      let kept = 0
+      for (const rawKey of Object.keys(source)) {
+        if (kept >= options.maxKeys) break
+        const key = options.text(rawKey)
+        if (FORBIDDEN_KEYS.has(key) || Object.hasOwn(out, key)) continue
+        const value = source[rawKey]
+        const special = options.onEntry === undefined ? undefined : options.onEntry(key, rawKey, value)
+        const result = special === undefined ? walk(value, depth + 1, options) : special
+        if (result === DROP) continue
+        out[key] = result
+        kept++
+      }
+      return out
+    }
+    default:
+      return DROP
+  }
+}
+
+/**
+ * @internal Deep copy of a JSON-like value with every string passed through `options.text`. Numbers (non-finite ones
+ * become null, as in JSON), booleans and null are kept; undefined, functions, symbols and bigints are dropped (from
+ * arrays too; a dropped root gives undefined). Keys "__proto__", "constructor" and "prototype" (after the key's
+ * transformation) are dropped. When two keys become equal after transformation, the first one wins. Never mutates.
+ */
+export const walkRoot = (v: unknown, options: WalkOptions): unknown => {
+  const out = walk(v, 0, options)
+  return out === DROP ? undefined : out
+}
+
+export const DEFAULT_MAX_DEPTH = 8
+
+/**
+ * D20: deep-sanitizes a JSON-like value. Every string, object keys included, goes through `sanitizeText`; numbers,
+ * booleans and null are kept (non-finite numbers become null, as JSON.stringify would); arrays and objects are copied
+ * recursively. The root is at depth 0: an array or object nested deeper than `maxDepth` (default 8) is replaced by the
+ * string "[truncated: too deep]". Undefined, functions, symbols and bigints are dropped (an unsupported root gives
+ * undefined). Keys "__proto__", "constructor" and "prototype" are dropped. Returns a new value; never mutates.
+ */
+export const sanitizeJson = (v: unknown, options?: { readonly maxDepth?: number }): unknown =>
+  walkRoot(v, {
+    text: sanitizeText,
+    maxDepth: options?.maxDepth ?? DEFAULT_MAX_DEPTH,
+    maxKeys: Number.POSITIVE_INFINITY,
+    maxItems: Number.POSITIVE_INFINITY,
+  })
+
+/** D20: maximum length, in code points, of an attackerInput string in a webhook. */
+export const WEBHOOK_STRING_MAX = 256
+
+/**
+ * D20, for webhooks: every string of an attackerInput value (object keys too) is cut to `max` (default 256) code points
+ * with a final "…" (see truncateCodePoints). It recurses like sanitizeJson (same depth bound, dropped keys and types),
+ * and as defence in depth also passes each string through sanitizeText (a no-op on already-sanitized input).
+ */
+export const shortenStrings = (v: unknown, max: number = WEBHOOK_STRING_MAX): unknown =>
+  walkRoot(v, {
+    text: (s) => truncateCodePoints(sanitizeText(s), max),
+    maxDepth: DEFAULT_MAX_DEPTH,
+    maxKeys: Number.POSITIVE_INFINITY,
+    maxItems: Number.POSITIVE_INFINITY,
+  })

@@ -1,0 +1,269 @@
+import { describe, expect, test } from "bun:test"
+import fc from "fast-check"
+import {
+  ATTACKER_INPUT_MAX_ITEMS,
+  ATTACKER_INPUT_MAX_KEYS,
+  ATTACKER_INPUT_MAX_STRING,
+  isPasswordLikeKey,
+  type MaskedSecret,
+  maskSecret,
+  PASSWORD_LIKE_KEYS,
+  prepareAttackerInput,
+} from "../../src/domain/attackerInput.ts"
+import { TOO_DEEP } from "../../src/domain/sanitize.ts"
+
+const orgKeyA = new Uint8Array(32).fill(1)
+const orgKeyB = new Uint8Array(32).fill(2)
+
+const expectMasked = (value: unknown, length: number): MaskedSecret => {
+  expect(value).toEqual({ masked: "*".repeat(Math.min(length, 32)), length, fingerprint: expect.any(String) })
+  const masked = value as MaskedSecret
+  expect(masked.fingerprint).toMatch(/^[0-9a-f]{32}$/)
+  return masked
+}
+
+describe("D19 isPasswordLikeKey", () => {
+  test("D19 the listed keys", () => {
+    expect(PASSWORD_LIKE_KEYS).toEqual(["password", "passphrase", "token", "secret", "apikey", "key"])
+  })
+
+  test("D19 matches case-insensitively and ignores _ and -", () => {
+    for (const key of [
+      "password",
+      "PASSWORD",
+      "Password",
+      "passphrase",
+      "PassPhrase",
+      "token",
+      "TOKEN",
+      "secret",
+      "Secret",
+      "apiKey",
+      "api_key",
+      "API-KEY",
+      "Api_Key",
+      "apikey",
+      "key",
+      "KEY",
+      "pass_word",
+    ]) {
+      expect(isPasswordLikeKey(key)).toBe(true)
+    }
+  })
+
+  test("D19 does not match other keys", () => {
+    for (const key of ["username", "user", "keyboard", "monkey", "passwd2", "command", "", "tokens"]) {
+      expect(isPasswordLikeKey(key)).toBe(false)
+    }
+  })
+
+  test("D19/D20 invisible characters do not hide a password-like key", () => {
+    expect(isPasswordLikeKey("pass\u200bword")).toBe(true)
+    expect(isPasswordLikeKey("pass\u00adword")).toBe(true)
+  })
+})
+
+describe("D19 maskSecret", () => {
+  test("D19 masked is * repeated min(length, 32)", () => {
+    expect(maskSecret("", orgKeyA).masked).toBe("")
+    expect(maskSecret("hunter2", orgKeyA).masked).toBe("*******")
+    expect(maskSecret("x".repeat(32), orgKeyA).masked).toBe("*".repeat(32))
+    const long = maskSecret("x".repeat(100), orgKeyA)
+    expect(long.masked).toBe("*".repeat(32))
+    expect(long.length).toBe(100)
+  })
+
+  test("D19 length counts code points, not UTF-16 units, of the raw value", () => {
+    expect(maskSecret("😀😀", orgKeyA).length).toBe(2)
+    expect(maskSecret("😀😀", orgKeyA).masked).toBe("**")
+    expect(maskSecret("e\u0301", orgKeyA).length).toBe(2)
+    // Raw, not sanitized: invisible characters count.
+    expect(maskSecret("a\u200bb", orgKeyA).length).toBe(3)
+  })
+
+  test("D19 fingerprint is 32 hex chars, stable per org key, different across org keys", () => {
+    const a1 = maskSecret("correct horse battery staple", orgKeyA)
+    const a2 = maskSecret("correct horse battery staple", orgKeyA)
+    const b = maskSecret("correct horse battery staple", orgKeyB)
+    expect(a1.fingerprint).toMatch(/^[0-9a-f]{32}$/)
+    expect(a1.fingerprint).toBe(a2.fingerprint)
+    expect(b.fingerprint).not.toBe(a1.fingerprint)
+    expect(maskSecret("other password", orgKeyA).fingerprint).not.toBe(a1.fingerprint)
+  })
+
+  test("D19 fingerprint is the truncated HMAC-SHA256 of the UTF-8 value", () => {
+    const hmac = new Bun.CryptoHasher("sha256", orgKeyA).update("pässwörd😀").digest("hex")
+    expect(maskSecret("pässwörd😀", orgKeyA).fingerprint).toBe(hmac.slice(0, 32))
+  })
+})
+
+describe("D19/D20 prepareAttackerInput", () => {
+  test("D19 masks the password and sanitizes the username (spec shape)", () => {
+    const out = prepareAttackerInput({ username: "ro\u200bot\u001b[0m", password: "Sup3rS3cret!" }, orgKeyA)
+    expect(out.username).toBe("root[0m")
+    const masked = expectMasked(out.password, 12)
+    expect(masked).toEqual(maskSecret("Sup3rS3cret!", orgKeyA))
+    expect(Object.keys(out)).toEqual(["username", "password"])
+  })
+
+  test("D19 masks every password-like key in various cases", () => {
+    const input = {
+      PASSWORD: "pw-upper-1",
+      passphrase: "a long pass phrase",
+      Token: "tok_abcdefghij",
+      secret: "s3cr3t-value",
+      apiKey: "ak-1234567",
+      Api_Key: "ak-underscore",
+      "API-KEY": "ak-dash-value",
+      key: "ssh-rsa AAAA",
+      user: "admin",
+    }
+    const out = prepareAttackerInput(input, orgKeyA)
+    for (const [k, raw] of Object.entries(input)) {
+      if (k === "user") expect(out[k]).toBe("admin")
+      else expect(out[k]).toEqual(maskSecret(raw, orgKeyA))
+    }
+  })
+
+  test("D19 masks password-like keys at any depth, also inside arrays", () => {
+    const out = prepareAttackerInput(
+      { credentials: { password: "nested-pass" }, attempts: [{ user: "a", token: "tkn-in-array" }] },
+      orgKeyA,
+    )
+    expect(out).toEqual({
+      credentials: { password: maskSecret("nested-pass", orgKeyA) },
+      attempts: [{ user: "a", token: maskSecret("tkn-in-array", orgKeyA) }],
+    })
+  })
+
+  test("D19 masks numbers through String()", () => {
+    const out = prepareAttackerInput({ password: 123456 }, orgKeyA)
+    expect(out.password).toEqual(maskSecret("123456", orgKeyA))
+    expectMasked(out.password, 6)
+  })
+
+  test("D19 a forged masked object under a password-like key is masked whole", () => {
+    const forged = { masked: "****", length: 4, fingerprint: "0123456789abcdef0123456789abcdef" }
+    const out = prepareAttackerInput({ password: forged }, orgKeyA)
+    expect(out.password).toEqual(maskSecret(JSON.stringify(forged), orgKeyA))
+    expect(out.password).not.toEqual(forged)
+    const list = prepareAttackerInput({ secret: ["one-secret", "two-secret"] }, orgKeyA)
+    expect(list.secret).toEqual(maskSecret(JSON.stringify(["one-secret", "two-secret"]), orgKeyA))
+  })
+
+  test("D19 booleans and null under a password-like key are kept", () => {
+    expect(prepareAttackerInput({ password: null, token: true }, orgKeyA)).toEqual({ password: null, token: true })
+  })
+
+  test("D19 a key that only looks password-like after sanitizing is masked", () => {
+    const out = prepareAttackerInput({ "pass\u200bword": "zero-width-pw" }, orgKeyA)
+    expect(out).toEqual({ password: maskSecret("zero-width-pw", orgKeyA) })
+  })
+
+  test("D19 the raw secret never appears in the output (property)", () => {
+    const secretKey = fc.constantFrom(
+      "password",
+      "PASSWORD",
+      "Api_Key",
+      "apiKey",
+      "token",
+      "secret",
+      "key",
+      "passphrase",
+    )
+    const raw = fc.string({ unit: "grapheme", minLength: 4, maxLength: 60 })
+    const build = (key: string, secret: unknown, depth: number): Record<string, unknown> => {
+      let input: Record<string, unknown> = { [key]: secret, username: "root" }
+      for (let i = 0; i < depth; i++) input = { level: input, list: [input] }
+      return input
+    }
+    fc.assert(
+      fc.property(secretKey, raw, fc.integer({ min: 0, max: 6 }), (key, secret, depth) => {
+        // Only meaningful when the secret is not part of the output's own structure ("username", hex, digits, ...).
+        const skeleton = JSON.stringify(prepareAttackerInput(build(key, true, depth), orgKeyA))
+        fc.pre(!skeleton.includes(secret) && !JSON.stringify(maskSecret(secret, orgKeyA)).includes(secret))
+        const json = JSON.stringify(prepareAttackerInput(build(key, secret, depth), orgKeyA))
+        expect(json.includes(secret)).toBe(false)
+        expect(json.includes(JSON.stringify(secret).slice(1, -1))).toBe(false)
+      }),
+      { numRuns: 500 },
+    )
+  })
+
+  test("D19 the raw secret never appears, even when nested too deep or under a forged object", () => {
+    const raw = "hunter2-very-secret"
+    let deep: unknown = { password: raw }
+    for (let i = 0; i < 20; i++) deep = { a: deep }
+    const inputs: Array<unknown> = [
+      { password: raw },
+      { password: { masked: raw, length: 1, fingerprint: raw } },
+      { credentials: { password: [raw] } },
+      deep,
+      { a: { b: { c: { apiKey: raw } } } },
+    ]
+    for (const input of inputs) {
+      expect(JSON.stringify(prepareAttackerInput(input, orgKeyA)).includes(raw)).toBe(false)
+    }
+  })
+
+  test("D20 sanitizes every other string and key", () => {
+    const out = prepareAttackerInput(
+      { "com\u202emand": "rm -rf /\u0000", notes: ["a\u200b", { "x\u2066": "y\u{e0041}" }] },
+      orgKeyA,
+    )
+    expect(out).toEqual({ command: "rm -rf /", notes: ["a", { x: "y" }] })
+  })
+
+  test("D19 bounds: at most 64 keys per object and 64 items per array", () => {
+    const wide: Record<string, number> = {}
+    for (let i = 0; i < 100; i++) wide[`k${i}`] = i
+    const items = Array.from({ length: 100 }, (_, i) => i)
+    const out = prepareAttackerInput({ ...wide, nested: { ...wide }, items }, orgKeyA)
+    expect(Object.keys(out)).toHaveLength(ATTACKER_INPUT_MAX_KEYS)
+    expect(ATTACKER_INPUT_MAX_KEYS).toBe(64)
+    const inner = prepareAttackerInput({ nested: wide, items }, orgKeyA)
+    expect(Object.keys(inner.nested as object)).toHaveLength(64)
+    expect(Object.keys(inner.nested as object)[63]).toBe("k63")
+    expect(inner.items).toEqual(items.slice(0, ATTACKER_INPUT_MAX_ITEMS))
+    expect(ATTACKER_INPUT_MAX_ITEMS).toBe(64)
+  })
+
+  test("D19 bounds: each string at most 4096 code points", () => {
+    const out = prepareAttackerInput({ username: "😀".repeat(5000), ["k".repeat(5000)]: 1 }, orgKeyA)
+    const username = out.username as string
+    expect([...username]).toHaveLength(ATTACKER_INPUT_MAX_STRING)
+    expect(username.endsWith("😀…")).toBe(true)
+    expect(Object.keys(out).every((k) => [...k].length <= 4096)).toBe(true)
+    // Sanitizing happens before cutting: invisible characters do not count.
+    const exact = prepareAttackerInput({ username: `${"a".repeat(4096)}\u200b\u200b` }, orgKeyA)
+    expect(exact.username).toBe("a".repeat(4096))
+  })
+
+  test("D19 a long secret is still masked whole (not cut first)", () => {
+    const raw = "p".repeat(5000)
+    const out = prepareAttackerInput({ password: raw }, orgKeyA)
+    expect(out.password).toEqual(maskSecret(raw, orgKeyA))
+    expectMasked(out.password, 5000)
+  })
+
+  test("D19 bounds: depth 8 as in sanitizeJson, and dangerous keys dropped", () => {
+    let deep: unknown = "leaf"
+    for (let i = 0; i < 12; i++) deep = { a: deep }
+    expect(JSON.stringify(prepareAttackerInput(deep, orgKeyA))).toContain(TOO_DEEP)
+    const polluted: unknown = JSON.parse('{"__proto__":{"admin":true},"constructor":{"x":1},"username":"u"}')
+    expect(prepareAttackerInput(polluted, orgKeyA)).toEqual({ username: "u" })
+  })
+
+  test("D19 non-object input gives {}", () => {
+    for (const input of [null, undefined, "password", 42, true, ["password", "x"], () => 1, 10n]) {
+      expect(prepareAttackerInput(input, orgKeyA)).toEqual({})
+    }
+  })
+
+  test("D19 never mutates its input", () => {
+    const input = { username: "u\u200b", password: "mutation-check", nested: { token: "tkn-mutation" } }
+    const copy = structuredClone(input)
+    prepareAttackerInput(input, orgKeyA)
+    expect(input).toEqual(copy)
+  })
+})
