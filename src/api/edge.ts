@@ -1,0 +1,151 @@
+import { HttpApp, HttpBody, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { Effect, Option } from "effect"
+import { problemBody } from "../domain/problem.ts"
+import { type Cidr, clientIp } from "./clientIp.ts"
+import { requestFacts } from "./requestContext.ts"
+
+/**
+ * The outermost HTTP layer of the read API: what every response gets, whatever produced it.
+ * - D21 headers on every response, errors included, so no browser renders attacker text as HTML.
+ * - D4 problem documents for what the HttpApi does not answer itself: unknown paths (404), other methods than
+ *   GET/HEAD (405: the API is read-only), and defects (500 without a stack or SQL).
+ * - Errors carry `application/problem+json`, JSON successes `application/json; charset=utf-8`.
+ */
+
+const API_CSP = "default-src 'none'; frame-ancestors 'none'"
+// The reference page at /docs runs the bundled Scalar script and styles inline; it shows no attacker data.
+const DOCS_CSP =
+  "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:; font-src data:; connect-src 'self'; frame-ancestors 'none'"
+
+export const ALLOWED_METHODS = "GET, HEAD"
+/** Longer URLs get 414 here; a request head beyond Bun's own limit gets Bun's 431 before any of our code runs. */
+export const MAX_URL_LENGTH = 8192
+
+export const problem = (
+  status: number,
+  title: string,
+  code: string,
+  detail: string,
+  headers: Record<string, string> = {},
+) => HttpServerResponse.unsafeJson(problemBody(status, title, code, detail), { status, headers })
+
+export const secure = (
+  request: HttpServerRequest.HttpServerRequest,
+  response: HttpServerResponse.HttpServerResponse,
+) => {
+  const body = response.body
+  const headers: Record<string, string> = {
+    "x-content-type-options": "nosniff",
+    "content-security-policy": request.url.startsWith("/docs") ? DOCS_CSP : API_CSP,
+    "cache-control": "no-store",
+    "referrer-policy": "no-referrer",
+  }
+  if (response.status === 401) headers["www-authenticate"] = 'Bearer realm="incident-api"'
+  const secured = HttpServerResponse.setHeaders(response, headers)
+  // The content type lives on the body (a response copy re-derives the header from it), so re-type the body.
+  if (body._tag === "Uint8Array" && body.contentType.startsWith("application/json")) {
+    const type = response.status >= 400 ? "application/problem+json; charset=utf-8" : "application/json; charset=utf-8"
+    return HttpServerResponse.setBody(secured, HttpBody.uint8Array(body.body, type))
+  }
+  return secured
+}
+
+/** A problem document (one of the classes in domain/problem.ts) as a response. */
+export const problemResponse = (p: {
+  readonly status: number
+  readonly title: string
+  readonly code: string
+  readonly detail: string
+}) => problem(p.status, p.title, p.code, p.detail)
+
+/**
+ * Empty 404/500 answers come from the router (unknown path) and from defects; they get problem bodies here.
+ * Runs as a pre-response handler because the app hands its response to the server before middleware returns.
+ * Each listener says what an unrouted request gets.
+ */
+export const finalizeResponse = (
+  request: HttpServerRequest.HttpServerRequest,
+  response: HttpServerResponse.HttpServerResponse,
+  unrouted: (request: HttpServerRequest.HttpServerRequest) => HttpServerResponse.HttpServerResponse,
+) => {
+  if (response.body._tag === "Empty" && response.status === 404) return secure(request, unrouted(request))
+  if (response.body._tag === "Empty" && response.status >= 500) {
+    return secure(
+      request,
+      problem(500, "Internal Server Error", "internal", "An unexpected error occurred. It has been logged."),
+    )
+  }
+  return secure(request, response)
+}
+
+const apiUnrouted = () => problem(404, "Not Found", "not_found", "No such endpoint. See /openapi.json.")
+
+/** The route pattern of a path, for the access log: raw paths may carry attacker-chosen text. */
+const ROUTES: ReadonlyArray<[RegExp, string]> = [
+  [/^\/v1\/incidents\/?$/, "/v1/incidents"],
+  [/^\/v1\/incidents\/[^/]+$/, "/v1/incidents/:id"],
+  [/^\/v1\/events\/?$/, "/v1/events"],
+  [/^\/v1\/events\/[^/]+$/, "/v1/events/:id"],
+  [/^\/openapi\.json$/, "/openapi.json"],
+  [/^\/docs/, "/docs"],
+]
+export const routeOf = (url: string): string => {
+  const path = url.split("?")[0] ?? ""
+  return ROUTES.find(([pattern]) => pattern.test(path))?.[1] ?? "unmatched"
+}
+
+/**
+ * One JSON line per request (time, method, route, status, duration, organization, key id, client IP). Never the
+ * Authorization header, a key, or the query string (cursors and filters stay out of logs).
+ */
+const accessLog = (request: HttpServerRequest.HttpServerRequest, status: number, startedMs: number, client: string) => {
+  const facts = requestFacts(request)
+  return Effect.logInfo("request").pipe(
+    Effect.annotateLogs({
+      method: request.method,
+      route: routeOf(request.url),
+      status,
+      durationMs: Math.round((performance.now() - startedMs) * 100) / 100,
+      orgId: facts.orgId ?? null,
+      keyId: facts.keyId ?? null,
+      clientIp: client,
+    }),
+  )
+}
+
+export const makeEdgeMiddleware =
+  (trustProxy: ReadonlyArray<Cidr>) =>
+  (app: HttpApp.Default): HttpApp.Default =>
+    Effect.gen(function* () {
+      const request = yield* HttpServerRequest.HttpServerRequest
+      const started = performance.now()
+      const client = clientIp(
+        Option.getOrUndefined(request.remoteAddress),
+        request.headers["x-forwarded-for"],
+        trustProxy,
+      )
+      if (request.url.length > MAX_URL_LENGTH) {
+        yield* accessLog(request, 414, started, client)
+        return secure(
+          request,
+          problem(414, "URI Too Long", "uri_too_long", `A request URL may hold at most ${MAX_URL_LENGTH} characters.`),
+        )
+      }
+      if (request.method !== "GET" && request.method !== "HEAD") {
+        yield* accessLog(request, 405, started, client)
+        return secure(
+          request,
+          problem(
+            405,
+            "Method Not Allowed",
+            "method_not_allowed",
+            `The API is read-only: only ${ALLOWED_METHODS} are allowed.`,
+            { allow: ALLOWED_METHODS },
+          ),
+        )
+      }
+      return yield* HttpApp.withPreResponseHandler(app, (req, res) => {
+        const final = finalizeResponse(req, res, apiUnrouted)
+        return Effect.as(accessLog(request, final.status, started, client), final)
+      }).pipe(Effect.tapDefect((defect) => Effect.logError("unhandled defect", defect)))
+    })

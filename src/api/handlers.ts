@@ -1,0 +1,133 @@
+import { HttpApiBuilder } from "@effect/platform"
+import { Effect, Option, Redacted } from "effect"
+import { AppConfig } from "../config.ts"
+import { deriveKey } from "../domain/crypto.ts"
+import { type CursorScope, decodeCursor, encodeCursor } from "../domain/cursor.ts"
+import { isId } from "../domain/ids.ts"
+import { presentEvent, presentIncident, presentIncidentSummary } from "../domain/present.ts"
+import { InvalidRequest, NotFound } from "../domain/problem.ts"
+import { EventsRepo } from "../repos/EventsRepo.ts"
+import { IncidentsRepo } from "../repos/IncidentsRepo.ts"
+import { Caller, IncidentApi } from "./definition.ts"
+import { eventFilterDigestInput, parseCursor, parseEventListParams, parseLimit, parseStatus } from "./params.ts"
+import { databaseProblem } from "./problems.ts"
+
+/** D8: member events shown on a single incident. */
+export const INCIDENT_EVENTS_SHOWN = 200
+
+/** The cursor signing key, derived from SECRET_KEY so cursors survive restarts and work across replicas. */
+const cursorKey = Effect.map(AppConfig, (config) => deriveKey(Redacted.value(config.secretKey), "cursor-v1"))
+
+const cursorError = (problem: "malformed" | "mismatch") =>
+  InvalidRequest.of(
+    problem === "malformed"
+      ? "cursor is malformed or was tampered with; use the nextCursor value of a previous response."
+      : "cursor was issued for another endpoint, other filters or another organization; start again from the first page.",
+  )
+
+/** Position after which to read, from an optional cursor (D7). */
+const readCursor = (key: Uint8Array, scope: CursorScope, cursor: string | undefined) => {
+  if (cursor === undefined) return Effect.succeed(undefined)
+  const decoded = decodeCursor(key, scope, cursor)
+  return decoded.ok ? Effect.succeed(decoded.position) : Effect.fail(cursorError(decoded.problem))
+}
+
+/** One page from `limit + 1` rows: the extra row only says that a next page exists. */
+const page = <Row extends { readonly id: string }, Out>(
+  rows: ReadonlyArray<Row>,
+  limit: number,
+  position: (row: Row) => Date,
+  present: (row: Row) => Out,
+  next: (at: { time: Date; id: string }) => string,
+) => {
+  const shown = rows.slice(0, limit)
+  const last = shown[shown.length - 1]
+  return {
+    data: shown.map(present),
+    nextCursor: rows.length > limit && last ? next({ time: position(last), id: last.id }) : null,
+  }
+}
+
+export const IncidentsHandlers = HttpApiBuilder.group(IncidentApi, "incidents", (handlers) =>
+  Effect.gen(function* () {
+    const incidents = yield* IncidentsRepo
+    const events = yield* EventsRepo
+    const { appUrl } = yield* AppConfig
+    const key = yield* cursorKey
+
+    return handlers
+      .handle("listIncidents", ({ urlParams }) =>
+        Effect.gen(function* () {
+          const caller = yield* Caller
+          const status = yield* parseStatus(urlParams.status)
+          const limit = yield* parseLimit(urlParams.limit)
+          const cursor = yield* parseCursor(urlParams.cursor)
+          const scope: CursorScope = { endpoint: "incidents", orgId: caller.orgId, filters: { status } }
+          const after = yield* readCursor(key, scope, cursor)
+          const rows = yield* incidents.list({ orgId: caller.orgId, status, after, fetch: limit + 1 })
+          return page(
+            rows,
+            limit,
+            (r) => r.lastSeenAt,
+            (r) => presentIncidentSummary(r, appUrl),
+            (at) => encodeCursor(key, scope, at),
+          )
+        }).pipe(Effect.catchTag("DatabaseError", databaseProblem)),
+      )
+      .handle("getIncident", ({ path }) =>
+        Effect.gen(function* () {
+          const caller = yield* Caller
+          const notFound = NotFound.of("No incident with this id exists in your organization.")
+          if (!isId("incident", path.id)) return yield* Effect.fail(notFound)
+          const row = yield* incidents.findById(caller.orgId, path.id)
+          if (Option.isNone(row)) return yield* Effect.fail(notFound)
+          const members = yield* events.members(caller.orgId, path.id, INCIDENT_EVENTS_SHOWN)
+          return presentIncident(row.value, members, appUrl)
+        }).pipe(Effect.catchTag("DatabaseError", databaseProblem)),
+      )
+  }),
+)
+
+export const EventsHandlers = HttpApiBuilder.group(IncidentApi, "events", (handlers) =>
+  Effect.gen(function* () {
+    const events = yield* EventsRepo
+    const key = yield* cursorKey
+
+    return handlers
+      .handle("listEvents", ({ urlParams }) =>
+        Effect.gen(function* () {
+          const caller = yield* Caller
+          const input = yield* parseEventListParams(urlParams)
+          const scope: CursorScope = {
+            endpoint: "events",
+            orgId: caller.orgId,
+            filters: eventFilterDigestInput(input.filters),
+          }
+          const after = yield* readCursor(key, scope, input.cursor)
+          const rows = yield* events.list({
+            orgId: caller.orgId,
+            filters: input.filters,
+            after,
+            fetch: input.limit + 1,
+          })
+          return page(
+            rows,
+            input.limit,
+            (r) => r.time,
+            presentEvent,
+            (at) => encodeCursor(key, scope, at),
+          )
+        }).pipe(Effect.catchTag("DatabaseError", databaseProblem)),
+      )
+      .handle("getEvent", ({ path }) =>
+        Effect.gen(function* () {
+          const caller = yield* Caller
+          const notFound = NotFound.of("No event with this id exists in your organization.")
+          if (!isId("event", path.id)) return yield* Effect.fail(notFound)
+          const row = yield* events.findById(caller.orgId, path.id)
+          if (Option.isNone(row)) return yield* Effect.fail(notFound)
+          return presentEvent(row.value)
+        }).pipe(Effect.catchTag("DatabaseError", databaseProblem)),
+      )
+  }),
+)

@@ -1,0 +1,159 @@
+import { Either } from "effect"
+import { EVENT_TYPE_NAMES } from "../domain/eventTypes.ts"
+import { isId } from "../domain/ids.ts"
+import { canonicalIp } from "../domain/ip.ts"
+import { InvalidRequest } from "../domain/problem.ts"
+import { SEVERITIES, type Severity } from "../domain/severity.ts"
+import type { EventFilters } from "../repos/EventsRepo.ts"
+
+/**
+ * D5 validation of query parameters, with a detail that names the parameter and its allowed values.
+ * A parameter given twice is refused rather than guessed at; unknown parameters are ignored.
+ */
+export type RawParam = string | ReadonlyArray<string> | undefined
+type Parsed<A> = Either.Either<A, InvalidRequest>
+
+const fail = (detail: string) => Either.left(InvalidRequest.of(detail))
+
+const single = (name: string, raw: RawParam): Parsed<string | undefined> => {
+  if (raw === undefined || typeof raw === "string") return Either.right(raw)
+  return raw.length === 1 ? Either.right(raw[0]) : fail(`The query parameter ${name} was given more than once.`)
+}
+
+export const DEFAULT_LIMIT = 50
+export const MAX_LIMIT = 100
+
+export const parseLimit = (raw: RawParam): Parsed<number> =>
+  Either.flatMap(single("limit", raw), (text) => {
+    if (text === undefined) return Either.right(DEFAULT_LIMIT)
+    const n = /^[0-9]{1,4}$/.test(text) ? Number(text) : Number.NaN
+    return Number.isInteger(n) && n >= 1 && n <= MAX_LIMIT
+      ? Either.right(n)
+      : fail(`limit must be an integer from 1 to ${MAX_LIMIT} (default ${DEFAULT_LIMIT}).`)
+  })
+
+export const parseStatus = (raw: RawParam): Parsed<"open" | "closed" | undefined> =>
+  Either.flatMap(single("status", raw), (text) => {
+    if (text === undefined || text === "all") return Either.right(undefined)
+    if (text === "open" || text === "closed") return Either.right(text)
+    return fail("status must be one of: open, closed, all (default all).")
+  })
+
+export const parseCursor = (raw: RawParam): Parsed<string | undefined> =>
+  Either.flatMap(single("cursor", raw), (text) =>
+    text === "" ? fail("cursor must be the nextCursor value of a previous response.") : Either.right(text),
+  )
+
+const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?(?:([Zz])|([+-])(\d{2}):(\d{2}))$/
+
+/**
+ * D6: an RFC 3339 timestamp with a zone (Z or an offset). Stored times have milliseconds, so a finer fraction
+ * rounds up: `time >= from` and `time < to` then select exactly the events the caller's instant selects.
+ */
+export const parseTimestamp = (text: string): Date | undefined => {
+  const m = RFC3339.exec(text)
+  if (!m) return undefined
+  const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+  ]
+  const monthEnd = new Date(Date.UTC(2000, 0, 1))
+  monthEnd.setUTCFullYear(year, month, 0)
+  const daysInMonth = monthEnd.getUTCDate()
+  if (month < 1 || month > 12 || day < 1 || day > daysInMonth || hour > 23 || minute > 59 || second > 59)
+    return undefined
+  let offsetMinutes = 0
+  if (m[9] !== undefined) {
+    const oh = Number(m[10])
+    const om = Number(m[11])
+    if (oh > 23 || om > 59) return undefined
+    offsetMinutes = (m[9] === "-" ? -1 : 1) * (oh * 60 + om)
+  }
+  const fraction = m[7] ? m[7].slice(1) : ""
+  const nanos = Number(fraction.padEnd(9, "0"))
+  const ms = Math.ceil(nanos / 1e6)
+  // Date.UTC reads years 0–99 as 1900–1999; setUTCFullYear takes the year as written.
+  const base = new Date(Date.UTC(2000, month - 1, day, hour, minute, second))
+  base.setUTCFullYear(year, month - 1, day)
+  const epoch = base.getTime() + ms - offsetMinutes * 60_000
+  const date = new Date(epoch)
+  return Number.isNaN(date.getTime()) ? undefined : date
+}
+
+const timestampParam = (name: string, raw: RawParam): Parsed<Date | undefined> =>
+  Either.flatMap(single(name, raw), (text) => {
+    if (text === undefined) return Either.right(undefined)
+    const date = parseTimestamp(text)
+    return date === undefined
+      ? fail(`${name} must be an RFC 3339 timestamp with a time zone, for example 2026-11-21T15:57:42.053Z.`)
+      : Either.right(date)
+  })
+
+const idParam = (name: string, kind: "sensor" | "incident", example: string, raw: RawParam) =>
+  Either.flatMap(single(name, raw), (text) =>
+    text === undefined || isId(kind, text)
+      ? Either.right(text)
+      : fail(`${name} must be ${kind === "sensor" ? "a sensor" : "an incident"} identifier (${example}).`),
+  )
+
+export interface EventListInput {
+  readonly filters: EventFilters
+  readonly limit: number
+  readonly cursor: string | undefined
+}
+
+export const parseEventListParams = (p: {
+  readonly sensorId?: RawParam
+  readonly severity?: RawParam
+  readonly type?: RawParam
+  readonly sourceIp?: RawParam
+  readonly incidentId?: RawParam
+  readonly from?: RawParam
+  readonly to?: RawParam
+  readonly limit?: RawParam
+  readonly cursor?: RawParam
+}): Parsed<EventListInput> =>
+  Either.gen(function* () {
+    const sensorId = yield* idParam("sensorId", "sensor", "sen_…", p.sensorId)
+    const incidentId = yield* idParam("incidentId", "incident", "inc_…", p.incidentId)
+    const severityText = yield* single("severity", p.severity)
+    if (severityText !== undefined && !(SEVERITIES as ReadonlyArray<string>).includes(severityText)) {
+      return yield* fail(`severity must be one of: ${SEVERITIES.join(", ")}.`)
+    }
+    const type = yield* single("type", p.type)
+    if (type !== undefined && !EVENT_TYPE_NAMES.includes(type)) {
+      return yield* fail(`type must be one of: ${EVENT_TYPE_NAMES.join(", ")}.`)
+    }
+    const sourceIpText = yield* single("sourceIp", p.sourceIp)
+    const sourceIp = sourceIpText === undefined ? undefined : canonicalIp(sourceIpText)
+    if (sourceIpText !== undefined && sourceIp === undefined) {
+      return yield* fail("sourceIp must be an IPv4 address (dotted decimal) or an IPv6 address.")
+    }
+    const from = yield* timestampParam("from", p.from)
+    const to = yield* timestampParam("to", p.to)
+    if (from !== undefined && to !== undefined && from.getTime() > to.getTime()) {
+      return yield* fail("from must not be later than to.")
+    }
+    const limit = yield* parseLimit(p.limit)
+    const cursor = yield* parseCursor(p.cursor)
+    return {
+      filters: { sensorId, incidentId, severity: severityText as Severity | undefined, type, sourceIp, from, to },
+      limit,
+      cursor,
+    }
+  })
+
+/** The filters as the cursor digest sees them (D7: a cursor is bound to exactly these). */
+export const eventFilterDigestInput = (f: EventFilters): Record<string, string | undefined> => ({
+  sensorId: f.sensorId,
+  incidentId: f.incidentId,
+  severity: f.severity,
+  type: f.type,
+  sourceIp: f.sourceIp,
+  from: f.from?.toISOString(),
+  to: f.to?.toISOString(),
+})

@@ -1,0 +1,41 @@
+import { HttpApiBuilder, HttpApiScalar, HttpServer } from "@effect/platform"
+import { BunHttpServer } from "@effect/platform-bun"
+import { Effect, Layer } from "effect"
+import { KeyAuth } from "../auth/KeyAuth.ts"
+import { AppConfig } from "../config.ts"
+import { ApiKeysRepo } from "../repos/ApiKeysRepo.ts"
+import { EventsRepo } from "../repos/EventsRepo.ts"
+import { IncidentsRepo } from "../repos/IncidentsRepo.ts"
+import { EventsAuthLive, IncidentsAuthLive } from "./auth.ts"
+import { IncidentApi } from "./definition.ts"
+import { makeEdgeMiddleware } from "./edge.ts"
+import { EventsHandlers, IncidentsHandlers } from "./handlers.ts"
+
+/** The read API as a Layer: the HttpApi, its handlers and middleware, OpenAPI at /openapi.json, docs at /docs. */
+export const ApiLive = HttpApiBuilder.api(IncidentApi).pipe(
+  Layer.provide([IncidentsHandlers, EventsHandlers]),
+  Layer.provide([IncidentsAuthLive, EventsAuthLive]),
+  Layer.provide(KeyAuth.Default),
+  Layer.provide([IncidentsRepo.Default, EventsRepo.Default, ApiKeysRepo.Default]),
+)
+
+const logAddress = Effect.gen(function* () {
+  const server = yield* HttpServer.HttpServer
+  const address = server.address
+  if (address._tag === "TcpAddress") {
+    yield* Effect.logInfo("api listening").pipe(Effect.annotateLogs({ listener: "api", port: address.port }))
+  }
+})
+
+/** The API listener on PORT (never the ingest port, D22). */
+export const ApiServerLive = Layer.unwrapEffect(
+  Effect.map(AppConfig, (config) =>
+    HttpApiBuilder.serve(makeEdgeMiddleware(config.trustProxy)).pipe(
+      Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/openapi.json" })),
+      Layer.provide(HttpApiScalar.layer({ path: "/docs" })),
+      Layer.provide(ApiLive),
+      Layer.provide(Layer.effectDiscard(logAddress)),
+      Layer.provide(BunHttpServer.layer({ port: config.port, hostname: config.host })),
+    ),
+  ),
+)

@@ -1,0 +1,49 @@
+import { SqlClient, SqlSchema } from "@effect/sql"
+import { Effect, Schema } from "effect"
+import { newId } from "../domain/ids.ts"
+import { dbErrors } from "./errors.ts"
+
+export const OrgRow = Schema.Struct({
+  id: Schema.String,
+  name: Schema.String,
+  deceptionEnabled: Schema.Boolean,
+  fingerprintKey: Schema.String,
+  createdAt: Schema.DateFromSelf,
+})
+export type OrgRow = typeof OrgRow.Type
+
+/** Organizations and their Deception feature flag. */
+export class OrgsRepo extends Effect.Service<OrgsRepo>()("OrgsRepo", {
+  effect: Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+
+    const findById = SqlSchema.findOne({
+      Request: Schema.String,
+      Result: OrgRow,
+      execute: (id) => sql`select * from organizations where id = ${id}`,
+    })
+
+    return {
+      /** `fingerprintKey` is the encrypted per-organization fingerprint key (D19). */
+      create: (input: { readonly name: string; readonly fingerprintKey: string }) =>
+        Effect.gen(function* () {
+          const row = { id: newId("organization"), ...input, deceptionEnabled: true, createdAt: new Date() }
+          yield* sql`insert into organizations ${sql.insert(row)}`
+          return row satisfies OrgRow
+        }).pipe(dbErrors),
+      findById: (id: string) => findById(id).pipe(dbErrors),
+      list: () =>
+        SqlSchema.findAll({
+          Request: Schema.Void,
+          Result: OrgRow,
+          execute: () => sql`select * from organizations order by id`,
+        })(undefined).pipe(dbErrors),
+      /** Returns false when no such organization exists. */
+      setDeception: (id: string, enabled: boolean) =>
+        sql`update organizations set deception_enabled = ${enabled} where id = ${id} returning id`.pipe(
+          Effect.map((rows) => rows.length > 0),
+          dbErrors,
+        ),
+    } as const
+  }),
+}) {}

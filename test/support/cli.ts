@@ -1,0 +1,20 @@
+import { join } from "node:path"
+
+const ROOT = join(import.meta.dir, "..", "..")
+
+/** Runs `bun run admin …` as an operator would, with a server's environment. */
+export const admin = async (env: Record<string, string>, args: ReadonlyArray<string>) => {
+  const child = Bun.spawn(["bun", "src/admin/cli.ts", ...args], { cwd: ROOT, env, stdout: "pipe", stderr: "pipe" })
+  const [stdout, stderr, code] = await Promise.all([
+    new Response(child.stdout).text(),
+    new Response(child.stderr).text(),
+    child.exited,
+  ])
+  return { code, stdout: stdout.trim(), stderr: stderr.trim() }
+}
+
+export const adminJson = async (env: Record<string, string>, args: ReadonlyArray<string>) => {
+  const result = await admin(env, [...args, "--json"])
+  if (result.code !== 0) throw new Error(`admin ${args.join(" ")} failed: ${result.stderr}`)
+  return JSON.parse(result.stdout)
+}
