@@ -1,0 +1,46 @@
+import { SqlClient } from "@effect/sql"
+import { Clock, Duration, Effect, Layer, Schedule } from "effect"
+import { AppConfig } from "../config.ts"
+import { IncidentsRepo } from "../repos/IncidentsRepo.ts"
+import { TransitionsRepo } from "../repos/TransitionsRepo.ts"
+
+/**
+ * D13: a scoped fiber that closes open incidents with no new event for INCIDENT_IDLE_CLOSE, every
+ * INCIDENT_IDLE_CLOSE_EVERY, recording a `closed` transition for each. A failed sweep is logged and the next one
+ * runs; the fiber ends with the layer's scope. Safe with several processes: closing is one conditional update.
+ */
+export const IdleCloserLive = Layer.scopedDiscard(
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const incidents = yield* IncidentsRepo
+    const transitions = yield* TransitionsRepo
+    const config = yield* AppConfig
+    const idleMs = Duration.toMillis(config.idleClose)
+
+    const sweep = sql.withTransaction(
+      Effect.gen(function* () {
+        const now = new Date(yield* Clock.currentTimeMillis)
+        const closed = yield* incidents.closeIdle(new Date(now.getTime() - idleMs), now)
+        yield* transitions.insert(
+          closed.map((c) => ({
+            orgId: c.orgId,
+            incidentId: c.id,
+            kind: "closed" as const,
+            fromSeverity: c.severity,
+            toSeverity: c.severity,
+            at: now,
+          })),
+        )
+        if (closed.length > 0)
+          yield* Effect.logInfo("idle incidents closed").pipe(Effect.annotateLogs({ count: closed.length }))
+      }),
+    )
+
+    yield* Effect.forkScoped(
+      sweep.pipe(
+        Effect.catchAllCause((cause) => Effect.logWarning("idle-close sweep failed", cause)),
+        Effect.repeat(Schedule.spaced(config.idleCloseEvery)),
+      ),
+    )
+  }),
+)

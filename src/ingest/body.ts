@@ -1,0 +1,43 @@
+/**
+ * D22: an ingest body is one JSON value, a JSON array, or NDJSON (one JSON value per line). Pure.
+ * A line that is not JSON becomes a rejected item (with its line number); it does not reject the batch.
+ */
+export const MAX_BODY_BYTES = 1024 * 1024
+export const MAX_EVENTS = 1000
+
+export type BodyItem = { readonly value: unknown } | { readonly error: string }
+
+export type ParsedBody =
+  | { readonly _tag: "Items"; readonly items: ReadonlyArray<BodyItem> }
+  | { readonly _tag: "Empty" }
+  | { readonly _tag: "TooMany"; readonly count: number }
+
+const tryParse = (text: string): { ok: true; value: unknown } | { ok: false } => {
+  try {
+    return { ok: true, value: JSON.parse(text) }
+  } catch {
+    // Includes RangeError from absurdly deep nesting: it is simply not an acceptable JSON value.
+    return { ok: false }
+  }
+}
+
+export const parseBody = (text: string): ParsedBody => {
+  const trimmed = text.trim()
+  if (trimmed === "") return { _tag: "Empty" }
+  const whole = tryParse(trimmed)
+  let items: Array<BodyItem>
+  if (whole.ok) {
+    items = Array.isArray(whole.value) ? whole.value.map((value) => ({ value })) : [{ value: whole.value }]
+  } else {
+    items = []
+    const lines = trimmed.split(/\r?\n/)
+    for (const [i, line] of lines.entries()) {
+      if (line.trim() === "") continue
+      const parsed = tryParse(line)
+      items.push(parsed.ok ? { value: parsed.value } : { error: `line ${i + 1} is not valid JSON` })
+      if (items.length > MAX_EVENTS) break
+    }
+  }
+  if (items.length > MAX_EVENTS) return { _tag: "TooMany", count: items.length }
+  return { _tag: "Items", items }
+}

@@ -1,0 +1,278 @@
+/**
+ * D22: maps one OpenCanary JSON log line (`POST /ingest/v1/opencanary`) to a native event input. Pure, never throws.
+ *
+ * An OpenCanary line looks like
+ *   {"dst_host": "10.0.0.5", "dst_port": 22, "local_time": "2026-11-21 15:57:42.053123",
+ *    "local_time_adjusted": "2026-11-21 16:57:42.053201", "logdata": {"LOCALVERSION": "SSH-2.0-OpenSSH_5.1p1 Debian-5",
+ *    "PASSWORD": "123456", "REMOTEVERSION": "SSH-2.0-libssh_0.9.6", "USERNAME": "root"}, "logtype": 4002,
+ *    "node_id": "opencanary-1", "src_host": "203.0.113.7", "src_port": 51234, "utc_time": "2026-11-21 15:57:42.053123"}
+ * with `logtype` one of the LOG_* constants of opencanary/logger.py and `logdata` written by the module that logged
+ * it (`USERNAME`, `PASSWORD`, `PATH`, `USERAGENT`, ... and a few mixed-case or spaced names such as MSSQL's `UserName`
+ * or VNC's `VNC Password`).
+ *
+ * OpenCanary lines carry no event id, so `sensorEventId` is `oc:` + the SHA-256 of the line's canonical JSON: a line
+ * sent again is recognised as a duplicate.
+ */
+import { eventTypeSpec } from "../../domain/eventTypes.ts"
+import type { MapResult } from "./native.ts"
+import {
+  camelCaseKey,
+  canonicalJson,
+  describe,
+  isDefaultCredential,
+  isRecord,
+  mapped,
+  normalizeIp,
+  parseLogTime,
+  parsePort,
+  putScalar,
+  rejected,
+  sha256Hex,
+  uniqueTags,
+} from "./native.ts"
+
+/** opencanary/logger.py LoggerBase.LOG_* constants, by value (used to name a logtype in a rejection). */
+const LOGTYPE_NAMES: ReadonlyMap<number, string> = new Map([
+  [1000, "LOG_BASE_BOOT"],
+  [1001, "LOG_BASE_MSG"],
+  [1002, "LOG_BASE_DEBUG"],
+  [1003, "LOG_BASE_ERROR"],
+  [1004, "LOG_BASE_PING"],
+  [1005, "LOG_BASE_CONFIG_SAVE"],
+  [1006, "LOG_BASE_EXAMPLE"],
+  [2000, "LOG_FTP_LOGIN_ATTEMPT"],
+  [2001, "LOG_FTP_AUTH_ATTEMPT_INITIATED"],
+  [3000, "LOG_HTTP_GET"],
+  [3001, "LOG_HTTP_POST_LOGIN_ATTEMPT"],
+  [3002, "LOG_HTTP_UNIMPLEMENTED_METHOD"],
+  [3003, "LOG_HTTP_REDIRECT"],
+  [4000, "LOG_SSH_NEW_CONNECTION"],
+  [4001, "LOG_SSH_REMOTE_VERSION_SENT"],
+  [4002, "LOG_SSH_LOGIN_ATTEMPT"],
+  [5000, "LOG_SMB_FILE_OPEN"],
+  [5001, "LOG_PORT_SYN"],
+  [5002, "LOG_PORT_NMAPOS"],
+  [5003, "LOG_PORT_NMAPNULL"],
+  [5004, "LOG_PORT_NMAPXMAS"],
+  [5005, "LOG_PORT_NMAPFIN"],
+  [6001, "LOG_TELNET_LOGIN_ATTEMPT"],
+  [6002, "LOG_TELNET_CONNECTION_MADE"],
+  [7001, "LOG_HTTPPROXY_LOGIN_ATTEMPT"],
+  [8001, "LOG_MYSQL_LOGIN_ATTEMPT"],
+  [9001, "LOG_MSSQL_LOGIN_SQLAUTH"],
+  [9002, "LOG_MSSQL_LOGIN_WINAUTH"],
+  [9003, "LOG_MYSQL_CONNECTION_MADE"],
+  [10001, "LOG_TFTP"],
+  [11001, "LOG_NTP_MONLIST"],
+  [12001, "LOG_VNC"],
+  [13001, "LOG_SNMP_CMD"],
+  [14001, "LOG_RDP"],
+  [15001, "LOG_SIP_REQUEST"],
+  [16001, "LOG_GIT_CLONE_REQUEST"],
+  [17001, "LOG_REDIS_COMMAND"],
+  [18001, "LOG_TCP_BANNER_CONNECTION_MADE"],
+  [18002, "LOG_TCP_BANNER_KEEP_ALIVE_CONNECTION_MADE"],
+  [18003, "LOG_TCP_BANNER_KEEP_ALIVE_SECRET_RECEIVED"],
+  [18004, "LOG_TCP_BANNER_KEEP_ALIVE_DATA_RECEIVED"],
+  [18005, "LOG_TCP_BANNER_DATA_RECEIVED"],
+  [19001, "LOG_LLMNR_QUERY_RESPONSE"],
+])
+
+/** The logtypes this service understands, and their event types (eventTypes.ts). */
+export const OPENCANARY_LOGTYPES: ReadonlyMap<number, string> = new Map([
+  [2000, "ftp.login_attempt"], // LOG_FTP_LOGIN_ATTEMPT
+  [3000, "http.request"], // LOG_HTTP_GET
+  [3001, "http.login_attempt"], // LOG_HTTP_POST_LOGIN_ATTEMPT
+  [3002, "http.request"], // LOG_HTTP_UNIMPLEMENTED_METHOD
+  [3003, "http.request"], // LOG_HTTP_REDIRECT
+  [4000, "ssh.session"], // LOG_SSH_NEW_CONNECTION
+  [4001, "ssh.session"], // LOG_SSH_REMOTE_VERSION_SENT
+  [4002, "ssh.login_attempt"], // LOG_SSH_LOGIN_ATTEMPT
+  [5000, "smb.file_open"], // LOG_SMB_FILE_OPEN
+  [5001, "portscan.syn"], // LOG_PORT_SYN
+  [5002, "portscan.nmap_os"], // LOG_PORT_NMAPOS
+  [5003, "portscan.nmap_null"], // LOG_PORT_NMAPNULL
+  [5004, "portscan.nmap_xmas"], // LOG_PORT_NMAPXMAS
+  [5005, "portscan.nmap_fin"], // LOG_PORT_NMAPFIN
+  [6001, "telnet.login_attempt"], // LOG_TELNET_LOGIN_ATTEMPT
+  [8001, "mysql.login_attempt"], // LOG_MYSQL_LOGIN_ATTEMPT
+  [9001, "mssql.login_attempt"], // LOG_MSSQL_LOGIN_SQLAUTH
+  [9002, "mssql.login_attempt"], // LOG_MSSQL_LOGIN_WINAUTH
+  [12001, "vnc.login_attempt"], // LOG_VNC
+  [14001, "rdp.login_attempt"], // LOG_RDP
+  [17001, "redis.command"], // LOG_REDIS_COMMAND
+])
+
+/**
+ * logdata field names whose attackerInput name is not simply their lower camel case: the names OpenCanary's modules
+ * write (HTTP, SSH, FTP, telnet, MySQL: USERNAME/PASSWORD/...; SMB: USER, FILENAME, SHARENAME, ...; MSSQL: UserName,
+ * Password, HostName, ...; VNC: "VNC Password"; Redis: CMD, ARGS).
+ */
+const KEY_NAMES: ReadonlyMap<string, string> = new Map([
+  ["USERNAME", "username"],
+  ["USER", "username"],
+  ["UserName", "username"],
+  ["PASSWORD", "password"],
+  ["Password", "password"],
+  ["VNC Password", "password"],
+  ["PATH", "path"],
+  ["USERAGENT", "userAgent"],
+  ["HOSTNAME", "hostname"],
+  ["HostName", "hostname"],
+  ["LOCALVERSION", "localVersion"],
+  ["REMOTEVERSION", "remoteVersion"],
+  ["FILENAME", "fileName"],
+  ["SHARENAME", "shareName"],
+  ["REMOTENAME", "remoteName"],
+  ["LOCALNAME", "localName"],
+  ["SMBVER", "smbVersion"],
+  ["SMBARCH", "smbArch"],
+  ["AUDITACTION", "auditAction"],
+  ["DOMAINNAME", "domainName"],
+  ["CMD", "command"],
+  ["ARGS", "args"],
+])
+
+/** Placeholders OpenCanary writes instead of a value the attacker did not send; they are not attacker input. */
+const PLACEHOLDERS: ReadonlySet<string> = new Set(["<not supplied>", "<Password was not in the common list>"])
+
+/** Only this much of a string is inspected for payload tags. */
+const INSPECT_MAX = 8192
+
+/** URL-decodes (twice at most, `+` as space) and lowercases, for pattern matching only. */
+const decodeForMatching = (s: string): string => {
+  let out = s.slice(0, INSPECT_MAX)
+  for (let round = 0; round < 2; round++) {
+    let decoded: string
+    try {
+      decoded = decodeURIComponent(out.replace(/\+/g, " "))
+    } catch {
+      break
+    }
+    if (decoded === out) break
+    out = decoded
+  }
+  return out.toLowerCase()
+}
+
+const TRAVERSAL_RAW = /\.\.[/\\]|%2e%2e|%252e%252e|\.\.%2f|\.\.%5c|%c0%ae/i
+const TRAVERSAL_DECODED = /\.\.[/\\]/
+
+const SQLI: ReadonlyArray<RegExp> = [
+  /\bunion\b[^a-z0-9]{1,20}(?:all[^a-z0-9]{1,20})?select\b/,
+  /['"`)]\s*(?:or|and)\s+['"(]?\w+['"]?\s*(?:=|<|>|\blike\b)/,
+  /\bor\s+1\s*=\s*1\b/,
+  /'\s*(?:--|#|\/\*)/,
+  /\b(?:sleep|benchmark|pg_sleep)\s*\(/,
+  /\bwaitfor\s+delay\b/,
+  /\binformation_schema\b/,
+  /@@version/,
+  /;\s*(?:drop|delete|insert|update|select|shutdown|exec)\b/,
+  /\bxp_cmdshell\b/,
+  /\bselect\s[^;]{0,100}\sfrom\s/,
+]
+
+const XSS = /<\s*script\b|javascript:|<[^>]{0,200}\bon(?:error|load|mouseover|focus)\s*=/
+const COMMAND_INJECTION =
+  /(?:[;|`]|\$\(|&&)\s*(?:wget|curl|sh|bash|nc|ncat|id|uname|whoami|cat|echo|ping|busybox|chmod|python|perl)\b/
+
+const SCANNER_AGENT =
+  /\b(?:nmap|masscan|zgrab|zmap|sqlmap|nikto|nuclei|gobuster|dirbuster|feroxbuster|ffuf|wpscan|acunetix|nessus|openvas)\b/i
+
+/** Payload tags of HTTP text (a path, or a login form value). */
+const httpTextTags = (raw: string): Array<string> => {
+  const tags: Array<string> = []
+  const text = decodeForMatching(raw)
+  if (TRAVERSAL_RAW.test(raw.slice(0, INSPECT_MAX)) || TRAVERSAL_DECODED.test(text)) tags.push("path-traversal")
+  if (SQLI.some((re) => re.test(text))) tags.push("sqli")
+  if (XSS.test(text)) tags.push("xss")
+  if (COMMAND_INJECTION.test(text)) tags.push("command-injection")
+  return tags
+}
+
+const readLogtype = (v: unknown): number | undefined => {
+  if (typeof v === "number" && Number.isSafeInteger(v)) return v
+  if (typeof v === "string" && /^\d{1,9}$/.test(v)) return Number(v)
+  return undefined
+}
+
+const logtypeName = (logtype: number): string => {
+  const name = LOGTYPE_NAMES.get(logtype)
+  return name === undefined ? String(logtype) : `${logtype} (${name})`
+}
+
+const stringField = (o: Record<string, unknown>, key: string): string | undefined => {
+  const v = o[key]
+  return typeof v === "string" && !PLACEHOLDERS.has(v) ? v : undefined
+}
+
+const mapLine = (line: unknown): MapResult => {
+  if (!isRecord(line)) return rejected(`an OpenCanary log line must be a JSON object, got ${describe(line)}`)
+
+  const logtype = readLogtype(line.logtype)
+  if (logtype === undefined) return rejected(`missing or invalid logtype: ${describe(line.logtype)}`)
+  const type = OPENCANARY_LOGTYPES.get(logtype)
+  if (type === undefined) return rejected(`unsupported OpenCanary logtype ${logtypeName(logtype)}`)
+  const spec = eventTypeSpec(type)
+  if (spec === undefined) return rejected(`OpenCanary logtype ${logtype} maps to unknown event type ${type}`)
+
+  const sourceIp = normalizeIp(line.src_host)
+  if (sourceIp === undefined) return rejected(`missing or invalid src_host: ${describe(line.src_host)}`)
+  const time = parseLogTime(line.utc_time)
+  if (time === undefined) return rejected(`missing or invalid utc_time: ${describe(line.utc_time)}`)
+  const sourcePort = parsePort(line.src_port)
+  if (sourcePort === "invalid") return rejected(`invalid src_port: ${describe(line.src_port)}`)
+  const dstPort = parsePort(line.dst_port)
+  if (dstPort === "invalid") return rejected(`invalid dst_port: ${describe(line.dst_port)}`)
+  const logdata = line.logdata ?? {}
+  if (!isRecord(logdata)) return rejected(`logdata must be a JSON object, got ${describe(line.logdata)}`)
+
+  const attackerInput: Record<string, unknown> = {}
+  const isRedisAuth = logtype === 17001 && typeof logdata.CMD === "string" && logdata.CMD.toUpperCase() === "AUTH"
+  for (const [rawKey, value] of Object.entries(logdata)) {
+    if (typeof value === "string" && PLACEHOLDERS.has(value)) continue
+    // Redis AUTH's argument is the password the attacker tried: keep it under a name that gets masked (D19).
+    const key = isRedisAuth && rawKey === "ARGS" ? "password" : (KEY_NAMES.get(rawKey) ?? camelCaseKey(rawKey))
+    if (key !== undefined) putScalar(attackerInput, key, value)
+  }
+
+  const tags: Array<string> = []
+  const username = stringField(logdata, "USERNAME") ?? stringField(logdata, "UserName")
+  // MySQL logs a null PASSWORD when the client sent none (an empty password).
+  const password =
+    stringField(logdata, "PASSWORD") ??
+    stringField(logdata, "Password") ??
+    (logtype === 8001 && logdata.PASSWORD === null ? "" : undefined)
+  if (isDefaultCredential(username, password)) tags.push("default-credentials")
+  if (spec.service === "http") {
+    const path = stringField(logdata, "PATH")
+    if (path !== undefined) tags.push(...httpTextTags(path))
+    for (const formValue of [username, password]) {
+      if (formValue !== undefined) tags.push(...httpTextTags(formValue).filter((t) => t !== "path-traversal"))
+    }
+  }
+  const userAgent = stringField(logdata, "USERAGENT")
+  if (userAgent !== undefined && SCANNER_AGENT.test(userAgent.slice(0, INSPECT_MAX))) tags.push("scanner")
+
+  return mapped({
+    sensorEventId: `oc:${sha256Hex(canonicalJson(line))}`,
+    time,
+    sourceIp,
+    sourcePort: sourcePort === "unknown" ? 0 : sourcePort,
+    service: spec.service,
+    port: dstPort === "unknown" || dstPort === 0 ? spec.port : dstPort,
+    type: spec.type,
+    action: spec.action,
+    tags: uniqueTags(tags),
+    attackerInput,
+  })
+}
+
+/** Maps one OpenCanary log line (already JSON-parsed). Never throws: anything unusable is Rejected with a reason. */
+export const mapOpenCanary = (line: unknown): MapResult => {
+  try {
+    return mapLine(line)
+  } catch {
+    return rejected("the OpenCanary log line could not be read (nested too deeply or not JSON data)")
+  }
+}

@@ -1,0 +1,123 @@
+import { incidentTexts, mostSevereEventType } from "../domain/eventTypes.ts"
+import { maxSeverity, type Severity, severityRank } from "../domain/severity.ts"
+
+/**
+ * The grouping rules (D3, D12, D13, D14) as pure functions: which incident an event joins, how an incident's
+ * aggregate changes, which transitions that records. The Ingestor applies them inside one transaction.
+ */
+
+export interface IncidentAggregate {
+  readonly status: "open" | "closed"
+  readonly severity: Severity
+  readonly eventCount: number
+  readonly eventTypes: ReadonlyArray<string>
+  readonly tags: ReadonlyArray<string>
+  readonly usernames: ReadonlyArray<string>
+  readonly highConfidence: boolean
+  readonly firstSeenAt: Date
+  readonly lastSeenAt: Date
+  readonly resolvedAt: Date | null
+}
+
+export interface CurrentIncident extends IncidentAggregate {
+  readonly id: string
+}
+
+/** What an event brings to its incident. */
+export interface EventContribution {
+  readonly time: Date
+  readonly type: string
+  readonly severity: Severity
+  readonly confidence: "low" | "normal" | "high"
+  readonly tags: ReadonlyArray<string>
+  readonly username: string | undefined
+}
+
+export type Decision =
+  | { readonly kind: "create" }
+  | { readonly kind: "join"; readonly incident: CurrentIncident }
+  | { readonly kind: "reopen"; readonly incident: CurrentIncident }
+
+/**
+ * D12: join the key's newest incident when it is open, or re-open it when it was resolved within the window
+ * (measured back from now, the arrival of the activity); otherwise start a new incident.
+ */
+export const decide = (newest: CurrentIncident | undefined, nowMs: number, reopenWindowMs: number): Decision => {
+  if (newest === undefined) return { kind: "create" }
+  if (newest.status === "open") return { kind: "join", incident: newest }
+  if (newest.resolvedAt !== null && nowMs - newest.resolvedAt.getTime() <= reopenWindowMs) {
+    return { kind: "reopen", incident: newest }
+  }
+  return { kind: "create" }
+}
+
+export const MAX_USERNAMES = 5
+const union = (a: ReadonlyArray<string>, b: Iterable<string>) => [...new Set([...a, ...b])].sort()
+
+/** The aggregate after adding events (D3: severity is the highest, highConfidence is any high). */
+export const merge = (
+  base: IncidentAggregate | undefined,
+  events: ReadonlyArray<EventContribution>,
+): IncidentAggregate => {
+  const times = events.map((e) => e.time.getTime())
+  const first = Math.min(...times, base?.firstSeenAt.getTime() ?? Number.POSITIVE_INFINITY)
+  // lastSeenAt is the latest event time, also when events arrive out of order.
+  const last = Math.max(...times, base?.lastSeenAt.getTime() ?? Number.NEGATIVE_INFINITY)
+  const usernames = [...(base?.usernames ?? [])]
+  for (const e of events) {
+    if (e.username && usernames.length < MAX_USERNAMES && !usernames.includes(e.username)) usernames.push(e.username)
+  }
+  return {
+    status: "open",
+    severity: events.reduce<Severity>((acc, e) => maxSeverity(acc, e.severity), base?.severity ?? "low"),
+    eventCount: (base?.eventCount ?? 0) + events.length,
+    eventTypes: union(
+      base?.eventTypes ?? [],
+      events.map((e) => e.type),
+    ),
+    tags: union(
+      base?.tags ?? [],
+      events.flatMap((e) => e.tags),
+    ),
+    usernames,
+    highConfidence: (base?.highConfidence ?? false) || events.some((e) => e.confidence === "high"),
+    firstSeenAt: new Date(first),
+    lastSeenAt: new Date(last),
+    resolvedAt: null,
+  }
+}
+
+export type TransitionKind = "created" | "escalated" | "reopened" | "closed"
+export interface Transition {
+  readonly kind: TransitionKind
+  readonly fromSeverity: Severity | null
+  readonly toSeverity: Severity
+}
+
+/**
+ * The transitions one change records. A re-open is one `reopened` transition even when the severity also rose
+ * (it carries the new severity); an open incident whose severity rose records `escalated`.
+ */
+export const transitionsOf = (decision: Decision, after: IncidentAggregate): ReadonlyArray<Transition> => {
+  switch (decision.kind) {
+    case "create":
+      return [{ kind: "created", fromSeverity: null, toSeverity: after.severity }]
+    case "reopen":
+      return [{ kind: "reopened", fromSeverity: decision.incident.severity, toSeverity: after.severity }]
+    case "join":
+      return severityRank(after.severity) > severityRank(decision.incident.severity)
+        ? [{ kind: "escalated", fromSeverity: decision.incident.severity, toSeverity: after.severity }]
+        : []
+  }
+}
+
+/** D14: the service's texts for an incident, from the per-type templates. */
+export const textsFor = (aggregate: IncidentAggregate, sensorName: string, sourceIp: string) =>
+  incidentTexts({
+    eventTypes: aggregate.eventTypes,
+    primaryType: mostSevereEventType(aggregate.eventTypes)?.type ?? aggregate.eventTypes[0] ?? "",
+    sensorName,
+    sourceIp,
+    eventCount: aggregate.eventCount,
+    usernames: aggregate.usernames,
+  })

@@ -1,0 +1,100 @@
+import { Either, ParseResult, Schema } from "effect"
+import { parseTimestamp } from "../api/params.ts"
+import { EVENT_TYPE_NAMES, eventTypeSpec } from "../domain/eventTypes.ts"
+import { canonicalIp } from "../domain/ip.ts"
+import { sanitizeText } from "../domain/sanitize.ts"
+import { Confidence, Severity } from "../domain/severity.ts"
+
+/**
+ * D22: validation of one native event (the item of `POST /ingest/v1/events`, or what a honeypot mapper made).
+ * The reason of a refusal names the field. Sensors' clocks may drift, so times up to a day ahead are accepted;
+ * later ones (and ones before 2000) are refused rather than left to distort an incident's lastSeenAt.
+ */
+const MAX_FUTURE_MS = 24 * 3600_000
+const EARLIEST = Date.UTC(2000, 0, 1)
+
+const boundedText = (max: number) =>
+  Schema.String.pipe(Schema.filter((s) => (s.length >= 1 && s.length <= max) || `must be 1 to ${max} characters`))
+const portNumber = Schema.Number.pipe(
+  Schema.filter((n) => (Number.isInteger(n) && n >= 0 && n <= 65535) || "must be an integer from 0 to 65535"),
+)
+
+export const NativeEventSchema = Schema.Struct({
+  sensorEventId: boundedText(200),
+  time: Schema.String.pipe(
+    Schema.filter((s) => parseTimestamp(s) !== undefined || "must be an RFC 3339 timestamp with a time zone"),
+  ),
+  sourceIp: Schema.String.pipe(
+    Schema.filter((s) => canonicalIp(s) !== undefined || "must be an IPv4 (dotted decimal) or IPv6 address"),
+  ),
+  sourcePort: portNumber,
+  service: Schema.optional(boundedText(64)),
+  port: Schema.optional(portNumber),
+  type: Schema.String.pipe(
+    Schema.filter((s) => eventTypeSpec(s) !== undefined || `must be one of: ${EVENT_TYPE_NAMES.join(", ")}`),
+  ),
+  action: Schema.optional(boundedText(64)),
+  severity: Schema.optional(Severity),
+  confidence: Schema.optional(Confidence),
+  tags: Schema.optional(
+    Schema.Array(
+      Schema.String.pipe(
+        Schema.filter((s) => /^[a-z0-9][a-z0-9._-]{0,63}$/.test(s) || "must be lowercase letters, digits, . _ -"),
+      ),
+    ).pipe(Schema.maxItems(32)),
+  ),
+  attackerInput: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown })),
+})
+
+/** A validated event, defaults applied from the event-type table (D23); attacker input not yet masked. */
+export interface ValidEvent {
+  readonly sensorEventId: string
+  readonly time: Date
+  readonly sourceIp: string
+  readonly sourcePort: number
+  readonly service: string
+  readonly port: number
+  readonly type: string
+  readonly action: string
+  readonly severity: Severity
+  readonly confidence: Confidence
+  readonly tags: ReadonlyArray<string>
+  readonly attackerInput: Record<string, unknown>
+}
+
+const decode = Schema.decodeUnknownEither(NativeEventSchema, { errors: "first", onExcessProperty: "ignore" })
+
+const reasonOf = (error: ParseResult.ParseError): string => {
+  const [issue] = ParseResult.ArrayFormatter.formatErrorSync(error)
+  if (!issue) return "invalid event"
+  const path = issue.path.join(".")
+  return path === "" ? issue.message : `${path} ${issue.message}`
+}
+
+export const validateEvent = (input: unknown, nowMs: number): Either.Either<ValidEvent, string> => {
+  if (typeof input !== "object" || input === null || Array.isArray(input)) {
+    return Either.left("an event must be a JSON object")
+  }
+  const decoded = decode(input)
+  if (Either.isLeft(decoded)) return Either.left(reasonOf(decoded.left))
+  const e = decoded.right
+  const time = parseTimestamp(e.time) as Date
+  if (time.getTime() > nowMs + MAX_FUTURE_MS) return Either.left("time is more than a day in the future")
+  if (time.getTime() < EARLIEST) return Either.left("time is before 2000-01-01")
+  const spec = eventTypeSpec(e.type)
+  if (!spec) return Either.left("type is unknown")
+  return Either.right({
+    sensorEventId: e.sensorEventId,
+    time,
+    sourceIp: canonicalIp(e.sourceIp) as string,
+    sourcePort: e.sourcePort,
+    service: e.service === undefined ? spec.service : sanitizeText(e.service) || spec.service,
+    port: e.port ?? spec.port,
+    type: e.type,
+    action: e.action === undefined ? spec.action : sanitizeText(e.action) || spec.action,
+    severity: e.severity ?? spec.severity,
+    confidence: e.confidence ?? spec.confidence,
+    tags: [...new Set(e.tags ?? [])],
+    attackerInput: e.attackerInput ?? {},
+  })
+}
