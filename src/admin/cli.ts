@@ -1,0 +1,173 @@
+import { parseArgs } from "node:util"
+import { BunContext } from "@effect/platform-bun"
+import { Cause, Effect, Exit, Layer, Logger, LogLevel, Option } from "effect"
+import { AppConfigLive } from "../config.ts"
+import { DatabaseLive } from "../db/client.ts"
+import { migrate } from "../db/migrate.ts"
+import { ApiKeysRepo } from "../repos/ApiKeysRepo.ts"
+import { IncidentsRepo } from "../repos/IncidentsRepo.ts"
+import { OrgsRepo } from "../repos/OrgsRepo.ts"
+import { SensorsRepo } from "../repos/SensorsRepo.ts"
+import { TransitionsRepo } from "../repos/TransitionsRepo.ts"
+import { AdminError, AdminOperations } from "./operations.ts"
+
+const USAGE = `usage: bun run admin <command> [options] [--json]
+
+  migrate                                   apply pending SQL migrations
+  org create --name <name>                  create an organization (Deception on)
+  org deception <org-id> on|off             switch the Deception feature
+  org list
+  key create --org <org-id> --name <name> --scopes incidents:read,events:read [--expires <RFC 3339>]
+                                            create an API key; the key is printed only here
+  key list --org <org-id>                   list keys (never the key value)
+  key revoke <key-id>                       revoke a key; effective on the next request
+  sensor create --org <org-id> --name <name> [--profile <profile>]
+                                            create a sensor; its ingest token is printed only here
+  sensor list --org <org-id>
+  incident close <incident-id>              close an open incident (resolvedAt is set)
+`
+
+/** Parsed once; unknown flags are an error rather than silently ignored. */
+const parse = (argv: ReadonlyArray<string>) =>
+  parseArgs({
+    args: [...argv],
+    allowPositionals: true,
+    strict: true,
+    options: {
+      json: { type: "boolean" },
+      name: { type: "string" },
+      org: { type: "string" },
+      scopes: { type: "string" },
+      expires: { type: "string" },
+      profile: { type: "string" },
+      help: { type: "boolean", short: "h" },
+    },
+  })
+
+const print = (json: boolean, value: unknown, human: () => string) =>
+  Effect.sync(() => console.log(json ? JSON.stringify(value) : human()))
+
+const table = (rows: ReadonlyArray<Record<string, unknown>>) =>
+  rows.length === 0
+    ? "(none)"
+    : rows
+        .map((r) =>
+          Object.entries(r)
+            .map(([k, v]) => `${k}=${Array.isArray(v) ? v.join(",") : String(v)}`)
+            .join("  "),
+        )
+        .join("\n")
+
+const requireFlag = (value: string | undefined, flag: string) =>
+  value === undefined
+    ? Effect.fail(new AdminError({ message: `${flag} is required\n\n${USAGE}` }))
+    : Effect.succeed(value)
+
+const run = (argv: ReadonlyArray<string>) =>
+  Effect.gen(function* () {
+    const { values, positionals } = yield* Effect.try({
+      try: () => parse(argv),
+      catch: (e) => new AdminError({ message: `${(e as Error).message}\n\n${USAGE}` }),
+    })
+    const json = values.json === true
+    const [group, command, ...rest] = positionals
+    if (values.help || group === undefined) return yield* Effect.sync(() => console.log(USAGE))
+    yield* migrate
+    if (group === "migrate") return yield* print(json, { migrated: true }, () => "migrations are up to date")
+    const admin = yield* AdminOperations
+    switch (`${group} ${command ?? ""}`) {
+      case "org create": {
+        const org = yield* admin.createOrg(values.name)
+        return yield* print(json, org, () => `organization ${org.id} created (Deception on)`)
+      }
+      case "org deception": {
+        const result = yield* admin.setDeception(yield* requireFlag(rest[0], "<org-id>"), rest[1])
+        return yield* print(json, result, () => `Deception ${result.deception} for ${result.id}`)
+      }
+      case "org list": {
+        const orgs = yield* (yield* OrgsRepo).list()
+        const rows = orgs.map((o) => ({ id: o.id, name: o.name, deception: o.deceptionEnabled }))
+        return yield* print(json, rows, () => table(rows))
+      }
+      case "key create": {
+        const key = yield* admin.createKey({
+          orgId: yield* requireFlag(values.org, "--org"),
+          name: values.name,
+          scopes: values.scopes,
+          expires: values.expires,
+        })
+        return yield* print(json, key, () => `key ${key.id} created. Store it now; it is not shown again:\n${key.key}`)
+      }
+      case "key list": {
+        const keys = yield* admin.listKeys(yield* requireFlag(values.org, "--org"))
+        return yield* print(json, keys, () => table(keys))
+      }
+      case "key revoke": {
+        const result = yield* admin.revokeKey(yield* requireFlag(rest[0], "<key-id>"))
+        return yield* print(json, result, () => `key ${result.id} revoked`)
+      }
+      case "sensor create": {
+        const sensor = yield* admin.createSensor({
+          orgId: yield* requireFlag(values.org, "--org"),
+          name: values.name,
+          profile: values.profile,
+        })
+        return yield* print(
+          json,
+          sensor,
+          () => `sensor ${sensor.id} created. Its ingest token, shown only now:\n${sensor.token}`,
+        )
+      }
+      case "sensor list": {
+        const orgId = yield* requireFlag(values.org, "--org")
+        yield* admin.requireOrg(orgId)
+        const rows = (yield* (yield* SensorsRepo).listByOrg(orgId)).map((s) => ({
+          id: s.id,
+          name: s.name,
+          profile: s.profile,
+        }))
+        return yield* print(json, rows, () => table(rows))
+      }
+      case "incident close": {
+        const result = yield* admin.closeIncident(yield* requireFlag(rest[0], "<incident-id>"))
+        return yield* print(json, result, () => `incident ${result.id} closed at ${result.resolvedAt}`)
+      }
+      default:
+        return yield* Effect.fail(new AdminError({ message: `unknown command: ${positionals.join(" ")}\n\n${USAGE}` }))
+    }
+  })
+
+export const AdminLive = AdminOperations.Default.pipe(
+  Layer.provideMerge(
+    Layer.mergeAll(
+      OrgsRepo.Default,
+      ApiKeysRepo.Default,
+      SensorsRepo.Default,
+      IncidentsRepo.Default,
+      TransitionsRepo.Default,
+    ),
+  ),
+  Layer.provideMerge(DatabaseLive),
+  Layer.provideMerge(AppConfigLive),
+)
+
+if (import.meta.main) {
+  const program = run(process.argv.slice(2)).pipe(
+    Effect.provide(AdminLive),
+    Effect.provide(BunContext.layer),
+    Effect.provide(Logger.json),
+    Logger.withMinimumLogLevel(LogLevel.Warning),
+    Effect.scoped,
+  )
+  const exit = await Effect.runPromiseExit(program)
+  if (Exit.isFailure(exit)) {
+    const failure = Cause.failureOption(exit.cause)
+    const error = Option.getOrUndefined(failure)
+    if (error instanceof AdminError) console.error(`error: ${error.message}`)
+    else if (error !== undefined && typeof error === "object" && "_tag" in error && error._tag === "ConfigError") {
+      console.error(`configuration error: ${String(error)}`)
+    } else console.error(`error: ${Cause.pretty(exit.cause)}`)
+    process.exit(1)
+  }
+  process.exit(0)
+}
