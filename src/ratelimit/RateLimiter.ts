@@ -1,0 +1,150 @@
+import { Clock, Config, type ConfigError, Context, Duration, Effect, Layer, Metric, Option, Redacted } from "effect"
+import {
+  DEFAULT_LIMIT,
+  DEFAULT_WINDOW_MS,
+  failOpenDecision,
+  policyHeaderValue,
+  type RateDecision,
+  type RateLimitStore,
+  type RateLimitStoreError,
+  windowSeconds,
+  windowSettings,
+} from "./core.ts"
+import { type MemoryStoreOptions, makeMemoryStore } from "./memoryStore.ts"
+import { type RedisConnectOptions, type RedisStoreOptions, redisStoreScoped } from "./redisStore.ts"
+
+export {
+  DEFAULT_LIMIT,
+  DEFAULT_WINDOW_MS,
+  formatRateLimitHeaders,
+  type RateDecision,
+  type RateLimitStore,
+  RateLimitStoreError,
+} from "./core.ts"
+
+/**
+ * Rate limiting (D10, D11): at most `limit` (120) requests in any rolling window (60 s) per bucket, exact sliding log,
+ * rejected requests not counted. Buckets are named by the caller, e.g. `key:<apiKeyId>` or `ip:<address>`.
+ *
+ * The limiter reads the time from Effect `Clock` (tests can use TestClock) and FAILS OPEN: when the store fails
+ * (Redis down or slow), the request is allowed with the full quota, `ratelimit_store_errors_total` is incremented and
+ * a warning is logged at most once a minute per limiter.
+ */
+export interface RateLimiterService {
+  readonly hit: (bucket: string) => Effect.Effect<RateDecision>
+  /** `"default";q=<limit>;w=<window seconds>`, the `RateLimit-Policy` header value (D11: `"default";q=120;w=60`). */
+  readonly policyHeader: string
+}
+
+/** Counts store failures (each one a request let through by fail-open). Read it with `Metric.value`. */
+export const rateLimitStoreErrors = Metric.counter("ratelimit_store_errors_total", {
+  description: "Rate limit store failures; each request affected was allowed (fail-open)",
+  incremental: true,
+})
+
+const WARN_EVERY_MS = 60_000
+
+export interface LimiterOptions {
+  readonly limit?: number
+  readonly windowMs?: number
+}
+
+/** A limiter over any store. `limit`/`windowMs` must match the store's (they feed the headers and fail-open). */
+export const makeRateLimiter = (store: RateLimitStore, options: LimiterOptions = {}): RateLimiterService => {
+  const { limit, windowMs } = windowSettings(options)
+  let lastWarningAt: number | undefined
+  let suppressed = 0
+
+  const failOpen = (error: RateLimitStoreError, nowMs: number) =>
+    Effect.gen(function* () {
+      yield* Metric.increment(rateLimitStoreErrors)
+      if (lastWarningAt === undefined || nowMs - lastWarningAt >= WARN_EVERY_MS || nowMs < lastWarningAt) {
+        const more = suppressed
+        lastWarningAt = nowMs
+        suppressed = 0
+        // The message is ours (never the URL or a password); the cause is not logged.
+        yield* Effect.logWarning("rate limit store failed; allowing requests (fail-open)").pipe(
+          Effect.annotateLogs({ error: error.message, suppressedFailures: more }),
+        )
+      } else {
+        suppressed++
+      }
+      return failOpenDecision(limit)
+    })
+
+  return {
+    policyHeader: policyHeaderValue(limit, windowSeconds(windowMs)),
+    hit: (bucket) =>
+      Effect.flatMap(Clock.currentTimeMillis, (nowMs) =>
+        store.hit(bucket, nowMs).pipe(Effect.catchAll((error) => failOpen(error, nowMs))),
+      ),
+  }
+}
+
+/** The three headers for a response, with the policy taken from the limiter that made the decision. */
+export const rateLimitHeaders = (
+  limiter: Pick<RateLimiterService, "policyHeader">,
+  decision: RateDecision,
+): Record<string, string> => {
+  const headers: Record<string, string> = {
+    "RateLimit-Policy": limiter.policyHeader,
+    RateLimit: `"default";r=${decision.remaining};t=${decision.resetSeconds}`,
+  }
+  if (!decision.allowed) headers["Retry-After"] = String(Math.max(1, decision.retryAfterSeconds))
+  return headers
+}
+
+/**
+ * Settings read by `RateLimiter.layerFromEnv`:
+ * - `REDIS_URL` (secret, optional; blank = unset): share counts between replicas through Redis; otherwise in memory.
+ * - `RATE_LIMIT` (integer >= 1, default 120) and `RATE_LIMIT_WINDOW` (duration, default "60 seconds"), for tests.
+ */
+export const rateLimitConfig = Config.all({
+  redisUrl: Config.redacted("REDIS_URL").pipe(
+    Config.option,
+    Config.map(Option.filter((url) => Redacted.value(url).trim() !== "")),
+  ),
+  limit: Config.integer("RATE_LIMIT").pipe(
+    Config.validate({ message: "Expected an integer of at least 1", validation: (n) => n >= 1 }),
+    Config.withDefault(DEFAULT_LIMIT),
+  ),
+  window: Config.duration("RATE_LIMIT_WINDOW").pipe(
+    Config.validate({
+      message: "Expected a finite duration of at least 1 millisecond",
+      validation: (d) => Duration.isFinite(d) && Duration.toMillis(d) >= 1,
+    }),
+    Config.withDefault(Duration.millis(DEFAULT_WINDOW_MS)),
+  ),
+})
+
+export class RateLimiter extends Context.Tag("RateLimiter")<RateLimiter, RateLimiterService>() {
+  /** A limiter over a given store (tests, custom stores). */
+  static readonly layerStore = (store: RateLimitStore, options: LimiterOptions = {}): Layer.Layer<RateLimiter> =>
+    Layer.sync(RateLimiter, () => makeRateLimiter(store, options))
+
+  /** In-process sliding log (single replica). */
+  static readonly layerMemory = (options: MemoryStoreOptions = {}): Layer.Layer<RateLimiter> =>
+    Layer.sync(RateLimiter, () => makeRateLimiter(makeMemoryStore(options), options))
+
+  /** Shared through Redis (scoped: connects at start-up, closes on release; start-up does not fail if unreachable). */
+  static readonly layerRedis = (
+    options: RedisStoreOptions & RedisConnectOptions & { readonly url: string | Redacted.Redacted<string> },
+  ): Layer.Layer<RateLimiter> =>
+    Layer.scoped(
+      RateLimiter,
+      Effect.map(redisStoreScoped(options), (store) => makeRateLimiter(store, options)),
+    )
+
+  /** Redis when `REDIS_URL` is set, memory otherwise; `RATE_LIMIT` and `RATE_LIMIT_WINDOW` override D11's 120/60 s. */
+  static readonly layerFromEnv: Layer.Layer<RateLimiter, ConfigError.ConfigError> = Layer.unwrapEffect(
+    Effect.gen(function* () {
+      const config = yield* rateLimitConfig
+      const limit = config.limit
+      const windowMs = Math.ceil(Duration.toMillis(config.window))
+      return Option.match(config.redisUrl, {
+        onNone: () => RateLimiter.layerMemory({ limit, windowMs }),
+        onSome: (url) => RateLimiter.layerRedis({ url, limit, windowMs }),
+      })
+    }),
+  )
+}

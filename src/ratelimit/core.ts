@@ -1,0 +1,103 @@
+import { Data, type Effect } from "effect"
+
+/**
+ * The outcome of one request against one bucket (D11).
+ *
+ * - `remaining`: requests still allowed in the window after this one (0 when rejected).
+ * - `resetSeconds`: the IETF RateLimit `t` parameter. With a sliding log the quota never resets all at once; we report
+ *   the seconds until the oldest counted request leaves the window, i.e. until at least one more request is allowed
+ *   again (ceil, never negative; 0 when nothing is counted, which only happens on fail-open).
+ * - `retryAfterSeconds`: 0 when allowed; when rejected, ceil of the wait until a slot frees, at least 1. A client that
+ *   waits that long and retries is allowed (unless someone else took the slot first on a shared bucket).
+ */
+export interface RateDecision {
+  readonly allowed: boolean
+  readonly limit: number
+  readonly remaining: number
+  readonly resetSeconds: number
+  readonly retryAfterSeconds: number
+}
+
+/** A counting back end. `nowMs` is supplied by the caller (the RateLimiter reads it from Effect `Clock`). */
+export interface RateLimitStore {
+  readonly hit: (bucket: string, nowMs: number) => Effect.Effect<RateDecision, RateLimitStoreError>
+}
+
+/** The store could not decide (Redis down, timed out, bad reply). Its message never carries secrets. */
+export class RateLimitStoreError extends Data.TaggedError("RateLimitStoreError")<{
+  readonly message: string
+  readonly cause?: unknown
+}> {}
+
+/** D11 defaults: 120 requests in any rolling 60 s window. */
+export const DEFAULT_LIMIT = 120
+export const DEFAULT_WINDOW_MS = 60_000
+
+export interface WindowSettings {
+  readonly limit: number
+  readonly windowMs: number
+}
+
+/** Validates limit/window (programming or configuration errors, so they throw). */
+export const windowSettings = (options: { readonly limit?: number; readonly windowMs?: number }): WindowSettings => {
+  const limit = options.limit ?? DEFAULT_LIMIT
+  const windowMs = options.windowMs ?? DEFAULT_WINDOW_MS
+  if (!Number.isSafeInteger(limit) || limit < 1) throw new RangeError(`rate limit must be an integer >= 1: ${limit}`)
+  if (!Number.isSafeInteger(windowMs) || windowMs < 1) {
+    throw new RangeError(`rate limit window must be an integer number of milliseconds >= 1: ${windowMs}`)
+  }
+  return { limit, windowMs }
+}
+
+/** Window length for the `w` parameter: whole seconds (ceil, at least 1). */
+export const windowSeconds = (windowMs: number): number => Math.max(1, Math.ceil(windowMs / 1000))
+
+/**
+ * Builds the decision from the counted state after the request. `counted` includes this request when it was allowed;
+ * `oldestMs` is the timestamp of the oldest counted request (undefined when nothing is counted).
+ *
+ * A counted request with timestamp `t` stays in the window while `now - t < windowMs`, so it leaves at
+ * `t + windowMs`; waiting `ceil((oldest + windowMs - now) / 1000)` seconds therefore always frees a slot.
+ */
+export const decision = (
+  settings: WindowSettings,
+  allowed: boolean,
+  counted: number,
+  oldestMs: number | undefined,
+  nowMs: number,
+): RateDecision => {
+  const waitMs = oldestMs === undefined ? 0 : oldestMs + settings.windowMs - nowMs
+  const resetSeconds = Math.max(0, Math.ceil(waitMs / 1000))
+  return {
+    allowed,
+    limit: settings.limit,
+    remaining: allowed ? Math.max(0, settings.limit - counted) : 0,
+    resetSeconds,
+    retryAfterSeconds: allowed ? 0 : Math.max(1, resetSeconds),
+  }
+}
+
+/** The decision used when the store fails (fail-open): allowed, full quota, nothing to wait for. */
+export const failOpenDecision = (limit: number): RateDecision => ({
+  allowed: true,
+  limit,
+  remaining: limit,
+  resetSeconds: 0,
+  retryAfterSeconds: 0,
+})
+
+/** `"default";q=<limit>;w=<window seconds>` (D11: `"default";q=120;w=60`). */
+export const policyHeaderValue = (limit: number, windowSecs: number): string => `"default";q=${limit};w=${windowSecs}`
+
+/**
+ * Header values for a response (IETF httpapi RateLimit headers draft, D11): `RateLimit-Policy`, `RateLimit` and, when
+ * the request was rejected, `Retry-After` (whole seconds).
+ */
+export const formatRateLimitHeaders = (decision: RateDecision, windowSecs: number): Record<string, string> => {
+  const headers: Record<string, string> = {
+    "RateLimit-Policy": policyHeaderValue(decision.limit, windowSecs),
+    RateLimit: `"default";r=${decision.remaining};t=${decision.resetSeconds}`,
+  }
+  if (!decision.allowed) headers["Retry-After"] = String(Math.max(1, decision.retryAfterSeconds))
+  return headers
+}
