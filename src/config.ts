@@ -3,6 +3,7 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "n
 import { join, resolve } from "node:path"
 import { Config, ConfigError, Context, Duration, Effect, Either, Layer, Option, Redacted } from "effect"
 import { type Cidr, parseTrustProxy } from "./api/clientIp.ts"
+import { type RateLimitSettings, rateLimitConfig } from "./ratelimit/RateLimiter.ts"
 
 /**
  * Every setting of the service, read once through Effect `Config` (README "Configuration" lists them).
@@ -27,6 +28,8 @@ export interface Settings {
   readonly idleCloseEvery: Duration.Duration
   /** D11: proxies whose X-Forwarded-For is believed (CIDRs); empty: the socket peer is the client. */
   readonly trustProxy: ReadonlyArray<Cidr>
+  /** D11: REDIS_URL (shared counts across replicas), RATE_LIMIT (120) and RATE_LIMIT_WINDOW (60 s). */
+  readonly rateLimit: RateLimitSettings
 }
 
 export class AppConfig extends Context.Tag("AppConfig")<AppConfig, Settings>() {}
@@ -100,6 +103,7 @@ export const settingsConfig = Config.all({
           )
     }),
   ),
+  rateLimit: rateLimitConfig,
 })
 
 /**
@@ -153,6 +157,7 @@ export const loadSettings: Effect.Effect<Settings, ConfigError.ConfigError> = Ef
     idleClose: raw.idleClose,
     idleCloseEvery: raw.idleCloseEvery,
     trustProxy: raw.trustProxy,
+    rateLimit: raw.rateLimit,
   }
 })
 

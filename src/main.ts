@@ -2,13 +2,14 @@ import { BunRuntime } from "@effect/platform-bun"
 import { Effect, Layer } from "effect"
 import { ApiServerLive } from "./api/server.ts"
 import { SensorAuth } from "./auth/SensorAuth.ts"
-import { AppConfigLive } from "./config.ts"
+import { AppConfig, AppConfigLive } from "./config.ts"
 import { DatabaseLive } from "./db/client.ts"
 import { migrate } from "./db/migrate.ts"
 import { IdleCloserLive } from "./ingest/IdleCloser.ts"
 import { Ingestor } from "./ingest/Ingestor.ts"
 import { IngestServerLive } from "./ingest/server.ts"
 import { LoggingLive } from "./logging.ts"
+import { RateLimiter } from "./ratelimit/RateLimiter.ts"
 import { EventsRepo } from "./repos/EventsRepo.ts"
 import { IncidentsRepo } from "./repos/IncidentsRepo.ts"
 import { OrgsRepo } from "./repos/OrgsRepo.ts"
@@ -36,8 +37,11 @@ const IngestionLive = Layer.mergeAll(IngestServerLive, IdleCloserLive).pipe(
   ),
 )
 
+/** D11 counts: in memory, or shared through Redis when REDIS_URL is set. */
+const RateLimiterLive = Layer.unwrapEffect(Effect.map(AppConfig, (config) => RateLimiter.layerFrom(config.rateLimit)))
+
 /** The only place the service's layers are composed. */
-export const MainLive = Layer.mergeAll(ApiServerLive, IngestionLive).pipe(
+export const MainLive = Layer.mergeAll(ApiServerLive.pipe(Layer.provide(RateLimiterLive)), IngestionLive).pipe(
   Layer.provide(MigrationsLive),
   Layer.provideMerge(DatabaseLive),
   Layer.provideMerge(AppConfigLive),

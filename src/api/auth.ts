@@ -1,8 +1,11 @@
 import { HttpServerRequest } from "@effect/platform"
 import { Effect, Layer } from "effect"
 import { KeyAuth } from "../auth/KeyAuth.ts"
+import { RateLimited } from "../domain/problem.ts"
+import { RateLimiter } from "../ratelimit/RateLimiter.ts"
 import type { Scope } from "../repos/ApiKeysRepo.ts"
 import { EventsAuth, IncidentsAuth } from "./definition.ts"
+import { keyBucket } from "./edge.ts"
 import { databaseProblem } from "./problems.ts"
 import { requestFacts } from "./requestContext.ts"
 
@@ -11,17 +14,34 @@ import { requestFacts } from "./requestContext.ts"
  * again here and checked strictly (scheme, one token) by KeyAuth.
  */
 const bearerFor = (scope: Scope) =>
-  Effect.map(KeyAuth, (auth) => ({
-    bearer: () =>
-      Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
-        auth.authenticate(request.headers.authorization, scope).pipe(
-          Effect.tap((caller) =>
-            Effect.sync(() => Object.assign(requestFacts(request), { orgId: caller.orgId, keyId: caller.keyId })),
+  Effect.gen(function* () {
+    const auth = yield* KeyAuth
+    const limiter = yield* RateLimiter
+    return {
+      bearer: () =>
+        Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
+          auth.authenticate(request.headers.authorization, scope).pipe(
+            Effect.tap((caller) =>
+              Effect.sync(() => Object.assign(requestFacts(request), { orgId: caller.orgId, keyId: caller.keyId })),
+            ),
+            // D10: the per-key limit comes after key, Deception and scope. The edge turns the decision into headers.
+            Effect.tap((caller) =>
+              Effect.flatMap(limiter.hit(keyBucket(caller.keyId)), (decision) => {
+                requestFacts(request).keyLimit = decision
+                return decision.allowed
+                  ? Effect.void
+                  : Effect.fail(
+                      RateLimited.of(
+                        `More than ${decision.limit} requests with this API key in the rate limit window. Retry after ${decision.retryAfterSeconds} s.`,
+                      ),
+                    )
+              }),
+            ),
+            Effect.catchTag("DatabaseError", databaseProblem),
           ),
-          Effect.catchTag("DatabaseError", databaseProblem),
         ),
-      ),
-  }))
+    }
+  })
 
 export const IncidentsAuthLive = Layer.effect(IncidentsAuth, bearerFor("incidents:read"))
 export const EventsAuthLive = Layer.effect(EventsAuth, bearerFor("events:read"))

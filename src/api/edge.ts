@@ -1,6 +1,7 @@
 import { HttpApp, HttpBody, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect, Option } from "effect"
 import { problemBody } from "../domain/problem.ts"
+import { type RateDecision, type RateLimiterService, rateLimitHeaders } from "../ratelimit/RateLimiter.ts"
 import { type Cidr, clientIp } from "./clientIp.ts"
 import { requestFacts } from "./requestContext.ts"
 
@@ -113,8 +114,34 @@ const accessLog = (request: HttpServerRequest.HttpServerRequest, status: number,
   )
 }
 
+/** The bucket names of the two D11 limits. */
+export const ipBucket = (client: string) => `ip:${client}`
+export const keyBucket = (keyId: string) => `key:${keyId}`
+
+/** The decision the RateLimit header reports: the tighter of the two limits (fewer remaining, then later reset). */
+const tighter = (ip: RateDecision, key: RateDecision | undefined): RateDecision => {
+  if (key === undefined) return ip
+  if (!key.allowed) return key
+  if (key.remaining !== ip.remaining) return key.remaining < ip.remaining ? key : ip
+  return key.resetSeconds > ip.resetSeconds ? key : ip
+}
+
+const tooManyFromAddress = (limiter: RateLimiterService, decision: RateDecision) =>
+  problem(
+    429,
+    "Too Many Requests",
+    "rate_limited",
+    `More than ${decision.limit} requests from this address in the rate limit window. Retry after ${decision.retryAfterSeconds} s.`,
+    rateLimitHeaders(limiter, decision),
+  )
+
+/**
+ * The API edge, in D10 order: the per-IP limit first (every request counts, 401s and unknown paths included;
+ * a 429 does not), then the URL and method checks; the HttpApi then runs key auth, scope and the per-key limit.
+ * Every response leaves with the D21 headers and the D11 RateLimit headers.
+ */
 export const makeEdgeMiddleware =
-  (trustProxy: ReadonlyArray<Cidr>) =>
+  (trustProxy: ReadonlyArray<Cidr>, limiter: RateLimiterService) =>
   (app: HttpApp.Default): HttpApp.Default =>
     Effect.gen(function* () {
       const request = yield* HttpServerRequest.HttpServerRequest
@@ -124,17 +151,20 @@ export const makeEdgeMiddleware =
         request.headers["x-forwarded-for"],
         trustProxy,
       )
+      const ipLimit = yield* limiter.hit(ipBucket(client))
+      const withLimits = (response: HttpServerResponse.HttpServerResponse, decision: RateDecision) =>
+        HttpServerResponse.setHeaders(secure(request, response), rateLimitHeaders(limiter, decision))
+      const answer = (response: HttpServerResponse.HttpServerResponse, decision: RateDecision = ipLimit) =>
+        Effect.as(accessLog(request, response.status, started, client), withLimits(response, decision))
+
+      if (!ipLimit.allowed) return yield* answer(tooManyFromAddress(limiter, ipLimit))
       if (request.url.length > MAX_URL_LENGTH) {
-        yield* accessLog(request, 414, started, client)
-        return secure(
-          request,
+        return yield* answer(
           problem(414, "URI Too Long", "uri_too_long", `A request URL may hold at most ${MAX_URL_LENGTH} characters.`),
         )
       }
       if (request.method !== "GET" && request.method !== "HEAD") {
-        yield* accessLog(request, 405, started, client)
-        return secure(
-          request,
+        return yield* answer(
           problem(
             405,
             "Method Not Allowed",
@@ -144,8 +174,14 @@ export const makeEdgeMiddleware =
           ),
         )
       }
-      return yield* HttpApp.withPreResponseHandler(app, (req, res) => {
-        const final = finalizeResponse(req, res, apiUnrouted)
-        return Effect.as(accessLog(request, final.status, started, client), final)
-      }).pipe(Effect.tapDefect((defect) => Effect.logError("unhandled defect", defect)))
+      return yield* HttpApp.withPreResponseHandler(app, (req, res) =>
+        Effect.gen(function* () {
+          const keyLimit = requestFacts(request).keyLimit
+          // Refused by the per-key limit: the request does not count against the address either (D11).
+          if (keyLimit !== undefined && !keyLimit.allowed) yield* limiter.release(ipBucket(client), ipLimit)
+          const final = withLimits(finalizeResponse(req, res, apiUnrouted), tighter(ipLimit, keyLimit))
+          yield* accessLog(request, final.status, started, client)
+          return final
+        }),
+      ).pipe(Effect.tapDefect((defect) => Effect.logError("unhandled defect", defect)))
     })

@@ -1,10 +1,14 @@
+import type { RateDecision } from "../ratelimit/RateLimiter.ts"
+
 /**
  * What the edge learns about a request from the layers inside it (the caller's organization and key), keyed by
- * the underlying request object, so the access log and rate-limit headers can name them.
+ * the underlying request object, so the access log and the rate-limit headers can use them.
  */
 export interface RequestFacts {
   orgId?: string
   keyId?: string
+  /** The per-key rate limit decision (D10: taken after the scope check). */
+  keyLimit?: RateDecision
 }
 
 const facts = new WeakMap<object, RequestFacts>()

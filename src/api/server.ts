@@ -3,6 +3,7 @@ import { BunHttpServer } from "@effect/platform-bun"
 import { Effect, Layer } from "effect"
 import { KeyAuth } from "../auth/KeyAuth.ts"
 import { AppConfig } from "../config.ts"
+import { RateLimiter } from "../ratelimit/RateLimiter.ts"
 import { ApiKeysRepo } from "../repos/ApiKeysRepo.ts"
 import { EventsRepo } from "../repos/EventsRepo.ts"
 import { IncidentsRepo } from "../repos/IncidentsRepo.ts"
@@ -29,8 +30,8 @@ const logAddress = Effect.gen(function* () {
 
 /** The API listener on PORT (never the ingest port, D22). */
 export const ApiServerLive = Layer.unwrapEffect(
-  Effect.map(AppConfig, (config) =>
-    HttpApiBuilder.serve(makeEdgeMiddleware(config.trustProxy)).pipe(
+  Effect.map(Effect.all([AppConfig, RateLimiter]), ([config, limiter]) =>
+    HttpApiBuilder.serve(makeEdgeMiddleware(config.trustProxy, limiter)).pipe(
       Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/openapi.json" })),
       Layer.provide(HttpApiScalar.layer({ path: "/docs" })),
       Layer.provide(ApiLive),

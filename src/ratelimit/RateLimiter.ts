@@ -32,6 +32,8 @@ export {
  */
 export interface RateLimiterService {
   readonly hit: (bucket: string) => Effect.Effect<RateDecision>
+  /** Un-counts an allowed hit whose request was then rejected with 429 by a later check (D11). Never fails. */
+  readonly release: (bucket: string, counted: RateDecision) => Effect.Effect<void>
   /** `"default";q=<limit>;w=<window seconds>`, the `RateLimit-Policy` header value (D11: `"default";q=120;w=60`). */
   readonly policyHeader: string
 }
@@ -74,6 +76,10 @@ export const makeRateLimiter = (store: RateLimitStore, options: LimiterOptions =
 
   return {
     policyHeader: policyHeaderValue(limit, windowSeconds(windowMs)),
+    release: (bucket, counted) =>
+      store
+        .release(bucket, counted)
+        .pipe(Effect.catchAll((error) => Effect.flatMap(Clock.currentTimeMillis, (nowMs) => failOpen(error, nowMs)))),
     hit: (bucket) =>
       Effect.flatMap(Clock.currentTimeMillis, (nowMs) =>
         store.hit(bucket, nowMs).pipe(Effect.catchAll((error) => failOpen(error, nowMs))),
@@ -117,6 +123,8 @@ export const rateLimitConfig = Config.all({
   ),
 })
 
+export type RateLimitSettings = Config.Config.Success<typeof rateLimitConfig>
+
 export class RateLimiter extends Context.Tag("RateLimiter")<RateLimiter, RateLimiterService>() {
   /** A limiter over a given store (tests, custom stores). */
   static readonly layerStore = (store: RateLimitStore, options: LimiterOptions = {}): Layer.Layer<RateLimiter> =>
@@ -135,16 +143,18 @@ export class RateLimiter extends Context.Tag("RateLimiter")<RateLimiter, RateLim
       Effect.map(redisStoreScoped(options), (store) => makeRateLimiter(store, options)),
     )
 
+  /** Redis when a URL is given, memory otherwise. */
+  static readonly layerFrom = (settings: RateLimitSettings): Layer.Layer<RateLimiter> => {
+    const limit = settings.limit
+    const windowMs = Math.ceil(Duration.toMillis(settings.window))
+    return Option.match(settings.redisUrl, {
+      onNone: () => RateLimiter.layerMemory({ limit, windowMs }),
+      onSome: (url) => RateLimiter.layerRedis({ url, limit, windowMs }),
+    })
+  }
+
   /** Redis when `REDIS_URL` is set, memory otherwise; `RATE_LIMIT` and `RATE_LIMIT_WINDOW` override D11's 120/60 s. */
   static readonly layerFromEnv: Layer.Layer<RateLimiter, ConfigError.ConfigError> = Layer.unwrapEffect(
-    Effect.gen(function* () {
-      const config = yield* rateLimitConfig
-      const limit = config.limit
-      const windowMs = Math.ceil(Duration.toMillis(config.window))
-      return Option.match(config.redisUrl, {
-        onNone: () => RateLimiter.layerMemory({ limit, windowMs }),
-        onSome: (url) => RateLimiter.layerRedis({ url, limit, windowMs }),
-      })
-    }),
+    Effect.map(rateLimitConfig, RateLimiter.layerFrom),
   )
 }

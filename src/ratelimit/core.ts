@@ -16,11 +16,18 @@ export interface RateDecision {
   readonly remaining: number
   readonly resetSeconds: number
   readonly retryAfterSeconds: number
+  /** Which counted entry this request is in the store (allowed decisions), so `release` can take it back. */
+  readonly ticket?: string
 }
 
 /** A counting back end. `nowMs` is supplied by the caller (the RateLimiter reads it from Effect `Clock`). */
 export interface RateLimitStore {
   readonly hit: (bucket: string, nowMs: number) => Effect.Effect<RateDecision, RateLimitStoreError>
+  /**
+   * Takes back a counted request (D11: a request that ends up rejected with 429 by a later check, e.g. the per-key
+   * limit after the per-IP one, does not count). A no-op for rejected decisions.
+   */
+  readonly release: (bucket: string, counted: RateDecision) => Effect.Effect<void, RateLimitStoreError>
 }
 
 /** The store could not decide (Redis down, timed out, bad reply). Its message never carries secrets. */

@@ -1,5 +1,5 @@
 import { Effect } from "effect"
-import { decision, type RateLimitStore, type WindowSettings, windowSettings } from "./core.ts"
+import { decision, type RateDecision, type RateLimitStore, type WindowSettings, windowSettings } from "./core.ts"
 
 /**
  * In-process exact sliding log (D11) for a single replica.
@@ -67,6 +67,21 @@ class Log {
     if (this.length === 0) this.head = 0
   }
 
+  /** Removes one entry equal to `t`, searching from the newest (a released request is nearly always the newest). */
+  removeOne(t: number): boolean {
+    const capacity = this.times.length
+    for (let i = this.length - 1; i >= 0; i--) {
+      if (this.times[(this.head + i) % capacity] !== t) continue
+      for (let j = i; j < this.length - 1; j++) {
+        this.times[(this.head + j) % capacity] = this.times[(this.head + j + 1) % capacity] ?? 0
+      }
+      this.length--
+      if (this.length === 0) this.head = 0
+      return true
+    }
+    return false
+  }
+
   /** Appends `t`; the caller guarantees `length < limit`. */
   push(t: number, limit: number): void {
     const capacity = this.times.length
@@ -83,6 +98,12 @@ class Log {
 
 /** A bucket: one counted timestamp held inline (most clients), or a log once a second request is counted. */
 type Entry = number | Log
+
+/** An allowed decision with the timestamp under which the request was recorded. */
+const counted = (decided: RateDecision, recordedMs: number): RateDecision => ({
+  ...decided,
+  ticket: String(recordedMs),
+})
 
 const newestOf = (entry: Entry): number => (typeof entry === "number" ? entry : entry.newest())
 
@@ -136,37 +157,54 @@ export const makeMemoryStore = (options: MemoryStoreOptions = {}): MemoryRateLim
     if (entry === undefined) {
       while (buckets.size >= maxBuckets && front() !== undefined) dropFront()
       buckets.set(bucket, nowMs)
-      return decision(settings, true, 1, nowMs, nowMs)
+      return counted(decision(settings, true, 1, nowMs, nowMs), nowMs)
     }
     if (typeof entry === "number") {
       if (entry > cutoff && limit <= 1) return decision(settings, false, 1, entry, nowMs)
       remove(bucket)
       if (entry <= cutoff) {
         buckets.set(bucket, nowMs)
-        return decision(settings, true, 1, nowMs, nowMs)
+        return counted(decision(settings, true, 1, nowMs, nowMs), nowMs)
       }
       const log = new Log(2)
+      const recorded = Math.max(nowMs, entry)
       log.push(entry, limit)
-      log.push(Math.max(nowMs, entry), limit)
+      log.push(recorded, limit)
       buckets.set(bucket, log)
-      return decision(settings, true, 2, entry, nowMs)
+      return counted(decision(settings, true, 2, entry, nowMs), recorded)
     }
     entry.prune(cutoff)
     if (entry.length >= limit) return decision(settings, false, entry.length, entry.oldest(), nowMs)
     remove(bucket)
     if (entry.length === 0) {
       buckets.set(bucket, nowMs)
-      return decision(settings, true, 1, nowMs, nowMs)
+      return counted(decision(settings, true, 1, nowMs, nowMs), nowMs)
     }
-    entry.push(Math.max(nowMs, entry.newest()), limit)
+    const recorded = Math.max(nowMs, entry.newest())
+    entry.push(recorded, limit)
     buckets.set(bucket, entry)
-    return decision(settings, true, entry.length, entry.oldest(), nowMs)
+    return counted(decision(settings, true, entry.length, entry.oldest(), nowMs), recorded)
+  }
+
+  const releaseSync = (bucket: string, ticket: string | undefined) => {
+    const recorded = Number(ticket)
+    if (ticket === undefined || !Number.isFinite(recorded)) return
+    const entry = buckets.get(bucket)
+    if (entry === undefined) return
+    if (typeof entry === "number") {
+      if (entry === recorded) remove(bucket)
+      return
+    }
+    entry.removeOne(recorded)
+    // An empty log stays until the front sweep drops it (its newest time is 0, so the next hit does).
   }
 
   return {
     settings,
     maxBuckets,
     hit: (bucket, nowMs) => Effect.sync(() => hitSync(bucket, nowMs)),
+    release: (bucket, decided) =>
+      Effect.sync(() => (decided.allowed ? releaseSync(bucket, decided.ticket) : undefined)),
     size: () => buckets.size,
     sweep: (nowMs) => {
       // Checks every bucket (the Map order is only approximately by newest entry if clocks went backwards).

@@ -1,7 +1,14 @@
 import { createHash, randomBytes } from "node:crypto"
 import { RedisClient } from "bun"
 import { Duration, Effect, Redacted, type Scope } from "effect"
-import { decision, type RateLimitStore, RateLimitStoreError, type WindowSettings, windowSettings } from "./core.ts"
+import {
+  decision,
+  type RateDecision,
+  type RateLimitStore,
+  RateLimitStoreError,
+  type WindowSettings,
+  windowSettings,
+} from "./core.ts"
 
 /**
  * Shared exact sliding log (D11) for several replicas: one Redis sorted set per bucket, member = one counted request,
@@ -99,13 +106,14 @@ export const makeRedisStore = (client: RedisClient, options: RedisStoreOptions =
 
   const hit = (bucket: string, nowMs: number) => {
     sequence = (sequence + 1) % Number.MAX_SAFE_INTEGER
+    const member = `${nowMs}-${instance}-${sequence}`
     const args = [
       "1",
       prefix + bucket,
       String(nowMs),
       String(nowMs - settings.windowMs),
       String(settings.limit),
-      `${nowMs}-${instance}-${sequence}`,
+      member,
       String(settings.windowMs),
     ]
     return Effect.tryPromise({
@@ -131,8 +139,25 @@ export const makeRedisStore = (client: RedisClient, options: RedisStoreOptions =
         if (typeof counted !== "number" || (oldestMs !== undefined && !Number.isFinite(oldestMs))) {
           return Effect.fail(new RateLimitStoreError({ message: "unexpected reply from the rate limit script" }))
         }
-        return Effect.succeed(decision(settings, allowed === 1, counted, oldestMs, nowMs))
+        const decided = decision(settings, allowed === 1, counted, oldestMs, nowMs)
+        return Effect.succeed(decided.allowed ? { ...decided, ticket: member } : decided)
       }),
+    )
+  }
+
+  const release = (bucket: string, decided: RateDecision) => {
+    const ticket = decided.ticket
+    if (!decided.allowed || ticket === undefined) return Effect.void
+    return Effect.tryPromise({
+      try: () => client.send("ZREM", [prefix + bucket, ticket]),
+      catch: (cause) =>
+        new RateLimitStoreError({ message: `Redis rate limit release failed (${errorCode(cause) ?? "error"})`, cause }),
+    }).pipe(
+      Effect.timeoutFail({
+        duration: timeout,
+        onTimeout: () => new RateLimitStoreError({ message: "Redis rate limit release timed out" }),
+      }),
+      Effect.asVoid,
     )
   }
 
@@ -140,7 +165,7 @@ export const makeRedisStore = (client: RedisClient, options: RedisStoreOptions =
     stopped = true
   }
 
-  return { settings, prefix, keyOf: (bucket) => prefix + bucket, hit, shutdown }
+  return { settings, prefix, keyOf: (bucket) => prefix + bucket, hit, release, shutdown }
 }
 
 export interface RedisConnectOptions {
