@@ -25,7 +25,7 @@ const newClientIp = () => {
 const call = (
   server: RunningServer,
   path: string,
-  options: { ip: string; key?: string; method?: string } = { ip: "203.0.113.1" },
+  options: { ip: string; key?: string | undefined; method?: string } = { ip: "203.0.113.1" },
 ) =>
   fetch(`${server.url}${path}`, {
     method: options.method ?? "GET",
