@@ -4,6 +4,7 @@ import { join, resolve } from "node:path"
 import { Config, ConfigError, Context, Duration, Effect, Either, Layer, Option, Redacted } from "effect"
 import { type Cidr, parseTrustProxy } from "./api/clientIp.ts"
 import { type RateLimitSettings, rateLimitConfig } from "./ratelimit/RateLimiter.ts"
+import { parseAllowPrivate } from "./webhooks/urlRule.ts"
 
 /**
  * Every setting of the service, read once through Effect `Config` (README "Configuration" lists them).
@@ -30,6 +31,26 @@ export interface Settings {
   readonly trustProxy: ReadonlyArray<Cidr>
   /** D11: REDIS_URL (shared counts across replicas), RATE_LIMIT (120) and RATE_LIMIT_WINDOW (60 s). */
   readonly rateLimit: RateLimitSettings
+  readonly webhooks: WebhookSettings
+}
+
+/** Webhook delivery (D15–D18). Defaults are the decisions'; tests shorten the schedule and the lease. */
+export interface WebhookSettings {
+  /** Test-only (D18): CIDRs a receiver may resolve to although they are not public. Empty by default. */
+  readonly allowPrivate: ReadonlyArray<string>
+  /** WEBHOOK_CA_FILE: extra CA certificates (PEM) trusted besides the system roots, e.g. a private PKI. */
+  readonly extraCa: ReadonlyArray<string>
+  /** D17 back-off after each failed attempt; after the last one the delivery is dead. */
+  readonly retrySchedule: ReadonlyArray<Duration.Duration>
+  /** Sends in flight per process, and per channel. */
+  readonly concurrency: number
+  readonly channelConcurrency: number
+  /** How long a claimed delivery stays ours; a crashed process's deliveries are claimable again after it. */
+  readonly lease: Duration.Duration
+  /** The dispatcher looks for due deliveries at least this often (NOTIFY wakes it sooner). */
+  readonly pollInterval: Duration.Duration
+  /** D17: the whole send (connect, TLS, request, response) must finish within this. */
+  readonly timeout: Duration.Duration
 }
 
 export class AppConfig extends Context.Tag("AppConfig")<AppConfig, Settings>() {}
@@ -50,6 +71,21 @@ const httpUrl = (name: string) =>
       }
     }),
   )
+
+const positiveInt = (name: string, fallback: number) =>
+  Config.integer(name).pipe(
+    Config.validate({ message: "Expected an integer of at least 1", validation: (n) => n >= 1 }),
+    Config.withDefault(fallback),
+  )
+
+/** `250ms`, `5s`, `2m`, `1h`, `1d` (the compact form the retry schedule is written in). */
+export const parseShortDuration = (text: string): Duration.Duration | undefined => {
+  const match = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)$/.exec(text)
+  if (!match) return undefined
+  const value = Number(match[1])
+  const unitMs = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }[match[2] as "ms" | "s" | "m" | "h" | "d"]
+  return Duration.millis(value * unitMs)
+}
 
 /** A TCP port; 0 asks the system for a free one (tests use that). */
 const portConfig = (name: string) =>
@@ -104,6 +140,51 @@ export const settingsConfig = Config.all({
     }),
   ),
   rateLimit: rateLimitConfig,
+  webhooks: Config.all({
+    allowPrivate: Config.string("WEBHOOK_ALLOW_PRIVATE").pipe(
+      Config.withDefault(""),
+      Config.mapOrFail((text) => {
+        const parsed = parseAllowPrivate(text)
+        return parsed.ok
+          ? Either.right(parsed.cidrs)
+          : Either.left(ConfigError.InvalidData(["WEBHOOK_ALLOW_PRIVATE"], parsed.reason))
+      }),
+    ),
+    extraCa: Config.string("WEBHOOK_CA_FILE").pipe(
+      Config.withDefault(""),
+      Config.mapOrFail((path) => {
+        if (path.trim() === "") return Either.right([] as ReadonlyArray<string>)
+        try {
+          const pem = readFileSync(path, "utf8")
+          if (!pem.includes("-----BEGIN CERTIFICATE-----")) throw new Error("no certificate")
+          return Either.right([pem])
+        } catch {
+          return Either.left(
+            ConfigError.InvalidData(["WEBHOOK_CA_FILE"], `Expected a readable PEM file of CA certificates: ${path}`),
+          )
+        }
+      }),
+    ),
+    retrySchedule: Config.string("WEBHOOK_RETRY_SCHEDULE").pipe(
+      Config.withDefault("5s,30s,2m,10m,30m,1h,3h,6h,12h,24h"),
+      Config.mapOrFail((text) => {
+        const steps = text.split(",").map((part) => parseShortDuration(part.trim()))
+        return steps.length > 0 && steps.every((d) => d !== undefined)
+          ? Either.right(steps as ReadonlyArray<Duration.Duration>)
+          : Either.left(
+              ConfigError.InvalidData(
+                ["WEBHOOK_RETRY_SCHEDULE"],
+                "Expected a comma-separated list of durations such as 5s,30s,2m,1h (ms, s, m, h, d)",
+              ),
+            )
+      }),
+    ),
+    concurrency: positiveInt("WEBHOOK_CONCURRENCY", 16),
+    channelConcurrency: positiveInt("WEBHOOK_CHANNEL_CONCURRENCY", 4),
+    lease: Config.duration("WEBHOOK_LEASE").pipe(Config.withDefault(Duration.seconds(60))),
+    pollInterval: Config.duration("WEBHOOK_POLL_INTERVAL").pipe(Config.withDefault(Duration.seconds(1))),
+    timeout: Config.duration("WEBHOOK_TIMEOUT").pipe(Config.withDefault(Duration.seconds(5))),
+  }),
 })
 
 /**
@@ -158,6 +239,7 @@ export const loadSettings: Effect.Effect<Settings, ConfigError.ConfigError> = Ef
     idleCloseEvery: raw.idleCloseEvery,
     trustProxy: raw.trustProxy,
     rateLimit: raw.rateLimit,
+    webhooks: raw.webhooks,
   }
 })
 

@@ -15,6 +15,10 @@ import { IncidentsRepo } from "./repos/IncidentsRepo.ts"
 import { OrgsRepo } from "./repos/OrgsRepo.ts"
 import { SensorsRepo } from "./repos/SensorsRepo.ts"
 import { TransitionsRepo } from "./repos/TransitionsRepo.ts"
+import { WebhooksRepo } from "./repos/WebhooksRepo.ts"
+import { WebhookDispatcherLive } from "./webhooks/Dispatcher.ts"
+import { WebhookOutbox } from "./webhooks/Outbox.ts"
+import { WebhookSender } from "./webhooks/WebhookSender.ts"
 
 /** Applies pending migrations before anything serves (they run once, under an advisory lock). */
 const MigrationsLive = Layer.effectDiscard(
@@ -23,16 +27,18 @@ const MigrationsLive = Layer.effectDiscard(
   ),
 )
 
-/** Sensors report here (INGEST_PORT); the idle-close fiber runs beside it. */
-const IngestionLive = Layer.mergeAll(IngestServerLive, IdleCloserLive).pipe(
-  Layer.provide(Layer.mergeAll(Ingestor.Default, SensorAuth.Default)),
-  Layer.provide(
+/** Sensors report here (INGEST_PORT); the idle-close fiber runs beside it; the dispatcher sends the webhooks. */
+const IngestionLive = Layer.mergeAll(IngestServerLive, IdleCloserLive, WebhookDispatcherLive).pipe(
+  Layer.provide(Layer.mergeAll(Ingestor.Default, SensorAuth.Default, WebhookSender.Default)),
+  Layer.provide(WebhookOutbox.Default),
+  Layer.provideMerge(
     Layer.mergeAll(
       OrgsRepo.Default,
       IncidentsRepo.Default,
       EventsRepo.Default,
       TransitionsRepo.Default,
       SensorsRepo.Default,
+      WebhooksRepo.Default,
     ),
   ),
 )

@@ -11,6 +11,7 @@ import { DatabaseError } from "../repos/errors.ts"
 import { IncidentsRepo } from "../repos/IncidentsRepo.ts"
 import { OrgsRepo } from "../repos/OrgsRepo.ts"
 import { TransitionsRepo } from "../repos/TransitionsRepo.ts"
+import { WebhookOutbox } from "../webhooks/Outbox.ts"
 import { type CurrentIncident, decide, merge, textsFor, transitionsOf } from "./rules.ts"
 import type { ValidEvent } from "./validate.ts"
 
@@ -44,7 +45,7 @@ const firstString = (input: Record<string, unknown>, keys: ReadonlyArray<string>
 /**
  * Records events and groups them into incidents (D12–D14, D19, D20, D22). Events of one grouping key
  * (organization, sensor, sourceIp) are written in one transaction under an advisory lock on that key: the
- * events, the incident change and its transition commit together, concurrent requests (also from other server
+ * events, the incident change, its transition and its webhook deliveries commit together, concurrent requests (also from other server
  * processes) never create two incidents for one key, and no count is lost.
  */
 export class Ingestor extends Effect.Service<Ingestor>()("Ingestor", {
@@ -54,6 +55,7 @@ export class Ingestor extends Effect.Service<Ingestor>()("Ingestor", {
     const incidents = yield* IncidentsRepo
     const events = yield* EventsRepo
     const transitions = yield* TransitionsRepo
+    const outbox = yield* WebhookOutbox
     const config = yield* AppConfig
     const sealer = makeSealer(Redacted.value(config.secretKey))
     const reopenWindowMs = Duration.toMillis(config.reopenWindow)
@@ -176,9 +178,20 @@ export class Ingestor extends Effect.Service<Ingestor>()("Ingestor", {
                   : { index: p.index, status: "duplicate", id: null },
               )
             }
-            yield* transitions.insert(
-              transitionsOf(decision, aggregate).map((t) => ({ ...t, orgId: sensor.orgId, incidentId, at: now })),
-            )
+            const changes = transitionsOf(decision, aggregate).map((t) => ({
+              ...t,
+              orgId: sensor.orgId,
+              incidentId,
+              at: now,
+            }))
+            const ids = yield* transitions.insert(changes)
+            // D15/D17: the webhook deliveries of these transitions commit with them (the outbox).
+            yield* outbox.enqueue({
+              orgId: sensor.orgId,
+              incidentId,
+              sensorProfile: sensor.profile,
+              transitions: changes.map((t, i) => ({ ...t, id: ids[i] ?? "" })),
+            })
             return outcomes
           }),
         )

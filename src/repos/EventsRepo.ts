@@ -98,8 +98,20 @@ export class EventsRepo extends Effect.Service<EventsRepo>()("EventsRepo", {
         limit ${limit}`,
     })
 
+    // Webhooks: the most recent member events (newest first here; the payload puts them oldest first).
+    const recent = SqlSchema.findAll({
+      Request: Schema.Struct({ orgId: Schema.String, incidentId: Schema.String, limit: Schema.Int }),
+      Result: EventRow,
+      execute: ({ orgId, incidentId, limit }) => sql`
+        select ${columns(sql)} from events e join sensors s on s.id = e.sensor_id
+        where e.incident_id = ${incidentId} and e.org_id = ${orgId}
+        order by e.time desc, e.id desc
+        limit ${limit}`,
+    })
+
     return {
       list: (q: EventListQuery) => list(q).pipe(dbErrors),
+      recent: (orgId: string, incidentId: string, limit: number) => recent({ orgId, incidentId, limit }).pipe(dbErrors),
       findById: (orgId: string, id: string) => findById({ orgId, id }).pipe(dbErrors),
       members: (orgId: string, incidentId: string, limit: number) =>
         members({ orgId, incidentId, limit }).pipe(dbErrors),

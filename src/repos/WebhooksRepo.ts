@@ -1,0 +1,293 @@
+import { SqlClient, SqlSchema } from "@effect/sql"
+import { Effect, Schema } from "effect"
+import { Severity } from "../domain/severity.ts"
+import { dbErrors } from "./errors.ts"
+
+/** A webhook channel as stored; the signing secrets are sealed (D16), never plain. */
+export const ChannelRow = Schema.Struct({
+  id: Schema.String,
+  orgId: Schema.String,
+  url: Schema.String,
+  minSeverity: Severity,
+  secretEnc: Schema.String,
+  previousSecretEnc: Schema.NullOr(Schema.String),
+  previousSecretExpiresAt: Schema.NullOr(Schema.DateFromSelf),
+  enabled: Schema.Boolean,
+  createdAt: Schema.DateFromSelf,
+  updatedAt: Schema.DateFromSelf,
+})
+export type ChannelRow = typeof ChannelRow.Type
+
+export const DeliveryStatus = Schema.Literal("pending", "failed", "succeeded", "dead")
+export type DeliveryStatus = typeof DeliveryStatus.Type
+
+export const DeliveryRow = Schema.Struct({
+  id: Schema.String,
+  orgId: Schema.String,
+  channelId: Schema.String,
+  transitionId: Schema.NullOr(Schema.String),
+  type: Schema.String,
+  incidentId: Schema.NullOr(Schema.String),
+  body: Schema.String,
+  status: DeliveryStatus,
+  attempts: Schema.Int,
+  retryIndex: Schema.Int,
+  nextAttemptAt: Schema.DateFromSelf,
+  lastStatus: Schema.NullOr(Schema.Int),
+  lastError: Schema.NullOr(Schema.String),
+  createdAt: Schema.DateFromSelf,
+  deliveredAt: Schema.NullOr(Schema.DateFromSelf),
+})
+export type DeliveryRow = typeof DeliveryRow.Type
+
+/** A claimed delivery with what sending it needs from its channel. */
+export const ClaimedDelivery = Schema.Struct({
+  id: Schema.String,
+  channelId: Schema.String,
+  type: Schema.String,
+  body: Schema.String,
+  attempts: Schema.Int,
+  retryIndex: Schema.Int,
+  url: Schema.String,
+  secretEnc: Schema.String,
+  previousSecretEnc: Schema.NullOr(Schema.String),
+  previousSecretExpiresAt: Schema.NullOr(Schema.DateFromSelf),
+})
+export type ClaimedDelivery = typeof ClaimedDelivery.Type
+
+export const AttemptRow = Schema.Struct({
+  id: Schema.String,
+  deliveryId: Schema.String,
+  attempt: Schema.Int,
+  startedAt: Schema.DateFromSelf,
+  durationMs: Schema.Int,
+  statusCode: Schema.NullOr(Schema.Int),
+  error: Schema.NullOr(Schema.String),
+  responseBody: Schema.NullOr(Schema.String),
+})
+export type AttemptRow = typeof AttemptRow.Type
+
+export interface NewDelivery {
+  readonly id: string
+  readonly orgId: string
+  readonly channelId: string
+  readonly transitionId: string | null
+  readonly type: string
+  readonly incidentId: string | null
+  readonly body: string
+  readonly status: DeliveryStatus
+  readonly nextAttemptAt: Date
+  readonly createdAt: Date
+  /** Set when the writer sends it itself (admin `webhook test`), so no dispatcher claims it meanwhile. */
+  readonly leaseOwner?: string
+  readonly leaseUntil?: Date
+}
+
+/** What one attempt ended in: the next state of the delivery and the attempt's log row. */
+export interface AttemptOutcome {
+  readonly attempt: AttemptRow
+  readonly status: DeliveryStatus
+  readonly retryIndex: number
+  readonly nextAttemptAt: Date
+  readonly deliveredAt: Date | null
+}
+
+/** The NOTIFY channel that wakes dispatchers when deliveries are queued (the poll covers a missed one). */
+export const DELIVERIES_NOTIFY_CHANNEL = "webhook_deliveries"
+
+const channelColumns = (sql: SqlClient.SqlClient) => sql`
+  id, org_id, url, min_severity, secret_enc, previous_secret_enc, previous_secret_expires_at, enabled, created_at,
+  updated_at`
+
+const deliveryColumns = (sql: SqlClient.SqlClient) => sql`
+  id, org_id, channel_id, transition_id, type, incident_id, body, status, attempts, retry_index, next_attempt_at,
+  last_status, last_error, created_at, delivered_at`
+
+/** Webhook channels, the delivery outbox and its attempt log (D15–D17). */
+export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("WebhooksRepo", {
+  effect: Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+
+    const findChannel = SqlSchema.findOne({
+      Request: Schema.String,
+      Result: ChannelRow,
+      execute: (id) => sql`select ${channelColumns(sql)} from webhook_channels where id = ${id}`,
+    })
+
+    const listChannels = SqlSchema.findAll({
+      Request: Schema.String,
+      Result: ChannelRow,
+      execute: (orgId) => sql`select ${channelColumns(sql)} from webhook_channels where org_id = ${orgId} order by id`,
+    })
+
+    // D15: a channel receives an incident whose severity is at least its minimum severity.
+    const matchingChannels = SqlSchema.findAll({
+      Request: Schema.Struct({ orgId: Schema.String, severity: Severity }),
+      Result: Schema.Struct({ id: Schema.String }),
+      execute: ({ orgId, severity }) => sql`
+        select id from webhook_channels
+        where org_id = ${orgId} and enabled
+          and array_position(array['low', 'medium', 'high', 'critical'], min_severity)
+              <= array_position(array['low', 'medium', 'high', 'critical'], ${severity}::text)
+        order by id`,
+    })
+
+    const findDelivery = SqlSchema.findOne({
+      Request: Schema.String,
+      Result: DeliveryRow,
+      execute: (id) => sql`select ${deliveryColumns(sql)} from webhook_deliveries where id = ${id}`,
+    })
+
+    const listDeliveries = SqlSchema.findAll({
+      Request: Schema.Struct({
+        channelId: Schema.String,
+        status: Schema.UndefinedOr(DeliveryStatus),
+        limit: Schema.Int,
+      }),
+      Result: DeliveryRow,
+      execute: ({ channelId, status, limit }) => sql`
+        select ${deliveryColumns(sql)} from webhook_deliveries
+        where channel_id = ${channelId} ${status === undefined ? sql`` : sql`and status = ${status}`}
+        order by created_at desc, id desc
+        limit ${limit}`,
+    })
+
+    const attemptsOf = SqlSchema.findAll({
+      Request: Schema.Array(Schema.String),
+      Result: AttemptRow,
+      execute: (ids) => sql`
+        select id, delivery_id, attempt, started_at, duration_ms, status_code, error, response_body
+        from webhook_delivery_attempts where delivery_id in ${sql.in(ids)}
+        order by delivery_id, attempt`,
+    })
+
+    /**
+     * Claims up to `limit` due deliveries for `owner` until `leaseUntil` (FOR UPDATE SKIP LOCKED: several
+     * dispatchers, also in other processes, never claim the same row; an expired lease is claimable again, so a
+     * crashed process's deliveries are resent, never lost). Channels in `skipChannels` (at their concurrency
+     * bound here) and disabled channels are passed over.
+     */
+    const claim = SqlSchema.findAll({
+      Request: Schema.Struct({
+        owner: Schema.String,
+        now: Schema.DateFromSelf,
+        leaseUntil: Schema.DateFromSelf,
+        limit: Schema.Int,
+        skipChannels: Schema.Array(Schema.String),
+      }),
+      Result: ClaimedDelivery,
+      execute: ({ owner, now, leaseUntil, limit, skipChannels }) => sql`
+        update webhook_deliveries d
+        set lease_owner = ${owner}, lease_until = ${leaseUntil}
+        from webhook_channels c
+        where c.id = d.channel_id and d.id in (
+          select due.id from webhook_deliveries due join webhook_channels ch on ch.id = due.channel_id
+          where due.status in ('pending', 'failed') and due.next_attempt_at <= ${now}
+            and (due.lease_until is null or due.lease_until < ${now})
+            and ch.enabled
+            ${skipChannels.length > 0 ? sql`and due.channel_id not in ${sql.in(skipChannels)}` : sql``}
+          order by due.next_attempt_at, due.id
+          limit ${limit}
+          for update of due skip locked
+        )
+        returning d.id, d.channel_id, d.type, d.body, d.attempts, d.retry_index, c.url, c.secret_enc,
+          c.previous_secret_enc, c.previous_secret_expires_at`,
+    })
+
+    return {
+      insertChannel: (row: Omit<ChannelRow, "previousSecretEnc" | "previousSecretExpiresAt" | "updatedAt">) =>
+        sql`insert into webhook_channels ${sql.insert({ ...row, updatedAt: row.createdAt })}`.pipe(dbErrors),
+      findChannel: (id: string) => findChannel(id).pipe(dbErrors),
+      listChannels: (orgId: string) => listChannels(orgId).pipe(dbErrors),
+      matchingChannels: (orgId: string, severity: Severity) =>
+        matchingChannels({ orgId, severity }).pipe(
+          Effect.map((rows) => rows.map((r) => r.id)),
+          dbErrors,
+        ),
+      setEnabled: (id: string, enabled: boolean, now: Date) =>
+        sql`update webhook_channels set enabled = ${enabled}, updated_at = ${now} where id = ${id}`.pipe(dbErrors),
+      rotateSecret: (
+        id: string,
+        secretEnc: string,
+        previousSecretEnc: string | null,
+        previousUntil: Date | null,
+        now: Date,
+      ) =>
+        sql`update webhook_channels set secret_enc = ${secretEnc}, previous_secret_enc = ${previousSecretEnc},
+              previous_secret_expires_at = ${previousUntil}, updated_at = ${now}
+            where id = ${id}`.pipe(dbErrors),
+
+      /** Outbox rows; a transition is queued at most once per channel (unique (channel_id, transition_id)). */
+      insertDeliveries: (rows: ReadonlyArray<NewDelivery>) =>
+        rows.length === 0
+          ? Effect.void
+          : sql`insert into webhook_deliveries ${sql.insert(rows.map((row) => ({ ...row })))}
+                on conflict (channel_id, transition_id) do nothing`.pipe(Effect.asVoid, dbErrors),
+      /** Wakes the dispatchers once the current transaction commits. */
+      notify: sql`select pg_notify(${DELIVERIES_NOTIFY_CHANNEL}, '')`.pipe(Effect.asVoid, dbErrors),
+
+      claim: (request: {
+        readonly owner: string
+        readonly now: Date
+        readonly leaseUntil: Date
+        readonly limit: number
+        readonly skipChannels: ReadonlyArray<string>
+      }) => claim(request).pipe(dbErrors),
+
+      /** Records one attempt and moves the delivery on, if this owner still holds its lease. */
+      recordAttempt: (owner: string, outcome: AttemptOutcome) =>
+        sql
+          .withTransaction(
+            Effect.gen(function* () {
+              const a = outcome.attempt
+              yield* sql`insert into webhook_delivery_attempts ${sql.insert({ ...a })}`
+              yield* sql`
+                update webhook_deliveries
+                set status = ${outcome.status}, attempts = greatest(attempts, ${a.attempt}),
+                    retry_index = ${outcome.retryIndex}, next_attempt_at = ${outcome.nextAttemptAt},
+                    last_status = ${a.statusCode}, last_error = ${a.error},
+                    delivered_at = coalesce(${outcome.deliveredAt}, delivered_at),
+                    lease_owner = null, lease_until = null
+                where id = ${a.deliveryId} and lease_owner = ${owner}`
+            }),
+          )
+          .pipe(dbErrors),
+
+      /** Gives back the leases of this owner (a stopping dispatcher): the rows are due again at once. */
+      releaseLeases: (owner: string) =>
+        sql`update webhook_deliveries set lease_owner = null, lease_until = null where lease_owner = ${owner}`.pipe(
+          Effect.asVoid,
+          dbErrors,
+        ),
+      releaseLease: (owner: string, id: string) =>
+        sql`update webhook_deliveries set lease_owner = null, lease_until = null
+            where id = ${id} and lease_owner = ${owner}`.pipe(Effect.asVoid, dbErrors),
+
+      findDelivery: (id: string) => findDelivery(id).pipe(dbErrors),
+      listDeliveries: (channelId: string, status: DeliveryStatus | undefined, limit: number) =>
+        listDeliveries({ channelId, status, limit }).pipe(dbErrors),
+      attemptsOf: (ids: ReadonlyArray<string>) =>
+        ids.length === 0 ? Effect.succeed([] as ReadonlyArray<AttemptRow>) : attemptsOf(ids).pipe(dbErrors),
+
+      /** D17 re-drive: due now, back-off restarted, whatever state it was in (the attempt log is kept). */
+      redeliver: (id: string, now: Date) =>
+        sql`update webhook_deliveries
+            set status = 'pending', retry_index = 0, next_attempt_at = ${now}, lease_owner = null, lease_until = null
+            where id = ${id}
+            returning id`.pipe(
+          Effect.map((rows) => rows.length > 0),
+          dbErrors,
+        ),
+
+      /** Counts by state (metrics, the demo). */
+      countByStatus: (orgId?: string) =>
+        sql<{ status: string; count: number }>`
+          select status, count(*)::int as count from webhook_deliveries
+          ${orgId === undefined ? sql`` : sql`where org_id = ${orgId}`}
+          group by status`.pipe(
+          Effect.map((rows) => Object.fromEntries(rows.map((r) => [r.status, r.count])) as Record<string, number>),
+          dbErrors,
+        ),
+    } as const
+  }),
+}) {}
