@@ -5,11 +5,15 @@ import { AppConfigLive } from "../config.ts"
 import { DatabaseLive } from "../db/client.ts"
 import { migrate } from "../db/migrate.ts"
 import { ApiKeysRepo } from "../repos/ApiKeysRepo.ts"
+import { EventsRepo } from "../repos/EventsRepo.ts"
 import { IncidentsRepo } from "../repos/IncidentsRepo.ts"
 import { OrgsRepo } from "../repos/OrgsRepo.ts"
 import { SensorsRepo } from "../repos/SensorsRepo.ts"
 import { TransitionsRepo } from "../repos/TransitionsRepo.ts"
+import { WebhooksRepo } from "../repos/WebhooksRepo.ts"
+import { WebhookSender } from "../webhooks/WebhookSender.ts"
 import { AdminError, AdminOperations } from "./operations.ts"
+import { WebhookAdmin } from "./webhookOperations.ts"
 
 const USAGE = `usage: bun run admin <command> [options] [--json]
 
@@ -25,6 +29,15 @@ const USAGE = `usage: bun run admin <command> [options] [--json]
                                             create a sensor; its ingest token is printed only here
   sensor list --org <org-id>
   incident close <incident-id>              close an open incident (resolvedAt is set)
+  webhook create --org <org-id> --url https://… [--min-severity low|medium|high|critical]
+                                            create a channel; its signing secret is printed only here
+  webhook list --org <org-id>               list channels (never the secret)
+  webhook rotate <channel-id> [--grace 24h] new signing secret; the old one also signs during the grace
+  webhook disable|enable <channel-id>
+  webhook test <channel-id>                 send webhook.test now; prints the receiver's status and time
+  webhook deliveries <channel-id> [--status pending|failed|succeeded|dead]
+                                            the delivery log (attempts, status codes, errors, times)
+  webhook redeliver <delivery-id>           queue a delivery again now (e.g. a dead one)
 `
 
 /** Parsed once; unknown flags are an error rather than silently ignored. */
@@ -40,6 +53,10 @@ const parse = (argv: ReadonlyArray<string>) =>
       scopes: { type: "string" },
       expires: { type: "string" },
       profile: { type: "string" },
+      url: { type: "string" },
+      "min-severity": { type: "string" },
+      grace: { type: "string" },
+      status: { type: "string" },
       help: { type: "boolean", short: "h" },
     },
   })
@@ -132,12 +149,87 @@ const run = (argv: ReadonlyArray<string>) =>
         const result = yield* admin.closeIncident(yield* requireFlag(rest[0], "<incident-id>"))
         return yield* print(json, result, () => `incident ${result.id} closed at ${result.resolvedAt}`)
       }
+      case "webhook create": {
+        const created = yield* (yield* WebhookAdmin).create({
+          orgId: yield* requireFlag(values.org, "--org"),
+          url: values.url,
+          minSeverity: values["min-severity"],
+        })
+        return yield* print(
+          json,
+          created,
+          () => `webhook channel ${created.id} created. Its signing secret, shown only now:\n${created.secret}`,
+        )
+      }
+      case "webhook list": {
+        const rows = yield* (yield* WebhookAdmin).list(yield* requireFlag(values.org, "--org"))
+        return yield* print(json, rows, () => table(rows))
+      }
+      case "webhook rotate": {
+        const rotated = yield* (yield* WebhookAdmin).rotate(rest[0], values.grace)
+        return yield* print(
+          json,
+          { secret: rotated.secret, previousSecretValidUntil: rotated.previousSecretValidUntil },
+          () =>
+            `new signing secret of ${rotated.id}, shown only now:\n${rotated.secret}` +
+            (rotated.previousSecretValidUntil
+              ? `\nthe old secret also signs until ${rotated.previousSecretValidUntil}`
+              : ""),
+        )
+      }
+      case "webhook disable":
+      case "webhook enable": {
+        const result = yield* (yield* WebhookAdmin).setEnabled(rest[0], command === "enable")
+        return yield* print(
+          json,
+          result,
+          () => `webhook channel ${result.id} ${result.enabled ? "enabled" : "disabled"}`,
+        )
+      }
+      case "webhook test": {
+        const result = yield* (yield* WebhookAdmin).test(rest[0])
+        yield* print(
+          json,
+          result,
+          () =>
+            `${result.ok ? "delivered" : "failed"}: ${result.status === null ? "no HTTP status" : `HTTP ${result.status}`} in ${result.durationMs} ms` +
+            (result.error ? ` (${result.error})` : "") +
+            ` [delivery ${result.deliveryId}]`,
+        )
+        if (!result.ok) return yield* Effect.fail(new AdminError({ message: "the test delivery failed" }))
+        return
+      }
+      case "webhook deliveries": {
+        const rows = yield* (yield* WebhookAdmin).deliveries(rest[0], values.status)
+        return yield* print(json, rows, () =>
+          rows.length === 0
+            ? "(none)"
+            : rows
+                .map(
+                  (r) =>
+                    `${r.id}  ${r.type}  ${r.status}  attempts=${r.attempts}  created=${r.createdAt}` +
+                    (r.nextAttemptAt ? `  next=${r.nextAttemptAt}` : "") +
+                    r.log
+                      .map(
+                        (a) =>
+                          `\n    #${a.attempt} ${a.at} ${a.durationMs} ms ${a.status ?? "-"}${a.error ? ` ${a.error}` : ""}`,
+                      )
+                      .join(""),
+                )
+                .join("\n"),
+        )
+      }
+      case "webhook redeliver": {
+        const result = yield* (yield* WebhookAdmin).redeliver(rest[0])
+        return yield* print(json, result, () => `delivery ${result.id} queued again`)
+      }
       default:
         return yield* Effect.fail(new AdminError({ message: `unknown command: ${positionals.join(" ")}\n\n${USAGE}` }))
     }
   })
 
-export const AdminLive = AdminOperations.Default.pipe(
+export const AdminLive = WebhookAdmin.Default.pipe(
+  Layer.provideMerge(Layer.mergeAll(AdminOperations.Default, WebhookSender.Default)),
   Layer.provideMerge(
     Layer.mergeAll(
       OrgsRepo.Default,
@@ -145,6 +237,8 @@ export const AdminLive = AdminOperations.Default.pipe(
       SensorsRepo.Default,
       IncidentsRepo.Default,
       TransitionsRepo.Default,
+      WebhooksRepo.Default,
+      EventsRepo.Default,
     ),
   ),
   Layer.provideMerge(DatabaseLive),
