@@ -4,6 +4,7 @@ import { Cause, Effect, Exit, Layer, Logger, LogLevel, Option } from "effect"
 import { AppConfigLive } from "../config.ts"
 import { DatabaseLive } from "../db/client.ts"
 import { migrate } from "../db/migrate.ts"
+import { CliLoggingLive } from "../logging.ts"
 import { ApiKeysRepo } from "../repos/ApiKeysRepo.ts"
 import { EventsRepo } from "../repos/EventsRepo.ts"
 import { IncidentsRepo } from "../repos/IncidentsRepo.ts"
@@ -249,7 +250,7 @@ if (import.meta.main) {
   const program = run(process.argv.slice(2)).pipe(
     Effect.provide(AdminLive),
     Effect.provide(BunContext.layer),
-    Effect.provide(Logger.json),
+    Effect.provide(CliLoggingLive),
     Logger.withMinimumLogLevel(LogLevel.Warning),
     Effect.scoped,
   )

@@ -6,6 +6,7 @@ import { DatabaseLive } from "../db/client.ts"
 import { migrate } from "../db/migrate.ts"
 import { Ingestor, type SensorIdentity } from "../ingest/Ingestor.ts"
 import { type ValidEvent, validateEvent } from "../ingest/validate.ts"
+import { CliLoggingLive } from "../logging.ts"
 import { WebhooksRepo } from "../repos/WebhooksRepo.ts"
 import { WebhookDispatcherLive } from "../webhooks/Dispatcher.ts"
 import { WebhookOutbox } from "../webhooks/Outbox.ts"
@@ -172,7 +173,7 @@ if (import.meta.main) {
     program(parseArgs({ args: process.argv.slice(2), options: { org: { type: "string" } } }).values.org).pipe(
       Effect.provide(DemoLive),
       Effect.provide(BunContext.layer),
-      Effect.provide(Logger.json),
+      Effect.provide(CliLoggingLive),
       Logger.withMinimumLogLevel(LogLevel.Warning),
       Effect.scoped,
     ),
