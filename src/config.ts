@@ -14,6 +14,8 @@ export interface Settings {
   readonly host: string
   readonly port: number
   readonly ingestPort: number
+  /** Operations listener (/healthz, /readyz, /metrics); never the public port. */
+  readonly opsPort: number
   /** Unset: the embedded PostgreSQL (PGlite) under dataDir. */
   readonly databaseUrl: Option.Option<Redacted.Redacted<string>>
   readonly dataDir: string
@@ -120,6 +122,7 @@ export const settingsConfig = Config.all({
   host: Config.string("HOST").pipe(Config.withDefault("0.0.0.0")),
   port: portConfig("PORT").pipe(Config.withDefault(8080)),
   ingestPort: portConfig("INGEST_PORT").pipe(Config.withDefault(8081)),
+  opsPort: portConfig("OPS_PORT").pipe(Config.withDefault(9090)),
   databaseUrl: Config.redacted("DATABASE_URL").pipe(Config.option),
   dataDir: Config.string("DATA_DIR").pipe(Config.withDefault("./.data")),
   baseUrl: httpUrl("BASE_URL").pipe(Config.option),
@@ -229,6 +232,7 @@ export const loadSettings: Effect.Effect<Settings, ConfigError.ConfigError> = Ef
     host: raw.host,
     port: raw.port,
     ingestPort: raw.ingestPort,
+    opsPort: raw.opsPort,
     databaseUrl: raw.databaseUrl,
     dataDir,
     baseUrl: Option.getOrElse(raw.baseUrl, () => `http://localhost:${raw.port}`),
@@ -244,3 +248,47 @@ export const loadSettings: Effect.Effect<Settings, ConfigError.ConfigError> = Ef
 })
 
 export const AppConfigLive = Layer.effect(AppConfig, loadSettings)
+
+/** The effective configuration for the start-up log line: every setting, secrets shown only as set or not. */
+export const describeSettings = (s: Settings) => {
+  const ms = (d: Duration.Duration) => Duration.format(d)
+  return {
+    host: s.host,
+    port: s.port,
+    ingestPort: s.ingestPort,
+    opsPort: s.opsPort,
+    database: Option.match(s.databaseUrl, {
+      onNone: () => `embedded (${s.dataDir})`,
+      onSome: (url) => {
+        try {
+          const parsed = new URL(Redacted.value(url))
+          return `postgresql://${parsed.hostname}:${parsed.port || "5432"}${parsed.pathname}`
+        } catch {
+          return "postgresql (unparsable URL)"
+        }
+      },
+    }),
+    baseUrl: s.baseUrl,
+    appUrl: s.appUrl,
+    secretKey: "<redacted>",
+    reopenWindow: ms(s.reopenWindow),
+    idleClose: ms(s.idleClose),
+    idleCloseEvery: ms(s.idleCloseEvery),
+    trustProxy: s.trustProxy.map(([address, bits]) => `${address.toString()}/${bits}`),
+    rateLimit: {
+      store: Option.isSome(s.rateLimit.redisUrl) ? "redis (REDIS_URL set)" : "memory",
+      limit: s.rateLimit.limit,
+      window: ms(s.rateLimit.window),
+    },
+    webhooks: {
+      allowPrivate: s.webhooks.allowPrivate,
+      extraCa: s.webhooks.extraCa.length > 0,
+      retrySchedule: s.webhooks.retrySchedule.map(ms),
+      concurrency: s.webhooks.concurrency,
+      channelConcurrency: s.webhooks.channelConcurrency,
+      lease: ms(s.webhooks.lease),
+      pollInterval: ms(s.webhooks.pollInterval),
+      timeout: ms(s.webhooks.timeout),
+    },
+  }
+}

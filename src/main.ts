@@ -2,13 +2,15 @@ import { BunRuntime } from "@effect/platform-bun"
 import { Effect, Layer } from "effect"
 import { ApiServerLive } from "./api/server.ts"
 import { SensorAuth } from "./auth/SensorAuth.ts"
-import { AppConfig, AppConfigLive } from "./config.ts"
+import { AppConfig, AppConfigLive, describeSettings } from "./config.ts"
 import { DatabaseLive } from "./db/client.ts"
 import { migrate } from "./db/migrate.ts"
 import { IdleCloserLive } from "./ingest/IdleCloser.ts"
 import { Ingestor } from "./ingest/Ingestor.ts"
 import { IngestServerLive } from "./ingest/server.ts"
 import { LoggingLive } from "./logging.ts"
+import { Lifecycle } from "./ops/Lifecycle.ts"
+import { OpsServerLive } from "./ops/server.ts"
 import { RateLimiter } from "./ratelimit/RateLimiter.ts"
 import { EventsRepo } from "./repos/EventsRepo.ts"
 import { IncidentsRepo } from "./repos/IncidentsRepo.ts"
@@ -46,9 +48,24 @@ const IngestionLive = Layer.mergeAll(IngestServerLive, IdleCloserLive, WebhookDi
 /** D11 counts: in memory, or shared through Redis when REDIS_URL is set. */
 const RateLimiterLive = Layer.unwrapEffect(Effect.map(AppConfig, (config) => RateLimiter.layerFrom(config.rateLimit)))
 
+/** One line with the effective configuration (secrets redacted), first thing at start-up. */
+const ConfigLogLive = Layer.effectDiscard(
+  Effect.flatMap(AppConfig, (config) =>
+    Effect.logInfo("configuration").pipe(Effect.annotateLogs(describeSettings(config))),
+  ),
+)
+
+/** /healthz, /readyz, /metrics on OPS_PORT; up before migrations so readiness can say they are pending. */
+const OpsLive = OpsServerLive.pipe(Layer.provide(WebhooksRepo.Default))
+
 /** The only place the service's layers are composed. */
 export const MainLive = Layer.mergeAll(ApiServerLive.pipe(Layer.provide(RateLimiterLive)), IngestionLive).pipe(
   Layer.provide(MigrationsLive),
+  // Built before and closed after everything else: during a shutdown /readyz keeps answering (503) while the
+  // listeners finish their requests and the dispatcher drains.
+  Layer.provideMerge(OpsLive),
+  Layer.provide(Lifecycle.Default),
+  Layer.provide(ConfigLogLive),
   Layer.provideMerge(DatabaseLive),
   Layer.provideMerge(AppConfigLive),
 )

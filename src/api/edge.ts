@@ -1,6 +1,7 @@
 import { HttpApp, HttpBody, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Effect, Option } from "effect"
+import { Effect, Metric, Option } from "effect"
 import { problemBody } from "../domain/problem.ts"
+import { httpRequestDuration, httpRequests } from "../ops/metrics.ts"
 import { type RateDecision, type RateLimiterService, rateLimitHeaders } from "../ratelimit/RateLimiter.ts"
 import { type Cidr, clientIp } from "./clientIp.ts"
 import { requestFacts } from "./requestContext.ts"
@@ -101,16 +102,22 @@ export const routeOf = (url: string): string => {
  */
 const accessLog = (request: HttpServerRequest.HttpServerRequest, status: number, startedMs: number, client: string) => {
   const facts = requestFacts(request)
+  const route = routeOf(request.url)
+  const seconds = (performance.now() - startedMs) / 1000
   return Effect.logInfo("request").pipe(
     Effect.annotateLogs({
       method: request.method,
-      route: routeOf(request.url),
+      route,
       status,
-      durationMs: Math.round((performance.now() - startedMs) * 100) / 100,
+      durationMs: Math.round(seconds * 100_000) / 100,
       orgId: facts.orgId ?? null,
       keyId: facts.keyId ?? null,
       clientIp: client,
     }),
+    Effect.zipRight(
+      Metric.increment(Metric.tagged(Metric.tagged(httpRequests, "route", route), "status", String(status))),
+    ),
+    Effect.zipRight(Metric.update(Metric.tagged(httpRequestDuration, "route", route), seconds)),
   )
 }
 

@@ -1,6 +1,6 @@
 import { HttpApp, HttpRouter, HttpServer, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { BunHttpServer } from "@effect/platform-bun"
-import { Clock, Effect, Either, Layer } from "effect"
+import { Clock, Effect, Either, Layer, Metric } from "effect"
 import { finalizeResponse, problem, problemResponse } from "../api/edge.ts"
 import { databaseProblem } from "../api/problems.ts"
 import { SensorAuth } from "../auth/SensorAuth.ts"
@@ -8,6 +8,7 @@ import { AppConfig } from "../config.ts"
 import { mapCowrie } from "../ingest/formats/cowrie.ts"
 import type { MapResult, NativeEventInput } from "../ingest/formats/native.ts"
 import { mapOpenCanary } from "../ingest/formats/opencanary.ts"
+import { ingestedEvents } from "../ops/metrics.ts"
 import { MAX_BODY_BYTES, MAX_EVENTS, parseBody } from "./body.ts"
 import { type EventOutcome, Ingestor } from "./Ingestor.ts"
 import { type ValidEvent, validateEvent } from "./validate.ts"
@@ -64,6 +65,9 @@ const ingestRoute = (format: string, mapper: Mapper) =>
     const stored = yield* ingestor.ingest(sensor, valid)
     const results = [...outcomes, ...stored].sort((a, b) => a.index - b.index)
     const count = (status: EventOutcome["status"]) => results.filter((r) => r.status === status).length
+    for (const outcome of ["accepted", "duplicate", "rejected"] as const) {
+      yield* Metric.incrementBy(Metric.tagged(ingestedEvents, "outcome", outcome), count(outcome))
+    }
     yield* Effect.annotateCurrentSpan({ format, sensor: sensor.sensorId })
     return HttpServerResponse.unsafeJson({
       accepted: count("accepted"),

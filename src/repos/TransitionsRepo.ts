@@ -1,7 +1,8 @@
 import { SqlClient } from "@effect/sql"
-import { Effect } from "effect"
+import { Effect, Metric } from "effect"
 import { newId } from "../domain/ids.ts"
 import type { Severity } from "../domain/severity.ts"
+import { incidentTransitions } from "../ops/metrics.ts"
 import { dbErrors } from "./errors.ts"
 
 export interface NewTransition {
@@ -24,6 +25,7 @@ export class TransitionsRepo extends Effect.Service<TransitionsRepo>()("Transiti
           : Effect.gen(function* () {
               const rows = transitions.map((t) => ({ id: newId("transition", t.at.getTime()), ...t }))
               yield* sql`insert into incident_transitions ${sql.insert(rows)}`
+              for (const row of rows) yield* Metric.increment(Metric.tagged(incidentTransitions, "kind", row.kind))
               return rows.map((r) => r.id)
             }).pipe(dbErrors),
       forIncident: (incidentId: string) =>

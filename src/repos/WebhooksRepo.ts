@@ -279,6 +279,19 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("WebhooksRepo",
           dbErrors,
         ),
 
+      /** Deliveries waiting (pending or awaiting a retry), and the age of the oldest due one (metrics). */
+      queueStats: (now: Date) =>
+        sql<{ depth: number; oldestDue: Date | null }>`
+          select count(*)::int as depth, min(next_attempt_at) filter (where next_attempt_at <= ${now}) as oldest_due
+          from webhook_deliveries where status in ('pending', 'failed')`.pipe(
+          Effect.map((rows) => ({
+            depth: rows[0]?.depth ?? 0,
+            oldestDueSeconds: rows[0]?.oldestDue
+              ? Math.max(0, (now.getTime() - rows[0].oldestDue.getTime()) / 1000)
+              : 0,
+          })),
+          dbErrors,
+        ),
       /** Counts by state (metrics, the demo). */
       countByStatus: (orgId?: string) =>
         sql<{ status: string; count: number }>`

@@ -1,8 +1,9 @@
 import { hostname } from "node:os"
 import { PgClient } from "@effect/sql-pg"
-import { Cause, Clock, Duration, Effect, FiberSet, Layer, Queue, Stream } from "effect"
+import { Cause, Clock, Duration, Effect, FiberSet, Layer, Metric, Queue, Stream } from "effect"
 import { AppConfig } from "../config.ts"
 import { newId } from "../domain/ids.ts"
+import { webhookAttempts } from "../ops/metrics.ts"
 import { type ClaimedDelivery, DELIVERIES_NOTIFY_CHANNEL, WebhooksRepo } from "../repos/WebhooksRepo.ts"
 import { nextState } from "./retry.ts"
 import { WebhookSender } from "./WebhookSender.ts"
@@ -90,6 +91,7 @@ export const WebhookDispatcherLive = Layer.scopedDiscard(
           },
           ...next,
         })
+        yield* Metric.increment(Metric.tagged(webhookAttempts, "outcome", next.status))
         yield* logAttempt(row, attempt, next.status, result)
       }).pipe(
         // A defect is a failed attempt like any other (so it backs off); if even that cannot be written, the

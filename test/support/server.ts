@@ -14,6 +14,8 @@ export interface RunningServer {
   readonly url: string
   readonly port: number
   readonly ingestUrl: string
+  /** The operations listener (/healthz, /readyz, /metrics). */
+  readonly opsUrl: string
   readonly env: Record<string, string>
   readonly logs: Array<string>
   readonly process: ReturnType<typeof Bun.spawn>
@@ -30,6 +32,7 @@ export const testEnv = (extra: Record<string, string> = {}): Record<string, stri
     HOST: "127.0.0.1",
     PORT: "0",
     INGEST_PORT: "0",
+    OPS_PORT: "0",
     SECRET_KEY: TEST_SECRET_KEY,
     APP_URL,
     // Seeded incidents are dated in the past and "open": only the tests of D13 turn the idle close on.
@@ -62,17 +65,22 @@ export const startServer = async (options: { env?: Record<string, string> } = {}
   const env = options.env ?? testEnv()
   const logs: Array<string> = []
   const child = Bun.spawn(["bun", "src/main.ts"], { cwd: ROOT, env, stdout: "pipe", stderr: "pipe" })
-  const ports: { api?: number; ingest?: number } = {}
-  const { api: port, ingest: ingestPort } = await new Promise<{ api: number; ingest: number }>((resolve, reject) => {
+  const ports: { api?: number; ingest?: number; ops?: number } = {}
+  const {
+    api: port,
+    ingest: ingestPort,
+    ops: opsPort,
+  } = await new Promise<{ api: number; ingest: number; ops: number }>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`server did not start:\n${logs.join("\n")}`)), 30_000)
     const onLine = (line: string) => {
       try {
         const entry = JSON.parse(line) as { message?: unknown; annotations?: { listener?: string; port?: number } }
         if (entry.message === "api listening" && entry.annotations?.port) ports.api = entry.annotations.port
         if (entry.message === "ingest listening" && entry.annotations?.port) ports.ingest = entry.annotations.port
-        if (ports.api && ports.ingest) {
+        if (entry.message === "ops listening" && entry.annotations?.port) ports.ops = entry.annotations.port
+        if (ports.api && ports.ingest && ports.ops) {
           clearTimeout(timer)
-          resolve({ api: ports.api, ingest: ports.ingest })
+          resolve({ api: ports.api, ingest: ports.ingest, ops: ports.ops })
         }
       } catch {}
     }
@@ -83,7 +91,13 @@ export const startServer = async (options: { env?: Record<string, string> } = {}
       reject(new Error(`server exited with ${code}:\n${logs.join("\n")}`))
     })
   })
+  // A server that dies on its own during a test says why (its last log lines) instead of a bare ECONNREFUSED.
+  let stopping = false
+  void child.exited.then((code) => {
+    if (!stopping) console.error(`test server exited unexpectedly (${code}); last log lines:\n${logs.slice(-40).join("\n")}`)
+  })
   const stop = async (signal: NodeJS.Signals = "SIGTERM") => {
+    stopping = true
     child.kill(signal)
     const code = await child.exited
     return code
@@ -92,6 +106,7 @@ export const startServer = async (options: { env?: Record<string, string> } = {}
     url: `http://127.0.0.1:${port}`,
     port,
     ingestUrl: `http://127.0.0.1:${ingestPort}`,
+    opsUrl: `http://127.0.0.1:${opsPort}`,
     env,
     logs,
     process: child,

@@ -1,0 +1,101 @@
+import { HttpRouter, HttpServer, HttpServerResponse } from "@effect/platform"
+import { BunHttpServer } from "@effect/platform-bun"
+import { SqlClient } from "@effect/sql"
+import { Clock, Duration, Effect, Layer, Metric } from "effect"
+import { AppConfig } from "../config.ts"
+import { readMigrations } from "../db/migrate.ts"
+import { problemBody } from "../domain/problem.ts"
+import { rateLimitStoreErrors } from "../ratelimit/RateLimiter.ts"
+import { WebhooksRepo } from "../repos/WebhooksRepo.ts"
+import { Lifecycle } from "./Lifecycle.ts"
+import { webhookOldestDueAge, webhookQueueDepth } from "./metrics.ts"
+import { toPrometheus } from "./prometheus.ts"
+
+/**
+ * The operations listener (OPS_PORT, never the public port): `/healthz` (the process answers), `/readyz` (the
+ * database answers within 2 s, every migration is applied, and the process is not shutting down; 503 otherwise)
+ * and `/metrics` (Prometheus text of the Effect metrics, with the delivery queue read at scrape time).
+ */
+
+const json = (status: number, body: unknown) =>
+  HttpServerResponse.unsafeJson(body, { status, headers: { "cache-control": "no-store" } })
+
+const notReady = (detail: string) =>
+  HttpServerResponse.unsafeJson(problemBody(503, "Service Unavailable", "not_ready", detail), {
+    status: 503,
+    headers: { "cache-control": "no-store", "content-type": "application/problem+json; charset=utf-8" },
+  })
+
+const expectedMigrations = readMigrations().map((m) => m.version)
+
+const readiness = Effect.gen(function* () {
+  const lifecycle = yield* Lifecycle
+  if (lifecycle.draining()) return notReady("The process is shutting down.")
+  const sql = yield* SqlClient.SqlClient
+  const applied = yield* sql<{ version: string }>`select version from schema_migrations`.pipe(
+    Effect.timeout(Duration.seconds(2)),
+    Effect.map((rows) => new Set(rows.map((r) => r.version))),
+    Effect.option,
+  )
+  if (applied._tag === "None") return notReady("The database does not answer.")
+  const missing = expectedMigrations.filter((v) => !applied.value.has(v))
+  if (missing.length > 0) return notReady(`Migrations not applied yet: ${missing.join(", ")}.`)
+  return json(200, { status: "ready" })
+})
+
+const metrics = Effect.gen(function* () {
+  const webhooks = yield* WebhooksRepo
+  const now = new Date(yield* Clock.currentTimeMillis)
+  // Queue figures come from the database (shared by every process), read now; a failure leaves the last values.
+  yield* webhooks.queueStats(now).pipe(
+    Effect.tap((stats) => Metric.set(webhookQueueDepth, stats.depth)),
+    Effect.tap((stats) => Metric.set(webhookOldestDueAge, stats.oldestDueSeconds)),
+    Effect.timeout(Duration.seconds(2)),
+    Effect.ignore,
+  )
+  const text = toPrometheus(yield* Metric.snapshot)
+  return HttpServerResponse.text(text, {
+    headers: { "content-type": "text/plain; version=0.0.4; charset=utf-8", "cache-control": "no-store" },
+  })
+})
+
+const router = HttpRouter.empty.pipe(
+  HttpRouter.get("/healthz", Effect.succeed(json(200, { status: "ok" }))),
+  HttpRouter.get("/readyz", readiness),
+  HttpRouter.get("/metrics", metrics),
+)
+
+const logAddress = Effect.gen(function* () {
+  const server = yield* HttpServer.HttpServer
+  if (server.address._tag === "TcpAddress") {
+    yield* Effect.logInfo("ops listening").pipe(Effect.annotateLogs({ listener: "ops", port: server.address.port }))
+  }
+})
+
+// Counters appear once touched: show the fail-open count as 0 from the start rather than not at all.
+const touchCounters = Metric.incrementBy(rateLimitStoreErrors, 0)
+
+export const OpsServerLive = Layer.unwrapEffect(
+  Effect.map(AppConfig, (config) =>
+    HttpServer.serve(
+      router.pipe(
+        HttpRouter.catchAllCause(() =>
+          Effect.succeed(
+            HttpServerResponse.unsafeJson(
+              problemBody(
+                500,
+                "Internal Server Error",
+                "internal",
+                "An unexpected error occurred. It has been logged.",
+              ),
+              { status: 500 },
+            ),
+          ),
+        ),
+      ),
+    ).pipe(
+      Layer.provide(Layer.effectDiscard(Effect.zipRight(touchCounters, logAddress))),
+      Layer.provide(BunHttpServer.layer({ port: config.opsPort, hostname: config.host })),
+    ),
+  ),
+)

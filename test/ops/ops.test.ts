@@ -1,0 +1,182 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { adminJson } from "../support/cli.ts"
+import { ingest, nativeEvent } from "../support/ingest.ts"
+import { type Receiver, startReceiver } from "../support/receiver.ts"
+import { type RunningServer, shutdown, startServer, TEST_SECRET_KEY, testEnv } from "../support/server.ts"
+import { makeTestCertificate } from "../support/tls.ts"
+
+/** The operations listener (OPS_PORT): health, readiness, Prometheus metrics; logs; graceful shutdown. */
+
+describe("operations listener", () => {
+  let server: RunningServer
+  beforeAll(async () => {
+    server = await startServer()
+  })
+  afterAll(() => shutdown(server))
+
+  test("/healthz and /readyz answer 200 on the ops port, and neither they nor /metrics exist on the public port", async () => {
+    const health = await fetch(`${server.opsUrl}/healthz`)
+    expect(health.status).toBe(200)
+    expect(await health.json()).toEqual({ status: "ok" })
+    const ready = await fetch(`${server.opsUrl}/readyz`)
+    expect(ready.status).toBe(200)
+    expect(await ready.json()).toEqual({ status: "ready" })
+    for (const path of ["/healthz", "/readyz", "/metrics"]) {
+      const res = await fetch(`${server.url}${path}`)
+      await res.arrayBuffer()
+      expect({ path, status: res.status }).toEqual({ path, status: 404 })
+    }
+    expect(server.opsUrl).not.toBe(server.url)
+  })
+
+  test("/metrics is Prometheus text with requests by route and status, latency histograms, events, transitions and the queue", async () => {
+    const org = await adminJson(server.env, ["org", "create", "--name", "Metrics"])
+    const sensor = await adminJson(server.env, ["sensor", "create", "--org", org.id, "--name", "web-01"])
+    await (await fetch(`${server.url}/v1/incidents`)).arrayBuffer() // 401
+    await (await fetch(`${server.url}/v1/events/evt_x`, { headers: { authorization: "Bearer nope" } })).arrayBuffer()
+    const sent = await ingest(server.ingestUrl, "events", sensor.token, [
+      nativeEvent({ sourceIp: "203.0.113.90" }),
+      nativeEvent({ sourceIp: "203.0.113.90", type: "no.such_type" }),
+    ])
+    expect(sent.body).toMatchObject({ accepted: 1, rejected: 1 })
+
+    const res = await fetch(`${server.opsUrl}/metrics`)
+    expect(res.status).toBe(200)
+    expect(res.headers.get("content-type")).toBe("text/plain; version=0.0.4; charset=utf-8")
+    const text = await res.text()
+    const value = (sample: string) => {
+      const line = text.split("\n").find((l) => l.startsWith(`${sample} `))
+      return line === undefined ? undefined : Number(line.slice(sample.length + 1))
+    }
+    expect(text).toContain("# TYPE http_requests_total counter")
+    expect(value('http_requests_total{route="/v1/incidents",status="401"}')).toBeGreaterThanOrEqual(1)
+    expect(value('http_requests_total{route="/v1/events/:id",status="401"}')).toBeGreaterThanOrEqual(1)
+    expect(text).toContain("# TYPE http_request_duration_seconds histogram")
+    expect(value('http_request_duration_seconds_bucket{route="/v1/incidents",le="+Inf"}')).toBeGreaterThanOrEqual(1)
+    expect(value('http_request_duration_seconds_count{route="/v1/incidents"}')).toBeGreaterThanOrEqual(1)
+    expect(value('ingest_events_total{outcome="accepted"}')).toBeGreaterThanOrEqual(1)
+    expect(value('ingest_events_total{outcome="rejected"}')).toBeGreaterThanOrEqual(1)
+    expect(value('incident_transitions_total{kind="created"}')).toBeGreaterThanOrEqual(1)
+    expect(value("webhook_queue_depth")).toBe(0)
+    expect(value("webhook_oldest_due_age_seconds")).toBe(0)
+    expect(value("ratelimit_store_errors_total")).toBe(0)
+    // No raw path, key or query string ever becomes a label.
+    expect(text).not.toContain("evt_x")
+    expect(text).not.toContain("nope")
+  })
+
+  test("one start-up line carries the effective configuration, with secrets redacted", () => {
+    const line = server.logs.find((l) => l.includes('"message":"configuration"'))
+    expect(line).toBeDefined()
+    const entry = JSON.parse(line ?? "{}")
+    expect(entry.annotations).toMatchObject({ secretKey: "<redacted>", opsPort: 0, rateLimit: { limit: 1_000_000 } })
+    expect(server.logs.join("\n")).not.toContain(TEST_SECRET_KEY)
+  })
+})
+
+describe("logging settings", () => {
+  test("LOG_LEVEL=warning drops the info lines (the access log among them)", async () => {
+    // The listening lines are info lines too, so this server is started on ports picked here.
+    const free = () => {
+      const probe = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response() })
+      const port = probe.port ?? 0
+      probe.stop(true)
+      return String(port)
+    }
+    const env = testEnv({ LOG_LEVEL: "warning", PORT: free(), INGEST_PORT: free(), OPS_PORT: free() })
+    const child = Bun.spawn(["bun", "src/main.ts"], {
+      cwd: join(import.meta.dir, "..", ".."),
+      env,
+      stdout: "pipe",
+      stderr: "pipe",
+    })
+    try {
+      const deadline = Date.now() + 30_000
+      let ready = false
+      while (!ready && Date.now() < deadline) {
+        ready = await fetch(`http://127.0.0.1:${env.OPS_PORT}/readyz`)
+          .then((r) => r.status === 200)
+          .catch(() => false)
+        if (!ready) await Bun.sleep(200)
+      }
+      expect(ready).toBe(true)
+      const res = await fetch(`http://127.0.0.1:${env.PORT}/v1/incidents`)
+      expect(res.status).toBe(401)
+      child.kill("SIGTERM")
+      await child.exited
+      const out = `${await new Response(child.stdout).text()}${await new Response(child.stderr).text()}`
+      expect(out).not.toContain('"message":"request"')
+      expect(out).not.toContain('"logLevel":"INFO"')
+    } finally {
+      child.kill("SIGKILL")
+      if (env.DATA_DIR) rmSync(env.DATA_DIR, { recursive: true, force: true })
+    }
+  })
+
+  test("a bad LOG_LEVEL stops start-up with a message naming it", async () => {
+    const child = Bun.spawn(["bun", "src/main.ts"], {
+      cwd: join(import.meta.dir, "..", ".."),
+      env: testEnv({ LOG_LEVEL: "loud" }),
+      stdout: "pipe",
+      stderr: "pipe",
+    })
+    const [out, err, code] = await Promise.all([
+      new Response(child.stdout).text(),
+      new Response(child.stderr).text(),
+      child.exited,
+    ])
+    expect(code).not.toBe(0)
+    expect(`${out}${err}`).toContain("LOG_LEVEL")
+  })
+})
+
+describe("graceful shutdown", () => {
+  let receiver: Receiver
+  let caFile: string
+  beforeAll(async () => {
+    const certs = makeTestCertificate({ ipAddresses: ["127.0.0.1"] })
+    caFile = join(tmpdir(), `dsvc-ops-ca-${process.pid}-${Date.now()}.pem`)
+    writeFileSync(caFile, certs.caCert)
+    receiver = await startReceiver(certs)
+  })
+  afterAll(() => receiver?.stop())
+
+  test("SIGTERM: /readyz turns 503 at once, the in-flight delivery finishes, the process exits 0 within 10 s", async () => {
+    const server = await startServer({
+      env: testEnv({
+        WEBHOOK_ALLOW_PRIVATE: "127.0.0.0/8",
+        WEBHOOK_CA_FILE: caFile,
+        WEBHOOK_POLL_INTERVAL: "100 millis",
+      }),
+    })
+    try {
+      const org = await adminJson(server.env, ["org", "create", "--name", "Shutdown"])
+      const sensor = await adminJson(server.env, ["sensor", "create", "--org", org.id, "--name", "web-01"])
+      await adminJson(server.env, ["webhook", "create", "--org", org.id, "--url", `${receiver.url}/drain`])
+      receiver.setDelay(3_000)
+      await ingest(server.ingestUrl, "events", sensor.token, [nativeEvent({ sourceIp: "203.0.113.91" })])
+      const until = Date.now() + 10_000
+      while (!receiver.requests.some((r) => r.path === "/drain") && Date.now() < until) await Bun.sleep(20)
+      expect(receiver.requests.some((r) => r.path === "/drain")).toBe(true)
+
+      const started = Date.now()
+      const exited = server.stop("SIGTERM")
+      await Bun.sleep(300)
+      const ready = await fetch(`${server.opsUrl}/readyz`, { signal: AbortSignal.timeout(2_000) })
+      expect(ready.status).toBe(503)
+      expect(((await ready.json()) as { code: string }).code).toBe("not_ready")
+      const code = await exited
+      expect(code).toBe(0)
+      expect(Date.now() - started).toBeLessThan(10_000)
+      // The delivery that was in flight finished and was recorded before the exit.
+      const log = server.logs.filter((l) => l.includes('"message":"webhook delivered"'))
+      expect(log).toHaveLength(1)
+    } finally {
+      receiver.setDelay(0)
+      await shutdown(server)
+    }
+  }, 60_000)
+})
