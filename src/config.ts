@@ -3,6 +3,7 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "n
 import { join, resolve } from "node:path"
 import { Config, ConfigError, Context, Duration, Effect, Either, Layer, Option, Redacted } from "effect"
 import { type Cidr, parseTrustProxy } from "./api/clientIp.ts"
+import { makeSealer, type Sealer } from "./domain/sealing.ts"
 import { type RateLimitSettings, rateLimitConfig } from "./ratelimit/RateLimiter.ts"
 import { parseAllowPrivate } from "./webhooks/urlRule.ts"
 
@@ -23,6 +24,8 @@ export interface Settings {
   readonly appUrl: string
   /** Master key: 32 bytes. Cursor signing and secret encryption keys are derived from it. */
   readonly secretKey: Redacted.Redacted<Uint8Array>
+  /** Master keys being rotated out: sealed secrets still open under them until `admin secrets reseal`. */
+  readonly secretKeyPrevious: ReadonlyArray<Redacted.Redacted<Uint8Array>>
   /** D12: a closed incident resolved at most this long ago re-opens on new activity. */
   readonly reopenWindow: Duration.Duration
   /** D13: an open incident without a new event for this long is closed. */
@@ -128,6 +131,24 @@ export const settingsConfig = Config.all({
   baseUrl: httpUrl("BASE_URL").pipe(Config.option),
   appUrl: httpUrl("APP_URL").pipe(Config.withDefault("http://localhost:3000")),
   secretKey: secretKeyConfig,
+  secretKeyPrevious: Config.redacted("SECRET_KEY_PREVIOUS").pipe(
+    Config.withDefault(Redacted.make("")),
+    Config.mapOrFail((value) => {
+      const parts = Redacted.value(value)
+        .split(",")
+        .map((p) => p.trim())
+        .filter((p) => p !== "")
+      const keys = parts.map(decodeSecretKey)
+      return keys.every((k) => k !== undefined)
+        ? Either.right(keys.map((k) => Redacted.make(k as Uint8Array)))
+        : Either.left(
+            ConfigError.InvalidData(
+              ["SECRET_KEY_PREVIOUS"],
+              "Expected comma-separated keys of at least 32 bytes as hex (64+ characters) or base64",
+            ),
+          )
+    }),
+  ),
   reopenWindow: Config.duration("REOPEN_WINDOW").pipe(Config.withDefault(Duration.days(7))),
   idleClose: Config.duration("INCIDENT_IDLE_CLOSE").pipe(Config.withDefault(Duration.hours(24))),
   idleCloseEvery: Config.duration("INCIDENT_IDLE_CLOSE_EVERY").pipe(Config.withDefault(Duration.minutes(1))),
@@ -238,6 +259,7 @@ export const loadSettings: Effect.Effect<Settings, ConfigError.ConfigError> = Ef
     baseUrl: Option.getOrElse(raw.baseUrl, () => `http://localhost:${raw.port}`),
     appUrl: raw.appUrl,
     secretKey,
+    secretKeyPrevious: raw.secretKeyPrevious,
     reopenWindow: raw.reopenWindow,
     idleClose: raw.idleClose,
     idleCloseEvery: raw.idleCloseEvery,
@@ -271,6 +293,7 @@ export const describeSettings = (s: Settings) => {
     baseUrl: s.baseUrl,
     appUrl: s.appUrl,
     secretKey: "<redacted>",
+    secretKeyPrevious: s.secretKeyPrevious.length > 0 ? `${s.secretKeyPrevious.length} key(s), redacted` : "none",
     reopenWindow: ms(s.reopenWindow),
     idleClose: ms(s.idleClose),
     idleCloseEvery: ms(s.idleCloseEvery),
@@ -292,3 +315,10 @@ export const describeSettings = (s: Settings) => {
     },
   }
 }
+
+/** Seals under SECRET_KEY; opens what SECRET_KEY or a SECRET_KEY_PREVIOUS sealed (D16, D19 secrets at rest). */
+export const sealerOf = (s: Settings): Sealer =>
+  makeSealer(
+    Redacted.value(s.secretKey),
+    s.secretKeyPrevious.map((k) => Redacted.value(k)),
+  )

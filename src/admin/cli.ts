@@ -39,6 +39,8 @@ const USAGE = `usage: bun run admin <command> [options] [--json]
   webhook deliveries <channel-id> [--status pending|failed|succeeded|dead]
                                             the delivery log (attempts, status codes, errors, times)
   webhook redeliver <delivery-id>           queue a delivery again now (e.g. a dead one)
+  secrets reseal                            after a SECRET_KEY rotation (old key in SECRET_KEY_PREVIOUS):
+                                            seal every stored secret under the current SECRET_KEY
 `
 
 /** Parsed once; unknown flags are an error rather than silently ignored. */
@@ -149,6 +151,24 @@ const run = (argv: ReadonlyArray<string>) =>
       case "incident close": {
         const result = yield* admin.closeIncident(yield* requireFlag(rest[0], "<incident-id>"))
         return yield* print(json, result, () => `incident ${result.id} closed at ${result.resolvedAt}`)
+      }
+      case "secrets reseal": {
+        const orgKeys = yield* admin.resealFingerprintKeys
+        const channels = yield* (yield* WebhookAdmin).resealChannelSecrets
+        const result = { fingerprintKeys: orgKeys, channelSecrets: channels }
+        yield* print(
+          json,
+          result,
+          () =>
+            `resealed ${orgKeys.resealed} organization fingerprint key(s) and ${channels.resealed} channel secret(s)` +
+            (orgKeys.unreadable.length + channels.unreadable.length > 0
+              ? `\ncannot open (set SECRET_KEY_PREVIOUS to their key): ${[...orgKeys.unreadable, ...channels.unreadable].join(", ")}`
+              : ""),
+        )
+        if (orgKeys.unreadable.length + channels.unreadable.length > 0) {
+          return yield* Effect.fail(new AdminError({ message: "some secrets could not be opened" }))
+        }
+        return
       }
       case "webhook create": {
         const created = yield* (yield* WebhookAdmin).create({

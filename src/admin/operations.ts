@@ -1,10 +1,10 @@
 import { randomBytes } from "node:crypto"
 import { SqlClient } from "@effect/sql"
-import { Data, Effect, Option, Redacted } from "effect"
+import { Data, Effect, Option } from "effect"
 import { parseTimestamp } from "../api/params.ts"
-import { AppConfig } from "../config.ts"
+import { AppConfig, sealerOf } from "../config.ts"
 import { isId } from "../domain/ids.ts"
-import { makeSealer } from "../domain/sealing.ts"
+import { sealedKeyId } from "../domain/sealing.ts"
 import { API_KEY_TOKEN, issueToken, SENSOR_TOKEN } from "../domain/secretToken.ts"
 import { ApiKeysRepo, SCOPES, type Scope } from "../repos/ApiKeysRepo.ts"
 import { IncidentsRepo } from "../repos/IncidentsRepo.ts"
@@ -38,7 +38,7 @@ export class AdminOperations extends Effect.Service<AdminOperations>()("AdminOpe
     const transitions = yield* TransitionsRepo
     const sql = yield* SqlClient.SqlClient
     const config = yield* AppConfig
-    const sealer = makeSealer(Redacted.value(config.secretKey))
+    const sealer = sealerOf(config)
 
     const requireOrg = (orgId: string) =>
       Effect.gen(function* () {
@@ -165,6 +165,32 @@ export class AdminOperations extends Effect.Service<AdminOperations>()("AdminOpe
         )
         .pipe(Effect.catchTag("SqlError", (e) => refuse(`database error: ${e.message}`)))
 
-    return { closeIncident, createOrg, setDeception, createKey, listKeys, revokeKey, createSensor, requireOrg } as const
+    /** After a SECRET_KEY rotation: every fingerprint key sealed under an older key is sealed under the current. */
+    const resealFingerprintKeys = Effect.gen(function* () {
+      let resealed = 0
+      const unreadable: Array<string> = []
+      for (const org of yield* orgs.list()) {
+        if (sealedKeyId(org.fingerprintKey) === sealer.keyId) continue
+        const key = sealer.open(org.fingerprintKey)
+        if (key === undefined) unreadable.push(org.id)
+        else {
+          yield* orgs.setFingerprintKey(org.id, sealer.seal(key))
+          resealed++
+        }
+      }
+      return { resealed, unreadable }
+    })
+
+    return {
+      resealFingerprintKeys,
+      closeIncident,
+      createOrg,
+      setDeception,
+      createKey,
+      listKeys,
+      revokeKey,
+      createSensor,
+      requireOrg,
+    } as const
   }),
 }) {}

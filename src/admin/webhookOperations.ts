@@ -1,7 +1,7 @@
-import { Clock, Duration, Effect, Option, Redacted } from "effect"
-import { AppConfig, parseShortDuration } from "../config.ts"
+import { Clock, Duration, Effect, Option } from "effect"
+import { AppConfig, parseShortDuration, sealerOf } from "../config.ts"
 import { isId, newId } from "../domain/ids.ts"
-import { makeSealer } from "../domain/sealing.ts"
+import { sealedKeyId } from "../domain/sealing.ts"
 import { SEVERITIES, type Severity } from "../domain/severity.ts"
 import { type ChannelRow, DeliveryStatus, WebhooksRepo } from "../repos/WebhooksRepo.ts"
 import { sampleIncident, serializeWebhookBody } from "../webhooks/payload.ts"
@@ -26,7 +26,7 @@ export class WebhookAdmin extends Effect.Service<WebhookAdmin>()("WebhookAdmin",
     const admin = yield* AdminOperations
     const sender = yield* WebhookSender
     const config = yield* AppConfig
-    const sealer = makeSealer(Redacted.value(config.secretKey))
+    const sealer = sealerOf(config)
     const encoder = new TextEncoder()
     const now = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
 
@@ -229,6 +229,24 @@ export class WebhookAdmin extends Effect.Service<WebhookAdmin>()("WebhookAdmin",
         return { id: deliveryId, status: "pending" as const }
       })
 
-    return { create, list, rotate, setEnabled, test, deliveries, redeliver } as const
+    /** After a SECRET_KEY rotation: channel secrets sealed under an older key are sealed under the current one. */
+    const resealChannelSecrets = Effect.gen(function* () {
+      let resealed = 0
+      const unreadable: Array<string> = []
+      for (const channel of yield* repo.allChannels()) {
+        const sealed = [channel.secretEnc, channel.previousSecretEnc]
+        if (sealed.every((s) => s === null || sealedKeyId(s) === sealer.keyId)) continue
+        const [secret, previous] = sealed.map((s) => (s === null ? null : sealer.open(s)))
+        if (secret === undefined || previous === undefined || secret === null) {
+          unreadable.push(channel.id)
+          continue
+        }
+        yield* repo.setSealedSecrets(channel.id, sealer.seal(secret), previous === null ? null : sealer.seal(previous))
+        resealed++
+      }
+      return { resealed, unreadable }
+    })
+
+    return { create, list, rotate, setEnabled, test, deliveries, redeliver, resealChannelSecrets } as const
   }),
 }) {}

@@ -1,11 +1,10 @@
 import { SqlClient } from "@effect/sql"
-import { Clock, Duration, Effect, Option, Redacted } from "effect"
-import { AppConfig } from "../config.ts"
+import { Clock, Duration, Effect, Option } from "effect"
+import { AppConfig, sealerOf } from "../config.ts"
 import { prepareAttackerInput } from "../domain/attackerInput.ts"
 import { eventTypeSpec } from "../domain/eventTypes.ts"
 import { newId } from "../domain/ids.ts"
 import { sanitizeText } from "../domain/sanitize.ts"
-import { makeSealer } from "../domain/sealing.ts"
 import { EventsRepo, type NewEvent } from "../repos/EventsRepo.ts"
 import { DatabaseError } from "../repos/errors.ts"
 import { IncidentsRepo } from "../repos/IncidentsRepo.ts"
@@ -57,7 +56,7 @@ export class Ingestor extends Effect.Service<Ingestor>()("Ingestor", {
     const transitions = yield* TransitionsRepo
     const outbox = yield* WebhookOutbox
     const config = yield* AppConfig
-    const sealer = makeSealer(Redacted.value(config.secretKey))
+    const sealer = sealerOf(config)
     const reopenWindowMs = Duration.toMillis(config.reopenWindow)
     const fingerprintKeys = new Map<string, Uint8Array>()
 

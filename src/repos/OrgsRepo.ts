@@ -38,6 +38,12 @@ export class OrgsRepo extends Effect.Service<OrgsRepo>()("OrgsRepo", {
           Result: OrgRow,
           execute: () => sql`select * from organizations order by id`,
         })(undefined).pipe(dbErrors),
+      /** Re-sealed fingerprint key (admin `secrets reseal` after a SECRET_KEY rotation). */
+      setFingerprintKey: (id: string, fingerprintKey: string) =>
+        sql`update organizations set fingerprint_key = ${fingerprintKey} where id = ${id}`.pipe(
+          Effect.asVoid,
+          dbErrors,
+        ),
       /** Returns false when no such organization exists. */
       setDeception: (id: string, enabled: boolean) =>
         sql`update organizations set deception_enabled = ${enabled} where id = ${id} returning id`.pipe(

@@ -204,6 +204,17 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("WebhooksRepo",
           Effect.map((rows) => rows.map((r) => r.id)),
           dbErrors,
         ),
+      /** Every channel of every organization (admin `secrets reseal`). */
+      allChannels: () =>
+        SqlSchema.findAll({
+          Request: Schema.Void,
+          Result: ChannelRow,
+          execute: () => sql`select ${channelColumns(sql)} from webhook_channels order by id`,
+        })(undefined).pipe(dbErrors),
+      /** The same secrets sealed under the current master key. */
+      setSealedSecrets: (id: string, secretEnc: string, previousSecretEnc: string | null) =>
+        sql`update webhook_channels set secret_enc = ${secretEnc}, previous_secret_enc = ${previousSecretEnc}
+            where id = ${id}`.pipe(Effect.asVoid, dbErrors),
       setEnabled: (id: string, enabled: boolean, now: Date) =>
         sql`update webhook_channels set enabled = ${enabled}, updated_at = ${now} where id = ${id}`.pipe(dbErrors),
       rotateSecret: (

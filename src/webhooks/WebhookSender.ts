@@ -1,6 +1,5 @@
-import { Clock, Duration, Effect, Redacted } from "effect"
-import { AppConfig } from "../config.ts"
-import { makeSealer } from "../domain/sealing.ts"
+import { Clock, Duration, Effect } from "effect"
+import { AppConfig, sealerOf } from "../config.ts"
 import { sendWebhook, type WebhookSendResult } from "./send.ts"
 import { signatureHeader } from "./sign.ts"
 import { systemLookup } from "./urlRule.ts"
@@ -27,7 +26,7 @@ export interface SentAttempt {
 export class WebhookSender extends Effect.Service<WebhookSender>()("WebhookSender", {
   effect: Effect.gen(function* () {
     const config = yield* AppConfig
-    const sealer = makeSealer(Redacted.value(config.secretKey))
+    const sealer = sealerOf(config)
     const settings = config.webhooks
     const decoder = new TextDecoder()
 
