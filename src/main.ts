@@ -3,7 +3,7 @@ import { Effect, Layer } from "effect"
 import { ApiServerLive } from "./api/server.ts"
 import { SensorAuth } from "./auth/SensorAuth.ts"
 import { AppConfig, AppConfigLive, describeSettings } from "./config.ts"
-import { DatabaseLive } from "./db/client.ts"
+import { DatabaseLiveWaiting } from "./db/client.ts"
 import { migrate } from "./db/migrate.ts"
 import { IdleCloserLive } from "./ingest/IdleCloser.ts"
 import { Ingestor } from "./ingest/Ingestor.ts"
@@ -66,7 +66,7 @@ export const MainLive = Layer.mergeAll(ApiServerLive.pipe(Layer.provide(RateLimi
   Layer.provideMerge(OpsLive),
   Layer.provide(Lifecycle.Default),
   Layer.provide(ConfigLogLive),
-  Layer.provideMerge(DatabaseLive),
+  Layer.provideMerge(DatabaseLiveWaiting),
   Layer.provideMerge(AppConfigLive),
 )
 

@@ -42,3 +42,18 @@ export const DatabaseLive = Layer.unwrapEffect(
       : embeddedClient(config.dataDir),
   ),
 )
+
+/**
+ * The server's database layer: a PostgreSQL still starting (a container started alongside it) is waited for, about
+ * 45 s, with a warning per try; after that start-up fails and the supervisor's restart policy takes over. The admin
+ * tool uses DatabaseLive and fails at once instead.
+ */
+export const DatabaseLiveWaiting = DatabaseLive.pipe(
+  Layer.tapError(() => Effect.logWarning("database not reachable yet; retrying")),
+  Layer.retry(
+    Schedule.intersect(
+      Schedule.recurs(15),
+      Schedule.union(Schedule.exponential("250 millis", 1.5), Schedule.spaced("5 seconds")),
+    ),
+  ),
+)

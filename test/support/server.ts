@@ -94,7 +94,8 @@ export const startServer = async (options: { env?: Record<string, string> } = {}
   // A server that dies on its own during a test says why (its last log lines) instead of a bare ECONNREFUSED.
   let stopping = false
   void child.exited.then((code) => {
-    if (!stopping) console.error(`test server exited unexpectedly (${code}); last log lines:\n${logs.slice(-40).join("\n")}`)
+    if (!stopping)
+      console.error(`test server exited unexpectedly (${code}); last log lines:\n${logs.slice(-40).join("\n")}`)
   })
   const stop = async (signal: NodeJS.Signals = "SIGTERM") => {
     stopping = true

@@ -1,0 +1,44 @@
+# The incident and event service: read API (8080), sensor ingestion (8081), operations listener (9090).
+#
+#   docker build -t decoy-incident-service .
+#   docker run --rm -p 8080:8080 -p 8081:8081 -e DATABASE_URL=postgres://… -e SECRET_KEY=… decoy-incident-service
+#
+# Without DATABASE_URL the service runs its embedded database in /data (a volume); see README "Storage" and "Deploy".
+# The Bun version is the one CI installs (.ci/run: bun@1.4.4); test/deploy/files.test.ts keeps the two equal.
+# Both stages are Debian (glibc), so the native optional packages installed in the first stage fit the second.
+
+# --- Stage 1: production dependencies only, exactly as locked -------------------------------------------------------
+FROM oven/bun:1.4.4 AS deps
+WORKDIR /app
+COPY package.json bun.lock ./
+RUN bun install --frozen-lockfile --production
+
+# --- Stage 2: runtime --------------------------------------------------------------------------------------------------
+FROM oven/bun:1.4.4-slim AS runtime
+WORKDIR /app
+
+# The service reads no NODE_ENV itself; libraries and tools do. DATA_DIR holds the embedded database and the generated
+# secret.key when DATABASE_URL is unset (unused with PostgreSQL). 0700: only the service user may reach the socket.
+ENV NODE_ENV=production \
+    DATA_DIR=/data
+RUN mkdir -p /data && chown bun:bun /data && chmod 0700 /data
+
+# Code and dependencies stay owned by root: the service user can read them, not change them.
+# tsconfig.json: Bun's transpiler reads it, so the image runs the code exactly as the tests do.
+# sql/: migrations, applied at start-up (src/main.ts) or by `bun run admin migrate`.
+COPY --from=deps /app/node_modules ./node_modules
+COPY package.json bun.lock tsconfig.json ./
+COPY src ./src
+COPY sql ./sql
+
+USER bun
+VOLUME ["/data"]
+EXPOSE 8080 8081 9090
+
+# /healthz on the operations listener (OPS_PORT). The slim image has neither curl nor wget: Bun's fetch does it.
+HEALTHCHECK --interval=15s --timeout=5s --start-period=30s --retries=3 \
+  CMD ["bun", "-e", "fetch('http://127.0.0.1:' + (process.env.OPS_PORT || '9090') + '/healthz', { signal: AbortSignal.timeout(3000) }).then((r) => process.exit(r.ok ? 0 : 1)).catch(() => process.exit(1))"]
+
+# SIGTERM: /readyz turns 503, listeners and the webhook dispatcher drain, the process exits within 10 s.
+STOPSIGNAL SIGTERM
+CMD ["bun", "run", "src/main.ts"]
