@@ -87,34 +87,31 @@ export class EventsRepo extends Effect.Service<EventsRepo>()("EventsRepo", {
         where e.org_id = ${orgId} and e.id = ${id}`,
     })
 
-    // D8: the first 200 member events, oldest first (events_incident_idx).
+    // Member events in time order (events_incident_idx): oldest first for D8's first 200, newest first for the
+    // webhook payload's most recent 20.
     const members = SqlSchema.findAll({
-      Request: Schema.Struct({ orgId: Schema.String, incidentId: Schema.String, limit: Schema.Int }),
+      Request: Schema.Struct({
+        orgId: Schema.String,
+        incidentId: Schema.String,
+        limit: Schema.Int,
+        newestFirst: Schema.Boolean,
+      }),
       Result: EventRow,
-      execute: ({ orgId, incidentId, limit }) => sql`
+      execute: ({ orgId, incidentId, limit, newestFirst }) => sql`
         select ${columns(sql)} from events e join sensors s on s.id = e.sensor_id
         where e.incident_id = ${incidentId} and e.org_id = ${orgId}
-        order by e.time asc, e.id asc
-        limit ${limit}`,
-    })
-
-    // Webhooks: the most recent member events (newest first here; the payload puts them oldest first).
-    const recent = SqlSchema.findAll({
-      Request: Schema.Struct({ orgId: Schema.String, incidentId: Schema.String, limit: Schema.Int }),
-      Result: EventRow,
-      execute: ({ orgId, incidentId, limit }) => sql`
-        select ${columns(sql)} from events e join sensors s on s.id = e.sensor_id
-        where e.incident_id = ${incidentId} and e.org_id = ${orgId}
-        order by e.time desc, e.id desc
+        ${newestFirst ? sql`order by e.time desc, e.id desc` : sql`order by e.time asc, e.id asc`}
         limit ${limit}`,
     })
 
     return {
       list: (q: EventListQuery) => list(q).pipe(dbErrors),
-      recent: (orgId: string, incidentId: string, limit: number) => recent({ orgId, incidentId, limit }).pipe(dbErrors),
+      /** The most recent member events, newest first (webhooks). */
+      recent: (orgId: string, incidentId: string, limit: number) =>
+        members({ orgId, incidentId, limit, newestFirst: true }).pipe(dbErrors),
       findById: (orgId: string, id: string) => findById({ orgId, id }).pipe(dbErrors),
       members: (orgId: string, incidentId: string, limit: number) =>
-        members({ orgId, incidentId, limit }).pipe(dbErrors),
+        members({ orgId, incidentId, limit, newestFirst: false }).pipe(dbErrors),
       /** The sensor event ids of this sensor already stored (D22 duplicates). */
       existingSensorEventIds: (sensorId: string, ids: ReadonlyArray<string>) =>
         ids.length === 0
