@@ -3,6 +3,7 @@ import { BunHttpServer } from "@effect/platform-bun"
 import { Effect, Layer } from "effect"
 import { KeyAuth } from "../auth/KeyAuth.ts"
 import { AppConfig } from "../config.ts"
+import { Lifecycle } from "../ops/Lifecycle.ts"
 import { RateLimiter } from "../ratelimit/RateLimiter.ts"
 import { ApiKeysRepo } from "../repos/ApiKeysRepo.ts"
 import { EventsRepo } from "../repos/EventsRepo.ts"
@@ -25,6 +26,7 @@ const logAddress = Effect.gen(function* () {
   const address = server.address
   if (address._tag === "TcpAddress") {
     yield* Effect.logInfo("api listening").pipe(Effect.annotateLogs({ listener: "api", port: address.port }))
+    yield* Effect.flatMap(Lifecycle, (lifecycle) => lifecycle.listening("api"))
   }
 })
 

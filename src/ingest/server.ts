@@ -8,6 +8,7 @@ import { AppConfig } from "../config.ts"
 import { mapCowrie } from "../ingest/formats/cowrie.ts"
 import type { MapResult, NativeEventInput } from "../ingest/formats/native.ts"
 import { mapOpenCanary } from "../ingest/formats/opencanary.ts"
+import { Lifecycle } from "../ops/Lifecycle.ts"
 import { ingestedEvents } from "../ops/metrics.ts"
 import { MAX_BODY_BYTES, MAX_EVENTS, parseBody } from "./body.ts"
 import { type EventOutcome, Ingestor } from "./Ingestor.ts"
@@ -104,6 +105,7 @@ const logAddress = Effect.gen(function* () {
     yield* Effect.logInfo("ingest listening").pipe(
       Effect.annotateLogs({ listener: "ingest", port: server.address.port }),
     )
+    yield* Effect.flatMap(Lifecycle, (lifecycle) => lifecycle.listening("ingest"))
   }
 })
 

@@ -12,8 +12,9 @@ import { webhookOldestDueAge, webhookQueueDepth } from "./metrics.ts"
 import { toPrometheus } from "./prometheus.ts"
 
 /**
- * The operations listener (OPS_PORT, never the public port): `/healthz` (the process answers), `/readyz` (the
- * database answers within 2 s, every migration is applied, and the process is not shutting down; 503 otherwise)
+ * The operations listener (OPS_PORT, never the public port): `/healthz` (the process answers), `/readyz` (the API
+ * and ingest listeners are up, the database answers within 2 s, every migration is applied, and the process is not
+ * shutting down; 503 otherwise)
  * and `/metrics` (Prometheus text of the Effect metrics, with the delivery queue read at scrape time).
  */
 
@@ -31,6 +32,7 @@ const expectedMigrations = readMigrations().map((m) => m.version)
 const readiness = Effect.gen(function* () {
   const lifecycle = yield* Lifecycle
   if (lifecycle.draining()) return notReady("The process is shutting down.")
+  if (!lifecycle.serving()) return notReady("The API and ingest listeners are not up yet.")
   const sql = yield* SqlClient.SqlClient
   const applied = yield* sql<{ version: string }>`select version from schema_migrations`.pipe(
     Effect.timeout(Duration.seconds(2)),

@@ -137,7 +137,7 @@ describe("D9: keys at rest and lastUsedAt", () => {
       Effect.flatMap(SqlClient.SqlClient, (sql) => sql`select * from api_keys where id = ${tenant.keyId}`),
     )
     const dump = JSON.stringify(rows, (_k, v) => (v?.type === "Buffer" ? Buffer.from(v.data).toString("hex") : v))
-    const secret = tenant.key.split("_").at(-1) as string
+    const secret = tenant.key.slice(`dsk_${tenant.keyId}_`.length)
     expect(dump).not.toContain(secret)
     expect(dump).not.toContain(Buffer.from(secret).toString("hex"))
     expect((rows[0] as { secretHash: Uint8Array }).secretHash.length).toBe(32)
