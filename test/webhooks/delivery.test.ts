@@ -2,11 +2,16 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { SqlClient } from "@effect/sql"
+import { Effect } from "effect"
+import { decodeSecretKey } from "../../src/config.ts"
+import { makeSealer } from "../../src/domain/sealing.ts"
 import { verifyWebhook } from "../../src/webhooks/verify.ts"
 import { admin, adminJson } from "../support/cli.ts"
+import { testDatabase } from "../support/db.ts"
 import { ingest, nativeEvent } from "../support/ingest.ts"
 import { type Receiver, startReceiver } from "../support/receiver.ts"
-import { type RunningServer, shutdown, startServer, testEnv } from "../support/server.ts"
+import { type RunningServer, shutdown, startServer, TEST_SECRET_KEY, testEnv } from "../support/server.ts"
 import { makeTestCertificate } from "../support/tls.ts"
 
 /**
@@ -164,6 +169,47 @@ describe("webhook delivery (D15–D17)", () => {
     // Every delivery has its own id; a channel's copy of one transition is not another channel's.
     const ids = [...bodiesAt("/all"), ...bodiesAt("/high")].map((b) => b.id)
     expect(new Set(ids).size).toBe(ids.length)
+  })
+
+  test("D17 a defect in one delivery is recorded as a failed attempt and never stops the pool", async () => {
+    const t = await tenant(server)
+    const healthy = await channel(server, t.orgId, "/healthy")
+    const broken = await channel(server, t.orgId, "/broken")
+    // An empty signing secret makes the signer throw: a real defect inside the send, reached without mocks.
+    const db = testDatabase(server.env)
+    try {
+      const sealer = makeSealer(decodeSecretKey(TEST_SECRET_KEY) ?? new Uint8Array())
+      await db.run(
+        Effect.flatMap(
+          SqlClient.SqlClient,
+          (sql) =>
+            sql`update webhook_channels set secret_enc = ${sealer.seal(new Uint8Array())} where id = ${broken.id}`,
+        ),
+      )
+    } finally {
+      await db.close()
+    }
+    await send(server, t, [{ sourceIp: "203.0.113.20" }])
+    await eventually("the healthy channel's delivery", () => bodiesAt("/healthy").length === 1)
+    let log: Array<{ status: string; log: Array<{ error: string | null }> }> = []
+    const until = Date.now() + 10_000
+    while (Date.now() < until) {
+      log = await adminJson(server.env, ["webhook", "deliveries", broken.id])
+      if ((log[0]?.log.length ?? 0) >= 1) break
+      await Bun.sleep(200)
+    }
+    expect(log[0]?.log[0]?.error).toBe("internal error while sending")
+    expect(receiver.requests.filter((r) => r.path === "/broken")).toHaveLength(0)
+    // The pool goes on: later deliveries still arrive.
+    await send(server, t, [{ sourceIp: "203.0.113.21" }])
+    await eventually("the next delivery", () => bodiesAt("/healthy").length === 2)
+    expect(
+      verifyWebhook(
+        receiver.requests.filter((r) => r.path === "/healthy")[1]?.body ?? "",
+        receiver.requests.filter((r) => r.path === "/healthy")[1]?.headers["x-service-signature"] ?? "",
+        healthy.secret,
+      ).ok,
+    ).toBe(true)
   })
 
   test("D15 webhook incident events: the 20 most recent, oldest first, with eventCount the total", async () => {
