@@ -6,7 +6,7 @@ import { eventTypeSpec } from "../domain/eventTypes.ts"
 import { newId } from "../domain/ids.ts"
 import { sanitizeText } from "../domain/sanitize.ts"
 import { EventsRepo, type NewEvent } from "../repos/EventsRepo.ts"
-import { DatabaseError } from "../repos/errors.ts"
+import { DatabaseError, transactionErrors } from "../repos/errors.ts"
 import { IncidentsRepo } from "../repos/IncidentsRepo.ts"
 import { OrgsRepo } from "../repos/OrgsRepo.ts"
 import { TransitionsRepo } from "../repos/TransitionsRepo.ts"
@@ -194,7 +194,10 @@ export class Ingestor extends Effect.Service<Ingestor>()("Ingestor", {
             return outcomes
           }),
         )
-        .pipe(Effect.catchTag("SqlError", (cause) => Effect.fail(new DatabaseError({ cause }))))
+        .pipe(
+          transactionErrors,
+          Effect.catchTag("SqlError", (cause) => Effect.fail(new DatabaseError({ cause }))),
+        )
 
     /** Ingests validated events of one sensor; returns one outcome per event, in input order. */
     const ingest = (

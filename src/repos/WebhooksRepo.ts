@@ -1,7 +1,7 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Schema } from "effect"
 import { Severity } from "../domain/severity.ts"
-import { dbErrors } from "./errors.ts"
+import { dbErrors, transactionErrors } from "./errors.ts"
 
 /** A webhook channel as stored; the signing secrets are sealed (D16), never plain. */
 export const ChannelRow = Schema.Struct({
@@ -235,7 +235,8 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("WebhooksRepo",
           : sql`insert into webhook_deliveries ${sql.insert(rows.map((row) => ({ ...row })))}
                 on conflict (channel_id, transition_id) do nothing`.pipe(Effect.asVoid, dbErrors),
       /** Wakes the dispatchers once the current transaction commits. */
-      notify: sql`select pg_notify(${DELIVERIES_NOTIFY_CHANNEL}, '')`.pipe(Effect.asVoid, dbErrors),
+      // A payload is needed: @effect/sql-pg's listener drops notifications with an empty one.
+      notify: sql`select pg_notify(${DELIVERIES_NOTIFY_CHANNEL}, 'due')`.pipe(Effect.asVoid, dbErrors),
 
       claim: (request: {
         readonly owner: string
@@ -262,7 +263,7 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("WebhooksRepo",
                 where id = ${a.deliveryId} and lease_owner = ${owner}`
             }),
           )
-          .pipe(dbErrors),
+          .pipe(transactionErrors, dbErrors),
 
       /** Gives back the leases of this owner (a stopping dispatcher): the rows are due again at once. */
       releaseLeases: (owner: string) =>
