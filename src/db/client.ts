@@ -1,5 +1,5 @@
 import { PgClient } from "@effect/sql-pg"
-import { Effect, Layer, Option, Schedule, String as Str } from "effect"
+import { Effect, Layer, Option, Redacted, Schedule, String as Str } from "effect"
 import { AppConfig } from "../config.ts"
 import { embeddedDatabase } from "./embedded.ts"
 
@@ -32,23 +32,49 @@ const embeddedClient = (dataDir: string) =>
   )
 
 /**
- * The one SQL client of the service: PostgreSQL when DATABASE_URL is set, otherwise the embedded PGlite
- * reached through the same `pg` driver over its Unix socket.
+ * PostgreSQL by URL. A connection attempt gives up after 2 s; with `queryTimeoutMs` (the server) a query gets no
+ * answer after that long fails too, so a hung database means a 503 within seconds instead of a hung request
+ * (`query_timeout` is the pg driver's client-side timer; @effect/sql-pg does not expose it, the URL does).
  */
-export const DatabaseLive = Layer.unwrapEffect(
-  Effect.map(AppConfig, (config) =>
-    Option.isSome(config.databaseUrl)
-      ? PgClient.layer({ url: config.databaseUrl.value, maxConnections: 20, ...naming })
-      : embeddedClient(config.dataDir),
-  ),
-)
+const postgresClient = (url: Redacted.Redacted<string>, queryTimeoutMs: number | undefined) => {
+  let effective = url
+  if (queryTimeoutMs !== undefined) {
+    try {
+      const parsed = new URL(Redacted.value(url))
+      if (!parsed.searchParams.has("query_timeout")) parsed.searchParams.set("query_timeout", String(queryTimeoutMs))
+      effective = Redacted.make(parsed.toString())
+    } catch {
+      // Not a URL the WHATWG parser takes: leave it to the driver as given.
+    }
+  }
+  return PgClient.layer({ url: effective, maxConnections: 20, connectTimeout: "2 seconds", ...naming })
+}
+
+const databaseLayer = (queryTimeoutMs: number | undefined) =>
+  Layer.unwrapEffect(
+    Effect.map(AppConfig, (config) =>
+      Option.isSome(config.databaseUrl)
+        ? postgresClient(config.databaseUrl.value, queryTimeoutMs)
+        : embeddedClient(config.dataDir),
+    ),
+  )
+
+/**
+ * The one SQL client of the service: PostgreSQL when DATABASE_URL is set, otherwise the embedded PGlite
+ * reached through the same `pg` driver over its Unix socket. Used as is by the admin tool (no query time-out, so a
+ * long migration by `admin migrate` is never cut short).
+ */
+export const DatabaseLive = databaseLayer(undefined)
+
+/** The server's PostgreSQL queries fail after this long without an answer (the embedded database has none). */
+export const SERVER_QUERY_TIMEOUT_MS = 4_000
 
 /**
  * The server's database layer: a PostgreSQL still starting (a container started alongside it) is waited for, about
  * 45 s, with a warning per try; after that start-up fails and the supervisor's restart policy takes over. The admin
  * tool uses DatabaseLive and fails at once instead.
  */
-export const DatabaseLiveWaiting = DatabaseLive.pipe(
+export const DatabaseLiveWaiting = databaseLayer(SERVER_QUERY_TIMEOUT_MS).pipe(
   Layer.tapError(() => Effect.logWarning("database not reachable yet; retrying")),
   Layer.retry(
     Schedule.intersect(

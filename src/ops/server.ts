@@ -35,6 +35,8 @@ const readiness = Effect.gen(function* () {
   if (!lifecycle.serving()) return notReady("The API and ingest listeners are not up yet.")
   const sql = yield* SqlClient.SqlClient
   const applied = yield* sql<{ version: string }>`select version from schema_migrations`.pipe(
+    // Disconnected: interrupting a hung query waits for the driver's cancel request, which must not hold readiness.
+    Effect.disconnect,
     Effect.timeout(Duration.seconds(2)),
     Effect.map((rows) => new Set(rows.map((r) => r.version))),
     Effect.option,

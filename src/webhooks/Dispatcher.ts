@@ -1,7 +1,8 @@
 import { hostname } from "node:os"
 import { PgClient } from "@effect/sql-pg"
-import { Cause, Clock, Duration, Effect, FiberSet, Layer, Metric, Queue, Stream } from "effect"
+import { Cause, Clock, Duration, Effect, FiberSet, Layer, Metric, Queue } from "effect"
 import { AppConfig } from "../config.ts"
+import { listenForever } from "../db/listen.ts"
 import { newId } from "../domain/ids.ts"
 import { webhookAttempts } from "../ops/metrics.ts"
 import { type ClaimedDelivery, DELIVERIES_NOTIFY_CHANNEL, WebhooksRepo } from "../repos/WebhooksRepo.ts"
@@ -18,9 +19,10 @@ export const MAX_LOGGED_RESPONSE = 65_536
  * channel, so a slow or dead receiver only ever holds its own channel's slots. A defect in one delivery is
  * recorded as a failed attempt and never stops the pool.
  *
- * It wakes on NOTIFY (PostgreSQL) and polls every WEBHOOK_POLL_INTERVAL anyway (the embedded database may not
- * notify). On shutdown (SIGTERM) it stops claiming, lets in-flight sends finish (they are bounded by the 5 s
- * time-out) and gives back the leases of whatever is left, so another process sends it at once.
+ * It wakes on NOTIFY (PostgreSQL; its own LISTEN connection survives restarts) and polls every
+ * WEBHOOK_POLL_INTERVAL anyway (the embedded database may not notify). On shutdown (SIGTERM) it stops claiming,
+ * lets in-flight sends finish (they are bounded by the 5 s time-out) and gives back the leases of whatever is
+ * left, so another process sends it at once.
  */
 export const WebhookDispatcherLive = Layer.scopedDiscard(
   Effect.gen(function* () {
@@ -167,13 +169,10 @@ export const WebhookDispatcherLive = Layer.scopedDiscard(
       }
     })
 
-    // NOTIFY wakes the claimer at once; if LISTEN is not available, polling alone carries on.
-    const listener = pg.listen(DELIVERIES_NOTIFY_CHANNEL).pipe(
-      Stream.runForEach(() => signal),
-      Effect.catchAllCause((cause) =>
-        Effect.logDebug("webhook dispatcher: LISTEN unavailable, polling only", Cause.squash(cause)),
-      ),
-    )
+    // NOTIFY wakes the claimer at once (also after a database restart); polling covers what LISTEN cannot.
+    const listener = listenForever(pg.config, DELIVERIES_NOTIFY_CHANNEL, () => {
+      Queue.unsafeOffer(wake, undefined)
+    })
 
     yield* Effect.forkScoped(listener)
     yield* Effect.forkScoped(claimer)
