@@ -1,24 +1,429 @@
 /**
- * `bun run bench [name]`: runs the benchmark scripts in bench/ one after another (or the one named) and lets each
- * print its own figures. The full API / ingestion / webhook suite against PostgreSQL is the performance issue's
- * work; what exists today is listed here.
+ * `bun run bench [part …] [options]`: the performance suite against real PostgreSQL.
+ *
+ * Parts (all of them when none is named; each also runs alone and seeds what it needs):
+ *   seed              orgs, sensors, 8,000 API keys, 100k incidents, 10k + 1M events (timings, verification)
+ *   api               req/s and p50/p99 of three endpoints at 16 and 64 connections, service vs baseline (wrk)
+ *   scale             first page and a deep page (after 10,000 rows) at 10k and 1M events, service vs baseline
+ *   ingest            events/s through POST /ingest/v1/events in batches of 1, 100 and 1000
+ *   webhooks          deliveries/s and event-to-receipt latency, without and with a dead second channel
+ *   ratelimit-memory  heap of the in-memory rate limit store (bench/ratelimit-memory.ts, no database)
+ *
+ * Options:
+ *   --quick           short runs (3 s instead of 8 s, fewer webhook events): to try the suite, not to report
+ *   --profile         run the service under `bun --cpu-prof`; each part's profile is summarised
+ *   --keep-db         do not drop the database at the end (its name is printed; reuse it with --db)
+ *   --db <name>       use an existing dsvc_bench_* database seeded by an earlier --keep-db run
+ *
+ * A fresh database `dsvc_bench_<timestamp>` is created on BENCH_PG_URL (default postgres://postgres@127.0.0.1:5432)
+ * and dropped at the end. The table is printed and the figures written to bench/results/<date>.json.
  */
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { cpus, loadavg, tmpdir, totalmem } from "node:os"
 import { join } from "node:path"
+import { SQL } from "bun"
+import { type BenchContext, log, RESULTS_DIR, ROOT, round, table } from "./lib/common.ts"
+import {
+  createDatabase,
+  databaseExists,
+  databaseUrl,
+  dropDatabase,
+  newDatabaseName,
+  postgresVersion,
+} from "./lib/pg.ts"
+import { loadManifest, type SeedManifest, seed } from "./lib/seed.ts"
+import { ensureWrk } from "./lib/wrk.ts"
+import { runApi, runScale } from "./parts/api.ts"
+import { runIngest } from "./parts/ingest.ts"
+import { runWebhooks } from "./parts/webhooks.ts"
+import { formatProfile, type ProfileSummary, summarizeProfile } from "./profile-summary.ts"
 
-const BENCHMARKS: Record<string, string> = {
-  "ratelimit-memory": "ratelimit-memory.ts",
+const PARTS = ["seed", "api", "scale", "ingest", "webhooks", "ratelimit-memory"] as const
+type Part = (typeof PARTS)[number]
+const DB_PARTS: ReadonlyArray<Part> = ["seed", "api", "scale", "ingest", "webhooks"]
+const WRK_PARTS: ReadonlyArray<Part> = ["api", "scale"]
+
+const args = process.argv.slice(2)
+const flag = (name: string) => args.includes(name)
+const option = (name: string) => {
+  const i = args.indexOf(name)
+  return i >= 0 ? args[i + 1] : undefined
+}
+const positional = args.filter((a, i) => !a.startsWith("--") && args[i - 1] !== "--db")
+const unknown = positional.filter((p) => !(PARTS as ReadonlyArray<string>).includes(p))
+if (unknown.length > 0) {
+  console.error(`unknown benchmark ${unknown.join(", ")}; known: ${PARTS.join(", ")}`)
+  process.exit(2)
+}
+const parts: ReadonlyArray<Part> = positional.length > 0 ? (positional as Array<Part>) : PARTS
+const quick = flag("--quick")
+const timing = quick ? { seconds: 3, warmupSeconds: 1 } : { seconds: 8, warmupSeconds: 3 }
+const webhookSizes = quick ? { latencyEvents: 30, burstEvents: 200 } : { latencyEvents: 100, burstEvents: 1000 }
+
+const machine = async () => {
+  const bun = Bun.version
+  const pg = parts.some((p) => DB_PARTS.includes(p)) ? await postgresVersion() : undefined
+  return {
+    cpu: cpus()[0]?.model ?? "unknown",
+    cores: cpus().length,
+    memoryGiB: round(totalmem() / 1024 ** 3, 1),
+    bun,
+    ...(pg ? { postgres: pg } : {}),
+    loadBefore: loadavg().map((l) => round(l, 2)),
+  }
 }
 
-const wanted = process.argv[2]
-const names = wanted ? [wanted] : Object.keys(BENCHMARKS)
-for (const name of names) {
-  const file = BENCHMARKS[name]
-  if (!file) {
-    console.error(`unknown benchmark ${name}; known: ${Object.keys(BENCHMARKS).join(", ")}`)
-    process.exit(2)
+const ratelimitMemory = async () => {
+  const child = Bun.spawn(["bun", join(import.meta.dir, "ratelimit-memory.ts")], { stdout: "pipe", stderr: "inherit" })
+  const [text, code] = await Promise.all([new Response(child.stdout).text(), child.exited])
+  process.stdout.write(text)
+  if (code !== 0) throw new Error(`ratelimit-memory exited with ${code}`)
+  return { lines: text.trim().split("\n") }
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: the parts' results are plain JSON, shaped by each part
+type Json = any
+
+const started = performance.now()
+const results: Record<string, Json> = {}
+const info = await machine()
+log(`parts: ${parts.join(", ")}${quick ? " (quick)" : ""}; load average ${info.loadBefore.join(" ")}`)
+let wrkVersion: string | undefined
+if (parts.some((p) => WRK_PARTS.includes(p))) wrkVersion = await ensureWrk()
+
+const reuse = option("--db")
+const keepDb = flag("--keep-db") || reuse !== undefined
+const workDir = mkdtempSync(join(tmpdir(), "dsvc-bench-"))
+let ctx: BenchContext | undefined
+let failure: unknown
+
+try {
+  let manifest: SeedManifest | undefined
+  if (parts.some((p) => DB_PARTS.includes(p))) {
+    const database = reuse ?? newDatabaseName()
+    const url = databaseUrl(database)
+    let secretKey = Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("hex")
+    if (reuse !== undefined) {
+      if (!(await databaseExists(reuse))) throw new Error(`no database ${reuse}`)
+      // The organizations' and channels' secrets are sealed under the SECRET_KEY of the run that seeded it.
+      const sql = new SQL({ url, max: 1 })
+      const rows = await sql`select value->>'key' as key from bench_manifest where name = 'secret'`.catch(() => [])
+      await sql.close()
+      const stored = (rows[0] as { key?: string } | undefined)?.key
+      if (stored === undefined) throw new Error(`${reuse} has no bench manifest: seed it with --keep-db first`)
+      secretKey = stored
+    } else {
+      await createDatabase(database)
+      log(`database ${database}`)
+    }
+    ctx = { database, databaseUrl: url, secretKey, workDir, profile: flag("--profile") }
+    manifest = reuse !== undefined ? await loadManifest(ctx) : undefined
+    if (manifest === undefined) {
+      manifest = await seed(ctx)
+      const sql = new SQL({ url, max: 1 })
+      await sql`insert into bench_manifest (name, value) values ('secret', (${JSON.stringify({ key: secretKey })}::text)::jsonb)`
+      await sql.close()
+    }
+    results.seed = manifest.stats
   }
-  console.log(`== ${name}`)
-  const child = Bun.spawn(["bun", join(import.meta.dir, file)], { stdout: "inherit", stderr: "inherit" })
-  const code = await child.exited
-  if (code !== 0) process.exit(code)
+  for (const part of parts) {
+    log(`== ${part}`)
+    const partStarted = performance.now()
+    if (part === "seed") continue
+    if (part === "ratelimit-memory") results[part] = await ratelimitMemory()
+    else if (ctx !== undefined && manifest !== undefined) {
+      if (part === "api") results.api = await runApi(ctx, manifest, timing)
+      if (part === "scale") results.scale = await runScale(ctx, manifest, timing)
+      if (part === "ingest") results.ingest = await runIngest(ctx, manifest, timing)
+      if (part === "webhooks") results.webhooks = await runWebhooks(ctx, manifest, webhookSizes)
+    }
+    if (results[part] !== undefined) results[part].seconds = round((performance.now() - partStarted) / 1000, 1)
+  }
+} catch (error) {
+  failure = error
+} finally {
+  if (ctx !== undefined && !keepDb) {
+    await dropDatabase(ctx.database).catch((e) => log(`could not drop ${ctx?.database}: ${e}`))
+    log(`dropped ${ctx.database}`)
+  } else if (ctx !== undefined) log(`kept database ${ctx.database} (reuse: bun run bench <part> --db ${ctx.database})`)
+  rmSync(workDir, { recursive: true, force: true })
+}
+
+// ---------------------------------------------------------------------------------------------------------------------
+// Report
+// ---------------------------------------------------------------------------------------------------------------------
+
+const SEED_STEPS = [
+  "migrate",
+  "orgsCli",
+  "smallKeys",
+  "smallIncidents",
+  "smallEvents",
+  "largeKeys",
+  "largeIncidents",
+  "largeEvents",
+  "ingestSensorsCli",
+  "vacuumAnalyze",
+  "verify",
+]
+const ms = (n: number) => (Number.isFinite(n) ? n.toFixed(n < 10 ? 2 : 1) : "-")
+const sections: Array<string> = []
+
+if (results.seed) {
+  const s = results.seed
+  sections.push(
+    `Seed: ${s.events?.toLocaleString("en")} events, ${s.incidents?.toLocaleString("en")} incidents, ${s.apiKeys} API keys, ${s.organizations} organizations, ${s.sensors} sensors, ${s.databaseMiB} MiB; verified ${s.verified}; ${s.totalSeconds} s\n` +
+      table(
+        ["step", "seconds"],
+        SEED_STEPS.filter((k) => s[`${k}Seconds`] !== undefined).map((k) => [k, String(s[`${k}Seconds`])]),
+      ),
+  )
+}
+if (results.api) {
+  sections.push(
+    `API (wrk, 2 threads, ${timing.seconds} s per run; service with auth + rate limits on, ${results.api.dataset.apiKeys} keys rotated, X-Forwarded-For rotated)\n` +
+      table(
+        ["endpoint", "conns", "svc req/s", "svc p50", "svc p99", "base req/s", "base p50", "base p99", "svc/base"],
+        results.api.rows.map((r: Json) => [
+          r.endpoint,
+          r.connections,
+          r.service.rps,
+          ms(r.service.latencyMs.p50),
+          ms(r.service.latencyMs.p99),
+          r.baseline.rps,
+          ms(r.baseline.latencyMs.p50),
+          ms(r.baseline.latencyMs.p99),
+          r.rpsRatio.toFixed(2),
+        ]),
+      ) +
+      `\nSQL statements per request (PostgreSQL's count): ${results.api.statementsPerRequest
+        .map((x: Json) => `${x.endpoint} ${x.service} (baseline ${x.baseline})`)
+        .join("; ")}` +
+      `\nservice statuses counted: ${JSON.stringify(results.api.serviceStatuses)}; same body as baseline: ${Object.values(
+        results.api.checks,
+      )
+        .map((c: Json) => c.same)
+        .join(", ")}`,
+  )
+}
+if (results.scale) {
+  sections.push(
+    `Scale: GET /v1/events, ${results.scale.connections} connections (latency in ms; "vs first@10k" = p50 ÷ p50 of the first page at 10k)\n` +
+      table(
+        [
+          "case",
+          "svc req/s",
+          "svc p50",
+          "svc p99",
+          "base req/s",
+          "base p50",
+          "svc p50 vs first@10k",
+          "base p50 vs first@10k",
+        ],
+        results.scale.rows.map((r: Json, i: number) => [
+          r.case,
+          r.service.rps,
+          ms(r.service.latencyMs.p50),
+          ms(r.service.latencyMs.p99),
+          r.baseline.rps,
+          ms(r.baseline.latencyMs.p50),
+          results.scale.ratios[i].p50VsFirst10k.toFixed(2),
+          results.scale.ratios[i].baselineP50VsFirst10k.toFixed(2),
+        ]),
+      ),
+  )
+}
+if (results.ingest) {
+  sections.push(
+    `Ingestion: POST /ingest/v1/events, ${results.ingest.rows[0]?.connections} connections (closed loop), ${results.ingest.sensors} sensors, ${results.ingest.sourceIps} source IPs\n` +
+      table(
+        ["batch", "events/s", "req/s", "p50 ms", "p99 ms", "accepted", "stored", "not accepted", "client CPU"],
+        results.ingest.rows.map((r: Json) => [
+          r.batch,
+          r.eventsPerSecond,
+          r.requestsPerSecond,
+          ms(r.latencyMs.p50),
+          ms(r.latencyMs.p99),
+          r.eventsAccepted,
+          r.eventsStored,
+          r.eventsNotAccepted,
+          r.clientCpu,
+        ]),
+      ),
+  )
+}
+if (results.webhooks) {
+  const w = results.webhooks
+  const row = (name: string, r: Json) => [
+    name,
+    r.received,
+    r.deliveries,
+    ms(r.latencyMs.p50),
+    ms(r.latencyMs.p99),
+    ms(r.latencyMs.max),
+    `${ms(r.ingestMs.p50)} / ${ms(r.ingestMs.p99)}`,
+    r.deliveriesPerSecond ?? "-",
+  ]
+  sections.push(
+    "Webhooks: healthy channel's deliveries (event-to-receipt = receiver arrival - ingest POST sent)\n" +
+      table(
+        ["run", "received", "sent", "p50 ms", "p99 ms", "max ms", "ingest answer p50/p99", "deliveries/s"],
+        [
+          row("latency (10 events/s), healthy only", w.healthyOnly.latency),
+          row("burst of new incidents, healthy only", w.healthyOnly.burst),
+          row("latency (10 events/s), + dead channel", w.withDeadChannel.latency),
+          row("burst of new incidents, + dead channel", w.withDeadChannel.burst),
+        ],
+      ) +
+      `\ndead receiver: ${w.withDeadChannel.deadReceiverConnections} connections held; ${w.failedAttemptsLogged} failed attempts logged`,
+  )
+}
+const memoryRows: Array<Array<string | number>> = []
+for (const part of ["api", "scale", "ingest", "webhooks"]) {
+  const m = results[part]?.memory
+  if (m) {
+    memoryRows.push([
+      part,
+      m.service.peakRssMiB,
+      m.service.startRssMiB,
+      m.baseline?.peakRssMiB ?? "-",
+      m.baseline?.startRssMiB ?? "-",
+    ])
+  }
+}
+if (memoryRows.length > 0) {
+  sections.push(
+    `Memory: peak RSS (VmHWM) in MiB, and RSS right after start-up\n${table(
+      ["part", "service peak", "service at start", "baseline peak", "baseline at start"],
+      memoryRows,
+    )}`,
+  )
+}
+if (results["ratelimit-memory"])
+  sections.push(`Rate limit store memory\n${results["ratelimit-memory"].lines.join("\n")}`)
+
+// Targets of the performance issue.
+const targets: Array<{ target: string; figure: string; met: boolean }> = []
+if (results.api) {
+  for (const r of results.api.rows.filter((x: Json) => x.connections === 64 && !x.endpoint.includes("{id}"))) {
+    targets.push({
+      target: `${r.endpoint} at 64 conns: >= 50 % of baseline req/s`,
+      figure: `${Math.round(r.rpsRatio * 100)} % (${r.service.rps} vs ${r.baseline.rps})`,
+      met: r.rpsRatio >= 0.5,
+    })
+    targets.push({
+      target: `${r.endpoint} at 64 conns: p99 <= 25 ms`,
+      figure: `${ms(r.service.latencyMs.p99)} ms`,
+      met: r.service.latencyMs.p99 <= 25,
+    })
+  }
+}
+if (results.scale) {
+  results.scale.ratios.slice(1).forEach((r: Json) => {
+    targets.push({
+      target: `${r.case}: within 1.5x of the first page at 10k`,
+      figure: `p50 x${r.p50VsFirst10k.toFixed(2)}, req/s ÷${r.rpsDropVsFirst10k.toFixed(2)}`,
+      met: r.p50VsFirst10k <= 1.5 && r.rpsDropVsFirst10k <= 1.5,
+    })
+  })
+}
+if (results.ingest) {
+  const r = results.ingest.rows.find((x: Json) => x.batch === 100)
+  if (r)
+    targets.push({
+      target: "ingestion, batches of 100: >= 5,000 events/s",
+      figure: `${r.eventsPerSecond} events/s`,
+      met: r.eventsPerSecond >= 5000,
+    })
+}
+if (results.webhooks) {
+  const idle = results.webhooks.healthyOnly.latency
+  const dead = results.webhooks.withDeadChannel.latency
+  targets.push({
+    target: "webhook event-to-receipt p99 <= 500 ms (idle)",
+    figure: `${ms(idle.latencyMs.p99)} ms (${idle.received}/${idle.deliveries} received)`,
+    met: idle.latencyMs.p99 <= 500 && idle.received === idle.deliveries,
+  })
+  targets.push({
+    target: "... unaffected by a dead receiver (healthy channel p99 <= 500 ms)",
+    figure: `${ms(dead.latencyMs.p99)} ms (${dead.received}/${dead.deliveries} received)`,
+    met: dead.latencyMs.p99 <= 500 && dead.received === dead.deliveries,
+  })
+}
+if (memoryRows.length > 0) {
+  const peak = Math.max(...memoryRows.map((r) => Number(r[1])))
+  targets.push({ target: "server RSS <= 200 MB (every part)", figure: `${peak} MiB peak`, met: peak * 1.048576 <= 200 })
+}
+if (targets.length > 0) {
+  sections.push(
+    `Targets\n${table(
+      ["target", "figure", "met"],
+      targets.map((t) => [t.target, t.figure, t.met ? "met" : "NOT MET"]),
+    )}`,
+  )
+}
+
+// Profiles (with --profile).
+const profiles: Record<string, ProfileSummary> = {}
+for (const part of ["api", "scale", "ingest", "webhooks"]) {
+  const file = results[part]?.profile
+  if (typeof file !== "string") continue
+  try {
+    profiles[part] = summarizeProfile(file, 20)
+    sections.push(`Profile of the service during ${part}\n${formatProfile(profiles[part] as ProfileSummary)}`)
+  } catch (error) {
+    sections.push(`Profile of ${part}: ${file} could not be read (${error})`)
+  }
+}
+
+const totalSeconds = round((performance.now() - started) / 1000, 1)
+const loadAfter = loadavg().map((l) => round(l, 2))
+console.log(`\n${sections.join("\n\n")}\n`)
+console.log(
+  `total ${totalSeconds} s; load average before ${info.loadBefore.join(" ")}, after ${loadAfter.join(" ")}${quick ? " (quick run: not for reporting)" : ""}`,
+)
+
+if (Object.keys(results).length > 0) {
+  mkdirSync(RESULTS_DIR, { recursive: true })
+  const stamp = new Date()
+    .toISOString()
+    .replace(/:\d\d\.\d+Z$/, "Z")
+    .replace(":", "")
+  const file = join(RESULTS_DIR, `${stamp}${parts.length === PARTS.length ? "" : `-${parts.join("-")}`}.json`)
+  const profileOut = Object.fromEntries(
+    Object.entries(profiles).map(([k, p]) => [
+      k,
+      { ...p, selfTop: p.selfTop.slice(0, 10), serviceInclusiveTop: p.serviceInclusiveTop.slice(0, 10) },
+    ]),
+  )
+  writeFileSync(
+    file,
+    `${JSON.stringify(
+      {
+        date: new Date().toISOString(),
+        parts,
+        quick,
+        profiled: ctx?.profile ?? false,
+        machine: { ...info, loadAfter, ...(wrkVersion ? { wrk: wrkVersion } : {}) },
+        settings: {
+          wrkSecondsPerRun: timing.seconds,
+          warmupSeconds: timing.warmupSeconds,
+          rateLimit:
+            "120 per 60 s per key and per client IP (default); TRUST_PROXY=127.0.0.1/32, X-Forwarded-For rotated",
+        },
+        results,
+        targets,
+        ...(Object.keys(profileOut).length > 0 ? { profiles: profileOut } : {}),
+        totalSeconds,
+      },
+      null,
+      1,
+    )}\n`,
+  )
+  console.log(`results: ${file.replace(`${ROOT}/`, "")}`)
+}
+
+if (failure !== undefined) {
+  console.error(failure)
+  process.exit(1)
 }

@@ -1,0 +1,158 @@
+/**
+ * The baseline of the API benchmark: a bare `Bun.serve` with Bun's built-in SQL client, running the same SQL as
+ * src/repos (IncidentsRepo.list / findById, EventsRepo.list / members: same joins, conditions, order and limit;
+ * the columns are aliased to camelCase here instead of renamed by the client) and writing the same JSON (the
+ * service's pure `present*` functions and its signed keyset cursors), without authentication, rate limiting,
+ * access logs, metrics or Effect. What the service spends beyond this is the cost of its framework and of its
+ * per-request checks.
+ *
+ * The organization comes from `?org=` (there is no key to take it from). Started by bench/run.ts:
+ *   DATABASE_URL=… SECRET_KEY=<hex> APP_URL=… PORT=0 bun bench/baseline.ts
+ */
+import { SQL } from "bun"
+import { decodeSecretKey } from "../src/config.ts"
+import { deriveKey } from "../src/domain/crypto.ts"
+import { type CursorScope, decodeCursor, encodeCursor } from "../src/domain/cursor.ts"
+import { EVENT_TYPE_NAMES } from "../src/domain/eventTypes.ts"
+import { isId } from "../src/domain/ids.ts"
+import { presentEvent, presentIncident, presentIncidentSummary } from "../src/domain/present.ts"
+import type { EventRow } from "../src/repos/EventsRepo.ts"
+import type { IncidentRow } from "../src/repos/IncidentsRepo.ts"
+
+const secret = decodeSecretKey(process.env.SECRET_KEY ?? "")
+if (secret === undefined) throw new Error("SECRET_KEY is required (hex or base64, 32+ bytes)")
+const cursorKey = deriveKey(secret, "cursor-v1")
+const appUrl = (process.env.APP_URL ?? "http://localhost:3000").replace(/\/+$/, "")
+// The service's pool has 20 connections (src/db/client.ts).
+const sql = new SQL({ url: process.env.DATABASE_URL ?? "", max: 20 })
+const types = new Set(EVENT_TYPE_NAMES)
+
+const HEADERS = {
+  "content-type": "application/json; charset=utf-8",
+  "x-content-type-options": "nosniff",
+  "content-security-policy": "default-src 'none'; frame-ancestors 'none'",
+  "cache-control": "no-store",
+  "referrer-policy": "no-referrer",
+}
+const json = (body: unknown, status = 200) => new Response(JSON.stringify(body), { status, headers: HEADERS })
+const fail = (status: number, detail: string) => json({ status, detail }, status)
+
+const incidentColumns = sql`
+  i.id, i.org_id as "orgId", i.sensor_id as "sensorId", s.name as "sensorName", i.source_ip as "sourceIp", i.status,
+  i.severity, i.title, i.narrative, i.recommended_action as "recommendedAction", i.event_count as "eventCount",
+  i.event_types as "eventTypes", i.tags, i.usernames, i.high_confidence as "highConfidence",
+  i.first_seen_at as "firstSeenAt", i.last_seen_at as "lastSeenAt", i.resolved_at as "resolvedAt"`
+
+const eventColumns = sql`
+  e.id, e.org_id as "orgId", e.incident_id as "incidentId", e.sensor_id as "sensorId", s.name as "sensorName",
+  e.sensor_event_id as "sensorEventId", e.time, e.source_ip as "sourceIp", e.source_port as "sourcePort", e.service,
+  e.port, e.type, e.action, e.severity, e.confidence, e.tags, e.summary, e.attacker_input as "attackerInput"`
+
+const limitOf = (params: URLSearchParams): number | undefined => {
+  const raw = params.get("limit")
+  if (raw === null) return 50
+  const n = Number(raw)
+  return /^\d+$/.test(raw) && n >= 1 && n <= 100 ? n : undefined
+}
+
+const page = <Row extends { readonly id: string }>(
+  rows: ReadonlyArray<Row>,
+  limit: number,
+  scope: CursorScope,
+  position: (row: Row) => Date,
+  present: (row: Row) => unknown,
+) => {
+  const shown = rows.slice(0, limit)
+  const last = shown[shown.length - 1]
+  return {
+    data: shown.map(present),
+    nextCursor:
+      rows.length > limit && last ? encodeCursor(cursorKey, scope, { time: position(last), id: last.id }) : null,
+  }
+}
+
+const listIncidents = async (orgId: string, params: URLSearchParams) => {
+  const status = params.get("status") ?? undefined
+  if (status !== undefined && status !== "open" && status !== "closed") return fail(400, "status")
+  const limit = limitOf(params)
+  if (limit === undefined) return fail(400, "limit")
+  const scope: CursorScope = { endpoint: "incidents", orgId, filters: { status } }
+  const cursor = params.get("cursor")
+  const decoded = cursor === null ? undefined : decodeCursor(cursorKey, scope, cursor)
+  if (decoded !== undefined && !decoded.ok) return fail(400, "cursor")
+  const after = decoded?.position
+  const rows = (await sql`
+    select ${incidentColumns}
+    from incidents i join sensors s on s.id = i.sensor_id
+    where i.org_id = ${orgId}
+      ${status !== undefined ? sql`and i.status = ${status}` : sql``}
+      ${after !== undefined ? sql`and (i.last_seen_at, i.id) < (${after.time}, ${after.id})` : sql``}
+    order by i.last_seen_at desc, i.id desc
+    limit ${limit + 1}`) as Array<IncidentRow>
+  return json(
+    page(
+      rows,
+      limit,
+      scope,
+      (r) => r.lastSeenAt,
+      (r) => presentIncidentSummary(r, appUrl),
+    ),
+  )
+}
+
+const getIncident = async (orgId: string, id: string) => {
+  if (!isId("incident", id)) return fail(404, "not found")
+  const [row] = (await sql`
+    select ${incidentColumns}
+    from incidents i join sensors s on s.id = i.sensor_id
+    where i.org_id = ${orgId} and i.id = ${id}`) as Array<IncidentRow>
+  if (row === undefined) return fail(404, "not found")
+  const members = (await sql`
+    select ${eventColumns} from events e join sensors s on s.id = e.sensor_id
+    where e.incident_id = ${id} and e.org_id = ${orgId}
+    order by e.time asc, e.id asc
+    limit 200`) as Array<EventRow>
+  return json(presentIncident(row, members, appUrl))
+}
+
+const listEvents = async (orgId: string, params: URLSearchParams) => {
+  const type = params.get("type") ?? undefined
+  if (type !== undefined && !types.has(type)) return fail(400, "type")
+  const limit = limitOf(params)
+  if (limit === undefined) return fail(400, "limit")
+  const scope: CursorScope = { endpoint: "events", orgId, filters: { type } }
+  const cursor = params.get("cursor")
+  const decoded = cursor === null ? undefined : decodeCursor(cursorKey, scope, cursor)
+  if (decoded !== undefined && !decoded.ok) return fail(400, "cursor")
+  const after = decoded?.position
+  const rows = (await sql`
+    select ${eventColumns}
+    from events e join sensors s on s.id = e.sensor_id
+    where e.org_id = ${orgId}
+      ${type !== undefined ? sql`and e.type = ${type}` : sql``}
+      ${after !== undefined ? sql`and (e.time, e.id) < (${after.time}, ${after.id})` : sql``}
+    order by e.time desc, e.id desc
+    limit ${limit + 1}`) as Array<EventRow>
+  return json(page(rows, limit, scope, (r) => r.time, presentEvent))
+}
+
+const server = Bun.serve({
+  hostname: process.env.HOST ?? "127.0.0.1",
+  port: Number(process.env.PORT ?? 0),
+  async fetch(request) {
+    const url = new URL(request.url)
+    const orgId = url.searchParams.get("org") ?? ""
+    try {
+      if (url.pathname === "/v1/incidents") return await listIncidents(orgId, url.searchParams)
+      if (url.pathname === "/v1/events") return await listEvents(orgId, url.searchParams)
+      const single = /^\/v1\/incidents\/([^/]+)$/.exec(url.pathname)
+      if (single?.[1]) return await getIncident(orgId, single[1])
+      return fail(404, "not found")
+    } catch (error) {
+      console.error(error)
+      return fail(500, "internal")
+    }
+  },
+})
+
+console.log(JSON.stringify({ message: "baseline listening", annotations: { port: server.port } }))

@@ -1,0 +1,163 @@
+import { mkdirSync, readFileSync } from "node:fs"
+import { join } from "node:path"
+import { log, PROFILES_DIR, ROOT, sleep } from "./common.ts"
+
+/**
+ * Spawns the service (`bun src/main.ts`) or the baseline with stdout and stderr going to a log file (so reading
+ * the logs costs the load generator nothing), waits for its "… listening" lines, and samples its memory from
+ * /proc/<pid>/status every 100 ms.
+ */
+
+export interface MemorySample {
+  /** VmRSS right after the listeners were up, in MiB. */
+  readonly startRssMiB: number
+  /** Peak resident set (VmHWM) in MiB, as the kernel counts it since the process started. */
+  readonly peakRssMiB: number
+  /** Highest VmRSS seen by the 100 ms poller, in MiB. */
+  readonly maxPolledRssMiB: number
+}
+
+export interface Spawned {
+  readonly pid: number
+  readonly ports: Record<string, number>
+  readonly logFile: string
+  /** Memory so far. */
+  readonly memory: () => MemorySample
+  /** SIGTERM, wait for exit (the profile, if any, is written on exit); returns the final memory figures. */
+  readonly stop: () => Promise<MemorySample & { readonly exitCode: number | null; readonly profile?: string }>
+}
+
+const statusKb = (pid: number, field: string): number => {
+  try {
+    const text = readFileSync(`/proc/${pid}/status`, "utf8")
+    const match = new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(text)
+    return match ? Number(match[1]) : 0
+  } catch {
+    return 0
+  }
+}
+
+const mib = (kb: number) => Math.round((kb / 1024) * 10) / 10
+
+export interface SpawnOptions {
+  readonly name: string
+  readonly args: ReadonlyArray<string>
+  readonly env: Record<string, string>
+  readonly workDir: string
+  /** Listener names whose ports to wait for: a JSON log line {message: "<name> listening", annotations: {port}}. */
+  readonly listeners: ReadonlyArray<string>
+  /** Profile with `bun --cpu-prof`; the file goes to bench/results/profiles. */
+  readonly profile?: boolean
+  /** Extra flags for bun itself (e.g. --smol). */
+  readonly bunFlags?: ReadonlyArray<string>
+}
+
+export const spawnListening = async (options: SpawnOptions): Promise<Spawned> => {
+  const logFile = join(options.workDir, `${options.name}-${Date.now()}.log`)
+  const profileName = `${options.name}-${new Date().toISOString().replace(/[:.]/g, "-")}.cpuprofile`
+  const profileArgs = options.profile
+    ? ["--cpu-prof", `--cpu-prof-dir=${PROFILES_DIR}`, `--cpu-prof-name=${profileName}`]
+    : []
+  if (options.profile) mkdirSync(PROFILES_DIR, { recursive: true })
+  const out = Bun.file(logFile)
+  const child = Bun.spawn(["bun", ...(options.bunFlags ?? []), ...profileArgs, ...options.args], {
+    cwd: ROOT,
+    env: options.env,
+    stdout: out,
+    stderr: out,
+  })
+  const ports: Record<string, number> = {}
+  const deadline = Date.now() + 60_000
+  let exited: number | null = null
+  void child.exited.then((code) => {
+    exited = code
+  })
+  while (options.listeners.some((l) => ports[l] === undefined)) {
+    if (exited !== null) throw new Error(`${options.name} exited with ${exited}:\n${tail(logFile)}`)
+    if (Date.now() > deadline) throw new Error(`${options.name} did not start:\n${tail(logFile)}`)
+    await sleep(50)
+    for (const line of safeRead(logFile).split("\n")) {
+      if (!line.includes("listening")) continue
+      try {
+        const entry = JSON.parse(line) as { message?: unknown; annotations?: { port?: number } }
+        for (const l of options.listeners) {
+          if (entry.message === `${l} listening` && entry.annotations?.port) ports[l] = entry.annotations.port
+        }
+      } catch {}
+    }
+  }
+
+  const startRssMiB = mib(statusKb(child.pid, "VmRSS"))
+  let maxPolled = 0
+  const poll = setInterval(() => {
+    maxPolled = Math.max(maxPolled, statusKb(child.pid, "VmRSS"))
+  }, 100)
+  let hwm = 0
+  const memory = (): MemorySample => {
+    hwm = Math.max(hwm, statusKb(child.pid, "VmHWM"))
+    maxPolled = Math.max(maxPolled, statusKb(child.pid, "VmRSS"))
+    return { startRssMiB, peakRssMiB: mib(hwm), maxPolledRssMiB: mib(maxPolled) }
+  }
+
+  const stop = async () => {
+    const final = memory()
+    clearInterval(poll)
+    child.kill("SIGTERM")
+    const killer = setTimeout(() => {
+      log(`${options.name} did not stop within 20 s: SIGKILL`)
+      child.kill("SIGKILL")
+    }, 20_000)
+    const exitCode = await child.exited
+    clearTimeout(killer)
+    return {
+      ...final,
+      exitCode,
+      ...(options.profile ? { profile: join(PROFILES_DIR, profileName) } : {}),
+    }
+  }
+  return { pid: child.pid, ports, logFile, memory, stop }
+}
+
+const safeRead = (file: string) => {
+  try {
+    return readFileSync(file, "utf8")
+  } catch {
+    return ""
+  }
+}
+
+const tail = (file: string) => safeRead(file).split("\n").slice(-30).join("\n")
+
+/** The service with the benchmark's environment. */
+export const startService = (
+  workDir: string,
+  env: Record<string, string>,
+  profile: boolean,
+  name = "service",
+): Promise<Spawned> =>
+  spawnListening({
+    name,
+    args: ["src/main.ts"],
+    env,
+    workDir,
+    listeners: ["api", "ingest", "ops"],
+    profile,
+    // BENCH_SERVICE_BUN_FLAGS="--smol" compares a setting of the runtime without touching the service.
+    bunFlags: (process.env.BENCH_SERVICE_BUN_FLAGS ?? "").split(" ").filter((f) => f !== ""),
+  })
+
+/** bench/baseline.ts: a bare Bun.serve with Bun's SQL client running the service's queries. */
+export const startBaseline = (workDir: string, env: Record<string, string>): Promise<Spawned> =>
+  spawnListening({
+    name: "baseline",
+    args: ["bench/baseline.ts"],
+    env,
+    workDir,
+    listeners: ["baseline"],
+  })
+
+/** Number of lines of the log file that contain `needle` (e.g. failed webhook attempts). */
+export const countLogLines = (file: string, needle: string) =>
+  safeRead(file)
+    .split("\n")
+    .filter((l) => l.includes(needle)).length

@@ -1,0 +1,382 @@
+import { SQL } from "bun"
+import { type BenchContext, log, round, serviceEnv, sleep } from "../lib/common.ts"
+import { type Spawned, startBaseline, startService } from "../lib/proc.ts"
+import { type Dataset, type SeedManifest, writeKeysFile } from "../lib/seed.ts"
+import { errorCount, runWrk, type WrkResult } from "../lib/wrk.ts"
+
+/**
+ * The read API against the baseline (bench/baseline.ts), same run, same data: requests/s and latency at 16 and
+ * 64 connections (`api`), and the first and a deep page at 10k and 1M events (`scale`).
+ */
+
+export interface Timing {
+  readonly seconds: number
+  readonly warmupSeconds: number
+}
+
+export interface LoadRow {
+  readonly endpoint: string
+  readonly connections: number
+  readonly service: WrkResult
+  readonly baseline: WrkResult
+  /** service req/s ÷ baseline req/s. */
+  readonly rpsRatio: number
+  /** service p99 ÷ baseline p99. */
+  readonly p99Ratio: number
+}
+
+export interface Targets {
+  readonly service: Spawned
+  readonly baseline: Spawned
+}
+
+const baselineEnv = (ctx: BenchContext): Record<string, string> => ({
+  PATH: process.env.PATH ?? "",
+  HOME: process.env.HOME ?? "/tmp",
+  HOST: "127.0.0.1",
+  PORT: "0",
+  DATABASE_URL: ctx.databaseUrl,
+  SECRET_KEY: ctx.secretKey,
+  APP_URL: serviceEnv(ctx).APP_URL ?? "",
+})
+
+export const startTargets = async (ctx: BenchContext, name: string): Promise<Targets> => {
+  const service = await startService(ctx.workDir, serviceEnv(ctx), ctx.profile, `service-${name}`)
+  const baseline = await startBaseline(ctx.workDir, baselineEnv(ctx))
+  return { service, baseline }
+}
+
+const serviceUrl = (t: Targets) => `http://127.0.0.1:${t.service.ports.api}`
+const baselineUrl = (t: Targets) => `http://127.0.0.1:${t.baseline.ports.baseline}`
+const withOrg = (path: string, orgId: string) => `${path}${path.includes("?") ? "&" : "?"}org=${orgId}`
+
+let xff = 0
+/** One request as a client would make it (its own key and address), for checks and cursor walks. */
+const get = async (url: string, key?: string) => {
+  xff++
+  const headers: Record<string, string> = { "x-forwarded-for": `10.250.${(xff >> 8) & 255}.${xff & 255}` }
+  if (key !== undefined) headers.authorization = `Bearer ${key}`
+  const response = await fetch(url, { headers })
+  const text = await response.text()
+  if (response.status !== 200) throw new Error(`GET ${url} answered ${response.status}: ${text.slice(0, 300)}`)
+  return JSON.parse(text) as { data?: Array<unknown>; nextCursor?: string | null; events?: Array<unknown> }
+}
+
+/** The service and the baseline answer the same body (the baseline is only a baseline if it does the same work). */
+let checkKey = 0
+const sameBody = async (t: Targets, dataset: Dataset, path: string) => {
+  const fromService = await get(`${serviceUrl(t)}${path}`, dataset.keys[checkKey++ % 50])
+  const fromBaseline = await get(`${baselineUrl(t)}${withOrg(path, dataset.orgId)}`)
+  const same = Bun.deepEquals(fromService, fromBaseline)
+  if (!same) log(`WARNING: service and baseline bodies differ for ${path}`)
+  const rows = fromService.data?.length ?? fromService.events?.length ?? 0
+  return { same, rows }
+}
+
+/**
+ * A dataset's API keys as the load generator uses them: each for 100 consecutive requests (bench/wrk/api.lua).
+ * `next` is the first key no run has used yet; keys 0–299 are left for the checks and cursor walks.
+ */
+export interface KeyPool {
+  readonly file: string
+  next: number
+}
+
+const pools = new Map<string, KeyPool>()
+/** One pool per dataset for the whole run, so a later part never reuses a key within its minute. */
+export const keyPool = (ctx: BenchContext, dataset: Dataset): KeyPool => {
+  const existing = pools.get(dataset.name)
+  if (existing) return existing
+  const pool = { file: writeKeysFile(ctx, dataset.name, dataset.keys), next: 300 }
+  pools.set(dataset.name, pool)
+  return pool
+}
+
+const THREADS = 2
+
+const load = async (
+  url: string,
+  path: string,
+  connections: number,
+  seconds: number,
+  keys: KeyPool | undefined,
+): Promise<WrkResult> => {
+  const result = await runWrk({
+    url,
+    connections,
+    seconds,
+    threads: THREADS,
+    script: "api.lua",
+    args: keys === undefined ? [path] : [path, keys.file, String(keys.next), String(THREADS)],
+  })
+  // Each thread moved one key on per 100 of its requests; a thread may have made all of them.
+  if (keys !== undefined) keys.next += (Math.floor(result.requests / 100) + 2) * THREADS
+  if (errorCount(result) > 0) log(`WARNING: ${url}${path} at ${connections}: errors ${JSON.stringify(result.errors)}`)
+  return result
+}
+
+/** One endpoint on both targets, interleaved (service, then baseline) at each connection count. */
+const compare = async (
+  t: Targets,
+  dataset: Dataset,
+  keys: KeyPool,
+  endpoint: string,
+  path: string,
+  connectionCounts: ReadonlyArray<number>,
+  timing: Timing,
+): Promise<Array<LoadRow>> => {
+  const rows: Array<LoadRow> = []
+  if (timing.warmupSeconds > 0) {
+    await load(serviceUrl(t), path, 16, timing.warmupSeconds, keys)
+    await load(baselineUrl(t), withOrg(path, dataset.orgId), 16, timing.warmupSeconds, undefined)
+  }
+  for (const connections of connectionCounts) {
+    const service = await load(serviceUrl(t), path, connections, timing.seconds, keys)
+    const baseline = await load(baselineUrl(t), withOrg(path, dataset.orgId), connections, timing.seconds, undefined)
+    const row = {
+      endpoint,
+      connections,
+      service,
+      baseline,
+      rpsRatio: round(service.rps / baseline.rps, 2),
+      p99Ratio: round(service.latencyMs.p99 / baseline.latencyMs.p99, 2),
+    }
+    log(
+      `${endpoint} c=${connections}: service ${service.rps} req/s p50 ${service.latencyMs.p50} p99 ${service.latencyMs.p99} ms | baseline ${baseline.rps} req/s p50 ${baseline.latencyMs.p50} p99 ${baseline.latencyMs.p99} ms`,
+    )
+    rows.push(row)
+  }
+  return rows
+}
+
+/** 429s and 200s the service counted (http_requests_total), to prove the limits were on and never hit. */
+const statusCounts = async (t: Targets) => {
+  const text = await (await fetch(`http://127.0.0.1:${t.service.ports.ops}/metrics`)).text()
+  const counts: Record<string, number> = {}
+  for (const line of text.split("\n")) {
+    const match = /^http_requests_total\{.*status="(\d+)".*\} ([\d.e+]+)$/.exec(line)
+    if (match?.[1]) counts[match[1]] = (counts[match[1]] ?? 0) + Number(match[2])
+  }
+  return counts
+}
+
+const stopTargets = async (t: Targets) => {
+  const [service, baseline] = await Promise.all([t.service.stop(), t.baseline.stop()])
+  return { service, baseline }
+}
+
+export const runApi = async (ctx: BenchContext, manifest: SeedManifest, timing: Timing) => {
+  const large = manifest.datasets.large
+  const keys = keyPool(ctx, large)
+  const t = await startTargets(ctx, "api")
+  try {
+    const endpoints = [
+      { endpoint: "GET /v1/incidents", path: "/v1/incidents" },
+      { endpoint: `GET /v1/events?type=${large.filterType}`, path: `/v1/events?type=${large.filterType}` },
+      { endpoint: "GET /v1/incidents/{id} (200 events)", path: `/v1/incidents/${large.fatIncidentId}` },
+    ]
+    const checks: Record<string, { same: boolean; rows: number }> = {}
+    const rows: Array<LoadRow> = []
+    for (const e of endpoints) {
+      checks[e.endpoint] = await sameBody(t, large, e.path)
+      rows.push(...(await compare(t, large, keys, e.endpoint, e.path, [16, 64], timing)))
+    }
+    const statuses = await statusCounts(t)
+    const memory = await stopTargets(t)
+    const statements = await statementsPerRequest(ctx, large, endpoints)
+    return {
+      dataset: { events: large.events, incidents: large.incidents, apiKeys: large.keys.length },
+      checks,
+      rows,
+      statementsPerRequest: statements,
+      serviceStatuses: statuses,
+      memory: {
+        service: {
+          startRssMiB: memory.service.startRssMiB,
+          peakRssMiB: memory.service.peakRssMiB,
+          maxPolledRssMiB: memory.service.maxPolledRssMiB,
+        },
+        baseline: {
+          startRssMiB: memory.baseline.startRssMiB,
+          peakRssMiB: memory.baseline.peakRssMiB,
+          maxPolledRssMiB: memory.baseline.maxPolledRssMiB,
+        },
+      },
+      ...(memory.service.profile ? { profile: memory.service.profile } : {}),
+    }
+  } catch (error) {
+    await stopTargets(t).catch(() => undefined)
+    throw error
+  }
+}
+
+/** Follows nextCursor through `rows` rows (pages of 50) and returns the cursor there, from the service. */
+const walk = async (t: Targets, dataset: Dataset, rows: number) => {
+  let cursor = ""
+  let seen = 0
+  let keyIndex = 50
+  while (seen < rows) {
+    const key = dataset.keys[keyIndex++ % dataset.keys.length]
+    const page = await get(
+      `${serviceUrl(t)}/v1/events${cursor !== "" ? `?cursor=${encodeURIComponent(cursor)}` : ""}`,
+      key ?? dataset.keys[0],
+    )
+    seen += page.data?.length ?? 0
+    if (!page.nextCursor) throw new Error(`walk ended after ${seen} rows`)
+    cursor = page.nextCursor
+  }
+  return { cursor, rows: seen }
+}
+
+export interface ScaleRow {
+  readonly case: string
+  readonly events: number
+  readonly afterRows: number
+  readonly service: WrkResult
+  readonly baseline: WrkResult
+}
+
+export const runScale = async (ctx: BenchContext, manifest: SeedManifest, timing: Timing, connections = 16) => {
+  const t = await startTargets(ctx, "scale")
+  try {
+    const rows: Array<ScaleRow> = []
+    const checks: Record<string, { same: boolean; rows: number }> = {}
+    for (const dataset of [manifest.datasets.small, manifest.datasets.large]) {
+      const keys = keyPool(ctx, dataset)
+      const label = dataset.events >= 1_000_000 ? "1M" : `${Math.round(dataset.events / 1000)}k`
+      // "After 10,000 rows"; the 10k dataset has exactly 10,000 events, so its deep page is its last full page.
+      const target = Math.min(10_000, dataset.events - 50)
+      const { cursor, rows: walked } = await walk(t, dataset, target)
+      log(`scale ${label}: walked ${walked} rows`)
+      const cases = [
+        { name: `first page, ${label} events`, path: "/v1/events", after: 0 },
+        {
+          name: `page after ${walked.toLocaleString("en")} rows, ${label} events`,
+          path: `/v1/events?cursor=${encodeURIComponent(cursor)}`,
+          after: walked,
+        },
+      ]
+      for (const c of cases) {
+        checks[c.name] = await sameBody(t, dataset, c.path)
+        if (timing.warmupSeconds > 0) await load(serviceUrl(t), c.path, connections, 2, keys)
+        const service = await load(serviceUrl(t), c.path, connections, timing.seconds, keys)
+        const baseline = await load(
+          baselineUrl(t),
+          withOrg(c.path, dataset.orgId),
+          connections,
+          timing.seconds,
+          undefined,
+        )
+        log(
+          `${c.name}: service ${service.rps} req/s p50 ${service.latencyMs.p50} ms | baseline ${baseline.rps} req/s p50 ${baseline.latencyMs.p50} ms`,
+        )
+        rows.push({ case: c.name, events: dataset.events, afterRows: c.after, service, baseline })
+        await sleep(200)
+      }
+    }
+    const statuses = await statusCounts(t)
+    const memory = await stopTargets(t)
+    const reference = rows[0]
+    const ratios = rows.map((r) => ({
+      case: r.case,
+      // Against the first page at 10k events: latency up (p50, p99) and throughput down, as factors.
+      p50VsFirst10k: reference ? round(r.service.latencyMs.p50 / reference.service.latencyMs.p50, 2) : Number.NaN,
+      p99VsFirst10k: reference ? round(r.service.latencyMs.p99 / reference.service.latencyMs.p99, 2) : Number.NaN,
+      rpsDropVsFirst10k: reference ? round(reference.service.rps / r.service.rps, 2) : Number.NaN,
+      baselineP50VsFirst10k: reference
+        ? round(r.baseline.latencyMs.p50 / reference.baseline.latencyMs.p50, 2)
+        : Number.NaN,
+    }))
+    return {
+      connections,
+      checks,
+      rows,
+      ratios,
+      serviceStatuses: statuses,
+      memory: {
+        service: {
+          startRssMiB: memory.service.startRssMiB,
+          peakRssMiB: memory.service.peakRssMiB,
+          maxPolledRssMiB: memory.service.maxPolledRssMiB,
+        },
+        baseline: {
+          startRssMiB: memory.baseline.startRssMiB,
+          peakRssMiB: memory.baseline.peakRssMiB,
+          maxPolledRssMiB: memory.baseline.maxPolledRssMiB,
+        },
+      },
+      ...(memory.service.profile ? { profile: memory.service.profile } : {}),
+    }
+  } catch (error) {
+    await stopTargets(t).catch(() => undefined)
+    throw error
+  }
+}
+
+const xactCommits = async (sql: SQL) => {
+  const rows = await sql`select xact_commit::bigint as n from pg_stat_database where datname = current_database()`
+  return Number((rows[0] as { n: number | bigint }).n)
+}
+
+/** xact_commit once the closed connections' statistics have arrived (they are flushed when a backend exits). */
+const settledCommits = async (sql: SQL) => {
+  let last = await xactCommits(sql)
+  for (let i = 0; i < 15; i++) {
+    await sleep(200)
+    const now = await xactCommits(sql)
+    if (now === last) return now
+    last = now
+  }
+  return last
+}
+
+/**
+ * SQL statements per request, counted by PostgreSQL: a fresh process answers `n` sequential requests and exits
+ * (its connections' statistics reach pg_stat_database.xact_commit when they close; every statement outside a
+ * transaction is one commit, a transaction with several statements one); an idle process living as long is
+ * subtracted (start-up, the webhook dispatcher's polls). The runner's own queries are the same in both.
+ */
+export const statementsPerRequest = async (
+  ctx: BenchContext,
+  dataset: Dataset,
+  endpoints: ReadonlyArray<{ readonly endpoint: string; readonly path: string }>,
+  n = 300,
+) => {
+  const sql = new SQL({ url: ctx.databaseUrl, max: 1 })
+  const keys = keyPool(ctx, dataset)
+  const lifetime = async (kind: "service" | "baseline", work: (url: string) => Promise<void>) => {
+    const before = await settledCommits(sql)
+    const proc =
+      kind === "service"
+        ? await startService(ctx.workDir, serviceEnv(ctx), false, "service-count")
+        : await startBaseline(ctx.workDir, baselineEnv(ctx))
+    const started = performance.now()
+    await work(`http://127.0.0.1:${kind === "service" ? proc.ports.api : proc.ports.baseline}`)
+    const ms = performance.now() - started
+    await proc.stop()
+    return { commits: (await settledCommits(sql)) - before, ms }
+  }
+  try {
+    const out: Array<{ endpoint: string; service: number; baseline: number }> = []
+    for (const e of endpoints) {
+      const counted = async (kind: "service" | "baseline") => {
+        const run = await lifetime(kind, async (url) => {
+          for (let i = 0; i < n; i++) {
+            const key = dataset.keys[keys.next + Math.floor(i / 100)]
+            await get(kind === "service" ? `${url}${e.path}` : `${url}${withOrg(e.path, dataset.orgId)}`, key)
+          }
+        })
+        const idle = await lifetime(kind, () => sleep(run.ms))
+        return round((run.commits - idle.commits) / n, 2)
+      }
+      const service = await counted("service")
+      keys.next += Math.ceil(n / 100) + 1
+      const baseline = await counted("baseline")
+      log(`${e.endpoint}: ${service} SQL statements per request (baseline ${baseline})`)
+      out.push({ endpoint: e.endpoint, service, baseline })
+    }
+    return out
+  } finally {
+    await sql.close()
+  }
+}

@@ -1,0 +1,196 @@
+import { SQL } from "bun"
+import { type BenchContext, log, percentile, round, serviceEnv, sleep } from "../lib/common.ts"
+import { startService } from "../lib/proc.ts"
+import type { SeedManifest } from "../lib/seed.ts"
+
+/**
+ * Ingestion: events/s through POST /ingest/v1/events in batches of 1, 100 and 1000.
+ *
+ * The load: 50 sensors (tokens from `admin sensor create`) and 1,000 source IPs, each sensor with its own 20
+ * attackers; every batch comes from one sensor (a sensor posts its own events) and draws its events from that
+ * sensor's attackers, so a batch of 100 touches about 20 grouping keys. Mix: 70 % SSH login attempts (username and
+ * password, so masking and fingerprinting run), 15 % HTTP requests, 10 % SYN scans, 5 % SSH commands.
+ *
+ * The generator is closed-loop in this process: `connections` workers each post, wait for the answer and post
+ * again until the time is up, and each finishes its last request, so the window runs from the first request to
+ * the last answer and every answered event is counted (wrk would cut the long batches of 1000 off mid-request).
+ * Each answer's `accepted` is summed (anything else is reported), and the database count is checked against it.
+ */
+
+const USERS = ["root", "admin", "ubuntu", "test", "oracle", "pi", "user", "postgres"]
+const PATHS = ["/wp-login.php", "/.env", "/admin", "/cgi-bin/luci", "/phpmyadmin/"]
+
+const attackerIp = (sensor: number, attacker: number) => {
+  const n = sensor * 20 + attacker
+  return `198.${51 + Math.floor(n / 250)}.${(n * 37) % 256}.${1 + (n % 250)}`
+}
+
+export interface IngestRow {
+  readonly batch: number
+  readonly connections: number
+  readonly requests: number
+  readonly seconds: number
+  readonly eventsAccepted: number
+  /** Duplicates, rejections and non-200 answers (all should be 0). */
+  readonly eventsNotAccepted: number
+  readonly failedRequests: number
+  readonly eventsStored: number
+  readonly eventsPerSecond: number
+  readonly requestsPerSecond: number
+  readonly latencyMs: { readonly p50: number; readonly p99: number; readonly max: number }
+  /** CPU the load generator used, as a share of one core. */
+  readonly clientCpu: number
+}
+
+const load = async (
+  url: string,
+  tokens: ReadonlyArray<string>,
+  batch: number,
+  connections: number,
+  seconds: number,
+  tag: string,
+) => {
+  let seq = 0
+  let accepted = 0
+  let notAccepted = 0
+  let failed = 0
+  let requests = 0
+  const latencies: Array<number> = []
+  const event = (sensor: number, time: string) => {
+    seq++
+    const base = {
+      sensorEventId: `${tag}-${seq}`,
+      time,
+      sourceIp: attackerIp(sensor, Math.floor(Math.random() * 20)),
+      sourcePort: 1024 + Math.floor(Math.random() * 64000),
+    }
+    const r = Math.random()
+    if (r < 0.7) {
+      const username = USERS[Math.floor(Math.random() * USERS.length)]
+      const password = `pw${Math.floor(Math.random() * 100_000)}`
+      return { ...base, type: "ssh.login_attempt", attackerInput: { username, password } }
+    }
+    if (r < 0.85) {
+      const path = PATHS[Math.floor(Math.random() * PATHS.length)]
+      return { ...base, type: "http.request", attackerInput: { path, userAgent: "Mozilla/5.0 zgrab/0.x" } }
+    }
+    if (r < 0.95) return { ...base, type: "portscan.syn" }
+    return { ...base, type: "ssh.command", attackerInput: { command: "uname -a" } }
+  }
+  const started = performance.now()
+  const deadline = started + seconds * 1000
+  const cpuBefore = process.cpuUsage()
+  const worker = async (w: number) => {
+    let counter = 0
+    while (performance.now() < deadline) {
+      counter++
+      const sensor = (w * 17 + counter) % tokens.length
+      const time = new Date().toISOString()
+      const body = JSON.stringify(Array.from({ length: batch }, () => event(sensor, time)))
+      const t0 = performance.now()
+      const response = await fetch(url, {
+        method: "POST",
+        headers: { authorization: `Bearer ${tokens[sensor]}`, "content-type": "application/json" },
+        body,
+      })
+      const answer = (await response.json()) as { accepted?: number; duplicates?: number; rejected?: number }
+      latencies.push(performance.now() - t0)
+      requests++
+      if (response.status !== 200) {
+        failed++
+        notAccepted += batch
+      } else {
+        accepted += answer.accepted ?? 0
+        notAccepted += (answer.duplicates ?? 0) + (answer.rejected ?? 0)
+      }
+    }
+  }
+  await Promise.all(Array.from({ length: connections }, (_, w) => worker(w)))
+  const elapsed = (performance.now() - started) / 1000
+  const cpu = process.cpuUsage(cpuBefore)
+  latencies.sort((a, b) => a - b)
+  return {
+    requests,
+    seconds: round(elapsed, 2),
+    accepted,
+    notAccepted,
+    failed,
+    latencyMs: {
+      p50: round(percentile(latencies, 50), 1),
+      p99: round(percentile(latencies, 99), 1),
+      max: round(latencies[latencies.length - 1] ?? Number.NaN, 1),
+    },
+    clientCpu: round((cpu.user + cpu.system) / 1e6 / elapsed, 2),
+  }
+}
+
+export const runIngest = async (
+  ctx: BenchContext,
+  manifest: SeedManifest,
+  timing: { seconds: number; warmupSeconds: number },
+  connections = 16,
+) => {
+  const sql = new SQL({ url: ctx.databaseUrl, max: 1 })
+  const service = await startService(ctx.workDir, serviceEnv(ctx), ctx.profile, "service-ingest")
+  const url = `http://127.0.0.1:${service.ports.ingest}/ingest/v1/events`
+  const tokens = manifest.ingest.tokens
+  const count = async (table: "events" | "incidents") => {
+    const rows = await sql`select count(*)::int as n from ${sql(table)} where org_id = ${manifest.ingest.orgId}`
+    return Number((rows[0] as { n: number }).n)
+  }
+  try {
+    const tag = `r${Date.now().toString(36)}`
+    if (timing.warmupSeconds > 0) await load(url, tokens, 100, 8, timing.warmupSeconds, `${tag}w`)
+    const rows: Array<IngestRow> = []
+    for (const batch of [1, 100, 1000]) {
+      await sleep(500)
+      const before = await count("events")
+      const r = await load(url, tokens, batch, connections, timing.seconds, `${tag}b${batch}`)
+      const stored = (await count("events")) - before
+      if (r.failed > 0 || r.notAccepted > 0 || stored !== r.accepted) {
+        log(
+          `WARNING: ingest batch ${batch}: ${r.failed} failed requests, ${r.notAccepted} events not accepted, ${stored} stored of ${r.accepted}`,
+        )
+      }
+      const row: IngestRow = {
+        batch,
+        connections,
+        requests: r.requests,
+        seconds: r.seconds,
+        eventsAccepted: r.accepted,
+        eventsNotAccepted: r.notAccepted,
+        failedRequests: r.failed,
+        eventsStored: stored,
+        eventsPerSecond: round(r.accepted / r.seconds, 0),
+        requestsPerSecond: round(r.requests / r.seconds, 1),
+        latencyMs: r.latencyMs,
+        clientCpu: r.clientCpu,
+      }
+      log(
+        `ingest batch ${batch}: ${row.eventsPerSecond} events/s (${row.requestsPerSecond} req/s, p50 ${r.latencyMs.p50} ms, p99 ${r.latencyMs.p99} ms; client CPU ${r.clientCpu})`,
+      )
+      rows.push(row)
+    }
+    const incidents = await count("incidents")
+    const memory = await service.stop()
+    return {
+      sensors: tokens.length,
+      sourceIps: 1000,
+      rows,
+      incidentsAfter: incidents,
+      memory: {
+        service: {
+          startRssMiB: memory.startRssMiB,
+          peakRssMiB: memory.peakRssMiB,
+          maxPolledRssMiB: memory.maxPolledRssMiB,
+        },
+      },
+      ...(memory.profile ? { profile: memory.profile } : {}),
+    }
+  } catch (error) {
+    await service.stop().catch(() => undefined)
+    throw error
+  } finally {
+    await sql.close()
+  }
+}
