@@ -281,6 +281,10 @@ if (import.meta.main) {
     if (error instanceof AdminError) console.error(`error: ${error.message}`)
     else if (error !== undefined && typeof error === "object" && "_tag" in error && error._tag === "ConfigError") {
       console.error(`configuration error: ${String(error)}`)
+    } else if (error !== undefined && typeof error === "object" && "_tag" in error && error._tag === "SqlError") {
+      // The driver's own message ("relation … does not exist", "connection terminated") says what went wrong.
+      const cause = (error as { cause?: unknown }).cause
+      console.error(`database error: ${cause instanceof Error ? cause.message : String(cause)}`)
     } else console.error(`error: ${Cause.pretty(exit.cause)}`)
     process.exit(1)
   }

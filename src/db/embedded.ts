@@ -26,7 +26,8 @@ export interface EmbeddedEndpoint {
 }
 
 const SOCKET_PORT = 5432
-const HANDOVER_WAIT_MS = 10_000
+// Generous: on a loaded machine the other processes (admin commands started together) can need more than 10 s.
+const HANDOVER_WAIT_MS = 30_000
 const socketPath = (dir: string) => join(dir, `.s.PGSQL.${SOCKET_PORT}`)
 
 const canConnect = (path: string): Promise<boolean> =>
