@@ -13,6 +13,27 @@ import { Confidence, Severity } from "../domain/severity.ts"
 const MAX_FUTURE_MS = 24 * 3600_000
 const EARLIEST = Date.UTC(2000, 0, 1)
 
+// Each check below also produces the value validateEvent keeps; these keep the check's result so it is not computed
+// twice per event. Attackers' addresses repeat across events and batches: a small bounded map (cleared when full;
+// only texts short enough to be addresses) serves most of them without parsing.
+const ipCache = new Map<string, string | undefined>()
+const IP_CACHE_MAX = 4096
+const canonicalIpCached = (text: string): string | undefined => {
+  if (text.length > 45) return undefined
+  const hit = ipCache.get(text)
+  if (hit !== undefined || ipCache.has(text)) return hit
+  const ip = canonicalIp(text)
+  if (ipCache.size >= IP_CACHE_MAX) ipCache.clear()
+  ipCache.set(text, ip)
+  return ip
+}
+// The last timestamp parsed (the check's), reused by validateEvent right after; a fresh Date each time.
+let lastTime: { text: string; ms: number | undefined } = { text: "", ms: undefined }
+const parseTimeMs = (text: string): number | undefined => {
+  if (lastTime.text !== text) lastTime = { text, ms: parseTimestamp(text)?.getTime() }
+  return lastTime.ms
+}
+
 const boundedText = (max: number) =>
   Schema.String.pipe(Schema.filter((s) => (s.length >= 1 && s.length <= max) || `must be 1 to ${max} characters`))
 const portNumber = Schema.Number.pipe(
@@ -22,10 +43,10 @@ const portNumber = Schema.Number.pipe(
 export const NativeEventSchema = Schema.Struct({
   sensorEventId: boundedText(200),
   time: Schema.String.pipe(
-    Schema.filter((s) => parseTimestamp(s) !== undefined || "must be an RFC 3339 timestamp with a time zone"),
+    Schema.filter((s) => parseTimeMs(s) !== undefined || "must be an RFC 3339 timestamp with a time zone"),
   ),
   sourceIp: Schema.String.pipe(
-    Schema.filter((s) => canonicalIp(s) !== undefined || "must be an IPv4 (dotted decimal) or IPv6 address"),
+    Schema.filter((s) => canonicalIpCached(s) !== undefined || "must be an IPv4 (dotted decimal) or IPv6 address"),
   ),
   sourcePort: portNumber,
   service: Schema.optional(boundedText(64)),
@@ -78,7 +99,7 @@ export const validateEvent = (input: unknown, nowMs: number): Either.Either<Vali
   const decoded = decode(input)
   if (Either.isLeft(decoded)) return Either.left(reasonOf(decoded.left))
   const e = decoded.right
-  const time = parseTimestamp(e.time) as Date
+  const time = new Date(parseTimeMs(e.time) as number)
   if (time.getTime() > nowMs + MAX_FUTURE_MS) return Either.left("time is more than a day in the future")
   if (time.getTime() < EARLIEST) return Either.left("time is before 2000-01-01")
   const spec = eventTypeSpec(e.type)
@@ -86,7 +107,7 @@ export const validateEvent = (input: unknown, nowMs: number): Either.Either<Vali
   return Either.right({
     sensorEventId: e.sensorEventId,
     time,
-    sourceIp: canonicalIp(e.sourceIp) as string,
+    sourceIp: canonicalIpCached(e.sourceIp) as string,
     sourcePort: e.sourcePort,
     service: e.service === undefined ? spec.service : sanitizeText(e.service) || spec.service,
     port: e.port ?? spec.port,

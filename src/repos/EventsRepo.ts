@@ -1,7 +1,6 @@
-import type { SqlClient } from "@effect/sql"
-import { SqlSchema } from "@effect/sql"
+import { Statement } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
-import { Effect, Schema } from "effect"
+import { Effect, Option, Schema, String as Str } from "effect"
 import type { CursorPosition } from "../domain/cursor.ts"
 import { Confidence, Severity } from "../domain/severity.ts"
 import { dbErrors } from "./errors.ts"
@@ -48,97 +47,158 @@ export interface EventListQuery {
   readonly fetch: number
 }
 
-const columns = (sql: SqlClient.SqlClient) => sql`
-  e.id, e.org_id, e.incident_id, e.sensor_id, s.name as sensor_name, e.sensor_event_id, e.time, e.source_ip,
-  e.source_port, e.service, e.port, e.type, e.action, e.severity, e.confidence, e.tags, e.summary, e.attacker_input`
+/** The client's query transform for nested JSON (camelCase keys to snake_case), as sql.json applied it. */
+const jsonKeysToSql = Statement.defaultTransforms(Str.camelToSnake).value
+
+/**
+ * Event rows as insertMany's one JSON parameter, keys already snake_case (no per-key transform of the whole batch);
+ * attackerInput's keys get the client's transform, so they are stored exactly as the per-row sql.json stored them.
+ * A lone UTF-16 surrogate would make jsonb refuse the whole batch, while as a text parameter the driver sent it as
+ * U+FFFD: the same is done here for the one unsanitized text, the sensor's own event id.
+ */
+const eventsJson = (rows: ReadonlyArray<NewEvent>, receivedAt: Date) =>
+  JSON.stringify(
+    rows.map((r) => ({
+      id: r.id,
+      org_id: r.orgId,
+      incident_id: r.incidentId,
+      sensor_id: r.sensorId,
+      sensor_event_id: r.sensorEventId.toWellFormed(),
+      time: r.time,
+      source_ip: r.sourceIp,
+      source_port: r.sourcePort,
+      service: r.service,
+      port: r.port,
+      type: r.type,
+      action: r.action,
+      severity: r.severity,
+      confidence: r.confidence,
+      tags: r.tags,
+      summary: r.summary,
+      attacker_input: jsonKeysToSql(r.attackerInput),
+      received_at: receivedAt,
+    })),
+  )
+
+/** The API's event columns, aliased to EventRow's names (the read path runs without name transforms). */
+const EVENT_SELECT = `select e.id, e.org_id as "orgId", e.incident_id as "incidentId", e.sensor_id as "sensorId",
+  s.name as "sensorName", e.sensor_event_id as "sensorEventId", e.time, e.source_ip as "sourceIp",
+  e.source_port as "sourcePort", e.service, e.port, e.type, e.action, e.severity, e.confidence, e.tags, e.summary,
+  e.attacker_input as "attackerInput"
+  from events e join sensors s on s.id = e.sensor_id`
+
+/**
+ * The client's result transform for nested JSON (snake_case keys to camelCase), applied to attackerInput only; the
+ * same function, with each key's conversion remembered (bounded: emptied when full, keys come from attackers).
+ */
+const camelKeys = new Map<string, string>()
+const snakeToCamel = (key: string) => {
+  let camel = camelKeys.get(key)
+  if (camel === undefined) {
+    camel = Str.snakeToCamel(key)
+    if (camelKeys.size >= 10_000) camelKeys.clear()
+    camelKeys.set(key, camel)
+  }
+  return camel
+}
+const jsonKeys = Statement.defaultTransforms(snakeToCamel).value
 
 /** Events. Every query takes the organization id and filters on it in SQL. */
 export class EventsRepo extends Effect.Service<EventsRepo>()("EventsRepo", {
   effect: Effect.gen(function* () {
     const sql = yield* PgClient.PgClient
 
-    // D7: keyset paging on (time desc, id desc); each filter has an index led by (org_id, filter).
-    const list = SqlSchema.findAll({
-      Request: Schema.Any as Schema.Schema<EventListQuery>,
-      Result: EventRow,
-      execute: ({ orgId, filters: f, after, fetch }) => sql`
-        select ${columns(sql)}
-        from events e join sensors s on s.id = e.sensor_id
-        where ${sql.and([
-          sql`e.org_id = ${orgId}`,
-          ...(f.sensorId !== undefined ? [sql`e.sensor_id = ${f.sensorId}`] : []),
-          ...(f.severity !== undefined ? [sql`e.severity = ${f.severity}`] : []),
-          ...(f.type !== undefined ? [sql`e.type = ${f.type}`] : []),
-          ...(f.sourceIp !== undefined ? [sql`e.source_ip = ${f.sourceIp}`] : []),
-          ...(f.incidentId !== undefined ? [sql`e.incident_id = ${f.incidentId}`] : []),
-          ...(f.from !== undefined ? [sql`e.time >= ${f.from}`] : []),
-          ...(f.to !== undefined ? [sql`e.time < ${f.to}`] : []),
-          ...(after ? [sql`(e.time, e.id) < (${after.time}, ${after.id})`] : []),
-        ])}
-        order by e.time desc, e.id desc
-        limit ${fetch}`,
-    })
+    // The API's reads (performance issue #6): fixed SQL text with camelCase aliases, run without the client's
+    // name transforms and without a per-row Schema decode (the columns' SQL types and checks are the row's types).
+    // attackerInput (jsonb) still gets the client's nested key transform, so its keys read back exactly as before.
+    const readEvents = (where: string, params: ReadonlyArray<unknown>, tail: string) =>
+      sql.unsafe<EventRow>(`${EVENT_SELECT} where ${where}${tail}`, params).withoutTransform.pipe(
+        Effect.map((rows) => {
+          for (const row of rows) {
+            ;(row as { attackerInput: unknown }).attackerInput = jsonKeys(row.attackerInput)
+          }
+          return rows as ReadonlyArray<EventRow>
+        }),
+        dbErrors,
+      )
 
-    const findById = SqlSchema.findOne({
-      Request: Schema.Struct({ orgId: Schema.String, id: Schema.String }),
-      Result: EventRow,
-      execute: ({ orgId, id }) => sql`
-        select ${columns(sql)} from events e join sensors s on s.id = e.sensor_id
-        where e.org_id = ${orgId} and e.id = ${id}`,
-    })
+    // D7: keyset paging on (time desc, id desc); each filter has an index led by (org_id, filter).
+    const list = ({ orgId, filters: f, after, fetch }: EventListQuery) => {
+      const params: Array<unknown> = [orgId]
+      let where = "e.org_id = $1"
+      const and = (condition: (n: number) => string, value: unknown) => {
+        params.push(value)
+        where += ` and ${condition(params.length)}`
+      }
+      if (f.sensorId !== undefined) and((n) => `e.sensor_id = $${n}`, f.sensorId)
+      if (f.severity !== undefined) and((n) => `e.severity = $${n}`, f.severity)
+      if (f.type !== undefined) and((n) => `e.type = $${n}`, f.type)
+      if (f.sourceIp !== undefined) and((n) => `e.source_ip = $${n}`, f.sourceIp)
+      if (f.incidentId !== undefined) and((n) => `e.incident_id = $${n}`, f.incidentId)
+      // Times go as Date objects: the driver spells years past 9999 (and BC) the way PostgreSQL reads them.
+      if (f.from !== undefined) and((n) => `e.time >= $${n}::timestamptz`, f.from)
+      if (f.to !== undefined) and((n) => `e.time < $${n}::timestamptz`, f.to)
+      if (after) {
+        params.push(after.time, after.id)
+        where += ` and (e.time, e.id) < ($${params.length - 1}::timestamptz, $${params.length})`
+      }
+      params.push(fetch)
+      return readEvents(where, params, ` order by e.time desc, e.id desc limit $${params.length}`)
+    }
+
+    const findById = (orgId: string, id: string) =>
+      Effect.map(readEvents("e.org_id = $1 and e.id = $2", [orgId, id], ""), (rows) => Option.fromNullable(rows[0]))
 
     // Member events in time order (events_incident_idx): oldest first for D8's first 200, newest first for the
     // webhook payload's most recent 20.
-    const members = SqlSchema.findAll({
-      Request: Schema.Struct({
-        orgId: Schema.String,
-        incidentId: Schema.String,
-        limit: Schema.Int,
-        newestFirst: Schema.Boolean,
-      }),
-      Result: EventRow,
-      execute: ({ orgId, incidentId, limit, newestFirst }) => sql`
-        select ${columns(sql)} from events e join sensors s on s.id = e.sensor_id
-        where e.incident_id = ${incidentId} and e.org_id = ${orgId}
-        ${newestFirst ? sql`order by e.time desc, e.id desc` : sql`order by e.time asc, e.id asc`}
-        limit ${limit}`,
-    })
+    const members = (orgId: string, incidentId: string, limit: number, newestFirst: boolean) =>
+      readEvents(
+        "e.incident_id = $1 and e.org_id = $2",
+        [incidentId, orgId, limit],
+        newestFirst ? " order by e.time desc, e.id desc limit $3" : " order by e.time asc, e.id asc limit $3",
+      )
 
     return {
-      list: (q: EventListQuery) => list(q).pipe(dbErrors),
+      list,
       /** The most recent member events, newest first (webhooks). */
-      recent: (orgId: string, incidentId: string, limit: number) =>
-        members({ orgId, incidentId, limit, newestFirst: true }).pipe(dbErrors),
-      findById: (orgId: string, id: string) => findById({ orgId, id }).pipe(dbErrors),
-      members: (orgId: string, incidentId: string, limit: number) =>
-        members({ orgId, incidentId, limit, newestFirst: false }).pipe(dbErrors),
+      recent: (orgId: string, incidentId: string, limit: number) => members(orgId, incidentId, limit, true),
+      findById,
+      members: (orgId: string, incidentId: string, limit: number) => members(orgId, incidentId, limit, false),
       /** The sensor event ids of this sensor already stored (D22 duplicates). */
       existingSensorEventIds: (sensorId: string, ids: ReadonlyArray<string>) =>
         ids.length === 0
           ? Effect.succeed([])
-          : SqlSchema.findAll({
-              Request: Schema.Void,
-              Result: Schema.Struct({ id: Schema.String, sensorEventId: Schema.String }),
-              execute: () =>
-                sql`select id, sensor_event_id from events where sensor_id = ${sensorId} and sensor_event_id in ${sql.in(ids)}`,
-            })(undefined).pipe(dbErrors),
-      /** One multi-row insert; a concurrent duplicate is skipped, and what was written is returned. */
+          : // One lookup of the unique index per id (a lateral join): with `sensor_event_id in (…)` the planner may
+            // keep only sensor_id as the index condition and filter all of the sensor's events (it does while the
+            // sensor's statistics are new). One JSON parameter: the same statement text for any batch size.
+            sql<{ readonly id: string; readonly sensorEventId: string }>`
+              select e.id, e.sensor_event_id
+              from jsonb_array_elements_text(${JSON.stringify(ids)}::jsonb) as k(sensor_event_id)
+              cross join lateral (
+                select id, sensor_event_id from events
+                where sensor_id = ${sensorId} and sensor_event_id = k.sensor_event_id
+                limit 1
+              ) e`.pipe(dbErrors),
+      /**
+       * One insert for a whole request's events; a concurrent duplicate is skipped, and the sensor event ids written
+       * are returned. The rows travel as one JSON parameter (jsonb_to_recordset): the statement text is the same for
+       * any batch size and the driver binds one value instead of 18 per row.
+       */
       insertMany: (rows: ReadonlyArray<NewEvent>, receivedAt: Date) =>
-        SqlSchema.findAll({
-          Request: Schema.Void,
-          Result: Schema.Struct({ id: Schema.String, sensorEventId: Schema.String }),
-          execute: () => sql`
-            insert into events ${sql.insert(
-              rows.map((row) => ({
-                ...row,
-                tags: [...row.tags],
-                attackerInput: sql.json(row.attackerInput),
-                receivedAt,
-              })),
-            )}
+        rows.length === 0
+          ? Effect.succeed([] as ReadonlyArray<{ readonly sensorEventId: string }>)
+          : sql<{ readonly sensorEventId: string }>`
+            insert into events (id, org_id, incident_id, sensor_id, sensor_event_id, time, source_ip, source_port,
+              service, port, type, action, severity, confidence, tags, summary, attacker_input, received_at)
+            select id, org_id, incident_id, sensor_id, sensor_event_id, time, source_ip, source_port,
+              service, port, type, action, severity, confidence, tags, summary, attacker_input, received_at
+            from jsonb_to_recordset(${eventsJson(rows, receivedAt)}::jsonb)
+              as r(id text, org_id text, incident_id text, sensor_id text, sensor_event_id text, time timestamptz,
+                source_ip text, source_port integer, service text, port integer, type text, action text,
+                severity text, confidence text, tags text[], summary text, attacker_input jsonb,
+                received_at timestamptz)
             on conflict (sensor_id, sensor_event_id) do nothing
-            returning id, sensor_event_id`,
-        })(undefined).pipe(dbErrors),
+            returning sensor_event_id`.pipe(dbErrors),
       insert: (row: NewEvent) =>
         sql`insert into events ${sql.insert({
           ...row,

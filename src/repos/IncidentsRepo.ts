@@ -4,7 +4,7 @@ import { Effect, Option, Schema } from "effect"
 import type { CursorPosition } from "../domain/cursor.ts"
 import { IncidentStatus } from "../domain/models.ts"
 import { Severity } from "../domain/severity.ts"
-import { dbErrors } from "./errors.ts"
+import { type DatabaseError, dbErrors } from "./errors.ts"
 
 export const IncidentRow = Schema.Struct({
   id: Schema.String,
@@ -39,52 +39,112 @@ export interface IncidentListQuery {
   readonly fetch: number
 }
 
-const columns = (sql: SqlClient.SqlClient) => sql`
-  i.id, i.org_id, i.sensor_id, s.name as sensor_name, i.source_ip, i.status, i.severity, i.title, i.narrative,
-  i.recommended_action, i.event_count, i.event_types, i.tags, i.usernames, i.high_confidence, i.first_seen_at, i.last_seen_at,
-  i.resolved_at`
+/** What ingestion reads of a grouping key's newest incident (rules.ts CurrentIncident). */
+const KeyIncident = Schema.Struct({
+  id: Schema.String,
+  sourceIp: Schema.String,
+  status: IncidentStatus,
+  severity: Severity,
+  eventCount: Schema.Int,
+  eventTypes: Schema.Array(Schema.String),
+  tags: Schema.Array(Schema.String),
+  usernames: Schema.Array(Schema.String),
+  highConfidence: Schema.Boolean,
+  firstSeenAt: Schema.DateFromSelf,
+  lastSeenAt: Schema.DateFromSelf,
+  resolvedAt: Schema.NullOr(Schema.DateFromSelf),
+})
+export type KeyIncident = typeof KeyIncident.Type
+
+// A lone UTF-16 surrogate would make jsonb refuse the batch (as a text parameter the driver sent U+FFFD instead).
+const wellFormed = (s: string) => s.toWellFormed()
+
+/** Incident rows as upsertMany's jsonb_to_recordset reads them (snake_case keys, ISO times). */
+const incidentsJson = (rows: ReadonlyArray<NewIncident & { readonly updatedAt: Date }>) =>
+  JSON.stringify(
+    rows.map((r) => ({
+      id: r.id,
+      org_id: r.orgId,
+      sensor_id: r.sensorId,
+      source_ip: r.sourceIp,
+      status: r.status,
+      severity: r.severity,
+      title: wellFormed(r.title),
+      narrative: wellFormed(r.narrative),
+      recommended_action: wellFormed(r.recommendedAction),
+      event_count: r.eventCount,
+      event_types: r.eventTypes,
+      tags: r.tags,
+      usernames: r.usernames.map(wellFormed),
+      high_confidence: r.highConfidence,
+      first_seen_at: r.firstSeenAt,
+      last_seen_at: r.lastSeenAt,
+      resolved_at: r.resolvedAt,
+      created_at: r.createdAt ?? r.firstSeenAt,
+      updated_at: r.updatedAt,
+    })),
+  )
+
+/** The API's incident columns, aliased to IncidentRow's names (the read path runs without name transforms). */
+const INCIDENT_SELECT = `select i.id, i.org_id as "orgId", i.sensor_id as "sensorId", s.name as "sensorName",
+  i.source_ip as "sourceIp", i.status, i.severity, i.title, i.narrative, i.recommended_action as "recommendedAction",
+  i.event_count as "eventCount", i.event_types as "eventTypes", i.tags, i.usernames,
+  i.high_confidence as "highConfidence", i.first_seen_at as "firstSeenAt", i.last_seen_at as "lastSeenAt",
+  i.resolved_at as "resolvedAt"
+  from incidents i join sensors s on s.id = i.sensor_id`
 
 /** Incidents. Every query takes the organization id and filters on it in SQL. */
 export class IncidentsRepo extends Effect.Service<IncidentsRepo>()("IncidentsRepo", {
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
 
+    // The API's reads (performance issue #6): fixed SQL text with camelCase aliases, run without the client's
+    // name transforms and without a per-row Schema decode (the columns' SQL types and checks are the row's types).
+    // The statement text depends only on which filters are present, so compiling it costs nothing.
+    const readIncidents = (where: string, params: ReadonlyArray<unknown>, tail = "") =>
+      sql
+        .unsafe<IncidentRow>(`${INCIDENT_SELECT} where ${where}${tail}`, params)
+        .withoutTransform.pipe(dbErrors) as Effect.Effect<ReadonlyArray<IncidentRow>, DatabaseError>
+
     // D7: keyset paging on (last_seen_at desc, id desc), served by incidents_org_(status_)recent_idx.
-    const list = SqlSchema.findAll({
-      Request: Schema.Any as Schema.Schema<IncidentListQuery>,
-      Result: IncidentRow,
-      execute: (q) => sql`
-        select ${columns(sql)}
-        from incidents i join sensors s on s.id = i.sensor_id
-        where ${sql.and([
-          sql`i.org_id = ${q.orgId}`,
-          ...(q.status ? [sql`i.status = ${q.status}`] : []),
-          ...(q.after ? [sql`(i.last_seen_at, i.id) < (${q.after.time}, ${q.after.id})`] : []),
-        ])}
-        order by i.last_seen_at desc, i.id desc
-        limit ${q.fetch}`,
-    })
+    const list = (q: IncidentListQuery) => {
+      const params: Array<unknown> = [q.orgId]
+      let where = "i.org_id = $1"
+      if (q.status) {
+        params.push(q.status)
+        where += ` and i.status = $${params.length}`
+      }
+      if (q.after) {
+        params.push(q.after.time, q.after.id)
+        where += ` and (i.last_seen_at, i.id) < ($${params.length - 1}::timestamptz, $${params.length})`
+      }
+      params.push(q.fetch)
+      return readIncidents(where, params, ` order by i.last_seen_at desc, i.id desc limit $${params.length}`)
+    }
 
-    const findById = SqlSchema.findOne({
-      Request: Schema.Struct({ orgId: Schema.String, id: Schema.String }),
-      Result: IncidentRow,
-      execute: ({ orgId, id }) => sql`
-        select ${columns(sql)}
-        from incidents i join sensors s on s.id = i.sensor_id
-        where i.org_id = ${orgId} and i.id = ${id}`,
-    })
+    const findById = (orgId: string, id: string) =>
+      Effect.map(readIncidents("i.org_id = $1 and i.id = $2", [orgId, id]), (rows) => Option.fromNullable(rows[0]))
 
-    // D12: the newest incident of a grouping key, locked for the rest of the transaction.
-    const newestForKey = SqlSchema.findOne({
-      Request: Schema.Struct({ orgId: Schema.String, sensorId: Schema.String, sourceIp: Schema.String }),
-      Result: IncidentRow,
-      execute: ({ orgId, sensorId, sourceIp }) => sql`
-        select ${columns(sql)}
-        from incidents i join sensors s on s.id = i.sensor_id
-        where i.org_id = ${orgId} and i.sensor_id = ${sensorId} and i.source_ip = ${sourceIp}
-        order by i.created_at desc, i.id desc
-        limit 1
-        for update of i`,
+    // D12: the newest incident of each grouping key (organization, sensor, sourceIp) of one sensor, locked for the
+    // rest of the transaction, in one statement. LockRows runs above the sort, so the rows are locked in id order.
+    const newestForKeys = SqlSchema.findAll({
+      Request: Schema.Struct({ orgId: Schema.String, sensorId: Schema.String, sourceIps: Schema.Array(Schema.String) }),
+      Result: KeyIncident,
+      execute: ({ orgId, sensorId, sourceIps }) => sql`
+        select i.id, i.source_ip, i.status, i.severity, i.event_count, i.event_types, i.tags, i.usernames,
+          i.high_confidence, i.first_seen_at, i.last_seen_at, i.resolved_at
+        from incidents i
+        where i.id in (
+          select (
+            select n.id from incidents n
+            where n.org_id = ${orgId} and n.sensor_id = ${sensorId} and n.source_ip = k.ip
+            order by n.created_at desc, n.id desc
+            limit 1
+          )
+          from jsonb_array_elements_text(${JSON.stringify(sourceIps)}::jsonb) as k(ip)
+        )
+        order by i.id
+        for update`,
     })
 
     const closedRow = Schema.Struct({ id: Schema.String, orgId: Schema.String, severity: Severity })
@@ -100,30 +160,51 @@ export class IncidentsRepo extends Effect.Service<IncidentsRepo>()("IncidentsRep
       })(undefined).pipe(dbErrors)
 
     return {
-      list: (q: IncidentListQuery) => list(q).pipe(dbErrors),
-      newestForKey: (orgId: string, sensorId: string, sourceIp: string) =>
-        newestForKey({ orgId, sensorId, sourceIp }).pipe(dbErrors),
-      /** Writes the aggregate and texts of an existing incident (ingestion, inside its transaction). */
-      update: (id: string, row: Omit<NewIncident, "id" | "orgId" | "sensorId" | "sourceIp">, now: Date) =>
-        sql`update incidents set ${sql.update({
-          ...row,
-          eventTypes: [...row.eventTypes],
-          tags: [...row.tags],
-          usernames: [...row.usernames],
-          updatedAt: now,
-        })} where id = ${id}`.pipe(Effect.asVoid, dbErrors),
-      /** Recounts after a concurrent duplicate slipped past the pre-check (rare). */
-      recount: (id: string) =>
-        sql`update incidents set event_count = (select count(*) from events where incident_id = ${id}) where id = ${id}`.pipe(
-          Effect.asVoid,
-          dbErrors,
-        ),
+      list,
+      /** The newest incident of each of a sensor's grouping keys, locked (ingestion, under the keys' locks). */
+      newestForKeys: (orgId: string, sensorId: string, sourceIps: ReadonlyArray<string>) =>
+        sourceIps.length === 0
+          ? Effect.succeed([] as ReadonlyArray<KeyIncident>)
+          : newestForKeys({ orgId, sensorId, sourceIps }).pipe(dbErrors),
+      /**
+       * Writes the incidents one ingestion request created or changed, in one statement: a new id is inserted, a
+       * known one gets its aggregate and texts (created_at stays). The rows travel as one JSON parameter.
+       */
+      upsertMany: (rows: ReadonlyArray<NewIncident & { readonly updatedAt: Date }>) =>
+        rows.length === 0
+          ? Effect.void
+          : sql`
+            insert into incidents (id, org_id, sensor_id, source_ip, status, severity, title, narrative,
+              recommended_action, event_count, event_types, tags, usernames, high_confidence, first_seen_at,
+              last_seen_at, resolved_at, created_at, updated_at)
+            select id, org_id, sensor_id, source_ip, status, severity, title, narrative, recommended_action,
+              event_count, event_types, tags, usernames, high_confidence, first_seen_at, last_seen_at, resolved_at,
+              created_at, updated_at
+            from jsonb_to_recordset(${incidentsJson(rows)}::jsonb) as r(id text, org_id text, sensor_id text,
+              source_ip text, status text, severity text, title text, narrative text, recommended_action text,
+              event_count integer, event_types text[], tags text[], usernames text[], high_confidence boolean,
+              first_seen_at timestamptz, last_seen_at timestamptz, resolved_at timestamptz, created_at timestamptz,
+              updated_at timestamptz)
+            on conflict (id) do update set status = excluded.status, severity = excluded.severity,
+              title = excluded.title, narrative = excluded.narrative, recommended_action = excluded.recommended_action,
+              event_count = excluded.event_count, event_types = excluded.event_types, tags = excluded.tags,
+              usernames = excluded.usernames, high_confidence = excluded.high_confidence,
+              first_seen_at = excluded.first_seen_at, last_seen_at = excluded.last_seen_at,
+              resolved_at = excluded.resolved_at, updated_at = excluded.updated_at`.pipe(Effect.asVoid, dbErrors),
+      /** Recounts after a concurrent duplicate slipped past the pre-check (rare); returns the new counts. */
+      recount: (orgId: string, ids: ReadonlyArray<string>) =>
+        sql<{ readonly id: string; readonly eventCount: number }>`
+          update incidents i set event_count = (
+            select count(*) from events e where e.org_id = ${orgId} and e.incident_id = i.id
+          )
+          where i.id in ${sql.in(ids)}
+          returning i.id, i.event_count`.pipe(dbErrors),
       /** D13: closes open incidents idle since before `cutoff`; returns what it closed. */
       closeIdle: (cutoff: Date, now: Date) => closeWhere(sql`last_seen_at < ${cutoff}`, now),
       /** Closes one open incident (admin); none when it is unknown or already closed. */
       close: (id: string, now: Date) =>
         closeWhere(sql`id = ${id}`, now).pipe(Effect.map((rows) => Option.fromNullable(rows[0]))),
-      findById: (orgId: string, id: string) => findById({ orgId, id }).pipe(dbErrors),
+      findById,
       insert: (row: NewIncident) =>
         sql`insert into incidents ${sql.insert({
           ...row,

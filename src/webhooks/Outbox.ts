@@ -1,9 +1,9 @@
 import { Effect, Option } from "effect"
 import { AppConfig } from "../config.ts"
 import { newId } from "../domain/ids.ts"
-import type { Severity } from "../domain/severity.ts"
+import { meetsMinimum, type Severity } from "../domain/severity.ts"
 import { EventsRepo } from "../repos/EventsRepo.ts"
-import { IncidentsRepo } from "../repos/IncidentsRepo.ts"
+import { type IncidentRow, IncidentsRepo } from "../repos/IncidentsRepo.ts"
 import { type NewDelivery, WebhooksRepo } from "../repos/WebhooksRepo.ts"
 import { serializeWebhookBody, WEBHOOK_EVENTS, webhookIncident, webhookTypeOf } from "./payload.ts"
 
@@ -12,6 +12,18 @@ export interface RecordedTransition {
   readonly kind: "created" | "escalated" | "reopened" | "closed"
   readonly toSeverity: Severity
   readonly at: Date
+}
+
+export interface OutboxEntry {
+  readonly orgId: string
+  readonly incidentId: string
+  readonly sensorProfile: string
+  readonly transitions: ReadonlyArray<RecordedTransition>
+  /**
+   * The incident exactly as this transaction leaves it, when the caller has it (ingestion just wrote it): saves
+   * re-reading it. Without it the row is read back.
+   */
+  readonly incident?: IncidentRow | undefined
 }
 
 /**
@@ -26,42 +38,60 @@ export class WebhookOutbox extends Effect.Service<WebhookOutbox>()("WebhookOutbo
     const events = yield* EventsRepo
     const config = yield* AppConfig
 
-    const enqueue = (input: {
-      readonly orgId: string
-      readonly incidentId: string
-      readonly sensorProfile: string
-      readonly transitions: ReadonlyArray<RecordedTransition>
-    }) =>
+    /**
+     * The deliveries of many incidents' transitions (one ingestion request): each organization's channels are read
+     * once, and all rows are written with one insert and one NOTIFY. Nothing is read when no transition is announced.
+     */
+    const enqueueAll = (entries: ReadonlyArray<OutboxEntry>) =>
       Effect.gen(function* () {
+        const announced = entries.filter((e) => e.transitions.some((t) => webhookTypeOf(t.kind) !== undefined))
+        if (announced.length === 0) return 0
+        // D15: a channel receives an incident whose severity is at least its minimum (enabled channels, by id).
+        const channelsOf = new Map<string, ReadonlyArray<{ readonly id: string; readonly minSeverity: Severity }>>()
+        for (const orgId of new Set(announced.map((e) => e.orgId))) {
+          const all = yield* webhooks.listChannels(orgId)
+          channelsOf.set(
+            orgId,
+            all.filter((c) => c.enabled).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)),
+          )
+        }
         const rows: Array<NewDelivery> = []
-        let incident: Parameters<typeof webhookIncident> | undefined
-        for (const transition of input.transitions) {
-          const type = webhookTypeOf(transition.kind)
-          if (type === undefined) continue
-          const channels = yield* webhooks.matchingChannels(input.orgId, transition.toSeverity)
+        for (const entry of announced) {
+          const channels = channelsOf.get(entry.orgId) ?? []
           if (channels.length === 0) continue
-          if (incident === undefined) {
-            // The incident as this transaction leaves it, with its newest events.
-            const row = yield* incidents.findById(input.orgId, input.incidentId)
-            if (Option.isNone(row)) return yield* Effect.dieMessage(`incident ${input.incidentId} vanished`)
-            const recent = yield* events.recent(input.orgId, input.incidentId, WEBHOOK_EVENTS)
-            incident = [row.value, input.sensorProfile, recent, config.appUrl]
-          }
-          const payload = webhookIncident(...incident)
-          for (const channelId of channels) {
-            const id = newId("webhookDelivery", transition.at.getTime())
-            rows.push({
-              id,
-              orgId: input.orgId,
-              channelId,
-              transitionId: transition.id,
-              type,
-              incidentId: input.incidentId,
-              body: serializeWebhookBody({ id, type, createdAt: transition.at, incident: payload }),
-              status: "pending",
-              nextAttemptAt: transition.at,
-              createdAt: transition.at,
-            })
+          let incident: Parameters<typeof webhookIncident> | undefined
+          for (const transition of entry.transitions) {
+            const type = webhookTypeOf(transition.kind)
+            if (type === undefined) continue
+            const matching = channels.filter((c) => meetsMinimum(transition.toSeverity, c.minSeverity))
+            if (matching.length === 0) continue
+            if (incident === undefined) {
+              // The incident as this transaction leaves it, with its newest events.
+              let row = entry.incident
+              if (row === undefined) {
+                const found = yield* incidents.findById(entry.orgId, entry.incidentId)
+                if (Option.isNone(found)) return yield* Effect.dieMessage(`incident ${entry.incidentId} vanished`)
+                row = found.value
+              }
+              const recent = yield* events.recent(entry.orgId, entry.incidentId, WEBHOOK_EVENTS)
+              incident = [row, entry.sensorProfile, recent, config.appUrl]
+            }
+            const payload = webhookIncident(...incident)
+            for (const channel of matching) {
+              const id = newId("webhookDelivery", transition.at.getTime())
+              rows.push({
+                id,
+                orgId: entry.orgId,
+                channelId: channel.id,
+                transitionId: transition.id,
+                type,
+                incidentId: entry.incidentId,
+                body: serializeWebhookBody({ id, type, createdAt: transition.at, incident: payload }),
+                status: "pending",
+                nextAttemptAt: transition.at,
+                createdAt: transition.at,
+              })
+            }
           }
         }
         if (rows.length === 0) return 0
@@ -70,6 +100,9 @@ export class WebhookOutbox extends Effect.Service<WebhookOutbox>()("WebhookOutbo
         return rows.length
       })
 
-    return { enqueue } as const
+    /** The deliveries of one incident's transitions. */
+    const enqueue = (input: OutboxEntry) => enqueueAll([input])
+
+    return { enqueue, enqueueAll } as const
   }),
 }) {}
