@@ -1,4 +1,4 @@
-import { HttpApiBuilder } from "@effect/platform"
+import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
 import { Effect, Option, Redacted } from "effect"
 import { AppConfig } from "../config.ts"
 import { deriveKey } from "../domain/crypto.ts"
@@ -31,6 +31,13 @@ const readCursor = (key: Uint8Array, scope: CursorScope, cursor: string | undefi
   const decoded = decodeCursor(key, scope, cursor)
   return decoded.ok ? Effect.succeed(decoded.position) : Effect.fail(cursorError(decoded.problem))
 }
+
+/**
+ * The answer, serialized once. present.ts builds exactly the encoded shapes of domain/models.ts (Dates serialize as
+ * their ISO string, as the schema's encoding does), so the HttpApi's per-response Schema encode is skipped
+ * (performance issue #6); test/api/present.test.ts holds the two to the same bytes.
+ */
+const json = (body: unknown) => HttpServerResponse.unsafeJson(body)
 
 /** One page from `limit + 1` rows: the extra row only says that a next page exists. */
 const page = <Row extends { readonly id: string }, Out>(
@@ -65,12 +72,14 @@ export const IncidentsHandlers = HttpApiBuilder.group(IncidentApi, "incidents", 
           const scope: CursorScope = { endpoint: "incidents", orgId: caller.orgId, filters: { status } }
           const after = yield* readCursor(key, scope, cursor)
           const rows = yield* incidents.list({ orgId: caller.orgId, status, after, fetch: limit + 1 })
-          return page(
-            rows,
-            limit,
-            (r) => r.lastSeenAt,
-            (r) => presentIncidentSummary(r, appUrl),
-            (at) => encodeCursor(key, scope, at),
+          return json(
+            page(
+              rows,
+              limit,
+              (r) => r.lastSeenAt,
+              (r) => presentIncidentSummary(r, appUrl),
+              (at) => encodeCursor(key, scope, at),
+            ),
           )
         }).pipe(Effect.catchTag("DatabaseError", databaseProblem)),
       )
@@ -82,7 +91,7 @@ export const IncidentsHandlers = HttpApiBuilder.group(IncidentApi, "incidents", 
           const row = yield* incidents.findById(caller.orgId, path.id)
           if (Option.isNone(row)) return yield* Effect.fail(notFound)
           const members = yield* events.members(caller.orgId, path.id, INCIDENT_EVENTS_SHOWN)
-          return presentIncident(row.value, members, appUrl)
+          return json(presentIncident(row.value, members, appUrl))
         }).pipe(Effect.catchTag("DatabaseError", databaseProblem)),
       )
   }),
@@ -110,12 +119,14 @@ export const EventsHandlers = HttpApiBuilder.group(IncidentApi, "events", (handl
             after,
             fetch: input.limit + 1,
           })
-          return page(
-            rows,
-            input.limit,
-            (r) => r.time,
-            presentEvent,
-            (at) => encodeCursor(key, scope, at),
+          return json(
+            page(
+              rows,
+              input.limit,
+              (r) => r.time,
+              presentEvent,
+              (at) => encodeCursor(key, scope, at),
+            ),
           )
         }).pipe(Effect.catchTag("DatabaseError", databaseProblem)),
       )
@@ -126,7 +137,7 @@ export const EventsHandlers = HttpApiBuilder.group(IncidentApi, "events", (handl
           if (!isId("event", path.id)) return yield* Effect.fail(notFound)
           const row = yield* events.findById(caller.orgId, path.id)
           if (Option.isNone(row)) return yield* Effect.fail(notFound)
-          return presentEvent(row.value)
+          return json(presentEvent(row.value))
         }).pipe(Effect.catchTag("DatabaseError", databaseProblem)),
       )
   }),

@@ -1,13 +1,69 @@
+import { Schema } from "effect"
 import type { EventRow } from "../repos/EventsRepo.ts"
 import type { IncidentRow } from "../repos/IncidentsRepo.ts"
 import { techniquesForEventTypes } from "./eventTypes.ts"
-import type { Event, Incident, IncidentSummary } from "./models.ts"
-import { mergeTechniques, techniquesForTags } from "./techniques.ts"
+import { AttackerInput, type Event, type Incident, type IncidentSummary } from "./models.ts"
+import { mergeTechniques, type Technique, techniquesForTags } from "./techniques.ts"
 
 /**
  * Stored rows to the API's shapes (spec "Resources"), field by field in the spec's order. Pure: the techniques
  * come from the fixed tables (D23).
  */
+
+/**
+ * attackerInput as the Event schema encodes it (the API answers with JSON.stringify of these shapes, without a schema
+ * pass, for performance issue #6): `username` and `password` first, `password` as exactly {masked, length,
+ * fingerprint}, every other member after them in stored order. A stored shape the schema would refuse still goes
+ * through the schema (and fails there, as before).
+ */
+const presentAttackerInput = (input: EventRow["attackerInput"]): Event["attackerInput"] => {
+  const hasUsername = "username" in input
+  const hasPassword = "password" in input
+  if (!hasUsername && !hasPassword) return input
+  if ((hasUsername && typeof input.username !== "string") || (hasPassword && !isMaskedSecret(input.password))) {
+    return Schema.encodeUnknownSync(AttackerInput)(input)
+  }
+  const out: Record<string, unknown> = {}
+  if (hasUsername) out.username = input.username
+  if (hasPassword) {
+    const p = input.password as MaskedSecret
+    out.password = { masked: p.masked, length: p.length, fingerprint: p.fingerprint }
+  }
+  for (const key in input) if (key !== "username" && key !== "password") out[key] = input[key]
+  return out as Event["attackerInput"]
+}
+
+interface MaskedSecret {
+  readonly masked: string
+  readonly length: number
+  readonly fingerprint: string
+}
+const isMaskedSecret = (u: unknown): u is MaskedSecret => {
+  if (typeof u !== "object" || u === null) return false
+  const m = u as Record<string, unknown>
+  return typeof m.masked === "string" && Number.isInteger(m.length) && typeof m.fingerprint === "string"
+}
+
+/**
+ * The technique lists are pure functions of (types, tags) and few distinct combinations occur, so each is computed
+ * once (performance issue #6: merging and sorting per row was a visible share of a page's CPU). Bounded: emptied
+ * when full, since tags come from sensors.
+ */
+const techniqueMemo = new Map<string, ReadonlyArray<Technique>>()
+const memoTechniques = (types: ReadonlyArray<string>, tags: ReadonlyArray<string>): ReadonlyArray<Technique> => {
+  const key = JSON.stringify([types, tags])
+  let techniques = techniqueMemo.get(key)
+  if (techniques === undefined) {
+    techniques =
+      tags.length === 0
+        ? techniquesForEventTypes(types)
+        : mergeTechniques([techniquesForEventTypes(types), techniquesForTags(tags)])
+    if (techniqueMemo.size >= 10_000) techniqueMemo.clear()
+    techniqueMemo.set(key, techniques)
+  }
+  return techniques
+}
+const NO_TAGS: ReadonlyArray<string> = []
 
 export const presentEvent = (row: EventRow): Event => ({
   id: row.id,
@@ -23,9 +79,9 @@ export const presentEvent = (row: EventRow): Event => ({
   confidence: row.confidence,
   tags: row.tags,
   // An event's own payload is at hand, so its techniques are those of its type and of its tags.
-  techniques: mergeTechniques([techniquesForEventTypes([row.type]), techniquesForTags(row.tags)]),
+  techniques: memoTechniques([row.type], row.tags),
   summary: row.summary,
-  attackerInput: row.attackerInput,
+  attackerInput: presentAttackerInput(row.attackerInput),
 })
 
 /** Spec "Technique": in an incident list, techniques are derived from the event types only. */
@@ -45,7 +101,7 @@ export const presentIncidentSummary = (row: IncidentRow, appUrl: string): Incide
   lastSeenAt: row.lastSeenAt,
   resolvedAt: row.resolvedAt,
   url: `${appUrl}/incidents/${row.id}`,
-  techniques: techniquesForEventTypes(row.eventTypes),
+  techniques: memoTechniques(row.eventTypes, NO_TAGS),
 })
 
 /**
@@ -54,6 +110,6 @@ export const presentIncidentSummary = (row: IncidentRow, appUrl: string): Incide
  */
 export const presentIncident = (row: IncidentRow, events: ReadonlyArray<EventRow>, appUrl: string): Incident => ({
   ...presentIncidentSummary(row, appUrl),
-  techniques: mergeTechniques([techniquesForEventTypes(row.eventTypes), techniquesForTags(row.tags)]),
+  techniques: memoTechniques(row.eventTypes, row.tags),
   events: events.map(presentEvent),
 })

@@ -1,0 +1,134 @@
+import { expect, test } from "bun:test"
+import { Schema } from "effect"
+import fc from "fast-check"
+import { EventPage, Incident, IncidentPage } from "../../src/domain/models.ts"
+import { presentEvent, presentIncident, presentIncidentSummary } from "../../src/domain/present.ts"
+import type { EventRow } from "../../src/repos/EventsRepo.ts"
+import type { IncidentRow } from "../../src/repos/IncidentsRepo.ts"
+
+/**
+ * The handlers answer JSON.stringify(present…(row)) without the HttpApi's Schema encode (performance issue #6):
+ * the bytes must be exactly those the schemas of domain/models.ts would have produced (field order, Date format,
+ * attackerInput's username and password first and password reduced to its three members).
+ */
+
+const date = fc.date({
+  min: new Date("2000-01-01T00:00:00Z"),
+  max: new Date("2100-01-01T00:00:00Z"),
+  noInvalidDate: true,
+})
+const masked = fc.record({ masked: fc.string(), length: fc.nat(), fingerprint: fc.string() })
+const attackerInput = fc
+  .record(
+    {
+      username: fc.string(),
+      password: fc.oneof(
+        masked,
+        fc.record({ masked: fc.string(), length: fc.nat(), fingerprint: fc.string(), extra: fc.string() }),
+      ),
+      command: fc.string(),
+      nested: fc.dictionary(fc.string(), fc.jsonValue()),
+    },
+    { requiredKeys: [] },
+  )
+  .chain((known) =>
+    fc.dictionary(fc.string(), fc.jsonValue()).map((extra) => {
+      // Stored order varies: known members before, after or between the others.
+      const entries = [...Object.entries(extra).filter(([k]) => !(k in known)), ...Object.entries(known)]
+      return Object.fromEntries(entries.reverse())
+    }),
+  )
+
+const eventRow = fc.record({
+  id: fc.constant("evt_01ARZ3NDEKTSV4RRFFQ69G5FAV"),
+  orgId: fc.constant("org_01ARZ3NDEKTSV4RRFFQ69G5FAV"),
+  incidentId: fc.constant("inc_01ARZ3NDEKTSV4RRFFQ69G5FAV"),
+  sensorId: fc.constant("sen_01ARZ3NDEKTSV4RRFFQ69G5FAV"),
+  sensorName: fc.string(),
+  sensorEventId: fc.string(),
+  time: date,
+  sourceIp: fc.constantFrom("192.0.2.1", "2001:db8::1"),
+  sourcePort: fc.integer({ min: 0, max: 65535 }),
+  service: fc.string(),
+  port: fc.integer({ min: 0, max: 65535 }),
+  type: fc.constantFrom("ssh.login_attempt", "http.request", "portscan.syn", "unknown.type"),
+  action: fc.string(),
+  severity: fc.constantFrom("low", "medium", "high", "critical"),
+  confidence: fc.constantFrom("low", "normal", "high"),
+  tags: fc.array(fc.constantFrom("sqli", "path-traversal", "command-injection", "default-credentials", "x")),
+  summary: fc.string(),
+  attackerInput,
+}) as fc.Arbitrary<EventRow>
+
+const incidentRow = fc.record({
+  id: fc.constant("inc_01ARZ3NDEKTSV4RRFFQ69G5FAV"),
+  orgId: fc.constant("org_01ARZ3NDEKTSV4RRFFQ69G5FAV"),
+  sensorId: fc.constant("sen_01ARZ3NDEKTSV4RRFFQ69G5FAV"),
+  sensorName: fc.string(),
+  sourceIp: fc.constant("192.0.2.1"),
+  status: fc.constantFrom("open", "closed"),
+  severity: fc.constantFrom("low", "medium", "high", "critical"),
+  title: fc.string(),
+  narrative: fc.string(),
+  recommendedAction: fc.string(),
+  eventCount: fc.nat(),
+  eventTypes: fc.array(fc.constantFrom("ssh.login_attempt", "ssh.session", "http.request", "portscan.syn")),
+  tags: fc.array(fc.constantFrom("sqli", "malware-download", "x")),
+  usernames: fc.array(fc.string()),
+  highConfidence: fc.boolean(),
+  firstSeenAt: date,
+  lastSeenAt: date,
+  resolvedAt: fc.option(date, { nil: null }),
+}) as fc.Arbitrary<IncidentRow>
+
+const APP_URL = "https://console.test"
+
+test("present* shapes serialize to the bytes of the API schemas' encoding (incident and event pages, one incident)", () => {
+  fc.assert(
+    fc.property(fc.array(eventRow, { maxLength: 5 }), fc.option(fc.string(), { nil: null }), (rows, nextCursor) => {
+      const page = { data: rows.map(presentEvent), nextCursor }
+      expect(JSON.stringify(page)).toBe(JSON.stringify(Schema.encodeSync(EventPage)(page)))
+    }),
+    { numRuns: 300 },
+  )
+  fc.assert(
+    fc.property(fc.array(incidentRow, { maxLength: 5 }), (rows) => {
+      const page = { data: rows.map((r) => presentIncidentSummary(r, APP_URL)), nextCursor: null }
+      expect(JSON.stringify(page)).toBe(JSON.stringify(Schema.encodeSync(IncidentPage)(page)))
+    }),
+    { numRuns: 200 },
+  )
+  fc.assert(
+    fc.property(incidentRow, fc.array(eventRow, { maxLength: 3 }), (row, events) => {
+      const incident = presentIncident(row, events, APP_URL)
+      expect(JSON.stringify(incident)).toBe(JSON.stringify(Schema.encodeSync(Incident)(incident)))
+    }),
+    { numRuns: 200 },
+  )
+})
+
+test("an attackerInput the schema refuses still fails as it did (no unchecked shape reaches a response)", () => {
+  const row = (attackerInput: Record<string, unknown>) =>
+    ({
+      id: "evt_01ARZ3NDEKTSV4RRFFQ69G5FAV",
+      orgId: "o",
+      incidentId: "i",
+      sensorId: "s",
+      sensorName: "n",
+      sensorEventId: "x",
+      time: new Date(0),
+      sourceIp: "192.0.2.1",
+      sourcePort: 1,
+      service: "ssh",
+      port: 22,
+      type: "ssh.login_attempt",
+      action: "a",
+      severity: "low",
+      confidence: "low",
+      tags: [],
+      summary: "s",
+      attackerInput,
+    }) as EventRow
+  expect(() => presentEvent(row({ password: "plain" }))).toThrow()
+  expect(() => presentEvent(row({ username: 7 }))).toThrow()
+})
