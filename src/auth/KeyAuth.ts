@@ -1,7 +1,19 @@
-import { Clock, Effect, FiberSet, Option } from "effect"
+import { randomBytes } from "node:crypto"
+import { PgClient } from "@effect/sql-pg"
+import { Clock, Deferred, Effect, FiberSet, Option, Schedule } from "effect"
+import Pg from "pg"
+import { AppConfig } from "../config.ts"
 import { Forbidden, Unauthorized } from "../domain/problem.ts"
 import { API_KEY_TOKEN, bearerToken, parseToken, secretMatches } from "../domain/secretToken.ts"
-import { ApiKeysRepo, type Scope } from "../repos/ApiKeysRepo.ts"
+import {
+  ApiKeysRepo,
+  KEY_CACHE_APPLICATION_NAME,
+  KEY_CHANGES_ACK_CHANNEL,
+  KEY_CHANGES_CHANNEL,
+  type KeyCredentialRow,
+  listenClientConfig,
+  type Scope,
+} from "../repos/ApiKeysRepo.ts"
 
 export interface AuthenticatedKey {
   readonly orgId: string
@@ -12,16 +24,166 @@ export interface AuthenticatedKey {
 // lastUsedAt is written at most once a minute per key and process, off the request path.
 const LAST_USED_EVERY_MS = 60_000
 
+/** A cached credential row is used for at most this long, even while no NOTIFY says it changed (belt and braces). */
+export const KEY_CACHE_MAX_AGE_MS = 60_000
+const KEY_CACHE_MAX_ENTRIES = 20_000
+/** How long the LISTEN connection waits for its own probe notification before it declares NOTIFY unusable. */
+const PROBE_TIMEOUT_MS = 2_000
+
+interface CachedKey {
+  readonly row: KeyCredentialRow
+  readonly cachedAt: number
+}
+
+/**
+ * The key cache (performance issue #6): credential rows by key id, so a request needs no authentication query.
+ * It is trusted only while this process LISTENs on KEY_CHANGES_CHANNEL and has seen its own probe notification come
+ * back through PostgreSQL: revocations and Deception switches NOTIFY in the transaction that makes them, and the
+ * listener drops what they name. When the LISTEN connection is lost the cache is emptied and bypassed until
+ * listening again (a notification sent meanwhile is lost). The commands that send them wait until every cache has
+ * acknowledged (ApiKeysRepo.announced), so the very next request sees the change. Expiry is checked against the
+ * clock on every request.
+ * The embedded database (PGlite) does not deliver notifications across connections: there the cache stays off.
+ */
+const makeKeyCache = () => {
+  const entries = new Map<string, CachedKey>()
+  let listening = false
+  // Bumped by every invalidation and every change of the listening state: a row read before a bump may predate the
+  // change that caused it, so it is not stored.
+  let generation = 0
+
+  const dropAll = () => {
+    entries.clear()
+    generation++
+  }
+
+  return {
+    get listening() {
+      return listening
+    },
+    get size() {
+      return entries.size
+    },
+    generation: () => generation,
+    get: (keyId: string, now: number): KeyCredentialRow | undefined => {
+      if (!listening) return undefined
+      const hit = entries.get(keyId)
+      if (hit === undefined) return undefined
+      if (now - hit.cachedAt >= KEY_CACHE_MAX_AGE_MS || now < hit.cachedAt) {
+        entries.delete(keyId)
+        return undefined
+      }
+      return hit.row
+    },
+    /** Stores a row read while `generation` was `readAt`, unless anything was invalidated since. */
+    set: (row: KeyCredentialRow, readAt: number, now: number) => {
+      if (!listening || generation !== readAt) return
+      if (entries.size >= KEY_CACHE_MAX_ENTRIES) {
+        const oldest = entries.keys().next()
+        if (!oldest.done) entries.delete(oldest.value)
+      }
+      entries.set(row.id, { row, cachedAt: now })
+    },
+    /** A NOTIFY payload: `key:<id>`, `org:<id>`; anything else empties the cache. */
+    invalidate: (payload: string) => {
+      generation++
+      if (payload.startsWith("key:")) entries.delete(payload.slice(4))
+      else if (payload.startsWith("org:")) {
+        const orgId = payload.slice(4)
+        for (const [id, cached] of entries) if (cached.row.orgId === orgId) entries.delete(id)
+      } else entries.clear()
+    },
+    start: () => {
+      dropAll()
+      listening = true
+    },
+    stop: () => {
+      listening = false
+      dropAll()
+    },
+  }
+}
+export type KeyCache = ReturnType<typeof makeKeyCache>
+
+/**
+ * Keeps the cache's LISTEN connection for as long as the scope lives (the pg.Client approach of db/listen.ts, which
+ * has no hook for "connected" and "lost"): connect, LISTEN, send a probe NOTIFY through the pool and wait for it;
+ * only then is the cache used. When the connection errs or ends, the cache is emptied and off until the next
+ * connection's probe comes back (after 1 s, backing off to 30 s).
+ */
+const listenForKeyChanges = (pg: PgClient.PgClient, cache: KeyCache) => {
+  const session = Effect.gen(function* () {
+    const lost = yield* Deferred.make<void>()
+    const probed = yield* Deferred.make<void>()
+    const nonce = `probe:${randomBytes(12).toString("base64url")}`
+    const client = new Pg.Client(listenClientConfig(pg.config, KEY_CACHE_APPLICATION_NAME))
+    client.on("notification", (message) => {
+      if (message.channel !== KEY_CHANGES_CHANNEL) return
+      const payload = message.payload ?? ""
+      if (payload === nonce) Deferred.unsafeDone(probed, Effect.void)
+      if (payload.startsWith("probe:")) return
+      // `<change>|<nonce>`: the announcing command waits for every cache's acknowledgement (ApiKeysRepo.announced).
+      const bar = payload.indexOf("|")
+      cache.invalidate(bar < 0 ? payload : payload.slice(0, bar))
+      if (bar >= 0) {
+        client.query("select pg_notify($1, $2)", [KEY_CHANGES_ACK_CHANNEL, payload.slice(bar + 1)]).catch(() => {})
+      }
+    })
+    const onLost = () => {
+      cache.stop()
+      Deferred.unsafeDone(lost, Effect.void)
+    }
+    client.on("error", onLost)
+    client.on("end", onLost)
+    yield* Effect.addFinalizer(() =>
+      Effect.sync(() => {
+        cache.stop()
+        client.removeAllListeners()
+        client.on("error", () => {})
+        client.end().catch(() => {})
+      }),
+    )
+    yield* Effect.tryPromise(async () => {
+      await client.connect()
+      await client.query(`LISTEN ${Pg.escapeIdentifier(KEY_CHANGES_CHANNEL)}`)
+    })
+    yield* pg`select pg_notify(${KEY_CHANGES_CHANNEL}, ${nonce})`
+    const heard = yield* Deferred.await(probed).pipe(Effect.timeout(PROBE_TIMEOUT_MS), Effect.option)
+    if (Option.isNone(heard)) {
+      yield* Effect.logWarning("api key cache off: this process does not receive NOTIFY; keys are read per request")
+      return
+    }
+    if (yield* Deferred.isDone(lost)) return
+    cache.start()
+    yield* Effect.logInfo("api key cache on")
+    yield* Deferred.await(lost)
+    yield* Effect.logWarning("api key cache off: LISTEN connection lost; keys are read per request until it is back")
+  }).pipe(
+    Effect.scoped,
+    Effect.catchAll(() => Effect.void),
+  )
+  return session.pipe(
+    Effect.repeat(Schedule.union(Schedule.exponential("1 second", 1.5), Schedule.spaced("30 seconds"))),
+    Effect.zipRight(Effect.never),
+  )
+}
+
 /**
  * API key authentication (spec "API keys", D9, D10): key, then Deception active, then scope.
- * One primary-key read per request; the secret's SHA-256 is compared in constant time; revocation and expiry
- * are read from the row on every request, so they take effect at once.
+ * The credential row comes from the key cache (see makeKeyCache) or, when it cannot answer, from one primary-key
+ * read; the secret's SHA-256 is compared in constant time on every request; revocation and Deception changes reach
+ * every process through NOTIFY at once, and expiry is compared with the clock on every request.
  */
 export class KeyAuth extends Effect.Service<KeyAuth>()("KeyAuth", {
   scoped: Effect.gen(function* () {
     const keys = yield* ApiKeysRepo
+    const config = yield* AppConfig
+    const pg = yield* PgClient.PgClient
     const background = yield* FiberSet.make()
     const lastWrites = new Map<string, number>()
+    const cache = makeKeyCache()
+    // The embedded database does not notify across connections (README "Webhooks"): no cache there.
+    if (Option.isSome(config.databaseUrl)) yield* Effect.forkScoped(listenForKeyChanges(pg, cache))
 
     const recordUse = (keyId: string, now: number) => {
       const last = lastWrites.get(keyId)
@@ -34,6 +196,15 @@ export class KeyAuth extends Effect.Service<KeyAuth>()("KeyAuth", {
           .touchLastUsed(keyId, new Date(now))
           .pipe(Effect.catchAll((e) => Effect.logWarning("could not record key use", e.cause._tag))),
       ).pipe(Effect.asVoid)
+    }
+
+    const credential = (keyId: string, now: number) => {
+      const cached = cache.get(keyId, now)
+      if (cached !== undefined) return Effect.succeed(Option.some(cached))
+      const readAt = cache.generation()
+      return Effect.tap(keys.findCredential(keyId), (found) => {
+        if (Option.isSome(found)) cache.set(found.value, readAt, now)
+      })
     }
 
     const invalid = Unauthorized.of("The API key is not valid. Send Authorization: Bearer <API_KEY>.")
@@ -51,12 +222,12 @@ export class KeyAuth extends Effect.Service<KeyAuth>()("KeyAuth", {
         }
         const parsed = parseToken(API_KEY_TOKEN, token)
         if (parsed === undefined) return yield* Effect.fail(invalid)
-        const found = yield* keys.findCredential(parsed.id)
+        const now = yield* Clock.currentTimeMillis
+        const found = yield* credential(parsed.id, now)
         if (Option.isNone(found) || !secretMatches(parsed.secret, found.value.secretHash)) {
           return yield* Effect.fail(invalid)
         }
         const key = found.value
-        const now = yield* Clock.currentTimeMillis
         if (key.revokedAt !== null) return yield* Effect.fail(Unauthorized.of("The API key has been revoked."))
         if (key.expiresAt !== null && key.expiresAt.getTime() <= now) {
           return yield* Effect.fail(Unauthorized.of("The API key has expired."))
@@ -71,6 +242,10 @@ export class KeyAuth extends Effect.Service<KeyAuth>()("KeyAuth", {
         } satisfies AuthenticatedKey
       })
 
-    return { authenticate } as const
+    return {
+      authenticate,
+      /** Whether the key cache is in use (LISTEN connected and its probe heard); for tests and diagnostics. */
+      cacheActive: () => cache.listening,
+    } as const
   }),
 }) {}

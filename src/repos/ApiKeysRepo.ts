@@ -1,5 +1,8 @@
+import { randomBytes } from "node:crypto"
 import { SqlClient, SqlSchema } from "@effect/sql"
-import { Effect, Schema } from "effect"
+import { PgClient } from "@effect/sql-pg"
+import { Deferred, Effect, Option, Redacted, Schema } from "effect"
+import Pg from "pg"
 import { dbErrors } from "./errors.ts"
 
 export const SCOPES = ["incidents:read", "events:read"] as const
@@ -18,27 +21,67 @@ export const ApiKeyRow = Schema.Struct({
 })
 export type ApiKeyRow = typeof ApiKeyRow.Type
 
-/** What authentication needs in one round trip: the key, its hash, and its organization's feature flag. */
-export const KeyCredentialRow = Schema.Struct({
-  ...ApiKeyRow.fields,
-  secretHash: Schema.Uint8ArrayFromSelf,
-  deceptionEnabled: Schema.Boolean,
+/** What authentication needs, in one round trip: the key, its hash, and its organization's feature flag. */
+export interface KeyCredentialRow {
+  readonly id: string
+  readonly orgId: string
+  readonly scopes: ReadonlyArray<string>
+  readonly expiresAt: Date | null
+  readonly revokedAt: Date | null
+  readonly secretHash: Uint8Array
+  readonly deceptionEnabled: boolean
+}
+
+/**
+ * NOTIFY channel of changes that affect authentication (D9, D10): `key:<key id>` (revoked) and `org:<org id>`
+ * (Deception switched). KeyAuth's key cache listens on it in every server process and drops what it names; every
+ * command that changes a key's revocation, expiry or scopes, or an organization's Deception flag, must send it in
+ * the same transaction as the change (here: in the same statement).
+ */
+export const KEY_CHANGES_CHANNEL = "api_key_changes"
+/** Each key cache answers a change whose payload ends in `|<nonce>` with NOTIFY <nonce> here, once it dropped it. */
+export const KEY_CHANGES_ACK_CHANNEL = "api_key_changes_ack"
+/** The application_name of the key caches' LISTEN connections: the announcing command counts them. */
+export const KEY_CACHE_APPLICATION_NAME = "dsvc-key-cache"
+/** How long a command waits for the key caches' acknowledgements before it returns anyway. */
+const ACK_WAIT_MS = 3_000
+
+/** A dedicated connection (LISTEN) with the pool's settings. */
+export const listenClientConfig = (config: PgClient.PgClientConfig, applicationName?: string): Pg.ClientConfig => ({
+  ...(config.url !== undefined
+    ? { connectionString: Redacted.value(config.url) }
+    : {
+        host: config.host ?? config.path,
+        port: config.port,
+        database: config.database,
+        user: config.username,
+        password: config.password === undefined ? undefined : Redacted.value(config.password),
+      }),
+  connectionTimeoutMillis: 2_000,
+  keepAlive: true,
+  ...(applicationName === undefined ? {} : { application_name: applicationName }),
 })
-export type KeyCredentialRow = typeof KeyCredentialRow.Type
 
 /** API keys (D9). The key value is never stored: only SHA-256 of its secret part. */
 export class ApiKeysRepo extends Effect.Service<ApiKeysRepo>()("ApiKeysRepo", {
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
 
-    const findCredential = SqlSchema.findOne({
-      Request: Schema.String,
-      Result: KeyCredentialRow,
-      execute: (id) => sql`
-        select k.*, o.deception_enabled
-        from api_keys k join organizations o on o.id = k.org_id
-        where k.id = ${id}`,
-    })
+    // Fixed text, camelCase aliases, no name transforms and no Schema decode: this runs on every request that the
+    // key cache cannot answer (performance issue #6); the columns' SQL types are the row's types.
+    const findCredential = (id: string) =>
+      sql
+        .unsafe<KeyCredentialRow>(
+          `select k.id, k.org_id as "orgId", k.scopes, k.expires_at as "expiresAt", k.revoked_at as "revokedAt",
+             k.secret_hash as "secretHash", o.deception_enabled as "deceptionEnabled"
+           from api_keys k join organizations o on o.id = k.org_id
+           where k.id = $1`,
+          [id],
+        )
+        .withoutTransform.pipe(
+          Effect.map((rows) => Option.fromNullable(rows[0])),
+          dbErrors,
+        )
 
     const listByOrg = SqlSchema.findAll({
       Request: Schema.String,
@@ -48,7 +91,64 @@ export class ApiKeysRepo extends Effect.Service<ApiKeysRepo>()("ApiKeysRepo", {
         from api_keys where org_id = ${orgId} order by created_at desc, id desc`,
     })
 
+    const pg = yield* PgClient.PgClient
+
+    /**
+     * Runs a change that NOTIFYs KEY_CHANGES_CHANNEL (its payload suffixed with the `ack` it is given) and returns
+     * once every key cache listening at the time has dropped what it names (each acknowledges on
+     * KEY_CHANGES_ACK_CHANNEL), or after ACK_WAIT_MS. NOTIFY alone is asynchronous: without this a request sent right
+     * after the command could reach a server before its notification does. `change` answers whether it changed
+     * anything (nothing to wait for otherwise).
+     */
+    const announced = <E>(change: (ack: string) => Effect.Effect<boolean, E>) =>
+      Effect.gen(function* () {
+        const counted = yield* sql<{ readonly n: number }>`
+          select count(*)::int as n from pg_stat_activity
+          where datname = current_database() and application_name = ${KEY_CACHE_APPLICATION_NAME}`.pipe(
+          Effect.map((rows) => rows[0]?.n ?? 0),
+          Effect.orElseSucceed(() => 0),
+        )
+        if (counted === 0) return yield* change("")
+        const nonce = `ack-${randomBytes(12).toString("base64url")}`
+        const heard = yield* Deferred.make<void>()
+        let acks = 0
+        const listening = yield* Effect.acquireRelease(
+          Effect.tryPromise(async () => {
+            const client = new Pg.Client(listenClientConfig(pg.config))
+            client.on("error", () => {})
+            client.on("notification", (message) => {
+              if (message.channel === KEY_CHANGES_ACK_CHANNEL && message.payload === nonce && ++acks >= counted) {
+                Deferred.unsafeDone(heard, Effect.void)
+              }
+            })
+            try {
+              await client.connect()
+              await client.query(`LISTEN ${Pg.escapeIdentifier(KEY_CHANGES_ACK_CHANNEL)}`)
+            } catch (error) {
+              client.end().catch(() => {})
+              throw error
+            }
+            return client
+          }).pipe(Effect.option),
+          (client) => Effect.sync(() => void Option.map(client, (c) => c.end().catch(() => {}))),
+        )
+        if (Option.isNone(listening)) {
+          yield* Effect.logWarning("could not wait for the API key caches to confirm the change")
+          return yield* change("")
+        }
+        const changed = yield* change(`|${nonce}`)
+        if (!changed) return changed
+        const confirmed = yield* Deferred.await(heard).pipe(Effect.timeout(ACK_WAIT_MS), Effect.option)
+        if (Option.isNone(confirmed)) {
+          yield* Effect.logWarning(
+            `only ${acks} of ${counted} API key caches confirmed the change within ${ACK_WAIT_MS} ms; the others are disconnected or slow and catch up when they reconnect`,
+          )
+        }
+        return changed
+      }).pipe(Effect.scoped)
+
     return {
+      announced,
       create: (row: {
         readonly id: string
         readonly orgId: string
@@ -61,13 +161,22 @@ export class ApiKeysRepo extends Effect.Service<ApiKeysRepo>()("ApiKeysRepo", {
           Effect.asVoid,
           dbErrors,
         ),
-      findCredential: (id: string) => findCredential(id).pipe(dbErrors),
+      findCredential,
       listByOrg: (orgId: string) => listByOrg(orgId).pipe(dbErrors),
-      /** Revocation is a row update: authentication reads it on the next request. False when no such key. */
+      /**
+       * Revocation is a row update plus a NOTIFY in the same statement (so in the same transaction): every server's
+       * key cache drops the key when it commits, and the next request reads the row. False when no such key.
+       */
       revoke: (id: string) =>
-        sql`update api_keys set revoked_at = coalesce(revoked_at, ${new Date()}) where id = ${id} returning id`.pipe(
-          Effect.map((rows) => rows.length > 0),
-          dbErrors,
+        announced((ack) =>
+          sql`
+            with revoked as (
+              update api_keys set revoked_at = coalesce(revoked_at, ${new Date()}) where id = ${id} returning id
+            )
+            select id, pg_notify(${KEY_CHANGES_CHANNEL}, 'key:' || id || ${ack}) from revoked`.pipe(
+            Effect.map((rows) => rows.length > 0),
+            dbErrors,
+          ),
         ),
       touchLastUsed: (id: string, at: Date) =>
         sql`update api_keys set last_used_at = ${at} where id = ${id} and (last_used_at is null or last_used_at < ${at})`.pipe(

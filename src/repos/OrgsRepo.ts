@@ -1,6 +1,7 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Schema } from "effect"
 import { newId } from "../domain/ids.ts"
+import { ApiKeysRepo, KEY_CHANGES_CHANNEL } from "./ApiKeysRepo.ts"
 import { dbErrors } from "./errors.ts"
 
 export const OrgRow = Schema.Struct({
@@ -14,8 +15,10 @@ export type OrgRow = typeof OrgRow.Type
 
 /** Organizations and their Deception feature flag. */
 export class OrgsRepo extends Effect.Service<OrgsRepo>()("OrgsRepo", {
+  dependencies: [ApiKeysRepo.Default],
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
+    const keys = yield* ApiKeysRepo
 
     const findById = SqlSchema.findOne({
       Request: Schema.String,
@@ -44,11 +47,18 @@ export class OrgsRepo extends Effect.Service<OrgsRepo>()("OrgsRepo", {
           Effect.asVoid,
           dbErrors,
         ),
-      /** Returns false when no such organization exists. */
+      /**
+       * The Deception flag (D10), with a NOTIFY in the same statement (so in the same transaction); returns once every
+       * server's key cache has dropped the organization's keys (ApiKeysRepo.announced). False when no such organization.
+       */
       setDeception: (id: string, enabled: boolean) =>
-        sql`update organizations set deception_enabled = ${enabled} where id = ${id} returning id`.pipe(
-          Effect.map((rows) => rows.length > 0),
-          dbErrors,
+        keys.announced((ack) =>
+          sql`
+            with changed as (update organizations set deception_enabled = ${enabled} where id = ${id} returning id)
+            select id, pg_notify(${KEY_CHANGES_CHANNEL}, 'org:' || id || ${ack}) from changed`.pipe(
+            Effect.map((rows) => rows.length > 0),
+            dbErrors,
+          ),
         ),
     } as const
   }),

@@ -1,0 +1,155 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { SqlClient } from "@effect/sql"
+import { Effect } from "effect"
+import { AdminOperations } from "../../src/admin/operations.ts"
+import { KEY_CACHE_APPLICATION_NAME } from "../../src/repos/ApiKeysRepo.ts"
+import { type TestDatabase, testDatabase } from "../support/db.ts"
+import { createKey, createTenant, get } from "../support/fixtures.ts"
+import { type RunningServer, shutdown, startServer, usingPostgres } from "../support/server.ts"
+
+/**
+ * The API key cache (KeyAuth, performance issue #6) never delays a revocation or a Deception switch: the change
+ * NOTIFYs in its own transaction and every server process drops the key before the next request. On the embedded
+ * database the cache is off (no NOTIFY across connections) and the same tests hold through per-request reads.
+ */
+
+let server: RunningServer
+let second: RunningServer
+let db: TestDatabase
+let tenant: { orgId: string; key: string; keyId: string }
+
+const cacheOnLines = (s: RunningServer) => s.logs.filter((l) => l.includes('"api key cache on"')).length
+
+const waitFor = async (what: string, check: () => boolean | Promise<boolean>, ms = 15_000) => {
+  const deadline = Date.now() + ms
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
+    await Bun.sleep(50)
+  }
+}
+
+beforeAll(async () => {
+  server = await startServer()
+  // A second process on the same database (PostgreSQL, or the first one's embedded database through its socket).
+  second = await startServer({ env: { ...server.env } })
+  db = testDatabase(server.env)
+  tenant = await createTenant(db)
+  if (usingPostgres()) {
+    await waitFor("both key caches on", () => cacheOnLines(server) >= 1 && cacheOnLines(second) >= 1)
+  }
+})
+
+afterAll(async () => {
+  await second?.stop()
+  await shutdown(server, db)
+})
+
+const revoke = (keyId: string) => db.run(Effect.flatMap(AdminOperations, (admin) => admin.revokeKey(keyId)))
+const deception = (orgId: string, state: "on" | "off") =>
+  db.run(Effect.flatMap(AdminOperations, (admin) => admin.setDeception(orgId, state)))
+
+/** Requests that put the key in each process's cache (when it is on). */
+const warm = async (key: string) => {
+  for (const s of [server, second]) {
+    for (let i = 0; i < 3; i++) expect((await get(s.url, "/v1/incidents?limit=1", key)).status).toBe(200)
+  }
+}
+
+describe("D9, D10: the key cache never outlives a change", () => {
+  test("the cache is on with PostgreSQL and off with the embedded database", () => {
+    if (usingPostgres()) {
+      expect(cacheOnLines(server)).toBeGreaterThanOrEqual(1)
+      expect(cacheOnLines(second)).toBeGreaterThanOrEqual(1)
+    } else {
+      expect(cacheOnLines(server) + cacheOnLines(second)).toBe(0)
+    }
+  })
+
+  test("D9: revocation is effective on the very next request, on both server processes", async () => {
+    for (let round = 0; round < 10; round++) {
+      const key = await createKey(db, tenant.orgId, "incidents:read,events:read")
+      await warm(key.key)
+      await revoke(key.id)
+      // Right after the command returns: the other process first, then the one whose cache was warmed last.
+      for (const s of [round % 2 === 0 ? server : second, round % 2 === 0 ? second : server]) {
+        const res = await get(s.url, "/v1/incidents?limit=1", key.key)
+        expect({ round, status: res.status, detail: res.body.detail }).toEqual({
+          round,
+          status: 401,
+          detail: "The API key has been revoked.",
+        })
+      }
+    }
+  })
+
+  test("D10: Deception off is effective on the very next request on both processes; on again restores access", async () => {
+    const org = await createTenant(db, "Cached Inc")
+    for (let round = 0; round < 5; round++) {
+      await warm(org.key)
+      await deception(org.orgId, "off")
+      for (const s of [second, server]) {
+        const res = await get(s.url, "/v1/events?limit=1", org.key)
+        expect({ round, status: res.status, code: res.body.code }).toEqual({
+          round,
+          status: 403,
+          code: "feature_disabled",
+        })
+      }
+      await deception(org.orgId, "on")
+      for (const s of [server, second]) expect((await get(s.url, "/v1/events?limit=1", org.key)).status).toBe(200)
+    }
+  })
+
+  test("D9: a cached key stops working at its expiry (the clock is read on every request)", async () => {
+    const key = await createKey(db, tenant.orgId, "incidents:read", new Date(Date.now() + 2000).toISOString())
+    await warm(key.key)
+    await Bun.sleep(2100)
+    for (const s of [server, second]) {
+      const res = await get(s.url, "/v1/incidents?limit=1", key.key)
+      expect(res.status).toBe(401)
+      expect(res.body.detail).toBe("The API key has expired.")
+    }
+  })
+
+  test("a wrong secret for a cached key id is still 401 (the hash is compared on every request)", async () => {
+    const key = await createKey(db, tenant.orgId, "incidents:read")
+    await warm(key.key)
+    const forged = key.key.replace(/.$/, (c) => (c === "A" ? "B" : "A"))
+    const res = await get(server.url, "/v1/incidents?limit=1", forged)
+    expect(res.status).toBe(401)
+    expect(res.body.detail).toBe("The API key is not valid. Send Authorization: Bearer <API_KEY>.")
+  })
+
+  test.skipIf(!usingPostgres())(
+    "D9: with the LISTEN connection lost the cache is emptied and bypassed; a revocation made meanwhile holds",
+    async () => {
+      const key = await createKey(db, tenant.orgId, "incidents:read")
+      await warm(key.key)
+      const before = cacheOnLines(server) + cacheOnLines(second)
+      // Cut every key-cache LISTEN connection of this database: a revocation now sends a NOTIFY nobody hears.
+      await db.run(
+        Effect.flatMap(
+          SqlClient.SqlClient,
+          (sql) =>
+            sql`select pg_terminate_backend(pid) from pg_stat_activity
+                where datname = current_database() and application_name = ${KEY_CACHE_APPLICATION_NAME}`,
+        ),
+      )
+      await waitFor("both caches off", () =>
+        [server, second].every((s) => s.logs.some((l) => l.includes("api key cache off: LISTEN connection lost"))),
+      )
+      await revoke(key.id)
+      for (const s of [server, second]) {
+        const res = await get(s.url, "/v1/incidents?limit=1", key.key)
+        expect(res.status).toBe(401)
+        expect(res.body.detail).toBe("The API key has been revoked.")
+      }
+      // Both reconnect, hear their probe and use the cache again; a revocation is again seen at once.
+      await waitFor("both caches on again", () => cacheOnLines(server) + cacheOnLines(second) >= before + 2)
+      const next = await createKey(db, tenant.orgId, "incidents:read")
+      await warm(next.key)
+      await revoke(next.id)
+      for (const s of [second, server]) expect((await get(s.url, "/v1/incidents?limit=1", next.key)).status).toBe(401)
+    },
+  )
+})
