@@ -134,7 +134,12 @@ export const WebhookDispatcherLive = Layer.scopedDiscard(
       return FiberSet.run(sends, deliver(row).pipe(Effect.ensuring(done)))
     }
 
-    /** One round: claims what the free slots allow; true when it may be worth claiming again at once. */
+    /**
+     * One round: claims what the free slots allow; true when it may be worth claiming again at once. Rows beyond a
+     * channel's bound (the oldest due rows may all be one slow channel's backlog) are given back in one statement and
+     * the round is repeated at once: that channel is now at its bound and passed over, so a healthy channel's newer
+     * deliveries are claimed without waiting for the next wake-up (each repeat adds a channel to the skipped ones).
+     */
     const claimRound = Effect.gen(function* () {
       const free = settings.concurrency - total
       if (stopping || free <= 0) return false
@@ -147,15 +152,14 @@ export const WebhookDispatcherLive = Layer.scopedDiscard(
         limit: free,
         skipChannels: busy,
       })
-      let deferred = 0
+      const deferred: Array<string> = []
       for (const row of rows) {
-        if ((inflight.get(row.channelId) ?? 0) >= settings.channelConcurrency) {
-          // This round brought more of one channel than its bound: give it back for a later round.
-          yield* repo.releaseLease(owner, row.id)
-          deferred++
-        } else yield* start(row)
+        if ((inflight.get(row.channelId) ?? 0) >= settings.channelConcurrency) deferred.push(row.id)
+        else yield* start(row)
       }
-      return rows.length === free && deferred === 0
+      // Given back before anything else is claimed, so a second round finds them due again.
+      yield* repo.releaseLeasesOf(owner, deferred)
+      return rows.length === free || deferred.length > 0
     }).pipe(
       Effect.catchAll((e) =>
         Effect.logWarning("webhook dispatcher could not claim deliveries", e.cause._tag).pipe(Effect.as(false)),
