@@ -126,7 +126,11 @@ export const settingsConfig = Config.all({
   port: portConfig("PORT").pipe(Config.withDefault(8080)),
   ingestPort: portConfig("INGEST_PORT").pipe(Config.withDefault(8081)),
   opsPort: portConfig("OPS_PORT").pipe(Config.withDefault(9090)),
-  databaseUrl: Config.redacted("DATABASE_URL").pipe(Config.option),
+  // Empty counts as unset (`DATABASE_URL=` in a compose file or CI): the embedded database.
+  databaseUrl: Config.redacted("DATABASE_URL").pipe(
+    Config.option,
+    Config.map(Option.filter((url) => Redacted.value(url).trim() !== "")),
+  ),
   dataDir: Config.string("DATA_DIR").pipe(Config.withDefault("./.data")),
   baseUrl: httpUrl("BASE_URL").pipe(Config.option),
   appUrl: httpUrl("APP_URL").pipe(Config.withDefault("http://localhost:3000")),

@@ -1,17 +1,40 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import { SqlClient } from "@effect/sql"
+import { SQL } from "bun"
 import { Effect } from "effect"
 import { AdminOperations } from "../../src/admin/operations.ts"
 import { KEY_CACHE_APPLICATION_NAME } from "../../src/repos/ApiKeysRepo.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
 import { createKey, createTenant, get } from "../support/fixtures.ts"
-import { type RunningServer, shutdown, startServer, usingPostgres } from "../support/server.ts"
+import { type RunningServer, shutdown, startServer, testEnv, usingPostgres } from "../support/server.ts"
 
 /**
  * The API key cache (KeyAuth, performance issue #6) never delays a revocation or a Deception switch: the change
- * NOTIFYs in its own transaction and every server process drops the key before the next request. On the embedded
- * database the cache is off (no NOTIFY across connections) and the same tests hold through per-request reads.
+ * NOTIFYs in its own transaction and every server process drops the key before the next request.
+ *
+ * The cache exists only on PostgreSQL, so these tests always run there: on DATABASE_URL when the suite runs on
+ * PostgreSQL, otherwise on a fresh database of the machine's PostgreSQL (TEST_POSTGRES_URL, default
+ * postgres://postgres@127.0.0.1:5432/postgres), created and dropped here. Without a PostgreSQL they fail; they are
+ * never skipped. The embedded database's side (no cache, same guarantees through per-request reads) is tested below.
  */
+
+const ADMIN_URL = process.env.TEST_POSTGRES_URL ?? "postgres://postgres@127.0.0.1:5432/postgres"
+let ownDatabase: string | undefined
+
+/** DATABASE_URL for this file's servers: the suite's PostgreSQL, or a fresh database of the machine's one. */
+const postgresUrl = async (): Promise<string> => {
+  if (usingPostgres()) return process.env.DATABASE_URL ?? ""
+  ownDatabase = `dsvc_keycache_${crypto.randomUUID().replaceAll("-", "").slice(0, 12)}`
+  const admin = new SQL({ url: ADMIN_URL, max: 1 })
+  await admin.unsafe(`create database ${ownDatabase}`)
+  await admin.close()
+  const url = new URL(ADMIN_URL)
+  url.pathname = `/${ownDatabase}`
+  return url.toString()
+}
 
 let server: RunningServer
 let second: RunningServer
@@ -29,26 +52,31 @@ const waitFor = async (what: string, check: () => boolean | Promise<boolean>, ms
 }
 
 beforeAll(async () => {
-  server = await startServer()
-  // A second process on the same database (PostgreSQL, or the first one's embedded database through its socket).
-  second = await startServer({ env: { ...server.env } })
-  db = testDatabase(server.env)
+  const env = testEnv({ DATABASE_URL: await postgresUrl() })
+  server = await startServer({ env })
+  // A second process on the same database.
+  second = await startServer({ env })
+  db = testDatabase(env)
   tenant = await createTenant(db)
-  if (usingPostgres()) {
-    await waitFor("both key caches on", () => cacheOnLines(server) >= 1 && cacheOnLines(second) >= 1)
-  }
+  await waitFor("both key caches on", () => cacheOnLines(server) >= 1 && cacheOnLines(second) >= 1)
 })
 
 afterAll(async () => {
   await second?.stop()
   await shutdown(server, db)
+  if (ownDatabase !== undefined) {
+    const admin = new SQL({ url: ADMIN_URL, max: 1 })
+    await admin.unsafe(`drop database if exists ${ownDatabase} with (force)`)
+    await admin.close()
+  }
 })
 
-const revoke = (keyId: string) => db.run(Effect.flatMap(AdminOperations, (admin) => admin.revokeKey(keyId)))
+const revoke = (keyId: string, on: TestDatabase = db) =>
+  on.run(Effect.flatMap(AdminOperations, (admin) => admin.revokeKey(keyId)))
 const deception = (orgId: string, state: "on" | "off") =>
   db.run(Effect.flatMap(AdminOperations, (admin) => admin.setDeception(orgId, state)))
 
-/** Requests that put the key in each process's cache (when it is on). */
+/** Requests that put the key in each process's cache. */
 const warm = async (key: string) => {
   for (const s of [server, second]) {
     for (let i = 0; i < 3; i++) expect((await get(s.url, "/v1/incidents?limit=1", key)).status).toBe(200)
@@ -56,13 +84,9 @@ const warm = async (key: string) => {
 }
 
 describe("D9, D10: the key cache never outlives a change", () => {
-  test("the cache is on with PostgreSQL and off with the embedded database", () => {
-    if (usingPostgres()) {
-      expect(cacheOnLines(server)).toBeGreaterThanOrEqual(1)
-      expect(cacheOnLines(second)).toBeGreaterThanOrEqual(1)
-    } else {
-      expect(cacheOnLines(server) + cacheOnLines(second)).toBe(0)
-    }
+  test("the cache is on with PostgreSQL, in both processes", () => {
+    expect(cacheOnLines(server)).toBeGreaterThanOrEqual(1)
+    expect(cacheOnLines(second)).toBeGreaterThanOrEqual(1)
   })
 
   test("D9: revocation is effective on the very next request, on both server processes", async () => {
@@ -120,36 +144,55 @@ describe("D9, D10: the key cache never outlives a change", () => {
     expect(res.body.detail).toBe("The API key is not valid. Send Authorization: Bearer <API_KEY>.")
   })
 
-  test.skipIf(!usingPostgres())(
-    "D9: with the LISTEN connection lost the cache is emptied and bypassed; a revocation made meanwhile holds",
-    async () => {
-      const key = await createKey(db, tenant.orgId, "incidents:read")
-      await warm(key.key)
-      const before = cacheOnLines(server) + cacheOnLines(second)
-      // Cut every key-cache LISTEN connection of this database: a revocation now sends a NOTIFY nobody hears.
-      await db.run(
-        Effect.flatMap(
-          SqlClient.SqlClient,
-          (sql) =>
-            sql`select pg_terminate_backend(pid) from pg_stat_activity
+  test("D9: with the LISTEN connection lost the cache is emptied and bypassed; a revocation made meanwhile holds", async () => {
+    const key = await createKey(db, tenant.orgId, "incidents:read")
+    await warm(key.key)
+    const before = cacheOnLines(server) + cacheOnLines(second)
+    // Cut every key-cache LISTEN connection of this database: a revocation now sends a NOTIFY nobody hears.
+    await db.run(
+      Effect.flatMap(
+        SqlClient.SqlClient,
+        (sql) =>
+          sql`select pg_terminate_backend(pid) from pg_stat_activity
                 where datname = current_database() and application_name = ${KEY_CACHE_APPLICATION_NAME}`,
-        ),
-      )
-      await waitFor("both caches off", () =>
-        [server, second].every((s) => s.logs.some((l) => l.includes("api key cache off: LISTEN connection lost"))),
-      )
-      await revoke(key.id)
-      for (const s of [server, second]) {
-        const res = await get(s.url, "/v1/incidents?limit=1", key.key)
-        expect(res.status).toBe(401)
-        expect(res.body.detail).toBe("The API key has been revoked.")
-      }
-      // Both reconnect, hear their probe and use the cache again; a revocation is again seen at once.
-      await waitFor("both caches on again", () => cacheOnLines(server) + cacheOnLines(second) >= before + 2)
-      const next = await createKey(db, tenant.orgId, "incidents:read")
-      await warm(next.key)
-      await revoke(next.id)
-      for (const s of [second, server]) expect((await get(s.url, "/v1/incidents?limit=1", next.key)).status).toBe(401)
-    },
-  )
+      ),
+    )
+    await waitFor("both caches off", () =>
+      [server, second].every((s) => s.logs.some((l) => l.includes("api key cache off: LISTEN connection lost"))),
+    )
+    await revoke(key.id)
+    for (const s of [server, second]) {
+      const res = await get(s.url, "/v1/incidents?limit=1", key.key)
+      expect(res.status).toBe(401)
+      expect(res.body.detail).toBe("The API key has been revoked.")
+    }
+    // Both reconnect, hear their probe and use the cache again; a revocation is again seen at once.
+    await waitFor("both caches on again", () => cacheOnLines(server) + cacheOnLines(second) >= before + 2)
+    const next = await createKey(db, tenant.orgId, "incidents:read")
+    await warm(next.key)
+    await revoke(next.id)
+    for (const s of [second, server]) expect((await get(s.url, "/v1/incidents?limit=1", next.key)).status).toBe(401)
+  })
+})
+
+describe("D9: the embedded database has no key cache", () => {
+  test("an empty DATABASE_URL means embedded; no cache is turned on, and a revocation holds on the very next request through per-request reads", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "dsvc-"))
+    // DATABASE_URL set but empty means "unset" (as in `DATABASE_URL= bun run start`): the embedded database.
+    const env = testEnv({ DATABASE_URL: "", DATA_DIR: dataDir })
+    const embedded = await startServer({ env })
+    const embeddedDb = testDatabase(env)
+    try {
+      const own = await createTenant(embeddedDb)
+      expect((await get(embedded.url, "/v1/incidents?limit=1", own.key)).status).toBe(200)
+      await revoke(own.keyId, embeddedDb)
+      const res = await get(embedded.url, "/v1/incidents?limit=1", own.key)
+      expect(res.status).toBe(401)
+      expect(res.body.detail).toBe("The API key has been revoked.")
+      expect(cacheOnLines(embedded)).toBe(0)
+    } finally {
+      await shutdown(embedded, embeddedDb)
+      rmSync(dataDir, { recursive: true, force: true })
+    }
+  })
 })
