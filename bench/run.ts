@@ -410,6 +410,8 @@ if (Object.keys(results).length > 0) {
           warmupSeconds: timing.warmupSeconds,
           rateLimit:
             "120 per 60 s per key and per client IP (default); TRUST_PROXY=127.0.0.1/32, X-Forwarded-For rotated",
+          // Settings tried on the service through BENCH_SERVICE_ENV (empty: the defaults).
+          serviceEnv: process.env.BENCH_SERVICE_ENV ?? "",
         },
         results,
         targets,

@@ -161,3 +161,10 @@ export const countLogLines = (file: string, needle: string) =>
   safeRead(file)
     .split("\n")
     .filter((l) => l.includes(needle)).length
+
+/** The memory figures of a stopped process, as the results report them. */
+export const memoryFigures = (m: MemorySample): MemorySample => ({
+  startRssMiB: m.startRssMiB,
+  peakRssMiB: m.peakRssMiB,
+  maxPolledRssMiB: m.maxPolledRssMiB,
+})

@@ -1,6 +1,6 @@
 import { SQL } from "bun"
 import { type BenchContext, log, round, serviceEnv, sleep } from "../lib/common.ts"
-import { type Spawned, startBaseline, startService } from "../lib/proc.ts"
+import { memoryFigures, type Spawned, startBaseline, startService } from "../lib/proc.ts"
 import { type Dataset, type SeedManifest, writeKeysFile } from "../lib/seed.ts"
 import { errorCount, runWrk, type WrkResult } from "../lib/wrk.ts"
 
@@ -190,18 +190,7 @@ export const runApi = async (ctx: BenchContext, manifest: SeedManifest, timing: 
       rows,
       statementsPerRequest: statements,
       serviceStatuses: statuses,
-      memory: {
-        service: {
-          startRssMiB: memory.service.startRssMiB,
-          peakRssMiB: memory.service.peakRssMiB,
-          maxPolledRssMiB: memory.service.maxPolledRssMiB,
-        },
-        baseline: {
-          startRssMiB: memory.baseline.startRssMiB,
-          peakRssMiB: memory.baseline.peakRssMiB,
-          maxPolledRssMiB: memory.baseline.maxPolledRssMiB,
-        },
-      },
+      memory: { service: memoryFigures(memory.service), baseline: memoryFigures(memory.baseline) },
       ...(memory.service.profile ? { profile: memory.service.profile } : {}),
     }
   } catch (error) {
@@ -293,18 +282,7 @@ export const runScale = async (ctx: BenchContext, manifest: SeedManifest, timing
       rows,
       ratios,
       serviceStatuses: statuses,
-      memory: {
-        service: {
-          startRssMiB: memory.service.startRssMiB,
-          peakRssMiB: memory.service.peakRssMiB,
-          maxPolledRssMiB: memory.service.maxPolledRssMiB,
-        },
-        baseline: {
-          startRssMiB: memory.baseline.startRssMiB,
-          peakRssMiB: memory.baseline.peakRssMiB,
-          maxPolledRssMiB: memory.baseline.maxPolledRssMiB,
-        },
-      },
+      memory: { service: memoryFigures(memory.service), baseline: memoryFigures(memory.baseline) },
       ...(memory.service.profile ? { profile: memory.service.profile } : {}),
     }
   } catch (error) {

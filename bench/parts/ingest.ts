@@ -1,6 +1,6 @@
 import { SQL } from "bun"
 import { type BenchContext, log, percentile, round, serviceEnv, sleep } from "../lib/common.ts"
-import { startService } from "../lib/proc.ts"
+import { memoryFigures, startService } from "../lib/proc.ts"
 import type { SeedManifest } from "../lib/seed.ts"
 
 /**
@@ -178,13 +178,7 @@ export const runIngest = async (
       sourceIps: 1000,
       rows,
       incidentsAfter: incidents,
-      memory: {
-        service: {
-          startRssMiB: memory.startRssMiB,
-          peakRssMiB: memory.peakRssMiB,
-          maxPolledRssMiB: memory.maxPolledRssMiB,
-        },
-      },
+      memory: { service: memoryFigures(memory) },
       ...(memory.profile ? { profile: memory.profile } : {}),
     }
   } catch (error) {

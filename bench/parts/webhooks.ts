@@ -6,7 +6,7 @@ import { startReceiver } from "../../test/support/receiver.ts"
 import { makeTestCertificate } from "../../test/support/tls.ts"
 import { adminJson } from "../lib/admin.ts"
 import { type BenchContext, log, percentile, round, serviceEnv, sleep } from "../lib/common.ts"
-import { countLogLines, startService } from "../lib/proc.ts"
+import { countLogLines, memoryFigures, startService } from "../lib/proc.ts"
 import type { SeedManifest } from "../lib/seed.ts"
 
 /**
@@ -200,13 +200,7 @@ export const runWebhooks = async (
       healthyOnly: { latency: idleLatency, burst: idleBurst },
       withDeadChannel: { latency: deadLatency, burst: deadBurst, deadReceiverConnections: deadConnections },
       failedAttemptsLogged: countLogLines(service.logFile, "webhook attempt failed"),
-      memory: {
-        service: {
-          startRssMiB: memory.startRssMiB,
-          peakRssMiB: memory.peakRssMiB,
-          maxPolledRssMiB: memory.maxPolledRssMiB,
-        },
-      },
+      memory: { service: memoryFigures(memory) },
       ...(memory.profile ? { profile: memory.profile } : {}),
     }
   } catch (error) {
