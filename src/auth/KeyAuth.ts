@@ -3,6 +3,7 @@ import { PgClient } from "@effect/sql-pg"
 import { Clock, Deferred, Effect, FiberSet, Option, Schedule } from "effect"
 import Pg from "pg"
 import { AppConfig } from "../config.ts"
+import { listenClientConfig } from "../db/listen.ts"
 import { Forbidden, Unauthorized } from "../domain/problem.ts"
 import { API_KEY_TOKEN, bearerToken, parseToken, secretMatches } from "../domain/secretToken.ts"
 import {
@@ -11,7 +12,6 @@ import {
   KEY_CHANGES_ACK_CHANNEL,
   KEY_CHANGES_CHANNEL,
   type KeyCredentialRow,
-  listenClientConfig,
   type Scope,
 } from "../repos/ApiKeysRepo.ts"
 

@@ -2,6 +2,22 @@ import type { PgClient } from "@effect/sql-pg"
 import { Effect, Redacted, Schedule } from "effect"
 import Pg from "pg"
 
+/** A dedicated connection (LISTEN, NOTIFY) with the pool's settings. */
+export const listenClientConfig = (config: PgClient.PgClientConfig, applicationName?: string): Pg.ClientConfig => ({
+  ...(config.url !== undefined
+    ? { connectionString: Redacted.value(config.url) }
+    : {
+        host: config.host ?? config.path,
+        port: config.port,
+        database: config.database,
+        user: config.username,
+        password: config.password === undefined ? undefined : Redacted.value(config.password),
+      }),
+  connectionTimeoutMillis: 2_000,
+  keepAlive: true,
+  ...(applicationName === undefined ? {} : { application_name: applicationName }),
+})
+
 /**
  * LISTEN on a channel for as long as the scope lives, surviving database restarts. @effect/sql-pg's `listen`
  * swallows its connection's errors and never listens again after a restart; this keeps a connection of its own
@@ -13,18 +29,7 @@ export const listenForever = (
   channel: string,
   onNotify: () => void,
 ): Effect.Effect<never> => {
-  const clientConfig: Pg.ClientConfig =
-    config.url !== undefined
-      ? { connectionString: Redacted.value(config.url), connectionTimeoutMillis: 2_000, keepAlive: true }
-      : {
-          host: config.host ?? config.path,
-          port: config.port,
-          database: config.database,
-          user: config.username,
-          password: config.password === undefined ? undefined : Redacted.value(config.password),
-          connectionTimeoutMillis: 2_000,
-          keepAlive: true,
-        }
+  const clientConfig = listenClientConfig(config)
 
   /** One connection's life: succeeds when it is lost (or could not be made). */
   const session = Effect.async<void>((resume) => {

@@ -1,8 +1,9 @@
 import { randomBytes } from "node:crypto"
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
-import { Deferred, Effect, Option, Redacted, Schema } from "effect"
+import { Deferred, Effect, Option, Schema } from "effect"
 import Pg from "pg"
+import { listenClientConfig } from "../db/listen.ts"
 import { dbErrors } from "./errors.ts"
 
 export const SCOPES = ["incidents:read", "events:read"] as const
@@ -45,22 +46,6 @@ export const KEY_CHANGES_ACK_CHANNEL = "api_key_changes_ack"
 export const KEY_CACHE_APPLICATION_NAME = "dsvc-key-cache"
 /** How long a command waits for the key caches' acknowledgements before it returns anyway. */
 const ACK_WAIT_MS = 3_000
-
-/** A dedicated connection (LISTEN) with the pool's settings. */
-export const listenClientConfig = (config: PgClient.PgClientConfig, applicationName?: string): Pg.ClientConfig => ({
-  ...(config.url !== undefined
-    ? { connectionString: Redacted.value(config.url) }
-    : {
-        host: config.host ?? config.path,
-        port: config.port,
-        database: config.database,
-        user: config.username,
-        password: config.password === undefined ? undefined : Redacted.value(config.password),
-      }),
-  connectionTimeoutMillis: 2_000,
-  keepAlive: true,
-  ...(applicationName === undefined ? {} : { application_name: applicationName }),
-})
 
 /** API keys (D9). The key value is never stored: only SHA-256 of its secret part. */
 export class ApiKeysRepo extends Effect.Service<ApiKeysRepo>()("ApiKeysRepo", {

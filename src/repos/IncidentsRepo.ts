@@ -40,20 +40,20 @@ export interface IncidentListQuery {
 }
 
 /** What ingestion reads of a grouping key's newest incident (rules.ts CurrentIncident). */
-const KeyIncident = Schema.Struct({
-  id: Schema.String,
-  sourceIp: Schema.String,
-  status: IncidentStatus,
-  severity: Severity,
-  eventCount: Schema.Int,
-  eventTypes: Schema.Array(Schema.String),
-  tags: Schema.Array(Schema.String),
-  usernames: Schema.Array(Schema.String),
-  highConfidence: Schema.Boolean,
-  firstSeenAt: Schema.DateFromSelf,
-  lastSeenAt: Schema.DateFromSelf,
-  resolvedAt: Schema.NullOr(Schema.DateFromSelf),
-})
+const KeyIncident = IncidentRow.pick(
+  "id",
+  "sourceIp",
+  "status",
+  "severity",
+  "eventCount",
+  "eventTypes",
+  "tags",
+  "usernames",
+  "highConfidence",
+  "firstSeenAt",
+  "lastSeenAt",
+  "resolvedAt",
+)
 export type KeyIncident = typeof KeyIncident.Type
 
 // A lone UTF-16 surrogate would make jsonb refuse the batch (as a text parameter the driver sent U+FFFD instead).
