@@ -18,14 +18,14 @@ import {
   describe,
   isDefaultCredential,
   isRecord,
-  mapped,
+  mappedLogEvent,
+  neverThrowing,
   normalizeIp,
   parseLogTime,
   parsePort,
   putScalar,
   rejected,
   sha256Hex,
-  uniqueTags,
 } from "./native.ts"
 
 /** The Cowrie eventids this service understands, and the action part of their event type. */
@@ -118,25 +118,17 @@ const mapLine = (line: unknown): MapResult => {
     }
   }
 
-  return mapped({
+  return mappedLogEvent({
     sensorEventId: `cowrie:${session}:${sha256Hex(canonicalJson(line))}`,
     time,
     sourceIp,
-    sourcePort: sourcePort === "unknown" ? 0 : sourcePort,
-    service: spec.service,
-    port: dstPort === "unknown" || dstPort === 0 ? spec.port : dstPort,
-    type: spec.type,
-    action: spec.action,
-    tags: uniqueTags(tags),
+    sourcePort,
+    dstPort,
+    spec,
+    tags,
     attackerInput,
   })
 }
 
 /** Maps one Cowrie log line (already JSON-parsed). Never throws: anything unusable is Rejected with a reason. */
-export const mapCowrie = (line: unknown): MapResult => {
-  try {
-    return mapLine(line)
-  } catch {
-    return rejected("the Cowrie log line could not be read (nested too deeply or not JSON data)")
-  }
-}
+export const mapCowrie = neverThrowing("Cowrie", mapLine)

@@ -8,6 +8,7 @@
  */
 import { createHash } from "node:crypto"
 import { isIP } from "node:net"
+import type { EventTypeSpec } from "../../domain/eventTypes.ts"
 import { truncateCodePoints } from "../../domain/sanitize.ts"
 
 export interface NativeEventInput {
@@ -225,3 +226,41 @@ export const isDefaultCredential = (username: string | undefined, password: stri
 
 /** Tags in first-seen order, each once. */
 export const uniqueTags = (tags: Iterable<string>): ReadonlyArray<string> => [...new Set(tags)]
+
+/**
+ * The native event of a honeypot log line (OpenCanary, Cowrie): service, action and type from the mapped event
+ * type; an unknown source port is 0 and an unknown or zero destination port is the type's default port.
+ */
+export const mappedLogEvent = (line: {
+  readonly sensorEventId: string
+  readonly time: string
+  readonly sourceIp: string
+  readonly sourcePort: number | "unknown"
+  readonly dstPort: number | "unknown"
+  readonly spec: EventTypeSpec
+  readonly tags: Iterable<string>
+  readonly attackerInput: Record<string, unknown>
+}): MapResult =>
+  mapped({
+    sensorEventId: line.sensorEventId,
+    time: line.time,
+    sourceIp: line.sourceIp,
+    sourcePort: line.sourcePort === "unknown" ? 0 : line.sourcePort,
+    service: line.spec.service,
+    port: line.dstPort === "unknown" || line.dstPort === 0 ? line.spec.port : line.dstPort,
+    type: line.spec.type,
+    action: line.spec.action,
+    tags: uniqueTags(line.tags),
+    attackerInput: line.attackerInput,
+  })
+
+/** A honeypot line mapper that never throws: anything unusable (say, nested too deeply) is Rejected with a reason. */
+export const neverThrowing =
+  (format: string, mapLine: (line: unknown) => MapResult) =>
+  (line: unknown): MapResult => {
+    try {
+      return mapLine(line)
+    } catch {
+      return rejected(`the ${format} log line could not be read (nested too deeply or not JSON data)`)
+    }
+  }

@@ -21,14 +21,14 @@ import {
   describe,
   isDefaultCredential,
   isRecord,
-  mapped,
+  mappedLogEvent,
+  neverThrowing,
   normalizeIp,
   parseLogTime,
   parsePort,
   putScalar,
   rejected,
   sha256Hex,
-  uniqueTags,
 } from "./native.ts"
 
 /** opencanary/logger.py LoggerBase.LOG_* constants, by value (used to name a logtype in a rejection). */
@@ -254,25 +254,17 @@ const mapLine = (line: unknown): MapResult => {
   const userAgent = stringField(logdata, "USERAGENT")
   if (userAgent !== undefined && SCANNER_AGENT.test(userAgent.slice(0, INSPECT_MAX))) tags.push("scanner")
 
-  return mapped({
+  return mappedLogEvent({
     sensorEventId: `oc:${sha256Hex(canonicalJson(line))}`,
     time,
     sourceIp,
-    sourcePort: sourcePort === "unknown" ? 0 : sourcePort,
-    service: spec.service,
-    port: dstPort === "unknown" || dstPort === 0 ? spec.port : dstPort,
-    type: spec.type,
-    action: spec.action,
-    tags: uniqueTags(tags),
+    sourcePort,
+    dstPort,
+    spec,
+    tags,
     attackerInput,
   })
 }
 
 /** Maps one OpenCanary log line (already JSON-parsed). Never throws: anything unusable is Rejected with a reason. */
-export const mapOpenCanary = (line: unknown): MapResult => {
-  try {
-    return mapLine(line)
-  } catch {
-    return rejected("the OpenCanary log line could not be read (nested too deeply or not JSON data)")
-  }
-}
+export const mapOpenCanary = neverThrowing("OpenCanary", mapLine)
