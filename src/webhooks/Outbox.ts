@@ -100,9 +100,6 @@ export class WebhookOutbox extends Effect.Service<WebhookOutbox>()("WebhookOutbo
         return rows.length
       })
 
-    /** The deliveries of one incident's transitions. */
-    const enqueue = (input: OutboxEntry) => enqueueAll([input])
-
-    return { enqueue, enqueueAll } as const
+    return { enqueueAll } as const
   }),
 }) {}
