@@ -26,7 +26,7 @@ const bearerFor = (scope: Scope) =>
             ),
             // D10: the per-key limit comes after key, Deception and scope. The edge turns the decision into headers.
             Effect.tap((caller) =>
-              Effect.flatMap(limiter.hit(keyBucket(caller.keyId)), (decision) => {
+              Effect.flatMap(limiter.hit(keyBucket(caller.keyId), requestFacts(request).arrivedMs), (decision) => {
                 requestFacts(request).keyLimit = decision
                 return decision.allowed
                   ? Effect.void

@@ -1,5 +1,5 @@
 import { HttpApp, HttpBody, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Effect, Metric, Option } from "effect"
+import { Clock, Effect, Metric, Option } from "effect"
 import { problemBody } from "../domain/problem.ts"
 import { httpRequestDuration, httpRequests } from "../ops/metrics.ts"
 import { type RateDecision, type RateLimiterService, rateLimitHeaders } from "../ratelimit/RateLimiter.ts"
@@ -178,7 +178,9 @@ export const makeEdgeMiddleware =
         request.headers["x-forwarded-for"],
         trustProxy,
       )
-      const ipLimit = yield* limiter.hit(ipBucket(client))
+      const arrivedMs = yield* Clock.currentTimeMillis
+      requestFacts(request).arrivedMs = arrivedMs
+      const ipLimit = yield* limiter.hit(ipBucket(client), arrivedMs)
       const withLimits = (response: HttpServerResponse.HttpServerResponse, decision: RateDecision) =>
         HttpServerResponse.setHeaders(secure(request, response), rateLimitHeaders(limiter, decision))
       const answer = (response: HttpServerResponse.HttpServerResponse, decision: RateDecision = ipLimit) =>

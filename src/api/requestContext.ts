@@ -7,6 +7,8 @@ import type { RateDecision } from "../ratelimit/RateLimiter.ts"
 export interface RequestFacts {
   orgId?: string
   keyId?: string
+  /** When the request arrived (Clock ms): it is counted at this time in both rate limits (D11). */
+  arrivedMs?: number
   /** The per-key rate limit decision (D10: taken after the scope check). */
   keyLimit?: RateDecision
 }

@@ -31,7 +31,11 @@ export {
  * a warning is logged at most once a minute per limiter.
  */
 export interface RateLimiterService {
-  readonly hit: (bucket: string) => Effect.Effect<RateDecision>
+  /**
+   * Counts one request in a bucket at `atMs` (default: now). The API counts a request at its arrival in both of its
+   * buckets, so the address's Retry-After also holds for the key's limit when the same requests filled both.
+   */
+  readonly hit: (bucket: string, atMs?: number) => Effect.Effect<RateDecision>
   /** Un-counts an allowed hit whose request was then rejected with 429 by a later check (D11). Never fails. */
   readonly release: (bucket: string, counted: RateDecision) => Effect.Effect<void>
   /** `"default";q=<limit>;w=<window seconds>`, the `RateLimit-Policy` header value (D11: `"default";q=120;w=60`). */
@@ -80,8 +84,8 @@ export const makeRateLimiter = (store: RateLimitStore, options: LimiterOptions =
       store
         .release(bucket, counted)
         .pipe(Effect.catchAll((error) => Effect.flatMap(Clock.currentTimeMillis, (nowMs) => failOpen(error, nowMs)))),
-    hit: (bucket) =>
-      Effect.flatMap(Clock.currentTimeMillis, (nowMs) =>
+    hit: (bucket, atMs) =>
+      Effect.flatMap(atMs === undefined ? Clock.currentTimeMillis : Effect.succeed(atMs), (nowMs) =>
         store.hit(bucket, nowMs).pipe(Effect.catchAll((error) => failOpen(error, nowMs))),
       ),
   }

@@ -184,7 +184,10 @@ describe("D11 rolling window (short test window)", () => {
   test("D11 120 pass, the 121st gets 429 with Retry-After = the real wait; after sleeping that long it passes", async () => {
     const ip = newClientIp()
     const started = Date.now()
-    const first = await many(120, () => call(server, "/v1/incidents", { ip, key: tenant.key }))
+    // The first request alone: the oldest entry of the address's and of the key's count is then the same request.
+    const opening = await call(server, "/v1/incidents", { ip, key: tenant.key })
+    const first = [opening, ...(await many(119, () => call(server, "/v1/incidents", { ip, key: tenant.key })))]
+    await opening.arrayBuffer()
     expect(first.map((r) => r.status)).toEqual(Array(120).fill(200))
     expect(first[0]?.headers.get("ratelimit-policy")).toBe(`"default";q=120;w=${WINDOW_S}`)
 
