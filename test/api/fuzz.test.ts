@@ -853,6 +853,10 @@ const sendable = (value: string) => {
   }
 }
 
+/** fetch strips leading and trailing HTTP whitespace (tab, LF, CR, space) from a header value, so a control character
+ * there never reaches the wire: such a value is a different test case, not this one. */
+const sentAsIs = (value: string) => sendable(value) && new Headers({ authorization: value }).get("authorization") === value
+
 describe("fuzzing the Authorization header (never A's key)", () => {
   const headerText = () =>
     fc.oneof(
@@ -937,7 +941,7 @@ describe("fuzzing the Authorization header (never A's key)", () => {
         const i = v.length === 0 ? 0 : at % (v.length + 1)
         return `${v.slice(0, i)}${String.fromCharCode(del ? 0x7f : c)}${v.slice(i)}`
       })
-      .filter(sendable)
+      .filter(sentAsIs)
     const seen = tally()
     const property = fc.asyncProperty(header, async (authorization) => {
       const res = await get(server.url, PATH, undefined, { authorization })
