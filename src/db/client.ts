@@ -3,8 +3,15 @@ import { Effect, Layer, Option, Redacted, Schedule, String as Str } from "effect
 import { AppConfig } from "../config.ts"
 import { embeddedDatabase } from "./embedded.ts"
 
-/** Column names are snake_case in SQL and camelCase in TypeScript; the client translates both ways. */
-const naming = { transformResultNames: Str.snakeToCamel, transformQueryNames: Str.camelToSnake } as const
+/**
+ * Column names are snake_case in SQL and camelCase in TypeScript; the client translates both ways. Not inside JSON
+ * values: attackerInput (jsonb) keeps the attacker's own member names, as sent.
+ */
+const naming = {
+  transformResultNames: Str.snakeToCamel,
+  transformQueryNames: Str.camelToSnake,
+  transformJson: false,
+} as const
 
 const embeddedClient = (dataDir: string) =>
   Layer.unwrapScoped(

@@ -1,9 +1,9 @@
-import { Statement } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
-import { Effect, Option, Schema, String as Str } from "effect"
+import { Effect, Option, Schema } from "effect"
 import type { CursorPosition } from "../domain/cursor.ts"
 import { Confidence, Severity } from "../domain/severity.ts"
 import { dbErrors } from "./errors.ts"
+import type { SqlText } from "./statement.ts"
 
 export const EventRow = Schema.Struct({
   id: Schema.String,
@@ -47,12 +47,9 @@ export interface EventListQuery {
   readonly fetch: number
 }
 
-/** The client's query transform for nested JSON (camelCase keys to snake_case), as sql.json applied it. */
-const jsonKeysToSql = Statement.defaultTransforms(Str.camelToSnake).value
-
 /**
  * Event rows as insertMany's one JSON parameter, keys already snake_case (no per-key transform of the whole batch);
- * attackerInput's keys get the client's transform, so they are stored exactly as the per-row sql.json stored them.
+ * attackerInput is stored as sent, with the attacker's own member names.
  * A lone UTF-16 surrogate would make jsonb refuse the whole batch, while as a text parameter the driver sent it as
  * U+FFFD: the same is done here for the one unsanitized text, the sensor's own event id.
  */
@@ -75,7 +72,7 @@ const eventsJson = (rows: ReadonlyArray<NewEvent>, receivedAt: Date) =>
       confidence: r.confidence,
       tags: r.tags,
       summary: r.summary,
-      attacker_input: jsonKeysToSql(r.attackerInput),
+      attacker_input: r.attackerInput,
       received_at: receivedAt,
     })),
   )
@@ -87,21 +84,50 @@ const EVENT_SELECT = `select e.id, e.org_id as "orgId", e.incident_id as "incide
   e.attacker_input as "attackerInput"
   from events e join sensors s on s.id = e.sensor_id`
 
-/**
- * The client's result transform for nested JSON (snake_case keys to camelCase), applied to attackerInput only; the
- * same function, with each key's conversion remembered (bounded: emptied when full, keys come from attackers).
- */
-const camelKeys = new Map<string, string>()
-const snakeToCamel = (key: string) => {
-  let camel = camelKeys.get(key)
-  if (camel === undefined) {
-    camel = Str.snakeToCamel(key)
-    if (camelKeys.size >= 10_000) camelKeys.clear()
-    camelKeys.set(key, camel)
+/** D7: one page of GET /v1/events, keyset on (time desc, id desc); each filter has an index led by (org_id, filter). */
+export const eventListStatement = ({ orgId, filters: f, after, fetch }: EventListQuery): SqlText => {
+  const params: Array<unknown> = [orgId]
+  let where = "e.org_id = $1"
+  const and = (condition: (n: number) => string, value: unknown) => {
+    params.push(value)
+    where += ` and ${condition(params.length)}`
   }
-  return camel
+  if (f.sensorId !== undefined) and((n) => `e.sensor_id = $${n}`, f.sensorId)
+  if (f.severity !== undefined) and((n) => `e.severity = $${n}`, f.severity)
+  if (f.type !== undefined) and((n) => `e.type = $${n}`, f.type)
+  if (f.sourceIp !== undefined) and((n) => `e.source_ip = $${n}`, f.sourceIp)
+  if (f.incidentId !== undefined) and((n) => `e.incident_id = $${n}`, f.incidentId)
+  // Times go as Date objects: the driver spells years past 9999 (and BC) the way PostgreSQL reads them.
+  if (f.from !== undefined) and((n) => `e.time >= $${n}::timestamptz`, f.from)
+  if (f.to !== undefined) and((n) => `e.time < $${n}::timestamptz`, f.to)
+  if (after) {
+    params.push(after.time, after.id)
+    where += ` and (e.time, e.id) < ($${params.length - 1}::timestamptz, $${params.length})`
+  }
+  params.push(fetch)
+  return { text: `${EVENT_SELECT} where ${where} order by e.time desc, e.id desc limit $${params.length}`, params }
 }
-const jsonKeys = Statement.defaultTransforms(snakeToCamel).value
+
+export const eventByIdStatement = (orgId: string, id: string): SqlText => ({
+  text: `${EVENT_SELECT} where e.org_id = $1 and e.id = $2`,
+  params: [orgId, id],
+})
+
+/**
+ * Member events in time order (events_incident_idx): oldest first for D8's first 200, newest first for the webhook
+ * payload's most recent 20.
+ */
+export const eventMembersStatement = (
+  orgId: string,
+  incidentId: string,
+  limit: number,
+  newestFirst: boolean,
+): SqlText => ({
+  text: `${EVENT_SELECT} where e.incident_id = $1 and e.org_id = $2 order by ${
+    newestFirst ? "e.time desc, e.id desc" : "e.time asc, e.id asc"
+  } limit $3`,
+  params: [incidentId, orgId, limit],
+})
 
 /** Events. Every query takes the organization id and filters on it in SQL. */
 export class EventsRepo extends Effect.Service<EventsRepo>()("EventsRepo", {
@@ -110,56 +136,16 @@ export class EventsRepo extends Effect.Service<EventsRepo>()("EventsRepo", {
 
     // The API's reads (performance issue #6): fixed SQL text with camelCase aliases, run without the client's
     // name transforms and without a per-row Schema decode (the columns' SQL types and checks are the row's types).
-    // attackerInput (jsonb) still gets the client's nested key transform, so its keys read back exactly as before.
-    const readEvents = (where: string, params: ReadonlyArray<unknown>, tail: string) =>
-      sql.unsafe<EventRow>(`${EVENT_SELECT} where ${where}${tail}`, params).withoutTransform.pipe(
-        Effect.map((rows) => {
-          for (const row of rows) {
-            ;(row as { attackerInput: unknown }).attackerInput = jsonKeys(row.attackerInput)
-          }
-          return rows as ReadonlyArray<EventRow>
-        }),
-        dbErrors,
-      )
-
-    // D7: keyset paging on (time desc, id desc); each filter has an index led by (org_id, filter).
-    const list = ({ orgId, filters: f, after, fetch }: EventListQuery) => {
-      const params: Array<unknown> = [orgId]
-      let where = "e.org_id = $1"
-      const and = (condition: (n: number) => string, value: unknown) => {
-        params.push(value)
-        where += ` and ${condition(params.length)}`
-      }
-      if (f.sensorId !== undefined) and((n) => `e.sensor_id = $${n}`, f.sensorId)
-      if (f.severity !== undefined) and((n) => `e.severity = $${n}`, f.severity)
-      if (f.type !== undefined) and((n) => `e.type = $${n}`, f.type)
-      if (f.sourceIp !== undefined) and((n) => `e.source_ip = $${n}`, f.sourceIp)
-      if (f.incidentId !== undefined) and((n) => `e.incident_id = $${n}`, f.incidentId)
-      // Times go as Date objects: the driver spells years past 9999 (and BC) the way PostgreSQL reads them.
-      if (f.from !== undefined) and((n) => `e.time >= $${n}::timestamptz`, f.from)
-      if (f.to !== undefined) and((n) => `e.time < $${n}::timestamptz`, f.to)
-      if (after) {
-        params.push(after.time, after.id)
-        where += ` and (e.time, e.id) < ($${params.length - 1}::timestamptz, $${params.length})`
-      }
-      params.push(fetch)
-      return readEvents(where, params, ` order by e.time desc, e.id desc limit $${params.length}`)
-    }
+    const readEvents = ({ text, params }: SqlText) => sql.unsafe<EventRow>(text, params).withoutTransform.pipe(dbErrors)
 
     const findById = (orgId: string, id: string) =>
-      Effect.map(readEvents("e.org_id = $1 and e.id = $2", [orgId, id], ""), (rows) => Option.fromNullable(rows[0]))
+      Effect.map(readEvents(eventByIdStatement(orgId, id)), (rows) => Option.fromNullable(rows[0]))
 
-    // Member events in time order (events_incident_idx): oldest first for D8's first 200, newest first for the
-    // webhook payload's most recent 20.
     const members = (orgId: string, incidentId: string, limit: number, newestFirst: boolean) =>
-      readEvents(
-        "e.incident_id = $1 and e.org_id = $2",
-        [incidentId, orgId, limit],
-        newestFirst ? " order by e.time desc, e.id desc limit $3" : " order by e.time asc, e.id asc limit $3",
-      )
+      readEvents(eventMembersStatement(orgId, incidentId, limit, newestFirst))
 
     return {
-      list,
+      list: (q: EventListQuery) => readEvents(eventListStatement(q)),
       /** The most recent member events, newest first (webhooks). */
       recent: (orgId: string, incidentId: string, limit: number) => members(orgId, incidentId, limit, true),
       findById,

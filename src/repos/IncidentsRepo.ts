@@ -5,6 +5,7 @@ import type { CursorPosition } from "../domain/cursor.ts"
 import { IncidentStatus } from "../domain/models.ts"
 import { Severity } from "../domain/severity.ts"
 import { type DatabaseError, dbErrors } from "./errors.ts"
+import type { SqlText } from "./statement.ts"
 
 export const IncidentRow = Schema.Struct({
   id: Schema.String,
@@ -82,6 +83,8 @@ const incidentsJson = (rows: ReadonlyArray<NewIncident & { readonly updatedAt: D
       resolved_at: r.resolvedAt,
       created_at: r.createdAt ?? r.firstSeenAt,
       updated_at: r.updatedAt,
+      // Every incident written here is one an event of this request joined (D13 counts idleness from it).
+      last_activity_at: r.updatedAt,
     })),
   )
 
@@ -93,6 +96,30 @@ const INCIDENT_SELECT = `select i.id, i.org_id as "orgId", i.sensor_id as "senso
   i.resolved_at as "resolvedAt"
   from incidents i join sensors s on s.id = i.sensor_id`
 
+/** D7: one page of GET /v1/incidents, keyset on (last_seen_at desc, id desc), served by incidents_org_(status_)recent_idx. */
+export const incidentListStatement = (q: IncidentListQuery): SqlText => {
+  const params: Array<unknown> = [q.orgId]
+  let where = "i.org_id = $1"
+  if (q.status) {
+    params.push(q.status)
+    where += ` and i.status = $${params.length}`
+  }
+  if (q.after) {
+    params.push(q.after.time, q.after.id)
+    where += ` and (i.last_seen_at, i.id) < ($${params.length - 1}::timestamptz, $${params.length})`
+  }
+  params.push(q.fetch)
+  return {
+    text: `${INCIDENT_SELECT} where ${where} order by i.last_seen_at desc, i.id desc limit $${params.length}`,
+    params,
+  }
+}
+
+export const incidentByIdStatement = (orgId: string, id: string): SqlText => ({
+  text: `${INCIDENT_SELECT} where i.org_id = $1 and i.id = $2`,
+  params: [orgId, id],
+})
+
 /** Incidents. Every query takes the organization id and filters on it in SQL. */
 export class IncidentsRepo extends Effect.Service<IncidentsRepo>()("IncidentsRepo", {
   effect: Effect.gen(function* () {
@@ -101,29 +128,16 @@ export class IncidentsRepo extends Effect.Service<IncidentsRepo>()("IncidentsRep
     // The API's reads (performance issue #6): fixed SQL text with camelCase aliases, run without the client's
     // name transforms and without a per-row Schema decode (the columns' SQL types and checks are the row's types).
     // The statement text depends only on which filters are present, so compiling it costs nothing.
-    const readIncidents = (where: string, params: ReadonlyArray<unknown>, tail = "") =>
-      sql
-        .unsafe<IncidentRow>(`${INCIDENT_SELECT} where ${where}${tail}`, params)
-        .withoutTransform.pipe(dbErrors) as Effect.Effect<ReadonlyArray<IncidentRow>, DatabaseError>
+    const readIncidents = ({ text, params }: SqlText) =>
+      sql.unsafe<IncidentRow>(text, params).withoutTransform.pipe(dbErrors) as Effect.Effect<
+        ReadonlyArray<IncidentRow>,
+        DatabaseError
+      >
 
-    // D7: keyset paging on (last_seen_at desc, id desc), served by incidents_org_(status_)recent_idx.
-    const list = (q: IncidentListQuery) => {
-      const params: Array<unknown> = [q.orgId]
-      let where = "i.org_id = $1"
-      if (q.status) {
-        params.push(q.status)
-        where += ` and i.status = $${params.length}`
-      }
-      if (q.after) {
-        params.push(q.after.time, q.after.id)
-        where += ` and (i.last_seen_at, i.id) < ($${params.length - 1}::timestamptz, $${params.length})`
-      }
-      params.push(q.fetch)
-      return readIncidents(where, params, ` order by i.last_seen_at desc, i.id desc limit $${params.length}`)
-    }
+    const list = (q: IncidentListQuery) => readIncidents(incidentListStatement(q))
 
     const findById = (orgId: string, id: string) =>
-      Effect.map(readIncidents("i.org_id = $1 and i.id = $2", [orgId, id]), (rows) => Option.fromNullable(rows[0]))
+      Effect.map(readIncidents(incidentByIdStatement(orgId, id)), (rows) => Option.fromNullable(rows[0]))
 
     // D12: the newest incident of each grouping key (organization, sensor, sourceIp) of one sensor, locked for the
     // rest of the transaction, in one statement. LockRows runs above the sort, so the rows are locked in id order.
@@ -176,21 +190,22 @@ export class IncidentsRepo extends Effect.Service<IncidentsRepo>()("IncidentsRep
           : sql`
             insert into incidents (id, org_id, sensor_id, source_ip, status, severity, title, narrative,
               recommended_action, event_count, event_types, tags, usernames, high_confidence, first_seen_at,
-              last_seen_at, resolved_at, created_at, updated_at)
+              last_seen_at, resolved_at, created_at, updated_at, last_activity_at)
             select id, org_id, sensor_id, source_ip, status, severity, title, narrative, recommended_action,
               event_count, event_types, tags, usernames, high_confidence, first_seen_at, last_seen_at, resolved_at,
-              created_at, updated_at
+              created_at, updated_at, last_activity_at
             from jsonb_to_recordset(${incidentsJson(rows)}::jsonb) as r(id text, org_id text, sensor_id text,
               source_ip text, status text, severity text, title text, narrative text, recommended_action text,
               event_count integer, event_types text[], tags text[], usernames text[], high_confidence boolean,
               first_seen_at timestamptz, last_seen_at timestamptz, resolved_at timestamptz, created_at timestamptz,
-              updated_at timestamptz)
+              updated_at timestamptz, last_activity_at timestamptz)
             on conflict (id) do update set status = excluded.status, severity = excluded.severity,
               title = excluded.title, narrative = excluded.narrative, recommended_action = excluded.recommended_action,
               event_count = excluded.event_count, event_types = excluded.event_types, tags = excluded.tags,
               usernames = excluded.usernames, high_confidence = excluded.high_confidence,
               first_seen_at = excluded.first_seen_at, last_seen_at = excluded.last_seen_at,
-              resolved_at = excluded.resolved_at, updated_at = excluded.updated_at`.pipe(Effect.asVoid, dbErrors),
+              resolved_at = excluded.resolved_at, updated_at = excluded.updated_at,
+              last_activity_at = excluded.last_activity_at`.pipe(Effect.asVoid, dbErrors),
       /** Recounts after a concurrent duplicate slipped past the pre-check (rare); returns the new counts. */
       recount: (orgId: string, ids: ReadonlyArray<string>) =>
         sql<{ readonly id: string; readonly eventCount: number }>`
@@ -199,20 +214,24 @@ export class IncidentsRepo extends Effect.Service<IncidentsRepo>()("IncidentsRep
           )
           where i.id in ${sql.in(ids)}
           returning i.id, i.event_count`.pipe(dbErrors),
-      /** D13: closes open incidents idle since before `cutoff`; returns what it closed. */
-      closeIdle: (cutoff: Date, now: Date) => closeWhere(sql`last_seen_at < ${cutoff}`, now),
+      /**
+       * D13: closes open incidents whose latest event arrived before `cutoff` (arrival, not the sensor's event time:
+       * a late-reported event is new activity); returns what it closed.
+       */
+      closeIdle: (cutoff: Date, now: Date) => closeWhere(sql`last_activity_at < ${cutoff}`, now),
       /** Closes one open incident (admin); none when it is unknown or already closed. */
       close: (id: string, now: Date) =>
         closeWhere(sql`id = ${id}`, now).pipe(Effect.map((rows) => Option.fromNullable(rows[0]))),
       findById,
-      insert: (row: NewIncident) =>
+      insert: (row: NewIncident, now: Date = new Date()) =>
         sql`insert into incidents ${sql.insert({
           ...row,
           eventTypes: [...row.eventTypes],
           tags: [...row.tags],
           usernames: [...row.usernames],
           createdAt: row.createdAt ?? row.firstSeenAt,
-          updatedAt: new Date(),
+          updatedAt: now,
+          lastActivityAt: now,
         })}`.pipe(Effect.asVoid, dbErrors),
     } as const
   }),

@@ -51,3 +51,59 @@ describe("migrations", () => {
     expect(rows.map((r) => r.version)).toEqual(readMigrations().map((m) => m.version))
   })
 })
+
+describe("migrations of stored rows", () => {
+  test("0003 keeps old events' attackerInput answers (names as the API gave them), 0004 dates idleness from the last change", async () => {
+    const env = await freshEnv()
+    const db = testDatabase(env)
+    const [first, second, ...later] = readMigrations()
+    expect(later.map((m) => m.version)).toContain("0003")
+    const stored = await db.run(
+      Effect.gen(function* () {
+        const sql = yield* SqlClient.SqlClient
+        // The database as 0002 left it, with one event written the old way (keys camelCase→snake_case).
+        yield* sql`create table schema_migrations (
+          version text primary key, name text not null, applied_at timestamptz not null default now())`
+        for (const m of [first, second]) {
+          if (m === undefined) continue
+          yield* sql.unsafe(m.sql)
+          yield* sql`insert into schema_migrations (version, name) values (${m.version}, ${m.name})`
+        }
+        const at = new Date("2026-11-20T10:00:00.000Z")
+        const changed = new Date("2026-11-20T11:00:00.000Z")
+        yield* sql`insert into organizations (id, name, fingerprint_key, created_at) values ('org_m', 'm', 'k', ${at})`
+        yield* sql`insert into sensors (id, org_id, name, profile, token_hash, created_at)
+          values ('sen_m', 'org_m', 's', 'p', decode('00', 'hex'), ${at})`
+        yield* sql`insert into incidents (id, org_id, sensor_id, source_ip, status, severity, title, narrative,
+            recommended_action, first_seen_at, last_seen_at, created_at, updated_at)
+          values ('inc_m', 'org_m', 'sen_m', '192.0.2.1', 'open', 'low', 't', 'n', 'r', ${at}, ${at}, ${at}, ${changed})`
+        const input = { user_agent: "x", nested: [{ file_name: 1 }, "plain_text"], username: "root", a_: "y" }
+        yield* sql`insert into events (id, org_id, incident_id, sensor_id, sensor_event_id, time, source_ip,
+            source_port, service, port, type, action, severity, confidence, summary, attacker_input, received_at)
+          values ('evt_m', 'org_m', 'inc_m', 'sen_m', 'm1', ${at}, '192.0.2.1', 1, 'ssh', 22, 'ssh.command', 'a',
+            'low', 'normal', 's', ${JSON.stringify(input)}::jsonb, ${at})`
+        return changed
+      }),
+    )
+    await db.close()
+    const migrated = await admin(env, ["migrate"])
+    expect({ code: migrated.code, stderr: migrated.stderr }).toEqual({ code: 0, stderr: "" })
+    const check = testDatabase(env)
+    const rows = await check.run(
+      Effect.gen(function* () {
+        const sql = yield* SqlClient.SqlClient
+        const events = yield* sql<{ input: string }>`select attacker_input::text as input from events`
+        const incidents = yield* sql<{ lastActivityAt: Date }>`select last_activity_at from incidents`
+        return { events, incidents }
+      }),
+    )
+    await check.close()
+    expect(JSON.parse(rows.events[0]?.input ?? "null")).toEqual({
+      userAgent: "x",
+      nested: [{ fileName: 1 }, "plain_text"],
+      username: "root",
+      a_: "y",
+    })
+    expect(rows.incidents[0]?.lastActivityAt.toISOString()).toBe(stored.toISOString())
+  })
+})
