@@ -1,5 +1,5 @@
 import { HttpApp, HttpBody, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Clock, Effect, Metric, Option } from "effect"
+import { Cause, Chunk, Clock, Effect, Metric, Option } from "effect"
 import { problemBody } from "../domain/problem.ts"
 import { httpRequestDuration, httpRequests } from "../ops/metrics.ts"
 import { type RateDecision, type RateLimiterService, rateLimitHeaders } from "../ratelimit/RateLimiter.ts"
@@ -79,6 +79,17 @@ export const finalizeResponse = (
   }
   return secure(request, response)
 }
+
+/**
+ * Logs a request's defects at ERROR, except the router's own way of answering an unknown path: it dies with the empty
+ * 404 response itself, which finalizeResponse turns into a problem body (not an error of ours).
+ */
+export const logDefects = <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  Effect.tapDefect(self, (cause) =>
+    Chunk.every(Cause.defects(cause), HttpServerResponse.isServerResponse)
+      ? Effect.void
+      : Effect.logError("unhandled defect", cause),
+  )
 
 const apiUnrouted = () => problem(404, "Not Found", "not_found", "No such endpoint. See /openapi.json.")
 
@@ -212,7 +223,7 @@ export const makeEdgeMiddleware =
           yield* accessLog(request, final.status, started, client)
           return final
         }),
-      ).pipe(Effect.tapDefect((defect) => Effect.logError("unhandled defect", defect)))
+      ).pipe(logDefects)
     }).pipe(
       // No spans on the request path (the SQL client opens one per statement): nothing exports traces, and a
       // disabled tracer makes them no-op spans (performance issue #6).

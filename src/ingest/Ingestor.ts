@@ -84,6 +84,7 @@ export class Ingestor extends Effect.Service<Ingestor>()("Ingestor", {
         return key
       })
 
+    const DETAIL_KEYS = ["command", "path", "url", "fileName", "query", "userAgent", "remoteVersion"] as const
     const prepare = (sensor: SensorIdentity, key: Uint8Array, index: number, e: ValidEvent): Prepared => {
       const attackerInput = prepareAttackerInput(e.attackerInput, key)
       const username = firstString(attackerInput, ["username", "user", "login"])
@@ -94,7 +95,9 @@ export class Ingestor extends Effect.Service<Ingestor>()("Ingestor", {
           port: e.port,
           service: e.service,
           username,
-          detail: firstString(attackerInput, ["command", "path", "url", "filename", "query", "userAgent"]),
+          // The member the type's detailNoun names, under the mappers' names (OpenCanary FILENAME → fileName,
+          // REMOTEVERSION → remoteVersion).
+          detail: firstString(attackerInput, DETAIL_KEYS),
         }) ?? `${e.type} from ${e.sourceIp}`,
       )
       return {

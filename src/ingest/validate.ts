@@ -2,7 +2,7 @@ import { Either, ParseResult, Schema } from "effect"
 import { parseTimestamp } from "../api/params.ts"
 import { EVENT_TYPE_NAMES, eventTypeSpec } from "../domain/eventTypes.ts"
 import { canonicalIp } from "../domain/ip.ts"
-import { sanitizeText } from "../domain/sanitize.ts"
+import { sanitizeText, truncateCodePoints } from "../domain/sanitize.ts"
 import { Confidence, Severity } from "../domain/severity.ts"
 
 /**
@@ -41,7 +41,13 @@ const portNumber = Schema.Number.pipe(
 )
 
 export const NativeEventSchema = Schema.Struct({
-  sensorEventId: boundedText(200),
+  // The idempotency key is compared as sent, so it is refused rather than cleaned: two ids differing only in an
+  // invisible character must not become one (and PostgreSQL text cannot hold a NUL).
+  sensorEventId: boundedText(200).pipe(
+    Schema.filter(
+      (s) => (sanitizeText(s) === s && s.isWellFormed()) || "must not contain control or invisible characters",
+    ),
+  ),
   time: Schema.String.pipe(
     Schema.filter((s) => parseTimeMs(s) !== undefined || "must be an RFC 3339 timestamp with a time zone"),
   ),
@@ -85,11 +91,20 @@ export interface ValidEvent {
 
 const decode = Schema.decodeUnknownEither(NativeEventSchema, { errors: "first", onExcessProperty: "ignore" })
 
+/**
+ * The reason names the field and what it must be. Schema's own messages end in `, actual <the value>`: that value is
+ * attacker-controlled and may be 1 MiB long, so it is cut to 64 code points and cleaned (D20), and left out entirely
+ * under attackerInput, where it may be a captured password (D4: a reason never echoes secrets).
+ */
+const ACTUAL = /, actual ([\s\S]*)$/
 const reasonOf = (error: ParseResult.ParseError): string => {
   const [issue] = ParseResult.ArrayFormatter.formatErrorSync(error)
   if (!issue) return "invalid event"
   const path = issue.path.join(".")
-  return path === "" ? issue.message : `${path} ${issue.message}`
+  const message = issue.message.replace(ACTUAL, (_, actual: string) =>
+    issue.path[0] === "attackerInput" ? "" : `, actual ${truncateCodePoints(sanitizeText(actual), 64)}`,
+  )
+  return path === "" ? message : `${sanitizeText(truncateCodePoints(path, 200))} ${message}`
 }
 
 export const validateEvent = (input: unknown, nowMs: number): Either.Either<ValidEvent, string> => {

@@ -170,8 +170,11 @@ describe("D22: POST /ingest/v1/events", () => {
     expect((await transitionsOf(id)).map((t) => t.kind)).toEqual(["created", "closed", "reopened", "closed"])
   })
 
-  test("D13: the idle-close fiber closes incidents without new events", async () => {
-    const old = new Date(Date.now() - 10_000).toISOString()
+  test("D13: the idle-close fiber closes incidents without new events, counting from the latest event's arrival", async () => {
+    // An event the sensor reports an hour late is new activity: its incident stays open for INCIDENT_IDLE_CLOSE
+    // (2 s here) after it arrived, not closed at once because its event time is old.
+    const old = new Date(Date.now() - 3600_000).toISOString()
+    const sentAt = Date.now()
     const res = await ingest(
       server.ingestUrl,
       "events",
@@ -179,6 +182,9 @@ describe("D22: POST /ingest/v1/events", () => {
       nativeEvent({ sourceIp: "198.51.100.60", time: old }),
     )
     const id = res.body.results[0].incidentId
+    await Bun.sleep(Math.max(0, sentAt + 1000 - Date.now()))
+    const early = await get(server.url, `/v1/incidents/${id}`, tenant.key)
+    expect(early.body.status).toBe("open")
     let status = "open"
     for (let i = 0; i < 40 && status === "open"; i++) {
       await Bun.sleep(100)
@@ -284,6 +290,64 @@ describe("D19/D20/D22: hostile input is cleaned or refused, never a 500", () => 
     }
     const garbage = await ingest(server.ingestUrl, "events", sensor.token, [null, 42, "x", [], { sourceIp: 1 }])
     expect(garbage.body.rejected).toBe(5)
+  })
+
+  test("D22: a sensorEventId with a NUL, a control, an invisible character or a lone surrogate is refused with a reason; the rest of the batch is stored", async () => {
+    const bad = ["nul\u0000id", "esc\u001b[2J", "zw\u200bsp", "bidi\u202e", "lone\ud800"]
+    const good = nativeEvent({ sourceIp: "198.51.100.95" })
+    const res = await ingest(server.ingestUrl, "events", sensor.token, [
+      ...bad.map((sensorEventId) => nativeEvent({ sourceIp: "198.51.100.95", sensorEventId })),
+      good,
+    ])
+    expect(res.status).toBe(200)
+    for (const [i] of bad.entries()) {
+      expect(res.body.results[i]).toMatchObject({
+        status: "rejected",
+        reason: "sensorEventId must not contain control or invisible characters",
+      })
+    }
+    expect(res.body.results[bad.length]).toMatchObject({ status: "accepted" })
+  })
+
+  test("D4/D20: a reason quotes at most 64 cleaned characters of the value it refuses, and never a value under attackerInput", async () => {
+    const res = await ingest(server.ingestUrl, "events", sensor.token, [
+      nativeEvent({ sourcePort: `\u001b[2J${"A".repeat(900_000)}` }),
+      nativeEvent({ tags: Array.from({ length: 40 }, (_, i) => `t${i}`) }),
+      nativeEvent({ attackerInput: "hunter2-secret" }),
+    ])
+    expect(res.status).toBe(200)
+    const [port, tags, input] = res.body.results.map((r: { reason: string }) => r.reason)
+    expect(port).toStartWith("sourcePort ")
+    expect(port).not.toContain("\u001b")
+    expect([...port].length).toBeLessThan(200)
+    expect(tags).toStartWith("tags ")
+    expect([...tags].length).toBeLessThan(200)
+    expect(input).toStartWith("attackerInput ")
+    expect(input).not.toContain("hunter2")
+    expect(JSON.stringify(res.body).length).toBeLessThan(2000)
+  })
+
+  test("attackerInput member names are stored and answered exactly as the sensor sent them", async () => {
+    const attackerInput = {
+      user_name: "a",
+      "X-Forwarded_For": "b",
+      pathInfo: "c",
+      a_: "d",
+      "": "e",
+      nested: [{ SNAKE_key: 1 }],
+    }
+    const res = await ingest(
+      server.ingestUrl,
+      "events",
+      sensor.token,
+      nativeEvent({ sourceIp: "198.51.100.96", attackerInput }),
+    )
+    expect(res.body.results[0].status).toBe("accepted")
+    const event = await get(server.url, `/v1/events/${res.body.results[0].id}`, tenant.key)
+    expect(event.status).toBe(200)
+    expect(event.body.attackerInput).toEqual(attackerInput)
+    const listed = await get(server.url, "/v1/events?sourceIp=198.51.100.96", tenant.key)
+    expect(listed.body.data[0].attackerInput).toEqual(attackerInput)
   })
 
   test("huge strings and deep nesting are bounded; body and batch limits answer 413", async () => {
