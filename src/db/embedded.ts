@@ -90,6 +90,7 @@ export class ProtocolSafeQueue {
   private queue: Array<QueueItem> = []
   private processing = false
   private owner: number | null = null
+  private resetPending = false
 
   constructor(private readonly db: PGlite) {}
 
@@ -112,13 +113,25 @@ export class ProtocolSafeQueue {
     })
   }
 
+  /** Called by pglite-socket for every connection that goes away. */
   async clearTransactionIfNeeded(handlerId: number): Promise<void> {
-    if (this.owner !== handlerId) return
+    // Every connection shares PGlite's one session, so what a client SETs for its session (pg_dump empties
+    // search_path, a psql user may SET anything) would stay in force for the service after it left: the session's
+    // settings go back to their defaults once it is gone, as a real server's backend would end with it.
+    this.resetPending = true
+    if (this.owner !== handlerId) return void this.process()
     // The owner went away mid-unit: end its extended-protocol sequence and roll back what it left open.
     await this.db.runExclusive(() => this.db.execProtocolRawStream(SYNC, { onRawData: () => {} }))
     if (this.db.isInTransaction()) await this.db.exec("ROLLBACK")
     this.owner = null
     void this.process()
+  }
+
+  /** RESET ALL between units of work, never inside another connection's unit or transaction. */
+  private async resetSessionIfPending(): Promise<void> {
+    if (!this.resetPending || this.owner !== null || this.db.isInTransaction()) return
+    this.resetPending = false
+    await this.db.exec("RESET ALL") // takes PGlite's query lock itself (inside runExclusive it would deadlock)
   }
 
   private next(): QueueItem | undefined {
@@ -131,6 +144,7 @@ export class ProtocolSafeQueue {
     if (this.processing) return
     this.processing = true
     try {
+      await this.resetSessionIfPending()
       for (let item = this.next(); item !== undefined; item = this.next()) {
         const current = item
         let bytes = 0
@@ -149,6 +163,7 @@ export class ProtocolSafeQueue {
         } catch (error) {
           current.reject(error)
         }
+        await this.resetSessionIfPending()
       }
     } finally {
       this.processing = false
