@@ -1,6 +1,8 @@
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSecurity, OpenApi } from "@effect/platform"
 import { Context, Schema } from "effect"
-import { EventPage, Event as EventSchema, Incident, IncidentPage } from "../domain/models.ts"
+import { EVENT_TYPE_NAMES } from "../domain/eventTypes.ts"
+import { ID_PREFIXES, type IdKind } from "../domain/ids.ts"
+import { EventPage, Event as EventSchema, Incident, IncidentPage, IncidentStatus } from "../domain/models.ts"
 import {
   Forbidden,
   InternalError,
@@ -12,6 +14,7 @@ import {
 } from "../domain/problem.ts"
 import { SEVERITIES } from "../domain/severity.ts"
 import type { Scope } from "../repos/ApiKeysRepo.ts"
+import { describeServer, requiresScope } from "./openapi.ts"
 
 /** The authenticated caller, provided to handlers by the auth middleware. */
 export class Caller extends Context.Tag("Caller")<
@@ -21,18 +24,27 @@ export class Caller extends Context.Tag("Caller")<
 
 const authFailures = Schema.Union(Unauthorized, Forbidden, RateLimited, InternalError, ServiceUnavailable)
 
+/** The bearer scheme; the annotations only describe it in OpenAPI (D9). */
+const bearer = HttpApiSecurity.bearer.pipe(
+  HttpApiSecurity.annotate(
+    OpenApi.Description,
+    "An API key, `Authorization: Bearer dsk_<key id>_<secret>` (D9). Each endpoint names the scope it needs.",
+  ),
+  HttpApiSecurity.annotate(OpenApi.Format, "dsk_<key id>_<secret>"),
+)
+
 /** Bearer-key authentication for the incident endpoints (scope incidents:read). */
 export class IncidentsAuth extends HttpApiMiddleware.Tag<IncidentsAuth>()("IncidentsAuth", {
   failure: authFailures,
   provides: Caller,
-  security: { bearer: HttpApiSecurity.bearer },
+  security: { bearer },
 }) {}
 
 /** Bearer-key authentication for the event endpoints (scope events:read). */
 export class EventsAuth extends HttpApiMiddleware.Tag<EventsAuth>()("EventsAuth", {
   failure: authFailures,
   provides: Caller,
-  security: { bearer: HttpApiSecurity.bearer },
+  security: { bearer },
 }) {}
 
 /**
@@ -49,30 +61,51 @@ const param = (jsonSchema: object, description: string) =>
 
 const limitParam = param({ type: "integer", minimum: 1, maximum: 100, default: 50 }, "Page size, 1 to 100 (default 50)")
 const cursorParam = param(
-  { type: "string" },
-  "The nextCursor of a previous response with the same filters; omit for the first page",
+  { type: "string", minLength: 1 },
+  "The nextCursor of a previous response with the same endpoint and filters; omit for the first page (D7)",
 )
 const timestamp = { type: "string", format: "date-time" }
 
+/** D1: the ids `isId` (domain/ids.ts) accepts, as a JSON Schema pattern: the type prefix and a ULID body. */
+export const idPattern = (kind: IdKind) => `^${ID_PREFIXES[kind]}_[0-9A-HJKMNP-TV-Z]{26}$`
+
+export const INCIDENT_STATUS_FILTERS = [...IncidentStatus.literals, "all"] as const
+
 export const IncidentListParams = Schema.Struct({
-  status: param({ type: "string", enum: ["open", "closed", "all"], default: "all" }, "Filter by status"),
+  status: param({ type: "string", enum: INCIDENT_STATUS_FILTERS, default: "all" }, "Filter by status"),
   limit: limitParam,
   cursor: cursorParam,
 })
 
 export const EventListParams = Schema.Struct({
-  sensorId: param({ type: "string" }, "Only events of this sensor"),
-  severity: param({ type: "string", enum: [...SEVERITIES] }, "Only events of this severity"),
-  type: param({ type: "string" }, "Only events of this type"),
-  sourceIp: param({ type: "string" }, "Only events from this source address"),
-  incidentId: param({ type: "string" }, "Only member events of this incident (D6, D8)"),
-  from: param(timestamp, "Events at or after this RFC 3339 time (with Z or an offset); inclusive"),
-  to: param(timestamp, "Events before this RFC 3339 time (with Z or an offset); exclusive"),
+  sensorId: param({ type: "string", pattern: idPattern("sensor") }, "Only events of this sensor (sen_<ULID>, D1)"),
+  severity: param({ type: "string", enum: [...SEVERITIES] }, "Only events of this severity (D3)"),
+  type: param({ type: "string", enum: [...EVENT_TYPE_NAMES] }, "Only events of this type (D23)"),
+  sourceIp: param(
+    { type: "string", maxLength: 45 },
+    "Only events from this source address: an IPv4 address in dotted decimal or an IPv6 address (no zone); an IPv4-mapped IPv6 address matches its IPv4 address",
+  ),
+  incidentId: param(
+    { type: "string", pattern: idPattern("incident") },
+    "Only member events of this incident (inc_<ULID>, D1, D6, D8)",
+  ),
+  from: param(timestamp, "Events at or after this RFC 3339 time with a zone (Z or an offset); inclusive (D6)"),
+  to: param(timestamp, "Events before this RFC 3339 time with a zone (Z or an offset); exclusive (D6)"),
   limit: limitParam,
   cursor: cursorParam,
 })
 
-const idPath = (description: string) => Schema.Struct({ id: Schema.String.annotations({ description }) })
+/**
+ * The path id is any text to the HttpApi (so its decoding never fails); the handler answers a malformed id 404 like
+ * an unknown one (D1). The `jsonSchema` annotation only documents the form.
+ */
+const idPath = (kind: "incident" | "event", description: string) =>
+  Schema.Struct({
+    id: Schema.String.annotations({
+      description,
+      jsonSchema: { type: "string", pattern: idPattern(kind), description },
+    }),
+  })
 
 export class IncidentsGroup extends HttpApiGroup.make("incidents")
   .add(
@@ -83,16 +116,17 @@ export class IncidentsGroup extends HttpApiGroup.make("incidents")
       .annotate(OpenApi.Summary, "List incidents, most recent activity first")
       .annotate(
         OpenApi.Description,
-        "Polling rule: request the first page and stop at the first incident already seen. Requires incidents:read.",
+        "Polling rule: request the first page and stop at the first incident already seen.",
       ),
   )
   .add(
     HttpApiEndpoint.get("getIncident", "/v1/incidents/:id")
-      .setPath(idPath("Incident identifier"))
+      .setPath(idPath("incident", "Incident identifier, inc_<ULID> (D1); a malformed id is answered 404"))
       .addSuccess(Incident)
       .addError(NotFound)
       .annotate(OpenApi.Summary, "One incident with its first 200 member events, oldest first"),
   )
+  .annotateEndpoints(OpenApi.Transform, requiresScope("incidents:read"))
   .middleware(IncidentsAuth)
   .annotate(OpenApi.Title, "Incidents") {}
 
@@ -102,15 +136,16 @@ export class EventsGroup extends HttpApiGroup.make("events")
       .setUrlParams(EventListParams)
       .addSuccess(EventPage)
       .addError(InvalidRequest)
-      .annotate(OpenApi.Summary, "List decoy events, newest first. Requires events:read."),
+      .annotate(OpenApi.Summary, "List decoy events, newest first"),
   )
   .add(
     HttpApiEndpoint.get("getEvent", "/v1/events/:id")
-      .setPath(idPath("Event identifier"))
+      .setPath(idPath("event", "Event identifier, evt_<ULID> (D1); a malformed id is answered 404"))
       .addSuccess(EventSchema)
       .addError(NotFound)
       .annotate(OpenApi.Summary, "One event"),
   )
+  .annotateEndpoints(OpenApi.Transform, requiresScope("events:read"))
   .middleware(EventsAuth)
   .annotate(OpenApi.Title, "Events") {}
 
@@ -120,6 +155,8 @@ export class IncidentApi extends HttpApi.make("incident-api")
   .addError(InternalError)
   .addError(ServiceUnavailable)
   .annotate(OpenApi.Title, "Incident and Event Read API")
+  // What the edge and the handlers do beyond the HttpApi (problem+json, headers, no decode errors): api/openapi.ts.
+  .annotate(OpenApi.Transform, describeServer)
   .annotate(OpenApi.Version, "1")
   .annotate(
     OpenApi.Description,
