@@ -71,7 +71,11 @@ export const startServer = async (options: { env?: Record<string, string> } = {}
     ingest: ingestPort,
     ops: opsPort,
   } = await new Promise<{ api: number; ingest: number; ops: number }>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start:\n${logs.join("\n")}`)), 30_000)
+    // A server that does not come up is killed, not left running (and loading the machine) after the test failed.
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL")
+      reject(new Error(`server did not start:\n${logs.join("\n")}`))
+    }, 30_000)
     const onLine = (line: string) => {
       try {
         const entry = JSON.parse(line) as { message?: unknown; annotations?: { listener?: string; port?: number } }
