@@ -1,7 +1,7 @@
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSecurity, OpenApi } from "@effect/platform"
 import { Context, Schema } from "effect"
 import { EVENT_TYPE_NAMES } from "../domain/eventTypes.ts"
-import { ID_PREFIXES, type IdKind } from "../domain/ids.ts"
+import { idPattern } from "../domain/ids.ts"
 import { EventPage, Event as EventSchema, Incident, IncidentPage, IncidentStatus } from "../domain/models.ts"
 import {
   Forbidden,
@@ -65,9 +65,6 @@ const cursorParam = param(
   "The nextCursor of a previous response with the same endpoint and filters; omit for the first page (D7)",
 )
 const timestamp = { type: "string", format: "date-time" }
-
-/** D1: the ids `isId` (domain/ids.ts) accepts, as a JSON Schema pattern: the type prefix and a ULID body. */
-export const idPattern = (kind: IdKind) => `^${ID_PREFIXES[kind]}_[0-9A-HJKMNP-TV-Z]{26}$`
 
 export const INCIDENT_STATUS_FILTERS = [...IncidentStatus.literals, "all"] as const
 

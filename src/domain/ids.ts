@@ -45,9 +45,10 @@ export const ulid = (timeMs: number = Date.now()): string => {
 
 export const newId = (kind: IdKind, timeMs?: number): string => `${ID_PREFIXES[kind]}_${ulid(timeMs)}`
 
-const ID_BODY = "[0-9A-HJKMNP-TV-Z]{26}"
+/** D1: an id of this kind as a regular expression source (the type prefix and a ULID body); also the OpenAPI pattern. */
+export const idPattern = (kind: IdKind): string => `^${ID_PREFIXES[kind]}_[0-9A-HJKMNP-TV-Z]{26}$`
 const patterns = Object.fromEntries(
-  Object.entries(ID_PREFIXES).map(([kind, prefix]) => [kind, new RegExp(`^${prefix}_${ID_BODY}$`)]),
+  (Object.keys(ID_PREFIXES) as Array<IdKind>).map((kind) => [kind, new RegExp(idPattern(kind))]),
 ) as Record<IdKind, RegExp>
 
 /** D1: a malformed id is simply not an id of ours; callers answer 404 without asking the database. */
