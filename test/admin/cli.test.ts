@@ -1,15 +1,22 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { createHash } from "node:crypto"
+import { SqlClient } from "@effect/sql"
+import { Effect } from "effect"
 import { admin, adminJson } from "../support/cli.ts"
+import { type TestDatabase, testDatabase } from "../support/db.ts"
 import { get } from "../support/fixtures.ts"
+import { ingest, nativeEvent } from "../support/ingest.ts"
 import { type RunningServer, shutdown, startServer } from "../support/server.ts"
 
 let server: RunningServer
+let db: TestDatabase
 
 beforeAll(async () => {
   server = await startServer()
+  db = testDatabase(server.env)
 })
 
-afterAll(() => shutdown(server))
+afterAll(() => shutdown(server, db))
 
 describe("D24: bun run admin, against the running server's database", () => {
   test("org create, key create, then the key reads an empty page; key list never shows the key", async () => {
@@ -145,5 +152,84 @@ describe("D24: bun run admin, against the running server's database", () => {
     expect(result.code).toBe(1)
     expect(result.stderr).toContain("SECRET_KEY")
     expect(result.stderr).not.toContain("short")
+  })
+
+  test("D1/D22: sensor create --json prints exactly {id, token}; the token writes on the ingest port; only its hash is stored", async () => {
+    const org = await adminJson(server.env, ["org", "create", "--name", "Sensor owners"])
+    const result = await admin(server.env, [
+      "sensor",
+      "create",
+      "--org",
+      org.id,
+      "--name",
+      "dmz-web-01",
+      "--profile",
+      "linux-server",
+      "--json",
+    ])
+    expect({ code: result.code, stderr: result.stderr }).toEqual({ code: 0, stderr: "" })
+    // One line of JSON, nothing else on stdout.
+    expect(result.stdout.split("\n")).toHaveLength(1)
+    const sensor = JSON.parse(result.stdout) as { id: string; token: string }
+    expect(Object.keys(sensor)).toEqual(["id", "token"])
+    expect(result.stdout).toBe(JSON.stringify({ id: sensor.id, token: sensor.token }))
+    // D1: prefixed, time-sortable, URL-safe (ULID body).
+    expect(sensor.id).toMatch(/^sen_[0-9A-HJKMNP-TV-Z]{26}$/)
+    expect(typeof sensor.token).toBe("string")
+    expect(sensor.token).toMatch(/^[A-Za-z0-9_-]+$/)
+    expect(sensor.token).toContain(sensor.id)
+    const secret = sensor.token.slice(sensor.token.indexOf(sensor.id) + sensor.id.length + 1)
+    // At least 256 bits of randomness (D9's rule, used for sensor tokens too): 43 base64url characters.
+    expect(secret.length).toBeGreaterThanOrEqual(43)
+
+    // The token writes on the ingest port, as that sensor of that organization.
+    const key = await adminJson(server.env, [
+      "key",
+      "create",
+      "--org",
+      org.id,
+      "--name",
+      "reader",
+      "--scopes",
+      "incidents:read,events:read",
+    ])
+    const sent = await ingest(server.ingestUrl, "events", sensor.token, nativeEvent({ sourceIp: "198.51.100.231" }))
+    expect(sent.status).toBe(200)
+    expect(sent.body).toMatchObject({ accepted: 1, rejected: 0 })
+    const event = await get(server.url, `/v1/events/${sent.body.results[0].id}`, key.key)
+    expect(event.status).toBe(200)
+    expect(event.body.sensor).toEqual({ id: sensor.id, name: "dmz-web-01" })
+    // A token with one character changed, or without its secret, does not write.
+    const last = sensor.token.slice(-1) === "A" ? "B" : "A"
+    expect(
+      (await ingest(server.ingestUrl, "events", `${sensor.token.slice(0, -1)}${last}`, nativeEvent())).status,
+    ).toBe(401)
+    expect(
+      (await ingest(server.ingestUrl, "events", sensor.token.slice(0, -secret.length - 1), nativeEvent())).status,
+    ).toBe(401)
+
+    // The database holds only a hash: the sensors table as text has neither the token nor its secret part.
+    const rows = await db.run(
+      Effect.flatMap(
+        SqlClient.SqlClient,
+        (sql) => sql<{ id: string; row: string }>`select t.id, t::text as row from sensors t`,
+      ),
+    )
+    const mine = rows.find((r) => r.id === sensor.id)
+    expect(mine?.row).toContain("dmz-web-01")
+    expect(mine?.row).toContain("linux-server")
+    const table = rows.map((r) => r.row).join("\n")
+    expect(table).not.toContain(sensor.token)
+    expect(table).not.toContain(secret)
+    expect(table).not.toContain(Buffer.from(secret, "utf8").toString("hex"))
+    expect(table).not.toContain(Buffer.from(secret, "base64url").toString("hex"))
+    // What it does hold is a SHA-256 hash (D22 "stored hashed"; the API keys' scheme, D9).
+    const sha = (s: string) => createHash("sha256").update(s, "utf8").digest("hex")
+    expect([sha(secret), sha(sensor.token)].some((h) => mine?.row.includes(h))).toBe(true)
+    // And the sensor list never shows it.
+    const list = await admin(server.env, ["sensor", "list", "--org", org.id, "--json"])
+    expect(list.code).toBe(0)
+    expect(list.stdout).toContain(sensor.id)
+    expect(list.stdout).not.toContain(secret)
   })
 })
