@@ -6,12 +6,13 @@ import { RateLimiter } from "../ratelimit/RateLimiter.ts"
 import type { Scope } from "../repos/ApiKeysRepo.ts"
 import { EventsAuth, IncidentsAuth } from "./definition.ts"
 import { keyBucket } from "./edge.ts"
-import { databaseProblem } from "./problems.ts"
+import { authFailures } from "./problems.ts"
 import { requestFacts } from "./requestContext.ts"
 
 /**
  * The bearer middleware of each group. HttpApiSecurity.bearer only slices the header, so the header is read
- * again here and checked strictly (scheme, one token) by KeyAuth.
+ * again here and checked strictly (scheme, one token) by KeyAuth. This is the API edge of authentication: KeyAuth's
+ * tagged errors become their 401/403 problems here (api/problems.ts authFailures), and nowhere else.
  */
 const bearerFor = (scope: Scope) =>
   Effect.gen(function* () {
@@ -21,6 +22,7 @@ const bearerFor = (scope: Scope) =>
       bearer: () =>
         Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
           auth.authenticate(request.headers.authorization, scope).pipe(
+            authFailures,
             Effect.tap((caller) =>
               Effect.sync(() => Object.assign(requestFacts(request), { orgId: caller.orgId, keyId: caller.keyId })),
             ),
@@ -37,7 +39,6 @@ const bearerFor = (scope: Scope) =>
                     )
               }),
             ),
-            Effect.catchTag("DatabaseError", databaseProblem),
           ),
         ),
     }

@@ -1,16 +1,22 @@
 import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
-import { Effect, Option, Redacted } from "effect"
+import { Data, Effect, Option, Redacted } from "effect"
 import { AppConfig } from "../config.ts"
 import { deriveKey } from "../domain/crypto.ts"
-import { type CursorScope, decodeCursor, encodeCursor } from "../domain/cursor.ts"
+import { type CursorScope, encodeCursor } from "../domain/cursor.ts"
 import { isId } from "../domain/ids.ts"
 import { presentEvent, presentIncident, presentIncidentSummary } from "../domain/present.ts"
-import { InvalidRequest, NotFound } from "../domain/problem.ts"
 import { EventsRepo } from "../repos/EventsRepo.ts"
 import { IncidentsRepo } from "../repos/IncidentsRepo.ts"
 import { Caller, IncidentApi } from "./definition.ts"
-import { eventFilterDigestInput, parseCursor, parseEventListParams, parseLimit, parseStatus } from "./params.ts"
-import { databaseProblem } from "./problems.ts"
+import {
+  eventFilterDigestInput,
+  parseCursor,
+  parseEventListParams,
+  parseLimit,
+  parseStatus,
+  readCursor,
+} from "./params.ts"
+import { listFailures, lookupFailures } from "./problems.ts"
 
 /** D8: member events shown on a single incident. */
 export const INCIDENT_EVENTS_SHOWN = 200
@@ -18,19 +24,14 @@ export const INCIDENT_EVENTS_SHOWN = 200
 /** The cursor signing key, derived from SECRET_KEY so cursors survive restarts and work across replicas. */
 const cursorKey = Effect.map(AppConfig, (config) => deriveKey(Redacted.value(config.secretKey), "cursor-v1"))
 
-const cursorError = (problem: "malformed" | "mismatch") =>
-  InvalidRequest.of(
-    problem === "malformed"
-      ? "cursor is malformed or was tampered with; use the nextCursor value of a previous response."
-      : "cursor was issued for another endpoint, other filters or another organization; start again from the first page.",
-  )
-
-/** Position after which to read, from an optional cursor (D7). */
-const readCursor = (key: Uint8Array, scope: CursorScope, cursor: string | undefined) => {
-  if (cursor === undefined) return Effect.succeed(undefined)
-  const decoded = decodeCursor(key, scope, cursor)
-  return decoded.ok ? Effect.succeed(decoded.position) : Effect.fail(cursorError(decoded.problem))
-}
+/**
+ * No incident with this id in the caller's organization (or the id is not an incident id). It carries only the id
+ * the caller asked for.
+ */
+export class IncidentNotFound extends Data.TaggedError("IncidentNotFound")<{ readonly id: string }> {}
+/** No event with this id in the caller's organization (or the id is not an event id). */
+export class EventNotFound extends Data.TaggedError("EventNotFound")<{ readonly id: string }> {}
+export type LookupError = IncidentNotFound | EventNotFound
 
 /**
  * The answer, serialized once. present.ts builds exactly the encoded shapes of domain/models.ts (Dates serialize as
@@ -81,18 +82,17 @@ export const IncidentsHandlers = HttpApiBuilder.group(IncidentApi, "incidents", 
               (at) => encodeCursor(key, scope, at),
             ),
           )
-        }).pipe(Effect.catchTag("DatabaseError", databaseProblem)),
+        }).pipe(listFailures),
       )
       .handle("getIncident", ({ path }) =>
         Effect.gen(function* () {
           const caller = yield* Caller
-          const notFound = NotFound.of("No incident with this id exists in your organization.")
-          if (!isId("incident", path.id)) return yield* Effect.fail(notFound)
+          if (!isId("incident", path.id)) return yield* new IncidentNotFound({ id: path.id })
           const row = yield* incidents.findById(caller.orgId, path.id)
-          if (Option.isNone(row)) return yield* Effect.fail(notFound)
+          if (Option.isNone(row)) return yield* new IncidentNotFound({ id: path.id })
           const members = yield* events.members(caller.orgId, path.id, INCIDENT_EVENTS_SHOWN)
           return json(presentIncident(row.value, members, appUrl))
-        }).pipe(Effect.catchTag("DatabaseError", databaseProblem)),
+        }).pipe(lookupFailures),
       )
   }),
 )
@@ -128,17 +128,16 @@ export const EventsHandlers = HttpApiBuilder.group(IncidentApi, "events", (handl
               (at) => encodeCursor(key, scope, at),
             ),
           )
-        }).pipe(Effect.catchTag("DatabaseError", databaseProblem)),
+        }).pipe(listFailures),
       )
       .handle("getEvent", ({ path }) =>
         Effect.gen(function* () {
           const caller = yield* Caller
-          const notFound = NotFound.of("No event with this id exists in your organization.")
-          if (!isId("event", path.id)) return yield* Effect.fail(notFound)
+          if (!isId("event", path.id)) return yield* new EventNotFound({ id: path.id })
           const row = yield* events.findById(caller.orgId, path.id)
-          if (Option.isNone(row)) return yield* Effect.fail(notFound)
+          if (Option.isNone(row)) return yield* new EventNotFound({ id: path.id })
           return json(presentEvent(row.value))
-        }).pipe(Effect.catchTag("DatabaseError", databaseProblem)),
+        }).pipe(lookupFailures),
       )
   }),
 )

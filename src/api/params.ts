@@ -1,23 +1,42 @@
-import { Either } from "effect"
+import { Data, Effect, Either } from "effect"
+import { type CursorPosition, type CursorProblem, type CursorScope, decodeCursor } from "../domain/cursor.ts"
 import { EVENT_TYPE_NAMES } from "../domain/eventTypes.ts"
 import { isId } from "../domain/ids.ts"
 import { canonicalIp } from "../domain/ip.ts"
-import { InvalidRequest } from "../domain/problem.ts"
 import { SEVERITIES, type Severity } from "../domain/severity.ts"
 import type { EventFilters } from "../repos/EventsRepo.ts"
 
 /**
- * D5 validation of query parameters, with a detail that names the parameter and its allowed values.
- * A parameter given twice is refused rather than guessed at; unknown parameters are ignored.
+ * D5 validation of query parameters. A parameter given twice is refused rather than guessed at; unknown parameters
+ * are ignored. Failures are the tagged errors below, which say what was wrong; the API edge (api/problems.ts
+ * queryProblem) answers them with a 400 whose detail names the parameter and its allowed values.
  */
-export type RawParam = string | ReadonlyArray<string> | undefined
-type Parsed<A> = Either.Either<A, InvalidRequest>
 
-const fail = (detail: string) => Either.left(InvalidRequest.of(detail))
+/** A query parameter was given more than once. */
+export class QueryParameterRepeated extends Data.TaggedError("QueryParameterRepeated")<{
+  readonly parameter: string
+}> {}
+/** A query parameter's value is not one it accepts. */
+export class InvalidQuery extends Data.TaggedError("InvalidQuery")<{
+  readonly parameter: string
+  /** What it accepts, in the words the client is told: "one of: open, closed, all (default all)". */
+  readonly allowed: string
+}> {}
+/** `from` is later than `to` (D6). */
+export class TimeRangeInverted extends Data.TaggedError("TimeRangeInverted") {}
+/** The cursor is not one this service issued ("malformed", or tampered with) or not for this query ("mismatch", D7). */
+export class CursorInvalid extends Data.TaggedError("CursorInvalid")<{ readonly problem: CursorProblem }> {}
+
+export type QueryError = QueryParameterRepeated | InvalidQuery | TimeRangeInverted | CursorInvalid
+
+export type RawParam = string | ReadonlyArray<string> | undefined
+type Parsed<A> = Either.Either<A, QueryError>
+
+const fail = (parameter: string, allowed: string) => Either.left(new InvalidQuery({ parameter, allowed }))
 
 const single = (name: string, raw: RawParam): Parsed<string | undefined> => {
   if (raw === undefined || typeof raw === "string") return Either.right(raw)
-  return raw.length === 1 ? Either.right(raw[0]) : fail(`The query parameter ${name} was given more than once.`)
+  return raw.length === 1 ? Either.right(raw[0]) : Either.left(new QueryParameterRepeated({ parameter: name }))
 }
 
 export const DEFAULT_LIMIT = 50
@@ -29,19 +48,19 @@ export const parseLimit = (raw: RawParam): Parsed<number> =>
     const n = /^[0-9]{1,4}$/.test(text) ? Number(text) : Number.NaN
     return Number.isInteger(n) && n >= 1 && n <= MAX_LIMIT
       ? Either.right(n)
-      : fail(`limit must be an integer from 1 to ${MAX_LIMIT} (default ${DEFAULT_LIMIT}).`)
+      : fail("limit", `an integer from 1 to ${MAX_LIMIT} (default ${DEFAULT_LIMIT})`)
   })
 
 export const parseStatus = (raw: RawParam): Parsed<"open" | "closed" | undefined> =>
   Either.flatMap(single("status", raw), (text) => {
     if (text === undefined || text === "all") return Either.right(undefined)
     if (text === "open" || text === "closed") return Either.right(text)
-    return fail("status must be one of: open, closed, all (default all).")
+    return fail("status", "one of: open, closed, all (default all)")
   })
 
 export const parseCursor = (raw: RawParam): Parsed<string | undefined> =>
   Either.flatMap(single("cursor", raw), (text) =>
-    text === "" ? fail("cursor must be the nextCursor value of a previous response.") : Either.right(text),
+    text === "" ? fail("cursor", "the nextCursor value of a previous response") : Either.right(text),
   )
 
 const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?(?:([Zz])|([+-])(\d{2}):(\d{2}))$/
@@ -89,7 +108,7 @@ const timestampParam = (name: string, raw: RawParam): Parsed<Date | undefined> =
     if (text === undefined) return Either.right(undefined)
     const date = parseTimestamp(text)
     return date === undefined
-      ? fail(`${name} must be an RFC 3339 timestamp with a time zone, for example 2026-11-21T15:57:42.053Z.`)
+      ? fail(name, "an RFC 3339 timestamp with a time zone, for example 2026-11-21T15:57:42.053Z")
       : Either.right(date)
   })
 
@@ -97,7 +116,7 @@ const idParam = (name: string, kind: "sensor" | "incident", example: string, raw
   Either.flatMap(single(name, raw), (text) =>
     text === undefined || isId(kind, text)
       ? Either.right(text)
-      : fail(`${name} must be ${kind === "sensor" ? "a sensor" : "an incident"} identifier (${example}).`),
+      : fail(name, `${kind === "sensor" ? "a sensor" : "an incident"} identifier (${example})`),
   )
 
 export interface EventListInput {
@@ -122,21 +141,21 @@ export const parseEventListParams = (p: {
     const incidentId = yield* idParam("incidentId", "incident", "inc_…", p.incidentId)
     const severityText = yield* single("severity", p.severity)
     if (severityText !== undefined && !(SEVERITIES as ReadonlyArray<string>).includes(severityText)) {
-      return yield* fail(`severity must be one of: ${SEVERITIES.join(", ")}.`)
+      return yield* fail("severity", `one of: ${SEVERITIES.join(", ")}`)
     }
     const type = yield* single("type", p.type)
     if (type !== undefined && !EVENT_TYPE_NAMES.includes(type)) {
-      return yield* fail(`type must be one of: ${EVENT_TYPE_NAMES.join(", ")}.`)
+      return yield* fail("type", `one of: ${EVENT_TYPE_NAMES.join(", ")}`)
     }
     const sourceIpText = yield* single("sourceIp", p.sourceIp)
     const sourceIp = sourceIpText === undefined ? undefined : canonicalIp(sourceIpText)
     if (sourceIpText !== undefined && sourceIp === undefined) {
-      return yield* fail("sourceIp must be an IPv4 address (dotted decimal) or an IPv6 address.")
+      return yield* fail("sourceIp", "an IPv4 address (dotted decimal) or an IPv6 address")
     }
     const from = yield* timestampParam("from", p.from)
     const to = yield* timestampParam("to", p.to)
     if (from !== undefined && to !== undefined && from.getTime() > to.getTime()) {
-      return yield* fail("from must not be later than to.")
+      return yield* Either.left(new TimeRangeInverted())
     }
     const limit = yield* parseLimit(p.limit)
     const cursor = yield* parseCursor(p.cursor)
@@ -157,3 +176,14 @@ export const eventFilterDigestInput = (f: EventFilters): Record<string, string |
   from: f.from?.toISOString(),
   to: f.to?.toISOString(),
 })
+
+/** The position after which to read, from an optional cursor (D7): only a cursor issued for this very query. */
+export const readCursor = (
+  key: Uint8Array,
+  scope: CursorScope,
+  cursor: string | undefined,
+): Effect.Effect<CursorPosition | undefined, CursorInvalid> => {
+  if (cursor === undefined) return Effect.succeed(undefined)
+  const decoded = decodeCursor(key, scope, cursor)
+  return decoded.ok ? Effect.succeed(decoded.position) : Effect.fail(new CursorInvalid({ problem: decoded.problem }))
+}

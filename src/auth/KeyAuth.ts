@@ -1,10 +1,9 @@
 import { randomBytes } from "node:crypto"
 import { PgClient } from "@effect/sql-pg"
-import { Clock, Deferred, Effect, FiberSet, Option, Schedule } from "effect"
+import { Clock, Data, Deferred, Effect, FiberSet, Option, Schedule } from "effect"
 import Pg from "pg"
 import { AppConfig } from "../config.ts"
 import { listenClientConfig } from "../db/listen.ts"
-import { Forbidden, Unauthorized } from "../domain/problem.ts"
 import { API_KEY_TOKEN, bearerToken, parseToken, secretMatches } from "../domain/secretToken.ts"
 import {
   ApiKeysRepo,
@@ -23,6 +22,42 @@ export interface AuthenticatedKey {
 
 // lastUsedAt is written at most once a minute per key and process, off the request path.
 const LAST_USED_EVERY_MS = 60_000
+
+// Why a request was not authenticated (spec "API keys" 7-8, D10), in D10's order. They say what happened; only the
+// API edge (api/problems.ts authProblem) turns them into HTTP answers: 401 for every key failure (a malformed token,
+// an unknown key id and a wrong secret get one and the same answer), 403 for Deception off and a missing scope.
+// None carries the key value or its secret: at most the id of a key that exists (not secret: logs show it).
+
+/** No Authorization header, or a blank one. */
+export class KeyMissing extends Data.TaggedError("KeyMissing") {}
+/** The Authorization header is not `Bearer <one token>`. */
+export class AuthorizationMalformed extends Data.TaggedError("AuthorizationMalformed") {}
+/** The bearer token does not have the shape of an API key (`dsk_<key id>_<secret>`). */
+export class KeyMalformed extends Data.TaggedError("KeyMalformed") {}
+/** No key has the token's key id. */
+export class KeyUnknown extends Data.TaggedError("KeyUnknown") {}
+/** The key exists but the token's secret is not its secret. */
+export class KeyMismatch extends Data.TaggedError("KeyMismatch")<{ readonly keyId: string }> {}
+export class KeyRevoked extends Data.TaggedError("KeyRevoked")<{ readonly keyId: string }> {}
+export class KeyExpired extends Data.TaggedError("KeyExpired")<{ readonly keyId: string }> {}
+/** The key is valid, but Deception is not active for its organization (spec "API keys" 8). */
+export class DeceptionDisabled extends Data.TaggedError("DeceptionDisabled")<{
+  readonly keyId: string
+  readonly orgId: string
+}> {}
+/** The key is valid but lacks the endpoint's scope. */
+export class ScopeMissing extends Data.TaggedError("ScopeMissing")<{ readonly keyId: string; readonly scope: Scope }> {}
+
+export type KeyAuthError =
+  | KeyMissing
+  | AuthorizationMalformed
+  | KeyMalformed
+  | KeyUnknown
+  | KeyMismatch
+  | KeyRevoked
+  | KeyExpired
+  | DeceptionDisabled
+  | ScopeMissing
 
 /** A cached credential row is used for at most this long, even while no NOTIFY says it changed (belt and braces). */
 export const KEY_CACHE_MAX_AGE_MS = 60_000
@@ -169,7 +204,8 @@ const listenForKeyChanges = (pg: PgClient.PgClient, cache: KeyCache) => {
 }
 
 /**
- * API key authentication (spec "API keys", D9, D10): key, then Deception active, then scope.
+ * API key authentication (spec "API keys", D9, D10): key, then Deception active, then scope. It fails with the
+ * KeyAuthError that says what was wrong (or a DatabaseError); the API edge maps them to problem documents.
  * The credential row comes from the key cache (see makeKeyCache) or, when it cannot answer, from one primary-key
  * read; the secret's SHA-256 is compared in constant time on every request; revocation and Deception changes reach
  * every process through NOTIFY at once, and expiry is compared with the clock on every request.
@@ -207,33 +243,22 @@ export class KeyAuth extends Effect.Service<KeyAuth>()("KeyAuth", {
       })
     }
 
-    const invalid = Unauthorized.of("The API key is not valid. Send Authorization: Bearer <API_KEY>.")
-
     const authenticate = (authorization: string | undefined, scope: Scope) =>
       Effect.gen(function* () {
-        if (authorization === undefined || authorization.trim() === "") {
-          return yield* Effect.fail(
-            Unauthorized.of("The Authorization header is missing. Send Authorization: Bearer <API_KEY>."),
-          )
-        }
+        if (authorization === undefined || authorization.trim() === "") return yield* new KeyMissing()
         const token = bearerToken(authorization)
-        if (token === undefined) {
-          return yield* Effect.fail(Unauthorized.of("The Authorization header must be Bearer <API_KEY>."))
-        }
+        if (token === undefined) return yield* new AuthorizationMalformed()
         const parsed = parseToken(API_KEY_TOKEN, token)
-        if (parsed === undefined) return yield* Effect.fail(invalid)
+        if (parsed === undefined) return yield* new KeyMalformed()
         const now = yield* Clock.currentTimeMillis
         const found = yield* credential(parsed.id, now)
-        if (Option.isNone(found) || !secretMatches(parsed.secret, found.value.secretHash)) {
-          return yield* Effect.fail(invalid)
-        }
+        if (Option.isNone(found)) return yield* new KeyUnknown()
         const key = found.value
-        if (key.revokedAt !== null) return yield* Effect.fail(Unauthorized.of("The API key has been revoked."))
-        if (key.expiresAt !== null && key.expiresAt.getTime() <= now) {
-          return yield* Effect.fail(Unauthorized.of("The API key has expired."))
-        }
-        if (!key.deceptionEnabled) return yield* Effect.fail(Forbidden.featureDisabled())
-        if (!key.scopes.includes(scope)) return yield* Effect.fail(Forbidden.insufficientScope(scope))
+        if (!secretMatches(parsed.secret, key.secretHash)) return yield* new KeyMismatch({ keyId: key.id })
+        if (key.revokedAt !== null) return yield* new KeyRevoked({ keyId: key.id })
+        if (key.expiresAt !== null && key.expiresAt.getTime() <= now) return yield* new KeyExpired({ keyId: key.id })
+        if (!key.deceptionEnabled) return yield* new DeceptionDisabled({ keyId: key.id, orgId: key.orgId })
+        if (!key.scopes.includes(scope)) return yield* new ScopeMissing({ keyId: key.id, scope })
         yield* recordUse(key.id, now)
         return {
           orgId: key.orgId,

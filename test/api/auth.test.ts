@@ -59,6 +59,28 @@ describe("spec 'API keys' 7: 401 for a missing, malformed, wrong, revoked or exp
     }
   })
 
+  test("a malformed key, an unknown key id and a wrong secret get one and the same 401, byte for byte", async () => {
+    const wrongSecret = tenant.key.replace(/.$/, (c) => (c === "A" ? "B" : "A"))
+    const unknownId = tenant.key.replace(tenant.keyId, "key_01ARZ3NDEKTSV4RRFFQ69G5FAV")
+    const answers = []
+    for (const key of ["dsk_nope", `${tenant.key}A`, unknownId, wrongSecret]) {
+      const res = await fetch(`${server.url}/v1/incidents`, { headers: { authorization: `Bearer ${key}` } })
+      answers.push({
+        status: res.status,
+        contentType: res.headers.get("content-type"),
+        wwwAuthenticate: res.headers.get("www-authenticate"),
+        body: await res.text(),
+      })
+    }
+    expect(answers[0]).toEqual({
+      status: 401,
+      contentType: "application/problem+json; charset=utf-8",
+      wwwAuthenticate: 'Bearer realm="incident-api"',
+      body: '{"type":"about:blank","title":"Unauthorized","status":401,"detail":"The API key is not valid. Send Authorization: Bearer <API_KEY>.","code":"unauthorized"}',
+    })
+    for (const answer of answers) expect(answer).toEqual(answers[0] as (typeof answers)[number])
+  })
+
   test("the bearer scheme is case-insensitive (RFC 7235)", async () => {
     expect((await get(server.url, "/v1/incidents", undefined, { authorization: `bearer ${tenant.key}` })).status).toBe(
       200,
