@@ -11,6 +11,7 @@ import {
   KEY_CHANGES_ACK_CHANNEL,
   KEY_CHANGES_CHANNEL,
   type KeyCredentialRow,
+  LAST_USED_EVERY_MS,
   type Scope,
 } from "../repos/ApiKeysRepo.ts"
 
@@ -19,9 +20,6 @@ export interface AuthenticatedKey {
   readonly keyId: string
   readonly scopes: ReadonlyArray<Scope>
 }
-
-// lastUsedAt is written at most once a minute per key and process, off the request path.
-const LAST_USED_EVERY_MS = 60_000
 
 // Why a request was not authenticated (spec "API keys" 7-8, D10), in D10's order. They say what happened; only the
 // API edge (api/problems.ts authProblem) turns them into HTTP answers: 401 for every key failure (a malformed token,
@@ -221,6 +219,8 @@ export class KeyAuth extends Effect.Service<KeyAuth>()("KeyAuth", {
     // The embedded database does not notify across connections (README "Webhooks"): no cache there.
     if (Option.isSome(config.databaseUrl)) yield* Effect.forkScoped(listenForKeyChanges(pg, cache))
 
+    // lastUsedAt, off the request path: this map lets through at most one write per key a minute from this process,
+    // and the repository's guard lets through one per key a minute across all processes (ApiKeysRepo.touchLastUsed).
     const recordUse = (keyId: string, now: number) => {
       const last = lastWrites.get(keyId)
       if (last !== undefined && now - last < LAST_USED_EVERY_MS) return Effect.void

@@ -46,6 +46,8 @@ export const KEY_CHANGES_ACK_CHANNEL = "api_key_changes_ack"
 export const KEY_CACHE_APPLICATION_NAME = "dsvc-key-cache"
 /** How long a command waits for the key caches' acknowledgements before it returns anyway. */
 const ACK_WAIT_MS = 3_000
+/** lastUsedAt is written at most once per key in this interval, however many server processes use the key. */
+export const LAST_USED_EVERY_MS = 60_000
 
 /** API keys (D9). The key value is never stored: only SHA-256 of its secret part. */
 export class ApiKeysRepo extends Effect.Service<ApiKeysRepo>()("ApiKeysRepo", {
@@ -163,8 +165,16 @@ export class ApiKeysRepo extends Effect.Service<ApiKeysRepo>()("ApiKeysRepo", {
             dbErrors,
           ),
         ),
+      /**
+       * Records a use at `at`, unless the key's lastUsedAt is less than LAST_USED_EVERY_MS before it: the row is the
+       * shared state, so N server processes write a key's lastUsedAt at most once a minute together, not N times.
+       * (Each process also skips the statement for a key it wrote less than a minute ago: see KeyAuth.recordUse.)
+       * Never moves lastUsedAt back. Processes whose clocks differ by s seconds may write twice within 60 - s s.
+       */
       touchLastUsed: (id: string, at: Date) =>
-        sql`update api_keys set last_used_at = ${at} where id = ${id} and (last_used_at is null or last_used_at < ${at})`.pipe(
+        sql`update api_keys set last_used_at = ${at}
+            where id = ${id}
+              and (last_used_at is null or last_used_at <= ${new Date(at.getTime() - LAST_USED_EVERY_MS)})`.pipe(
           Effect.asVoid,
           dbErrors,
         ),
