@@ -168,7 +168,8 @@ const ROWS: ReadonlyArray<Row> = [
     detailNoun: "URL",
     recommendedAction: SHELL_ACTION,
   },
-  // Telnet (Cowrie and OpenCanary)
+  // Telnet (Cowrie and OpenCanary). ATT&CK has no Telnet sub-technique of Remote Services: Telnet types carry the
+  // parent T1021 where their SSH twins carry T1021.004.
   {
     type: "telnet.session",
     port: 23,

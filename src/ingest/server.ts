@@ -1,17 +1,20 @@
 import { HttpApp, HttpRouter, HttpServer, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { BunHttpServer } from "@effect/platform-bun"
-import { Clock, Effect, Either, Layer, Metric } from "effect"
+import { Clock, Effect, Either, Layer, Metric, Option } from "effect"
 import { finalizeResponse, problem, problemResponse } from "../api/edge.ts"
 import { databaseProblem } from "../api/problems.ts"
 import { SensorAuth } from "../auth/SensorAuth.ts"
-import { AppConfig } from "../config.ts"
-import { mapCowrie } from "../ingest/formats/cowrie.ts"
-import type { MapResult, NativeEventInput } from "../ingest/formats/native.ts"
+import { AppConfig, sealerOf } from "../config.ts"
+import { cowrieSessionsToLookUp, mapCowrieBatch } from "../ingest/formats/cowrie.ts"
+import { lineIdKey, type MapResult, type NativeEventInput } from "../ingest/formats/native.ts"
 import { mapOpenCanary } from "../ingest/formats/opencanary.ts"
 import { Lifecycle } from "../ops/Lifecycle.ts"
 import { ingestedEvents } from "../ops/metrics.ts"
+import { CowrieSessionsRepo } from "../repos/CowrieSessionsRepo.ts"
+import type { DatabaseError } from "../repos/errors.ts"
+import { OrgsRepo } from "../repos/OrgsRepo.ts"
 import { MAX_BODY_BYTES, MAX_EVENTS, parseBody } from "./body.ts"
-import { type EventOutcome, Ingestor } from "./Ingestor.ts"
+import { type EventOutcome, Ingestor, type SensorIdentity } from "./Ingestor.ts"
 import { type ValidEvent, validateEvent } from "./validate.ts"
 
 /**
@@ -19,14 +22,70 @@ import { type ValidEvent, validateEvent } from "./validate.ts"
  * outcome per event (accepted with its ids, duplicate, or rejected with the reason), so one bad event never
  * rejects the batch.
  */
-type Mapper = (value: unknown) => MapResult
+
+/**
+ * D22/D19: each organization's key of honeypot line ids (`lineIdKey`), derived from its fingerprint key, which is
+ * unsealed once per process and organization.
+ */
+class LineIdKeys extends Effect.Service<LineIdKeys>()("LineIdKeys", {
+  effect: Effect.gen(function* () {
+    const orgs = yield* OrgsRepo
+    const sealer = sealerOf(yield* AppConfig)
+    const keys = new Map<string, Uint8Array>()
+    const forOrg = (orgId: string) =>
+      Effect.gen(function* () {
+        const cached = keys.get(orgId)
+        if (cached) return cached
+        const org = yield* orgs.findById(orgId)
+        const fingerprintKey = Option.isSome(org) ? sealer.open(org.value.fingerprintKey) : undefined
+        if (fingerprintKey === undefined)
+          return yield* Effect.dieMessage(`fingerprint key of ${orgId} cannot be opened`)
+        const key = lineIdKey(fingerprintKey)
+        keys.set(orgId, key)
+        return key
+      })
+    return { forOrg } as const
+  }),
+}) {}
+
+/** Maps one request's items (the values of its JSON items, in order) to native events: one result per value. */
+type BatchMapper<R> = (
+  sensor: SensorIdentity,
+  values: ReadonlyArray<unknown>,
+) => Effect.Effect<ReadonlyArray<MapResult>, DatabaseError, R>
+
 // Native events need no mapping: validateEvent checks them as they are.
-const native: Mapper = (value) => ({ _tag: "Mapped", event: value as NativeEventInput })
+const native: BatchMapper<never> = (_sensor, values) =>
+  Effect.succeed(values.map((value) => ({ _tag: "Mapped", event: value as NativeEventInput }) as const))
+
+const openCanary: BatchMapper<LineIdKeys> = (sensor, values) =>
+  Effect.map(
+    Effect.flatMap(LineIdKeys, (keys) => keys.forOrg(sensor.orgId)),
+    (key) => values.map((value) => mapOpenCanary(value, key)),
+  )
+
+/**
+ * Cowrie: a line takes its session's protocol and ports from the session's connect line, in this request or
+ * remembered from an earlier one (CowrieSessionsRepo, looked up only for sessions without a connect here); this
+ * request's connects are remembered for the next ones. A session known from neither keeps the defaults (ssh, source
+ * port 0, the type's default port).
+ */
+const cowrie: BatchMapper<LineIdKeys | CowrieSessionsRepo> = (sensor, values) =>
+  Effect.gen(function* () {
+    const key = yield* Effect.flatMap(LineIdKeys, (keys) => keys.forOrg(sensor.orgId))
+    const sessions = yield* CowrieSessionsRepo
+    const remembered = yield* sessions.find(sensor.orgId, sensor.sensorId, cowrieSessionsToLookUp(values))
+    const batch = mapCowrieBatch(values, key, remembered)
+    const now = new Date(yield* Clock.currentTimeMillis)
+    yield* sessions.remember(sensor.orgId, sensor.sensorId, batch.connects, now)
+    return batch.results
+  })
+
 const ROUTE_PATHS = ["/ingest/v1/events", "/ingest/v1/opencanary", "/ingest/v1/cowrie"]
 
 const tooLarge = (detail: string) => problem(413, "Content Too Large", "payload_too_large", detail)
 
-const ingestRoute = (format: string, mapper: Mapper) =>
+const ingestRoute = <R>(format: string, mapBatch: BatchMapper<R>) =>
   Effect.gen(function* () {
     const request = yield* HttpServerRequest.HttpServerRequest
     const auth = yield* SensorAuth
@@ -46,15 +105,20 @@ const ingestRoute = (format: string, mapper: Mapper) =>
       )
     }
     if (parsed._tag === "TooMany") return tooLarge(`A request may hold at most ${MAX_EVENTS} events.`)
+    const mappedAll = yield* mapBatch(
+      sensor,
+      parsed.items.flatMap((item) => ("value" in item ? [item.value] : [])),
+    )
     const now = yield* Clock.currentTimeMillis
     const outcomes: Array<EventOutcome> = []
     const valid: Array<{ index: number; event: ValidEvent }> = []
+    let next = 0
     for (const [index, item] of parsed.items.entries()) {
       if ("error" in item) {
         outcomes.push({ index, status: "rejected", reason: item.error })
         continue
       }
-      const mapped = mapper(item.value)
+      const mapped = mappedAll[next++] ?? { _tag: "Rejected", reason: "the event could not be mapped" }
       if (mapped._tag === "Rejected") {
         outcomes.push({ index, status: "rejected", reason: mapped.reason })
         continue
@@ -84,8 +148,8 @@ const ingestRoute = (format: string, mapper: Mapper) =>
 
 const router = HttpRouter.empty.pipe(
   HttpRouter.post("/ingest/v1/events", ingestRoute("events", native)),
-  HttpRouter.post("/ingest/v1/opencanary", ingestRoute("opencanary", mapOpenCanary)),
-  HttpRouter.post("/ingest/v1/cowrie", ingestRoute("cowrie", mapCowrie)),
+  HttpRouter.post("/ingest/v1/opencanary", ingestRoute("opencanary", openCanary)),
+  HttpRouter.post("/ingest/v1/cowrie", ingestRoute("cowrie", cowrie)),
 )
 
 // A known path with another method than POST is a 405; anything else a 404 naming the routes.
@@ -109,11 +173,15 @@ const logAddress = Effect.gen(function* () {
   }
 })
 
-/** The ingest listener as a layer (its own Bun server, on INGEST_PORT). */
+/**
+ * The ingest listener as a layer (its own Bun server, on INGEST_PORT), with the line-id keys and the Cowrie sessions
+ * it alone uses; it needs OrgsRepo, SensorAuth, Ingestor and the SQL client from outside.
+ */
 export const IngestServerLive = Layer.unwrapEffect(
   Effect.map(AppConfig, (config) =>
     HttpServer.serve(router, ingestEdge).pipe(
       Layer.provide(Layer.effectDiscard(logAddress)),
+      Layer.provide(Layer.mergeAll(LineIdKeys.Default, CowrieSessionsRepo.Default)),
       // Bun refuses anything over twice our limit outright; our own check answers 413 with a problem body.
       Layer.provide(
         BunHttpServer.layer({ port: config.ingestPort, hostname: config.host, maxRequestBodySize: 2 * MAX_BODY_BYTES }),

@@ -192,6 +192,10 @@ describe("D23 event-type table", () => {
     ["ssh.file_download", "ssh", 22],
     ["ssh.session", "ssh", 22],
     ["telnet.login_attempt", "telnet", 23],
+    ["telnet.login_success", "telnet", 23],
+    ["telnet.command", "telnet", 23],
+    ["telnet.file_download", "telnet", 23],
+    ["telnet.session", "telnet", 23],
     ["ftp.login_attempt", "ftp", 21],
     ["http.request", "http", 80],
     ["http.login_attempt", "http", 80],
@@ -210,6 +214,27 @@ describe("D23 event-type table", () => {
     const spec = eventTypeSpec(type)
     expect(spec?.service).toBe(service)
     expect(spec?.port).toBe(port)
+  })
+
+  test.each([
+    // Cowrie's sessions are SSH or Telnet: each action has a type for both, with the same severity and techniques
+    // except the remote service: SSH is T1021.004, Telnet the parent T1021 (ATT&CK has no Telnet sub-technique).
+    ["session", ["T1046"], ["T1046"]],
+    ["login_attempt", ["T1021.004", "T1110.001"], ["T1021", "T1110.001"]],
+    ["login_success", ["T1021.004", "T1078"], ["T1021", "T1078"]],
+    ["command", ["T1021.004", "T1059.004"], ["T1021", "T1059.004"]],
+    ["file_download", ["T1105"], ["T1105"]],
+  ] as const)("D23: ssh.%s and its Telnet twin differ only in the remote service", (suffix, ssh, telnet) => {
+    const sshSpec = eventTypeSpec(`ssh.${suffix}`)
+    const telnetSpec = eventTypeSpec(`telnet.${suffix}`)
+    expect(sshSpec?.techniques).toEqual(ssh)
+    expect(telnetSpec?.techniques).toEqual(telnet)
+    expect(telnetSpec?.techniques).not.toContain("T1021.004")
+    expect(telnetSpec?.action).toBe(sshSpec?.action as string)
+    expect(telnetSpec?.severity).toBe(sshSpec?.severity)
+    expect(telnetSpec?.confidence).toBe(sshSpec?.confidence)
+    expect(telnetSpec?.label).toContain("Telnet")
+    expect(techniqueById("T1021")).toEqual({ id: "T1021", name: "Remote Services", tactics: ["lateral-movement"] })
   })
 
   test("D3: default severities and confidences follow the scale of the activity", () => {

@@ -1,17 +1,36 @@
 import { describe, expect, test } from "bun:test"
+import { createHash, createHmac } from "node:crypto"
 import fc from "fast-check"
 import { EVENT_TYPES } from "../../src/domain/eventTypes.ts"
-import { COWRIE_EVENTIDS, commandTags, mapCowrie } from "../../src/ingest/formats/cowrie.ts"
+import {
+  COWRIE_EVENTIDS,
+  type CowrieSession,
+  commandTags,
+  cowrieSessionsToLookUp,
+  mapCowrieBatch,
+  mapCowrie as mapCowrieKeyed,
+} from "../../src/ingest/formats/cowrie.ts"
 import type { MapResult, NativeEventInput } from "../../src/ingest/formats/native.ts"
 import {
   camelCaseKey,
   canonicalJson,
   isDefaultCredential,
+  lineId,
+  lineIdKey,
   normalizeIp,
   parseLogTime,
   parsePort,
 } from "../../src/ingest/formats/native.ts"
-import { mapOpenCanary, OPENCANARY_LOGTYPES } from "../../src/ingest/formats/opencanary.ts"
+import { mapOpenCanary as mapOpenCanaryKeyed, OPENCANARY_LOGTYPES } from "../../src/ingest/formats/opencanary.ts"
+
+// Two organizations' fingerprint keys (D19) and the line-id keys derived from them.
+const FINGERPRINT_KEY_A = new Uint8Array(32).fill(0xa1)
+const FINGERPRINT_KEY_B = new Uint8Array(32).fill(0xb2)
+const KEY_A = lineIdKey(FINGERPRINT_KEY_A)
+const KEY_B = lineIdKey(FINGERPRINT_KEY_B)
+const mapOpenCanary = (line: unknown) => mapOpenCanaryKeyed(line, KEY_A)
+const mapCowrie = (line: unknown, session?: CowrieSession) => mapCowrieKeyed(line, KEY_A, session)
+const sha256Hex = (s: string) => createHash("sha256").update(s, "utf8").digest("hex")
 
 const expectMapped = (result: MapResult): NativeEventInput => {
   if (result._tag !== "Mapped") throw new Error(`expected Mapped, got Rejected: ${result.reason}`)
@@ -429,7 +448,7 @@ describe("OpenCanary mapper (D22)", () => {
     expect(event.sourcePort).toBe(c.sourcePort ?? 51234)
     expect(event.attackerInput).toEqual(c.attackerInput)
     expect([...event.tags].sort()).toEqual([...c.tags].sort())
-    expect(event.sensorEventId).toMatch(/^oc:[0-9a-f]{64}$/)
+    expect(event.sensorEventId).toMatch(/^oc:k1:[0-9a-f]{64}$/)
     expect(event.severity).toBeUndefined()
     expect(event.confidence).toBeUndefined()
     expect(SCALARS_ONLY(event.attackerInput)).toBe(true)
@@ -725,7 +744,7 @@ describe("Cowrie mapper (D22)", () => {
     expect(event.sourcePort).toBe(c.sourcePort)
     expect(event.attackerInput).toEqual(c.attackerInput)
     expect([...event.tags].sort()).toEqual([...c.tags].sort())
-    expect(event.sensorEventId).toMatch(new RegExp(`^cowrie:${SESSION}:[0-9a-f]{64}$`))
+    expect(event.sensorEventId).toMatch(/^cw:k1:[0-9a-f]{64}$/)
     expect(SCALARS_ONLY(event.attackerInput)).toBe(true)
   })
 
@@ -777,6 +796,11 @@ describe("Cowrie mapper (D22)", () => {
     expect(expectRejected(mapCowrie({ ...good, session: 42 }))).toContain("session")
     expect(expectRejected(mapCowrie({ ...good, src_ip: "not-an-ip" }))).toContain("src_ip")
     expect(expectRejected(mapCowrie({ ...good, src_ip: null }))).toContain("src_ip")
+    // D20: the quoted bad value is cleaned of control, invisible and bidi characters, and cut.
+    const reason = expectRejected(mapCowrie({ ...good, session: `\u202e\u200bab\u0000c\u001b[2J${"x".repeat(5000)}` }))
+    expect(reason).toStartWith('missing or invalid session: "abc[2Jxxx')
+    for (const ch of ["\u202e", "\u200b", "\u0000", "\u001b"]) expect(reason).not.toContain(ch)
+    expect(reason.length).toBeLessThan(120)
   })
 
   test("non-string attacker fields are not copied", () => {
@@ -825,7 +849,9 @@ describe("D22 sensorEventId: a resent line is a duplicate", () => {
     expect(expectMapped(mapCowrie({ ...line, input: "uname -m" })).sensorEventId).not.toBe(a)
     const otherSession = expectMapped(mapCowrie({ ...line, session: "0123456789ab" })).sensorEventId
     expect(otherSession).not.toBe(a)
-    expect(otherSession.startsWith("cowrie:0123456789ab:")).toBe(true)
+    // What is known of the session changes the event, never the line's id.
+    const known = { protocol: "telnet", sourcePort: 40000, port: 2323 } as const
+    expect(expectMapped(mapCowrie(line, known)).sensorEventId).toBe(a)
   })
 
   test("canonicalJson sorts keys at every level and has JSON semantics", () => {
@@ -834,6 +860,159 @@ describe("D22 sensorEventId: a resent line is a duplicate", () => {
     )
     expect(canonicalJson({ u: undefined, n: Number.NaN, s: "é\n" })).toBe('{"n":null,"s":"é\\n"}')
     expect(() => canonicalJson({ big: 1n })).toThrow()
+  })
+})
+
+describe("D19: a honeypot line's id is keyed per organization, no oracle for the password in it", () => {
+  const ocLogin = ocLine(4002, { PASSWORD: "Winter2026!", USERNAME: "root" })
+  const cwLogin = cowrieLine(
+    "cowrie.login.failed",
+    { username: "root", password: "Winter2026!" },
+    "login attempt [root/Winter2026!] failed",
+  )
+
+  test("the id is the HMAC-SHA256 of the canonical line under the organization's line-id key, not its SHA-256", () => {
+    for (const [id, prefix, line] of [
+      [expectMapped(mapOpenCanary(ocLogin)).sensorEventId, "oc:k1:", ocLogin],
+      [expectMapped(mapCowrie(cwLogin)).sensorEventId, "cw:k1:", cwLogin],
+    ] as const) {
+      const hmac = createHmac("sha256", KEY_A).update(canonicalJson(line), "utf8").digest("hex")
+      expect(id).toBe(`${prefix}${hmac}`)
+      expect(id).toBe(lineId(prefix, KEY_A, line))
+      expect(id).not.toContain(sha256Hex(canonicalJson(line)))
+      expect(id).not.toContain(sha256Hex(JSON.stringify(line)))
+      expect(id).not.toContain("Winter2026!")
+    }
+  })
+
+  test("the same line under two organizations gives two ids; twice under one, the same id", () => {
+    expect(expectMapped(mapOpenCanaryKeyed(ocLogin, KEY_B)).sensorEventId).not.toBe(
+      expectMapped(mapOpenCanaryKeyed(ocLogin, KEY_A)).sensorEventId,
+    )
+    expect(expectMapped(mapCowrieKeyed(cwLogin, KEY_B)).sensorEventId).not.toBe(
+      expectMapped(mapCowrieKeyed(cwLogin, KEY_A)).sensorEventId,
+    )
+    expect(expectMapped(mapCowrieKeyed(structuredClone(cwLogin), KEY_B)).sensorEventId).toBe(
+      expectMapped(mapCowrieKeyed(cwLogin, KEY_B)).sensorEventId,
+    )
+  })
+
+  test("the line-id key is derived for its own purpose: 32 bytes, stable, neither the fingerprint key nor an HMAC under it", () => {
+    expect(KEY_A).toHaveLength(32)
+    expect(lineIdKey(FINGERPRINT_KEY_A)).toEqual(KEY_A)
+    expect(KEY_A).not.toEqual(KEY_B)
+    expect(Buffer.from(KEY_A).equals(Buffer.from(FINGERPRINT_KEY_A))).toBe(false)
+    // A fingerprint is HMAC(fingerprint key, attacker text): no label an attacker could send as a password yields it.
+    const keyHex = Buffer.from(KEY_A).toString("hex")
+    for (const label of ["v1", "decoy-service honeypot line id", "derive:honeypot-line-id", ""]) {
+      expect(createHmac("sha256", FINGERPRINT_KEY_A).update(label).digest("hex")).not.toBe(keyHex)
+    }
+  })
+})
+
+describe("D22: a Cowrie line takes its session's protocol and ports from the session's connect", () => {
+  const TELNET_SESSION = "c0ffee123456"
+  const at = (fields: Record<string, unknown>) => ({ ...fields, session: TELNET_SESSION })
+  const connect = at(
+    cowrieLine(
+      "cowrie.session.connect",
+      { src_port: 38116, dst_ip: "10.0.0.9", dst_port: 2323, protocol: "telnet" },
+      `New connection: 203.0.113.7:38116 (10.0.0.9:2323) [session: ${TELNET_SESSION}]`,
+    ),
+  )
+  const failed = (password: string) =>
+    at(cowrieLine("cowrie.login.failed", { username: "root", password }, `login attempt [root/${password}] failed`))
+  const success = at(
+    cowrieLine("cowrie.login.success", { username: "root", password: "xc3511" }, "login attempt succeeded"),
+  )
+  const command = at(cowrieLine("cowrie.command.input", { input: "enable; system; sh" }, "CMD: enable; system; sh"))
+  const session = [connect, failed("admin"), failed("1234"), failed("vizxv"), success, command]
+  const telnet: CowrieSession = { protocol: "telnet", sourcePort: 38116, port: 2323 }
+
+  test("a telnet session in one batch: every line a telnet.* type with the connect's ports; its connect remembered", () => {
+    const batch = mapCowrieBatch(session, KEY_A, new Map())
+    const events = batch.results.map(expectMapped)
+    expect(events.map((e) => e.type)).toEqual([
+      "telnet.session",
+      "telnet.login_attempt",
+      "telnet.login_attempt",
+      "telnet.login_attempt",
+      "telnet.login_success",
+      "telnet.command",
+    ])
+    for (const e of events) {
+      expect(e).toMatchObject({ service: "telnet", port: 2323, sourcePort: 38116, sourceIp: "203.0.113.7" })
+      // Cowrie's session id is not attacker input and is not returned (the API has no field for it).
+      expect(JSON.stringify(e.attackerInput)).not.toContain(TELNET_SESSION)
+    }
+    expect([...batch.connects]).toEqual([[TELNET_SESSION, telnet]])
+    expect(cowrieSessionsToLookUp(session)).toEqual([])
+  })
+
+  test("lines whose connect came in an earlier request use the remembered connect", () => {
+    const later = session.slice(1)
+    expect(cowrieSessionsToLookUp(later)).toEqual([TELNET_SESSION])
+    const batch = mapCowrieBatch(later, KEY_A, new Map([[TELNET_SESSION, telnet]]))
+    expect(batch.results.map((r) => expectMapped(r).type)).toEqual([
+      "telnet.login_attempt",
+      "telnet.login_attempt",
+      "telnet.login_attempt",
+      "telnet.login_success",
+      "telnet.command",
+    ])
+    expect(batch.results.every((r) => expectMapped(r).port === 2323 && expectMapped(r).sourcePort === 38116)).toBe(true)
+    expect(batch.connects.size).toBe(0)
+    // The id depends on the line only: the same line maps to the same id with or without its session known.
+    expect(expectMapped(batch.results[0] as MapResult).sensorEventId).toBe(
+      expectMapped(mapCowrie(failed("admin"))).sensorEventId,
+    )
+  })
+
+  test("a line of an unknown session keeps the defaults: ssh, source port 0, the type's default port", () => {
+    const batch = mapCowrieBatch([failed("admin"), command], KEY_A, new Map())
+    for (const r of batch.results) expect(expectMapped(r)).toMatchObject({ service: "ssh", port: 22, sourcePort: 0 })
+    expect(batch.results.map((r) => expectMapped(r).type)).toEqual(["ssh.login_attempt", "ssh.command"])
+  })
+
+  test("a connect later in the same batch still applies; another session's connect does not", () => {
+    const other = { ...failed("admin"), session: "0123456789ab" }
+    const batch = mapCowrieBatch([failed("admin"), other, connect], KEY_A, new Map())
+    expect(expectMapped(batch.results[0] as MapResult)).toMatchObject({ type: "telnet.login_attempt", port: 2323 })
+    expect(expectMapped(batch.results[1] as MapResult)).toMatchObject({ type: "ssh.login_attempt", port: 22 })
+    expect(cowrieSessionsToLookUp([failed("admin"), other, connect])).toEqual(["0123456789ab"])
+  })
+
+  test("the batch's connect wins over a remembered one; a line's own protocol and ports win over both", () => {
+    const ssh: CowrieSession = { protocol: "ssh", sourcePort: 1, port: 2222 }
+    const batch = mapCowrieBatch([connect, failed("admin")], KEY_A, new Map([[TELNET_SESSION, ssh]]))
+    expect(expectMapped(batch.results[1] as MapResult)).toMatchObject({ type: "telnet.login_attempt", port: 2323 })
+    const own = { ...failed("admin"), protocol: "ssh", src_port: 40000, dst_port: 22 }
+    expect(expectMapped(mapCowrie(own, telnet))).toMatchObject({
+      type: "ssh.login_attempt",
+      port: 22,
+      sourcePort: 40000,
+    })
+  })
+
+  test("a connect line keeps its own values; a connect that does not map is not remembered", () => {
+    const sshConnect = { ...connect, protocol: "ssh", src_port: 5555, dst_port: 22 }
+    expect(expectMapped(mapCowrie(sshConnect, telnet))).toMatchObject({
+      type: "ssh.session",
+      port: 22,
+      sourcePort: 5555,
+    })
+    const broken = { ...connect, dst_port: "telnet" }
+    const batch = mapCowrieBatch([broken, failed("admin")], KEY_A, new Map())
+    expectRejected(batch.results[0] as MapResult)
+    expect(batch.connects.size).toBe(0)
+    expect(expectMapped(batch.results[1] as MapResult)).toMatchObject({ type: "ssh.login_attempt", port: 22 })
+  })
+
+  test("a connect without ports is remembered with the defaults of its protocol", () => {
+    const bare = { ...connect, src_port: undefined, dst_port: undefined }
+    const batch = mapCowrieBatch([bare, command], KEY_A, new Map())
+    expect([...batch.connects]).toEqual([[TELNET_SESSION, { protocol: "telnet", sourcePort: 0, port: 23 }]])
+    expect(expectMapped(batch.results[1] as MapResult)).toMatchObject({ type: "telnet.command", port: 23 })
   })
 })
 
@@ -884,6 +1063,30 @@ describe("garbage never throws (D22: one bad event does not reject the batch)", 
     expect((cw.attackerInput.command as string).length).toBe(2_000_000)
     expectRejected(mapCowrie({ ...cowrieLine("cowrie.login.failed", {}, "m"), eventid: huge }))
     expect(expectRejected(mapOpenCanary(ocLine(4002, {}, { utc_time: huge }))).length).toBeLessThan(200)
+  })
+
+  test("property: arbitrary batches never make the Cowrie batch mapper throw; one result per line", () => {
+    const line = fc.oneof(
+      fc.anything(),
+      fc.jsonValue(),
+      fc.record({
+        eventid: fc.constantFrom(...COWRIE_EVENTIDS.keys(), "cowrie.client.version"),
+        session: fc.constantFrom(SESSION, "0123456789ab", "../x", 7),
+        protocol: fc.constantFrom("ssh", "telnet", "http", null),
+        src_ip: fc.constantFrom("203.0.113.7", "x"),
+        src_port: fc.oneof(fc.integer({ min: -2, max: 70000 }), fc.string()),
+        dst_port: fc.oneof(fc.integer({ min: -2, max: 70000 }), fc.string()),
+        timestamp: fc.constant(COWRIE_TIME),
+      }),
+    )
+    fc.assert(
+      fc.property(fc.array(line, { maxLength: 20 }), (lines) => {
+        const batch = mapCowrieBatch(lines, KEY_A, new Map())
+        cowrieSessionsToLookUp(lines)
+        return batch.results.length === lines.length
+      }),
+      { numRuns: 300 },
+    )
   })
 
   test("property: arbitrary values and arbitrary JSON never make a mapper throw", () => {

@@ -1,15 +1,15 @@
 /**
  * D22: the native event input, i.e. one item of a `POST /ingest/v1/events` body before validation, and the pieces the
- * honeypot-format mappers (`opencanary.ts`, `cowrie.ts`) share to produce it. Pure functions, no I/O (hashing with
- * `node:crypto` is computation only).
+ * honeypot-format mappers (`opencanary.ts`, `cowrie.ts`) share to produce it. Pure functions, no I/O (HMAC and HKDF
+ * with `node:crypto` are computation only; every key is an argument).
  *
  * The mappers do not sanitize attacker text (a later stage does, D19/D20); they only make sure that nothing but
  * strings, finite numbers and booleans ends up in `attackerInput`.
  */
-import { createHash } from "node:crypto"
+import { createHmac, hkdfSync } from "node:crypto"
 import { isIP } from "node:net"
 import type { EventTypeSpec } from "../../domain/eventTypes.ts"
-import { truncateCodePoints } from "../../domain/sanitize.ts"
+import { sanitizeText, truncateCodePoints } from "../../domain/sanitize.ts"
 
 export interface NativeEventInput {
   /** Sensor-unique id of the event; a resend with the same id is a duplicate (D22). */
@@ -39,13 +39,17 @@ export const rejected = (reason: string): MapResult => ({ _tag: "Rejected", reas
 export const isRecord = (v: unknown): v is Record<string, unknown> =>
   typeof v === "object" && v !== null && !Array.isArray(v)
 
-/** Short description of a value for a rejection reason; strings are quoted and cut, never echoed at length. */
+/**
+ * Short description of a value for a rejection reason; strings are cleaned (D20: the reason is answered to the
+ * sensor and may reach a terminal), cut to 64 code points and quoted, never echoed at length.
+ */
 export const describe = (v: unknown): string => {
   if (v === null) return "null"
   if (Array.isArray(v)) return "an array"
   switch (typeof v) {
     case "string":
-      return JSON.stringify(truncateCodePoints(v, 64))
+      // Only a bounded prefix is cleaned (a reason shows 64 code points at most, and the value may be 1 MiB long).
+      return JSON.stringify(truncateCodePoints(sanitizeText(v.slice(0, 1024)), 64))
     case "number":
     case "boolean":
       return String(v)
@@ -95,7 +99,23 @@ const canonical = (v: unknown, depth: number): string | undefined => {
  */
 export const canonicalJson = (v: unknown): string => canonical(v, 0) ?? "null"
 
-export const sha256Hex = (s: string): string => createHash("sha256").update(s, "utf8").digest("hex")
+/**
+ * D22/D19: the key of honeypot line ids, derived from the organization's fingerprint key (D19) with HKDF-SHA256 under
+ * its own salt and info. Not `deriveKey` (an HMAC under the fingerprint key itself): a fingerprint is that very HMAC
+ * of an attacker-chosen text, so a password equal to the derivation label would store half of the key. Stable across
+ * SECRET_KEY rotations (a reseal keeps the fingerprint key's bytes), so a line resent later is still a duplicate.
+ */
+export const lineIdKey = (orgFingerprintKey: Uint8Array): Uint8Array =>
+  new Uint8Array(hkdfSync("sha256", orgFingerprintKey, "decoy-service honeypot line id", "v1", 32))
+
+/**
+ * D22: the `sensorEventId` of a honeypot log line: `prefix` + HMAC-SHA256(lineIdKey, canonical JSON of the line), hex.
+ * Deterministic per (organization, line), so a resent line is a duplicate; keyed, so the stored id is no offline
+ * oracle for a captured password in the line (D19): without the key nobody can test a guess against it, and two
+ * organizations' ids of the same line differ.
+ */
+export const lineId = (prefix: string, key: Uint8Array, line: unknown): string =>
+  `${prefix}${createHmac("sha256", key).update(canonicalJson(line), "utf8").digest("hex")}`
 
 const TIME_PATTERN =
   /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?(?:(Z)|([+-])(\d{2}):?(\d{2}))?$/i
@@ -256,10 +276,10 @@ export const mappedLogEvent = (line: {
 
 /** A honeypot line mapper that never throws: anything unusable (say, nested too deeply) is Rejected with a reason. */
 export const neverThrowing =
-  (format: string, mapLine: (line: unknown) => MapResult) =>
-  (line: unknown): MapResult => {
+  <Args extends ReadonlyArray<unknown>>(format: string, mapLine: (line: unknown, ...args: Args) => MapResult) =>
+  (line: unknown, ...args: Args): MapResult => {
     try {
-      return mapLine(line)
+      return mapLine(line, ...args)
     } catch {
       return rejected(`the ${format} log line could not be read (nested too deeply or not JSON data)`)
     }

@@ -10,17 +10,19 @@
  * it (`USERNAME`, `PASSWORD`, `PATH`, `USERAGENT`, ... and a few mixed-case or spaced names such as MSSQL's `UserName`
  * or VNC's `VNC Password`).
  *
- * OpenCanary lines carry no event id, so `sensorEventId` is `oc:` + the SHA-256 of the line's canonical JSON: a line
- * sent again is recognised as a duplicate.
+ * OpenCanary lines carry no event id, so `sensorEventId` is `oc:k1:` + the HMAC-SHA256 of the line's canonical JSON
+ * under the organization's line-id key (`lineId`, `lineIdKey` in native.ts): a line sent again is recognised as a
+ * duplicate, and the id tells nothing about the password inside the line to anyone without the key (D19). (`oc:` +
+ * an unkeyed SHA-256 was the form before; `k1` names the keyed one.)
  */
 import { eventTypeSpec } from "../../domain/eventTypes.ts"
 import type { MapResult } from "./native.ts"
 import {
   camelCaseKey,
-  canonicalJson,
   describe,
   isDefaultCredential,
   isRecord,
+  lineId,
   mappedLogEvent,
   neverThrowing,
   normalizeIp,
@@ -28,7 +30,6 @@ import {
   parsePort,
   putScalar,
   rejected,
-  sha256Hex,
 } from "./native.ts"
 
 /** opencanary/logger.py LoggerBase.LOG_* constants, by value (used to name a logtype in a rejection). */
@@ -206,7 +207,10 @@ const stringField = (o: Record<string, unknown>, key: string): string | undefine
   return typeof v === "string" && !PLACEHOLDERS.has(v) ? v : undefined
 }
 
-const mapLine = (line: unknown): MapResult => {
+/** The prefix of an OpenCanary line's `sensorEventId`. */
+export const OPENCANARY_ID_PREFIX = "oc:k1:"
+
+const mapLine = (line: unknown, lineIdKey: Uint8Array): MapResult => {
   if (!isRecord(line)) return rejected(`an OpenCanary log line must be a JSON object, got ${describe(line)}`)
 
   const logtype = readLogtype(line.logtype)
@@ -255,7 +259,7 @@ const mapLine = (line: unknown): MapResult => {
   if (userAgent !== undefined && SCANNER_AGENT.test(userAgent.slice(0, INSPECT_MAX))) tags.push("scanner")
 
   return mappedLogEvent({
-    sensorEventId: `oc:${sha256Hex(canonicalJson(line))}`,
+    sensorEventId: lineId(OPENCANARY_ID_PREFIX, lineIdKey, line),
     time,
     sourceIp,
     sourcePort,
@@ -266,5 +270,8 @@ const mapLine = (line: unknown): MapResult => {
   })
 }
 
-/** Maps one OpenCanary log line (already JSON-parsed). Never throws: anything unusable is Rejected with a reason. */
+/**
+ * Maps one OpenCanary log line (already JSON-parsed); `lineIdKey` is the organization's (`lineIdKey` in native.ts).
+ * Never throws: anything unusable is Rejected with a reason.
+ */
 export const mapOpenCanary = neverThrowing("OpenCanary", mapLine)
