@@ -1,15 +1,31 @@
 import { randomBytes } from "node:crypto"
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
+import {
+  closeSync,
+  fchmodSync,
+  fsyncSync,
+  linkSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  rmSync,
+  writeSync,
+} from "node:fs"
 import { join, resolve } from "node:path"
-import { Config, ConfigError, Context, Duration, Effect, Either, Layer, Option, Redacted } from "effect"
+import { Config, ConfigError, Context, Duration, Effect, Either, Layer, LogLevel, Option, Redacted } from "effect"
 import { type Cidr, parseTrustProxy } from "./api/clientIp.ts"
 import { makeSealer, type Sealer } from "./domain/sealing.ts"
-import { type RateLimitSettings, rateLimitConfig } from "./ratelimit/RateLimiter.ts"
+import { DEFAULT_LIMIT, DEFAULT_WINDOW_MS } from "./ratelimit/core.ts"
 import { parseAllowPrivate } from "./webhooks/urlRule.ts"
 
 /**
- * Every setting of the service, read once through Effect `Config` (README "Configuration" lists them).
- * A bad value fails start-up with a ConfigError that names the variable.
+ * Every environment variable of the service is defined here and read through Effect `Config` (README
+ * "Configuration" lists them): the settings (`settingsConfig`, `AppConfig`), the rate limits (`rateLimitConfig`,
+ * also used by `RateLimiter.layerFromEnv`) and the logging (`loggingConfig`, used by `LoggingLive`). No other module
+ * reads the environment.
+ *
+ * A bad value fails start-up with a ConfigError whose path is the variable's name and whose message says what is
+ * allowed ("must be …", followed by the value given, unless it is a secret); `formatConfigError` turns it into the
+ * one line the server and the admin tool print.
  */
 export interface Settings {
   readonly host: string
@@ -60,28 +76,81 @@ export interface WebhookSettings {
 
 export class AppConfig extends Context.Tag("AppConfig")<AppConfig, Settings>() {}
 
-/** An http(s) URL without a trailing slash, so `${appUrl}/incidents/<id>` is always well-formed. */
-const httpUrl = (name: string) =>
-  Config.string(name).pipe(
-    Config.mapOrFail((raw) => {
-      try {
-        const url = new URL(raw)
-        if (url.protocol !== "http:" && url.protocol !== "https:") throw new Error("scheme")
-        if (url.search || url.hash || url.username || url.password) throw new Error("parts")
-        return Either.right(url.toString().replace(/\/+$/, ""))
-      } catch {
-        return Either.left(
-          ConfigError.InvalidData([name], "Expected an http:// or https:// URL without query, fragment or credentials"),
-        )
-      }
-    }),
+// --- How a variable is read -------------------------------------------------------------------------------------------
+
+/** A value as an error message shows it: JSON-quoted, at most 80 characters. Never used for secrets. */
+const shown = (raw: string) => JSON.stringify(raw.length > 80 ? `${raw.slice(0, 80)}…` : raw)
+
+/** Parses a variable's text with `parse`, whose Left is the message after the name ("must be …"). */
+const parsedBy = <A>(parse: (raw: string) => Either.Either<A, string>) =>
+  Config.mapOrFail((raw: string) => Either.mapLeft(parse(raw), (m) => ConfigError.InvalidData([], m)))
+
+/**
+ * A variable read as text and parsed by `parse`. The error's path is the variable's name (Effect prefixes it, the
+ * config being `Config.string(name)`). Every helper starts from `Config.<constructor>(name)` itself, which is how
+ * test/deploy/files.test.ts finds the variables the code reads.
+ */
+const envVar = <A>(name: string, parse: (raw: string) => Either.Either<A, string>) =>
+  Config.string(name).pipe(parsedBy(parse))
+
+/** As `envVar`, for a secret: the value is Redacted, and `parse` must never put it in its message. */
+const secretVar = <A>(name: string, parse: (raw: string) => Either.Either<A, string>) =>
+  Config.redacted(name).pipe(
+    // A Redacted config is not a nested one: Effect does not prefix the path, so the name is given here.
+    Config.mapOrFail((value) =>
+      Either.mapLeft(parse(Redacted.value(value)), (m) => ConfigError.InvalidData([name], m)),
+    ),
   )
 
+/** A parser from a partial function: undefined means "must be <expected> (got "<value>")". */
+const expecting =
+  <A>(expected: string, parse: (raw: string) => A | undefined) =>
+  (raw: string): Either.Either<A, string> => {
+    const value = parse(raw)
+    return value === undefined ? Either.left(`must be ${expected} (got ${shown(raw)})`) : Either.right(value)
+  }
+
+/** An integer in [min, max], read as Effect's `Config.integer` reads one (`Number(text)`). */
+const integerIn = (min: number, max: number) => (raw: string) => {
+  const n = Number(raw)
+  return Number.isInteger(n) && n >= min && n <= max ? n : undefined
+}
+
+/** A duration as Effect's `Config.duration` reads one: `30 seconds`, `5 minutes`, `250 millis`, `7 days`. */
+const durationText = (raw: string) => Option.getOrUndefined(Duration.decodeUnknown(raw))
+const DURATION = 'a duration such as "30 seconds", "5 minutes" or "7 days"'
+const POSITIVE_INTEGER = "an integer of at least 1"
+const PORT = "an integer from 0 to 65535, 0 for any free port"
+
+/** A TCP port; 0 asks the system for a free one (tests use that). */
+const portVar = (name: string, fallback: number) =>
+  Config.string(name).pipe(parsedBy(expecting(PORT, integerIn(0, 65535))), Config.withDefault(fallback))
+
 const positiveInt = (name: string, fallback: number) =>
-  Config.integer(name).pipe(
-    Config.validate({ message: "Expected an integer of at least 1", validation: (n) => n >= 1 }),
+  Config.string(name).pipe(
+    parsedBy(expecting(POSITIVE_INTEGER, integerIn(1, Number.POSITIVE_INFINITY))),
     Config.withDefault(fallback),
   )
+
+const durationVar = (name: string, fallback: Duration.Duration) =>
+  Config.string(name).pipe(parsedBy(expecting(DURATION, durationText)), Config.withDefault(fallback))
+
+/** An http(s) URL without a trailing slash, so `${appUrl}/incidents/<id>` is always well-formed. */
+const parseHttpUrl = (raw: string): Either.Either<string, string> => {
+  const expected = "an absolute http(s) URL without query, fragment or credentials, e.g. https://api.example.com"
+  let url: URL
+  try {
+    url = new URL(raw)
+  } catch {
+    return Either.left(`must be ${expected} (got ${shown(raw)})`)
+  }
+  // A URL with credentials is not echoed: its password would be in the log.
+  if (url.username || url.password) return Either.left(`must be ${expected} (got a URL with credentials)`)
+  if ((url.protocol !== "http:" && url.protocol !== "https:") || url.search || url.hash) {
+    return Either.left(`must be ${expected} (got ${shown(raw)})`)
+  }
+  return Either.right(url.toString().replace(/\/+$/, ""))
+}
 
 /** `250ms`, `5s`, `2m`, `1h`, `1d` (the compact form the retry schedule is written in). */
 export const parseShortDuration = (text: string): Duration.Duration | undefined => {
@@ -91,12 +160,6 @@ export const parseShortDuration = (text: string): Duration.Duration | undefined 
   const unitMs = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }[match[2] as "ms" | "s" | "m" | "h" | "d"]
   return Duration.millis(value * unitMs)
 }
-
-/** A TCP port; 0 asks the system for a free one (tests use that). */
-const portConfig = (name: string) =>
-  Config.integer(name).pipe(
-    Config.validate({ message: "Expected a port number from 0 to 65535", validation: (n) => n >= 0 && n <= 65535 }),
-  )
 
 /** SECRET_KEY: at least 32 bytes, given as 64+ hex characters or base64/base64url of 32+ bytes. */
 export const decodeSecretKey = (raw: string): Uint8Array | undefined => {
@@ -109,111 +172,289 @@ export const decodeSecretKey = (raw: string): Uint8Array | undefined => {
   return undefined
 }
 
-const secretKeyConfig = Config.redacted("SECRET_KEY").pipe(
-  Config.mapOrFail((value) => {
-    const bytes = decodeSecretKey(Redacted.value(value))
-    return bytes === undefined
-      ? Either.left(
-          ConfigError.InvalidData(["SECRET_KEY"], "Expected at least 32 bytes as hex (64+ characters) or base64"),
-        )
-      : Either.right(Redacted.make(bytes))
-  }),
-  Config.option,
-)
+/** D17: 5s,30s,2m,10m,30m,1h,3h,6h,12h,24h. */
+const DEFAULT_RETRY_SCHEDULE: ReadonlyArray<Duration.Duration> = [
+  Duration.seconds(5),
+  Duration.seconds(30),
+  Duration.minutes(2),
+  Duration.minutes(10),
+  Duration.minutes(30),
+  Duration.hours(1),
+  Duration.hours(3),
+  Duration.hours(6),
+  Duration.hours(12),
+  Duration.hours(24),
+]
 
-export const settingsConfig = Config.all({
-  host: Config.string("HOST").pipe(Config.withDefault("0.0.0.0")),
-  port: portConfig("PORT").pipe(Config.withDefault(8080)),
-  ingestPort: portConfig("INGEST_PORT").pipe(Config.withDefault(8081)),
-  opsPort: portConfig("OPS_PORT").pipe(Config.withDefault(9090)),
-  // Empty counts as unset (`DATABASE_URL=` in a compose file or CI): the embedded database.
-  databaseUrl: Config.redacted("DATABASE_URL").pipe(
+const SECRET_KEY_FORMAT = "at least 32 bytes written as hex (64+ characters) or base64, e.g. `openssl rand -hex 32`"
+
+interface PostgresTarget {
+  /** A host name or address, or a Unix socket directory (starts with "/"). */
+  readonly host: string
+  readonly port: string
+  readonly database: string
+}
+
+/**
+ * A DATABASE_URL read as the pg driver's parser (pg-connection-string) reads it, or why the driver could not connect
+ * with it: a postgres:// or postgresql:// URL with a host, the host given in the authority or by `?host=` (a Unix
+ * socket directory: `postgres:///db?host=/run/postgresql`, `postgres://user@/db?host=…`,
+ * `postgres://%2Frun%2Fpostgresql/db`). The reason never contains the URL (it may hold a password).
+ */
+const parsePostgresUrl = (text: string): Either.Either<PostgresTarget, string> => {
+  const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(text)?.[1]?.toLowerCase()
+  if (scheme === undefined) return Either.left("got something that is not a URL")
+  if (scheme !== "postgres" && scheme !== "postgresql") return Either.left("got a URL of another scheme")
+  if (!/^[a-z]+:\/\//i.test(text)) return Either.left("got a URL without // before its host")
+  // As pg-connection-string: spaces and stray `%` are encoded first; a URL with credentials and no host is read with
+  // a placeholder host (the host then comes from `?host=`).
+  const encoded = / |%[^a-f0-9]|%[a-f0-9][^a-f0-9]/i.test(text) ? encodeURI(text).replace(/%25(\d\d)/g, "%$1") : text
+  let url: URL
+  let placeholderHost = false
+  try {
+    url = new URL(encoded)
+  } catch {
+    try {
+      url = new URL(encoded.replace("@/", "@___DUMMY___/"))
+      placeholderHost = true
+    } catch {
+      return Either.left(
+        "got a URL that cannot be parsed, e.g. a port out of range or a character that must be percent-encoded",
+      )
+    }
+  }
+  try {
+    const host = url.searchParams.get("host") || (placeholderHost ? "" : decodeURIComponent(url.hostname))
+    if (host === "") return Either.left("got a URL without a host; for a Unix socket add ?host=<socket directory>")
+    return Either.right({
+      host,
+      port: url.searchParams.get("port") || url.port || "5432",
+      database: decodeURIComponent(url.pathname.slice(1)),
+    })
+  } catch {
+    return Either.left("got a URL whose host or database cannot be decoded")
+  }
+}
+
+/** Why a non-empty DATABASE_URL is not one the pg driver can connect with, or undefined if it is. */
+export const databaseUrlProblem = (text: string): string | undefined =>
+  Either.match(parsePostgresUrl(text), { onLeft: (problem) => problem, onRight: () => undefined })
+
+/** Where a DATABASE_URL points, for the start-up log line (never the user or password). */
+const databaseTarget = (url: string): string =>
+  Either.match(parsePostgresUrl(url), {
+    onLeft: () => "postgresql",
+    onRight: ({ host, port, database }) =>
+      host.startsWith("/")
+        ? `postgresql, database ${database || "(the user's)"} on the socket ${host}/.s.PGSQL.${port}`
+        : `postgresql://${host.includes(":") && !host.startsWith("[") ? `[${host}]` : host}:${port}/${database}`,
+  })
+
+// --- Rate limits (D10, D11) ---------------------------------------------------------------------------------------------
+
+/**
+ * Settings read by `RateLimiter.layerFromEnv` and part of `Settings`:
+ * - `REDIS_URL` (secret, optional; blank = unset): share counts between replicas through Redis; otherwise in memory.
+ * - `RATE_LIMIT` (integer >= 1, default 120) and `RATE_LIMIT_WINDOW` (duration, default "60 seconds"), for tests.
+ */
+export const rateLimitConfig = Config.all({
+  redisUrl: Config.redacted("REDIS_URL").pipe(
     Config.option,
     Config.map(Option.filter((url) => Redacted.value(url).trim() !== "")),
   ),
-  dataDir: Config.string("DATA_DIR").pipe(Config.withDefault("./.data")),
-  baseUrl: httpUrl("BASE_URL").pipe(Config.option),
-  appUrl: httpUrl("APP_URL").pipe(Config.withDefault("http://localhost:3000")),
-  secretKey: secretKeyConfig,
-  secretKeyPrevious: Config.redacted("SECRET_KEY_PREVIOUS").pipe(
-    Config.withDefault(Redacted.make("")),
-    Config.mapOrFail((value) => {
-      const parts = Redacted.value(value)
-        .split(",")
-        .map((p) => p.trim())
-        .filter((p) => p !== "")
-      const keys = parts.map(decodeSecretKey)
-      return keys.every((k) => k !== undefined)
-        ? Either.right(keys.map((k) => Redacted.make(k as Uint8Array)))
-        : Either.left(
-            ConfigError.InvalidData(
-              ["SECRET_KEY_PREVIOUS"],
-              "Expected comma-separated keys of at least 32 bytes as hex (64+ characters) or base64",
-            ),
-          )
+  limit: positiveInt("RATE_LIMIT", DEFAULT_LIMIT),
+  window: envVar(
+    "RATE_LIMIT_WINDOW",
+    expecting(`${DURATION}, of at least 1 millisecond`, (raw) => {
+      const d = durationText(raw)
+      return d !== undefined && Duration.isFinite(d) && Duration.toMillis(d) >= 1 ? d : undefined
     }),
-  ),
-  reopenWindow: Config.duration("REOPEN_WINDOW").pipe(Config.withDefault(Duration.days(7))),
-  idleClose: Config.duration("INCIDENT_IDLE_CLOSE").pipe(Config.withDefault(Duration.hours(24))),
-  idleCloseEvery: Config.duration("INCIDENT_IDLE_CLOSE_EVERY").pipe(Config.withDefault(Duration.minutes(1))),
-  trustProxy: Config.string("TRUST_PROXY").pipe(
-    Config.withDefault(""),
-    Config.mapOrFail((text) => {
-      const parsed = parseTrustProxy(text)
+  ).pipe(Config.withDefault(Duration.millis(DEFAULT_WINDOW_MS))),
+})
+
+export type RateLimitSettings = Config.Config.Success<typeof rateLimitConfig>
+
+// --- Logging --------------------------------------------------------------------------------------------------------
+
+/** LOG_LEVEL's names (any case, surrounding spaces ignored). */
+export const LOG_LEVELS: Readonly<Record<string, LogLevel.LogLevel>> = {
+  trace: LogLevel.Trace,
+  debug: LogLevel.Debug,
+  info: LogLevel.Info,
+  warn: LogLevel.Warning,
+  warning: LogLevel.Warning,
+  error: LogLevel.Error,
+  fatal: LogLevel.Fatal,
+  none: LogLevel.None,
+}
+
+/** Read by `LoggingLive`: LOG_FORMAT (`json`, default, or `pretty`) and LOG_LEVEL (default `info`). */
+export const loggingConfig = Config.all({
+  format: envVar(
+    "LOG_FORMAT",
+    expecting('"json" or "pretty"', (raw) => (raw === "json" || raw === "pretty" ? raw : undefined)),
+  ).pipe(Config.withDefault("json" as const)),
+  level: envVar(
+    "LOG_LEVEL",
+    expecting(`one of ${Object.keys(LOG_LEVELS).join(", ")}`, (raw) => LOG_LEVELS[raw.trim().toLowerCase()]),
+  ).pipe(Config.withDefault(LogLevel.Info)),
+})
+
+// --- The settings ---------------------------------------------------------------------------------------------------
+
+const secretKeyConfig = secretVar("SECRET_KEY", (raw) => {
+  const bytes = decodeSecretKey(raw)
+  return bytes === undefined
+    ? Either.left(`must be ${SECRET_KEY_FORMAT} (the value is not shown)`)
+    : Either.right(Redacted.make(bytes))
+}).pipe(Config.option)
+
+export const settingsConfig = Config.all({
+  host: Config.string("HOST").pipe(Config.withDefault("0.0.0.0")),
+  port: portVar("PORT", 8080),
+  ingestPort: portVar("INGEST_PORT", 8081),
+  opsPort: portVar("OPS_PORT", 9090),
+  // Empty counts as unset (`DATABASE_URL=` in a compose file or CI): the embedded database.
+  databaseUrl: secretVar("DATABASE_URL", (raw) => {
+    const text = raw.trim()
+    if (text === "") return Either.right(Option.none<Redacted.Redacted<string>>())
+    const problem = databaseUrlProblem(text)
+    return problem === undefined
+      ? Either.right(Option.some(Redacted.make(text)))
+      : Either.left(
+          `must be a postgres:// or postgresql:// URL with a host (e.g. postgres://user:password@db:5432/incidents), or empty for the embedded database; ${problem} (the value is not shown)`,
+        )
+  }).pipe(Config.withDefault(Option.none<Redacted.Redacted<string>>())),
+  dataDir: Config.string("DATA_DIR").pipe(Config.withDefault("./.data")),
+  baseUrl: envVar("BASE_URL", parseHttpUrl).pipe(Config.option),
+  appUrl: envVar("APP_URL", parseHttpUrl).pipe(Config.withDefault("http://localhost:3000")),
+  secretKey: secretKeyConfig,
+  secretKeyPrevious: secretVar("SECRET_KEY_PREVIOUS", (raw) => {
+    const parts = raw
+      .split(",")
+      .map((p) => p.trim())
+      .filter((p) => p !== "")
+    const keys = parts.map(decodeSecretKey)
+    const bad = keys.indexOf(undefined)
+    return bad === -1
+      ? Either.right(keys.map((k) => Redacted.make(k as Uint8Array)))
+      : Either.left(
+          `must be comma-separated keys, each ${SECRET_KEY_FORMAT} (key ${bad + 1} of ${parts.length} is not; the values are not shown)`,
+        )
+  }).pipe(Config.withDefault([] as ReadonlyArray<Redacted.Redacted<Uint8Array>>)),
+  reopenWindow: durationVar("REOPEN_WINDOW", Duration.days(7)),
+  idleClose: durationVar("INCIDENT_IDLE_CLOSE", Duration.hours(24)),
+  idleCloseEvery: durationVar("INCIDENT_IDLE_CLOSE_EVERY", Duration.minutes(1)),
+  trustProxy: envVar("TRUST_PROXY", (text) => {
+    const parsed = parseTrustProxy(text)
+    return parsed.ok
+      ? Either.right(parsed.cidrs)
+      : Either.left(`must be a comma-separated list of IP addresses or CIDRs (${parsed.reason})`)
+  }).pipe(Config.withDefault([] as ReadonlyArray<Cidr>)),
+  rateLimit: rateLimitConfig,
+  webhooks: Config.all({
+    allowPrivate: envVar("WEBHOOK_ALLOW_PRIVATE", (text) => {
+      const parsed = parseAllowPrivate(text)
       return parsed.ok
         ? Either.right(parsed.cidrs)
         : Either.left(
-            ConfigError.InvalidData(["TRUST_PROXY"], `${parsed.reason}; expected a comma-separated list of CIDRs`),
+            `must be a comma-separated list of CIDRs such as 127.0.0.0/8 (${parsed.reason.replace(/^WEBHOOK_ALLOW_PRIVATE /, "")})`,
           )
-    }),
-  ),
-  rateLimit: rateLimitConfig,
-  webhooks: Config.all({
-    allowPrivate: Config.string("WEBHOOK_ALLOW_PRIVATE").pipe(
-      Config.withDefault(""),
-      Config.mapOrFail((text) => {
-        const parsed = parseAllowPrivate(text)
-        return parsed.ok
-          ? Either.right(parsed.cidrs)
-          : Either.left(ConfigError.InvalidData(["WEBHOOK_ALLOW_PRIVATE"], parsed.reason))
-      }),
-    ),
-    extraCa: Config.string("WEBHOOK_CA_FILE").pipe(
-      Config.withDefault(""),
-      Config.mapOrFail((path) => {
-        if (path.trim() === "") return Either.right([] as ReadonlyArray<string>)
-        try {
-          const pem = readFileSync(path, "utf8")
-          if (!pem.includes("-----BEGIN CERTIFICATE-----")) throw new Error("no certificate")
-          return Either.right([pem])
-        } catch {
-          return Either.left(
-            ConfigError.InvalidData(["WEBHOOK_CA_FILE"], `Expected a readable PEM file of CA certificates: ${path}`),
-          )
-        }
-      }),
-    ),
-    retrySchedule: Config.string("WEBHOOK_RETRY_SCHEDULE").pipe(
-      Config.withDefault("5s,30s,2m,10m,30m,1h,3h,6h,12h,24h"),
-      Config.mapOrFail((text) => {
+    }).pipe(Config.withDefault([] as ReadonlyArray<string>)),
+    extraCa: envVar("WEBHOOK_CA_FILE", (path) => {
+      if (path.trim() === "") return Either.right([] as ReadonlyArray<string>)
+      try {
+        const pem = readFileSync(path, "utf8")
+        if (!pem.includes("-----BEGIN CERTIFICATE-----")) throw new Error("no certificate")
+        return Either.right([pem] as ReadonlyArray<string>)
+      } catch (error) {
+        const why = (error as NodeJS.ErrnoException).code ?? "no PEM certificate in it"
+        return Either.left(`must be a readable PEM file of CA certificates (got ${shown(path)}: ${why})`)
+      }
+    }).pipe(Config.withDefault([] as ReadonlyArray<string>)),
+    retrySchedule: envVar(
+      "WEBHOOK_RETRY_SCHEDULE",
+      expecting("a comma-separated list of durations such as 5s,30s,2m,1h (units ms, s, m, h, d)", (text) => {
         const steps = text.split(",").map((part) => parseShortDuration(part.trim()))
-        return steps.length > 0 && steps.every((d) => d !== undefined)
-          ? Either.right(steps as ReadonlyArray<Duration.Duration>)
-          : Either.left(
-              ConfigError.InvalidData(
-                ["WEBHOOK_RETRY_SCHEDULE"],
-                "Expected a comma-separated list of durations such as 5s,30s,2m,1h (ms, s, m, h, d)",
-              ),
-            )
+        return steps.every((d) => d !== undefined) ? (steps as ReadonlyArray<Duration.Duration>) : undefined
       }),
-    ),
+    ).pipe(Config.withDefault(DEFAULT_RETRY_SCHEDULE)),
     concurrency: positiveInt("WEBHOOK_CONCURRENCY", 16),
     channelConcurrency: positiveInt("WEBHOOK_CHANNEL_CONCURRENCY", 4),
-    lease: Config.duration("WEBHOOK_LEASE").pipe(Config.withDefault(Duration.seconds(60))),
-    pollInterval: Config.duration("WEBHOOK_POLL_INTERVAL").pipe(Config.withDefault(Duration.seconds(1))),
-    timeout: Config.duration("WEBHOOK_TIMEOUT").pipe(Config.withDefault(Duration.seconds(5))),
+    lease: durationVar("WEBHOOK_LEASE", Duration.seconds(60)),
+    pollInterval: durationVar("WEBHOOK_POLL_INTERVAL", Duration.seconds(1)),
+    timeout: durationVar("WEBHOOK_TIMEOUT", Duration.seconds(5)),
   }),
 })
+
+// --- The generated SECRET_KEY (embedded mode) -------------------------------------------------------------------------
+
+const errnoCode = (error: unknown) => (error as NodeJS.ErrnoException | undefined)?.code ?? String(error)
+
+/** The key in `file`, or undefined if there is no such file. Throws on any other failure. */
+const readKeyFile = (file: string): Uint8Array | undefined => {
+  let text: string
+  try {
+    text = readFileSync(file, "utf8")
+  } catch (error) {
+    if (errnoCode(error) === "ENOENT") return undefined
+    throw error
+  }
+  const bytes = decodeSecretKey(text)
+  if (bytes === undefined) throw new InvalidKeyFile(file)
+  return bytes
+}
+
+class InvalidKeyFile extends Error {}
+
+/**
+ * DATA_DIR/secret.key, created if missing. Safe when several processes start together on an empty DATA_DIR: each
+ * writes its candidate to its own temporary file (0600) in DATA_DIR, flushes it, then hard-links it to secret.key,
+ * which fails with EEXIST if another process got there first; the loser reads the winner's key. The file appears
+ * under its name only complete, so a reader never sees part of a key. DATA_DIR is created 0700.
+ */
+export const readOrCreateKeyFile = (dataDir: string): { readonly key: Uint8Array; readonly created: boolean } => {
+  const file = join(dataDir, "secret.key")
+  const existing = readKeyFile(file)
+  if (existing !== undefined) return { key: existing, created: false }
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 })
+  const key = new Uint8Array(randomBytes(32))
+  const temporary = join(dataDir, `.secret.key.${process.pid}.${randomBytes(6).toString("hex")}.tmp`)
+  let created = false
+  try {
+    const fd = openSync(temporary, "wx", 0o600)
+    try {
+      writeSync(fd, `${Buffer.from(key).toString("hex")}\n`)
+      fchmodSync(fd, 0o600) // whatever the umask
+      fsyncSync(fd)
+    } finally {
+      closeSync(fd)
+    }
+    try {
+      linkSync(temporary, file)
+      created = true
+    } catch (error) {
+      if (errnoCode(error) !== "EEXIST") throw error
+    }
+  } finally {
+    rmSync(temporary, { force: true })
+  }
+  if (created) {
+    // The new name survives a crash too (best effort: not every platform can fsync a directory).
+    try {
+      const dir = openSync(dataDir, "r")
+      try {
+        fsyncSync(dir)
+      } finally {
+        closeSync(dir)
+      }
+    } catch {}
+    return { key, created: true }
+  }
+  const winner = readKeyFile(file)
+  if (winner === undefined) throw Object.assign(new Error("secret.key vanished"), { code: "ENOENT" })
+  return { key: winner, created: false }
+}
 
 /**
  * In embedded mode a missing SECRET_KEY is generated once and kept in DATA_DIR/secret.key (mode 0600), so
@@ -227,26 +468,33 @@ const resolveSecretKey = (
 ): Effect.Effect<Redacted.Redacted<Uint8Array>, ConfigError.ConfigError> => {
   if (Option.isSome(given)) return Effect.succeed(given.value)
   if (!embedded) {
-    return Effect.fail(ConfigError.MissingData(["SECRET_KEY"], "SECRET_KEY is required when DATABASE_URL is set"))
-  }
-  return Effect.gen(function* () {
-    const file = join(dataDir, "secret.key")
-    if (existsSync(file)) {
-      const bytes = decodeSecretKey(readFileSync(file, "utf8"))
-      if (bytes === undefined) {
-        return yield* Effect.fail(ConfigError.InvalidData(["SECRET_KEY"], `${file} does not hold a valid key`))
-      }
-      return Redacted.make(bytes)
-    }
-    mkdirSync(dataDir, { recursive: true, mode: 0o700 })
-    const bytes = randomBytes(32)
-    writeFileSync(file, `${bytes.toString("hex")}\n`, { mode: 0o600, flag: "wx" })
-    chmodSync(file, 0o600)
-    yield* Effect.logWarning(
-      `SECRET_KEY is not set: generated one and stored it in ${file}. Set SECRET_KEY in production and back it up.`,
+    return Effect.fail(
+      ConfigError.MissingData(
+        ["SECRET_KEY"],
+        `must be set when DATABASE_URL is set (every replica must use the same key): ${SECRET_KEY_FORMAT}`,
+      ),
     )
-    return Redacted.make(new Uint8Array(bytes))
-  })
+  }
+  const file = join(dataDir, "secret.key")
+  return Effect.try({
+    try: () => readOrCreateKeyFile(dataDir),
+    catch: (error) =>
+      ConfigError.InvalidData(
+        ["SECRET_KEY"],
+        error instanceof InvalidKeyFile
+          ? `is not set, and ${file} (generated at a first start) does not hold a valid key: restore it from a backup, or set SECRET_KEY`
+          : `is not set, and ${file} cannot be read or created (${errnoCode(error)}): set SECRET_KEY, or make DATA_DIR writable`,
+      ),
+  }).pipe(
+    Effect.tap(({ created }) =>
+      created
+        ? Effect.logWarning(
+            `SECRET_KEY is not set: generated one and stored it in ${file}. Set SECRET_KEY in production and back it up.`,
+          )
+        : Effect.void,
+    ),
+    Effect.map(({ key }) => Redacted.make(key)),
+  )
 }
 
 export const loadSettings: Effect.Effect<Settings, ConfigError.ConfigError> = Effect.gen(function* () {
@@ -275,6 +523,31 @@ export const loadSettings: Effect.Effect<Settings, ConfigError.ConfigError> = Ef
 
 export const AppConfigLive = Layer.effect(AppConfig, loadSettings)
 
+// --- Reporting --------------------------------------------------------------------------------------------------------
+
+const describeProblem = (path: ReadonlyArray<string>, message: string) => {
+  const name = path.join("_")
+  if (name === "") return message
+  return /^(must|is) /.test(message) ? `${name} ${message}` : `${name}: ${message}`
+}
+
+/**
+ * One line for a configuration error, naming each bad variable and what it allows:
+ * `configuration error: BASE_URL must be an absolute http(s) URL … (got "notaurl")`. Never a secret's value: the
+ * messages above leave them out, and Effect redacts its own messages about a Redacted variable.
+ */
+export const formatConfigError = (error: ConfigError.ConfigError): string => {
+  const problems = ConfigError.reduceWithContext(error, undefined, {
+    andCase: (_, left: ReadonlyArray<string>, right: ReadonlyArray<string>) => [...left, ...right],
+    orCase: (_, left, right) => [...left, ...right],
+    invalidDataCase: (_, path, message) => [describeProblem(path, message)],
+    missingDataCase: (_, path, message) => [describeProblem(path, message)],
+    sourceUnavailableCase: (_, path, message) => [describeProblem(path, message)],
+    unsupportedCase: (_, path, message) => [describeProblem(path, message)],
+  })
+  return `configuration error: ${[...new Set(problems)].join("; ").replace(/[\r\n]+/g, " ")}`
+}
+
 /** The effective configuration for the start-up log line: every setting, secrets shown only as set or not. */
 export const describeSettings = (s: Settings) => {
   const ms = (d: Duration.Duration) => Duration.format(d)
@@ -285,14 +558,7 @@ export const describeSettings = (s: Settings) => {
     opsPort: s.opsPort,
     database: Option.match(s.databaseUrl, {
       onNone: () => `embedded (${s.dataDir})`,
-      onSome: (url) => {
-        try {
-          const parsed = new URL(Redacted.value(url))
-          return `postgresql://${parsed.hostname}:${parsed.port || "5432"}${parsed.pathname}`
-        } catch {
-          return "postgresql (unparsable URL)"
-        }
-      },
+      onSome: (url) => databaseTarget(Redacted.value(url)),
     }),
     baseUrl: s.baseUrl,
     appUrl: s.appUrl,

@@ -1,8 +1,8 @@
 import { BunRuntime } from "@effect/platform-bun"
-import { Effect, Layer } from "effect"
+import { ConfigError, Effect, Layer } from "effect"
 import { ApiServerLive } from "./api/server.ts"
 import { SensorAuth } from "./auth/SensorAuth.ts"
-import { AppConfig, AppConfigLive, describeSettings } from "./config.ts"
+import { AppConfig, AppConfigLive, describeSettings, formatConfigError } from "./config.ts"
 import { DatabaseLiveWaiting } from "./db/client.ts"
 import { migrate } from "./db/migrate.ts"
 import { IdleCloserLive } from "./ingest/IdleCloser.ts"
@@ -12,6 +12,7 @@ import { LoggingLive } from "./logging.ts"
 import { Lifecycle } from "./ops/Lifecycle.ts"
 import { OpsServerLive } from "./ops/server.ts"
 import { RateLimiter } from "./ratelimit/RateLimiter.ts"
+import { CowrieSessionsRepo } from "./repos/CowrieSessionsRepo.ts"
 import { EventsRepo } from "./repos/EventsRepo.ts"
 import { IncidentsRepo } from "./repos/IncidentsRepo.ts"
 import { OrgsRepo } from "./repos/OrgsRepo.ts"
@@ -41,6 +42,7 @@ const IngestionLive = Layer.mergeAll(IngestServerLive, IdleCloserLive, WebhookDi
       TransitionsRepo.Default,
       SensorsRepo.Default,
       WebhooksRepo.Default,
+      CowrieSessionsRepo.Default,
     ),
   ),
 )
@@ -71,5 +73,15 @@ export const MainLive = Layer.mergeAll(ApiServerLive.pipe(Layer.provide(RateLimi
 )
 
 if (import.meta.main) {
-  Layer.launch(MainLive).pipe(Effect.provide(LoggingLive), BunRuntime.runMain({ disablePrettyLogger: true }))
+  Layer.launch(MainLive).pipe(
+    Effect.provide(LoggingLive),
+    // A bad variable (LOG_* included, read before any logger exists): one line naming it, exit 1, no stack trace.
+    Effect.catchIf(ConfigError.isConfigError, (error) =>
+      Effect.sync(() => {
+        console.error(formatConfigError(error))
+        process.exit(1)
+      }),
+    ),
+    BunRuntime.runMain({ disablePrettyLogger: true }),
+  )
 }

@@ -1,7 +1,7 @@
 import { parseArgs } from "node:util"
 import { BunContext } from "@effect/platform-bun"
-import { Cause, Effect, Exit, Layer, Logger, LogLevel, Option } from "effect"
-import { AppConfigLive } from "../config.ts"
+import { Cause, ConfigError, Effect, Exit, Layer, Logger, LogLevel, Option } from "effect"
+import { AppConfigLive, formatConfigError } from "../config.ts"
 import { DatabaseLive } from "../db/client.ts"
 import { migrate } from "../db/migrate.ts"
 import { CliLoggingLive } from "../logging.ts"
@@ -279,9 +279,8 @@ if (import.meta.main) {
     const failure = Cause.failureOption(exit.cause)
     const error = Option.getOrUndefined(failure)
     if (error instanceof AdminError) console.error(`error: ${error.message}`)
-    else if (error !== undefined && typeof error === "object" && "_tag" in error && error._tag === "ConfigError") {
-      console.error(`configuration error: ${String(error)}`)
-    } else if (error !== undefined && typeof error === "object" && "_tag" in error && error._tag === "SqlError") {
+    else if (ConfigError.isConfigError(error)) console.error(formatConfigError(error))
+    else if (error !== undefined && typeof error === "object" && "_tag" in error && error._tag === "SqlError") {
       // The driver's own message ("relation … does not exist", "connection terminated") says what went wrong.
       const cause = (error as { cause?: unknown }).cause
       console.error(`database error: ${cause instanceof Error ? cause.message : String(cause)}`)

@@ -1,7 +1,6 @@
-import { Clock, Config, type ConfigError, Context, Duration, Effect, Layer, Metric, Option, Redacted } from "effect"
+import { Clock, type ConfigError, Context, Duration, Effect, Layer, Metric, Option, type Redacted } from "effect"
+import { type RateLimitSettings, rateLimitConfig } from "../config.ts"
 import {
-  DEFAULT_LIMIT,
-  DEFAULT_WINDOW_MS,
   failOpenDecision,
   policyHeaderValue,
   type RateDecision,
@@ -105,29 +104,10 @@ export const rateLimitHeaders = (
 }
 
 /**
- * Settings read by `RateLimiter.layerFromEnv`:
- * - `REDIS_URL` (secret, optional; blank = unset): share counts between replicas through Redis; otherwise in memory.
- * - `RATE_LIMIT` (integer >= 1, default 120) and `RATE_LIMIT_WINDOW` (duration, default "60 seconds"), for tests.
+ * Settings read by `RateLimiter.layerFromEnv`, defined with every other variable in src/config.ts: `REDIS_URL`
+ * (secret, optional; blank = unset), `RATE_LIMIT` (integer >= 1, default 120), `RATE_LIMIT_WINDOW` (default 60 s).
  */
-export const rateLimitConfig = Config.all({
-  redisUrl: Config.redacted("REDIS_URL").pipe(
-    Config.option,
-    Config.map(Option.filter((url) => Redacted.value(url).trim() !== "")),
-  ),
-  limit: Config.integer("RATE_LIMIT").pipe(
-    Config.validate({ message: "Expected an integer of at least 1", validation: (n) => n >= 1 }),
-    Config.withDefault(DEFAULT_LIMIT),
-  ),
-  window: Config.duration("RATE_LIMIT_WINDOW").pipe(
-    Config.validate({
-      message: "Expected a finite duration of at least 1 millisecond",
-      validation: (d) => Duration.isFinite(d) && Duration.toMillis(d) >= 1,
-    }),
-    Config.withDefault(Duration.millis(DEFAULT_WINDOW_MS)),
-  ),
-})
-
-export type RateLimitSettings = Config.Config.Success<typeof rateLimitConfig>
+export { type RateLimitSettings, rateLimitConfig }
 
 export class RateLimiter extends Context.Tag("RateLimiter")<RateLimiter, RateLimiterService>() {
   /** A limiter over a given store (tests, custom stores). */
