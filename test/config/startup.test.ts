@@ -1,0 +1,249 @@
+import { afterAll, describe, expect, test } from "bun:test"
+import { createHash } from "node:crypto"
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { admin, adminJson } from "../support/cli.ts"
+import { get } from "../support/fixtures.ts"
+import { ingest, nativeEvent } from "../support/ingest.ts"
+import { APP_URL, type RunningServer, startServer, TEST_SECRET_KEY } from "../support/server.ts"
+
+/**
+ * Start-up configuration, with real processes: the server (`bun src/main.ts`), the admin tool and the config layer
+ * itself. The SECRET_KEY generated in embedded mode, bad values stopping start-up with one line naming the variable,
+ * and processes racing to generate the key.
+ */
+
+const ROOT = join(import.meta.dir, "..", "..")
+const dirs: Array<string> = []
+const freshDir = () => {
+  const dir = mkdtempSync(join(tmpdir(), "dsvc-config-"))
+  dirs.push(dir)
+  return dir
+}
+afterAll(() => {
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true })
+})
+
+/** An environment with no SECRET_KEY and no DATABASE_URL: the embedded database in its own DATA_DIR. */
+const embeddedEnv = (dataDir: string, extra: Record<string, string> = {}): Record<string, string> => ({
+  PATH: process.env.PATH ?? "",
+  HOME: process.env.HOME ?? "/tmp",
+  HOST: "127.0.0.1",
+  PORT: "0",
+  INGEST_PORT: "0",
+  OPS_PORT: "0",
+  APP_URL,
+  DATA_DIR: dataDir,
+  INCIDENT_IDLE_CLOSE: "36500 days",
+  RATE_LIMIT: "1000000",
+  ...extra,
+})
+
+const mode = (path: string) => statSync(path).mode & 0o777
+const GENERATED = "SECRET_KEY is not set: generated one"
+
+/** Runs a command to its end (killed after `limitMs`); all it printed, its exit code and how long it took. */
+const runToEnd = async (argv: ReadonlyArray<string>, env: Record<string, string>, limitMs = 20_000) => {
+  const started = performance.now()
+  const child = Bun.spawn([...argv], { cwd: ROOT, env, stdout: "pipe", stderr: "pipe" })
+  const timer = setTimeout(() => child.kill("SIGKILL"), limitMs)
+  const [stdout, stderr, code] = await Promise.all([
+    new Response(child.stdout).text(),
+    new Response(child.stderr).text(),
+    child.exited,
+  ])
+  clearTimeout(timer)
+  return { code, stdout, stderr, output: `${stdout}${stderr}`, ms: performance.now() - started }
+}
+
+describe("SECRET_KEY generated in embedded mode", () => {
+  test("D7: generated once into DATA_DIR/secret.key (0600, directory 0700) with a warning; a restart reuses it, so a cursor issued before still pages", async () => {
+    const dataDir = join(freshDir(), "data") // does not exist yet: start-up creates it
+    const env = embeddedEnv(dataDir)
+    const keyFile = join(dataDir, "secret.key")
+    let server: RunningServer | undefined = await startServer({ env })
+    try {
+      const warnings = server.logs.filter((line) => line.includes(GENERATED))
+      expect(warnings).toHaveLength(1)
+      expect(JSON.parse(warnings[0] ?? "{}")).toMatchObject({ logLevel: "WARN" })
+      expect(warnings[0]).toContain(keyFile)
+      expect(mode(keyFile)).toBe(0o600)
+      expect(mode(dataDir)).toBe(0o700)
+      const content = readFileSync(keyFile, "utf8")
+      expect(content).toMatch(/^[0-9a-f]{64}\n$/)
+      // The key is never logged.
+      expect(server.logs.join("\n")).not.toContain(content.trim())
+      // No temporary file left behind.
+      expect(readdirSync(dataDir).filter((name) => name.includes("secret.key"))).toEqual(["secret.key"])
+
+      // The admin tool (another process, same DATA_DIR, no SECRET_KEY) uses the same file and generates nothing.
+      const org = await adminJson(env, ["org", "create", "--name", "Key reuse"])
+      const key = await adminJson(env, ["key", "create", "--org", org.id, "--name", "k", "--scopes", "events:read"])
+      const sensor = await adminJson(env, ["sensor", "create", "--org", org.id, "--name", "web-01"])
+      const listed = await admin(env, ["org", "list"])
+      expect(listed.code).toBe(0)
+      expect(listed.stderr).not.toContain(GENERATED)
+      const sent = await ingest(server.ingestUrl, "events", sensor.token, [
+        nativeEvent({ sourceIp: "203.0.113.7" }),
+        nativeEvent({ sourceIp: "203.0.113.8" }),
+      ])
+      expect(sent.status).toBe(200)
+      expect(sent.body.accepted).toBe(2)
+      const first = await get(server.url, "/v1/events?limit=1", key.key)
+      expect(first.status).toBe(200)
+      expect(first.body.data).toHaveLength(1)
+      const cursor = first.body.nextCursor as string
+      expect(typeof cursor).toBe("string")
+      expect(await server.stop()).toBe(0)
+
+      server = await startServer({ env })
+      expect(server.logs.filter((line) => line.includes(GENERATED))).toEqual([])
+      expect(readFileSync(keyFile, "utf8")).toBe(content)
+      expect(mode(keyFile)).toBe(0o600)
+      const second = await get(server.url, `/v1/events?limit=1&cursor=${encodeURIComponent(cursor)}`, key.key)
+      expect(second.status).toBe(200)
+      expect(second.body.data).toHaveLength(1)
+      expect(second.body.data[0].id).not.toBe(first.body.data[0].id)
+      expect(await server.stop()).toBe(0)
+
+      // Control: under another key the same cursor does not verify, so the pages above did depend on the kept key.
+      server = await startServer({ env: { ...env, SECRET_KEY: TEST_SECRET_KEY } })
+      const foreign = await get(server.url, `/v1/events?limit=1&cursor=${encodeURIComponent(cursor)}`, key.key)
+      expect(foreign.status).toBe(400)
+      expect(readFileSync(keyFile, "utf8")).toBe(content)
+    } finally {
+      await server?.stop()
+    }
+  }, 180_000)
+
+  test("four processes racing on empty DATA_DIRs all end up with the same key, generated by exactly one", async () => {
+    // Each contender walks the same 200 empty directories from the same instant, so they meet at the same moment on
+    // many of them. (The previous open-with-"wx" code failed this with EEXIST and with a half-written key read.)
+    const ROUNDS = 200
+    const base = freshDir()
+    const startAt = String(Date.now() + 2_500)
+    const results = await Promise.all(
+      [0, 1, 2, 3].map(() =>
+        runToEnd(
+          ["bun", "test/config/keyRace.ts"],
+          { ...embeddedEnv(base), START_AT: startAt, ROUNDS: String(ROUNDS) },
+          90_000,
+        ),
+      ),
+    )
+    for (const r of results) expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: "" })
+    const outcomes = results.map((r) =>
+      r.stdout
+        .trim()
+        .split("\n")
+        .map(
+          (line) => JSON.parse(line) as { round: number; fingerprint?: string; created?: boolean; failure?: string },
+        ),
+    )
+    for (let round = 0; round < ROUNDS; round++) {
+      const dataDir = join(base, String(round))
+      const onFile = createHash("sha256")
+        .update(Buffer.from(readFileSync(join(dataDir, "secret.key"), "utf8").trim(), "hex"))
+        .digest("hex")
+      const contenders = outcomes.map((lines) => lines[round])
+      expect({ round, got: contenders.map((c) => c?.failure ?? c?.fingerprint) }).toEqual({
+        round,
+        got: [onFile, onFile, onFile, onFile],
+      })
+      expect({ round, created: contenders.filter((c) => c?.created === true).length }).toEqual({ round, created: 1 })
+      expect(mode(join(dataDir, "secret.key"))).toBe(0o600)
+      expect(mode(dataDir)).toBe(0o700)
+      // No temporary file left behind.
+      expect(readdirSync(dataDir)).toEqual(["secret.key"])
+    }
+  }, 180_000)
+})
+
+interface BadCase {
+  readonly variable: string
+  readonly value: string
+  /** A part of the value that must never be printed (a secret, a password). */
+  readonly secret?: string
+}
+
+const BAD: ReadonlyArray<BadCase> = [
+  { variable: "PORT", value: "abc" },
+  { variable: "PORT", value: "70000" },
+  { variable: "INGEST_PORT", value: "-1" },
+  { variable: "OPS_PORT", value: "8080.5" },
+  { variable: "BASE_URL", value: "notaurl" },
+  { variable: "BASE_URL", value: "https://admin:pw-Secret-51@api.example.com", secret: "pw-Secret-51" },
+  { variable: "APP_URL", value: "ftp://x" },
+  { variable: "DATABASE_URL", value: "notaurl" },
+  { variable: "DATABASE_URL", value: "http://app:pw-Secret-77@x/db", secret: "pw-Secret-77" },
+  { variable: "DATABASE_URL", value: "postgres://" },
+  { variable: "DATABASE_URL", value: "postgres://app:pw-Secret-78@:5432/db", secret: "pw-Secret-78" },
+  { variable: "SECRET_KEY", value: "short-Secret-42", secret: "short-Secret-42" },
+  { variable: "SECRET_KEY_PREVIOUS", value: "prev-Secret-43", secret: "prev-Secret-43" },
+  { variable: "LOG_LEVEL", value: "loud" },
+  { variable: "LOG_FORMAT", value: "xml" },
+  { variable: "RATE_LIMIT", value: "0" },
+  { variable: "RATE_LIMIT_WINDOW", value: "0 millis" },
+  { variable: "REOPEN_WINDOW", value: "a week" },
+  { variable: "TRUST_PROXY", value: "not-a-cidr" },
+  { variable: "WEBHOOK_RETRY_SCHEDULE", value: "5s,soon" },
+  { variable: "WEBHOOK_CONCURRENCY", value: "0" },
+]
+
+/** Output of a process stopped by a configuration error: exactly one line, naming the variable, and nothing else. */
+const expectConfigError = (result: Awaited<ReturnType<typeof runToEnd>>, bad: BadCase) => {
+  expect(result.code).not.toBe(0)
+  expect(result.code).not.toBeNull()
+  const lines = result.output.split("\n").filter((line) => line.trim() !== "")
+  expect(lines).toHaveLength(1)
+  expect(lines[0]).toStartWith(`configuration error: ${bad.variable} must `)
+  // No stack trace, no Effect error dump.
+  expect(result.output).not.toMatch(/^\s+at /m)
+  expect(result.output).not.toContain("Error:")
+  expect(result.output).not.toContain('"cause"')
+  if (bad.secret !== undefined) expect(result.output).not.toContain(bad.secret)
+}
+
+describe("a bad value stops start-up with one line naming the variable", () => {
+  for (const bad of BAD) {
+    test(`server: ${bad.variable}=${bad.value}`, async () => {
+      const env = embeddedEnv(freshDir(), { SECRET_KEY: TEST_SECRET_KEY, [bad.variable]: bad.value })
+      const result = await runToEnd(["bun", "src/main.ts"], env)
+      expectConfigError(result, bad)
+      // It stops at the configuration: no database waited for (its retries alone take about 45 s), no listener.
+      expect(result.ms).toBeLessThan(15_000)
+      expect(result.output).not.toContain("database not reachable")
+      expect(result.output).not.toContain("listening")
+    }, 30_000)
+  }
+
+  test("server: every bad variable is named, in one line", async () => {
+    const env = embeddedEnv(freshDir(), { SECRET_KEY: TEST_SECRET_KEY, PORT: "abc", BASE_URL: "notaurl" })
+    const result = await runToEnd(["bun", "src/main.ts"], env)
+    expect(result.code).toBe(1)
+    expect(result.output.trim().split("\n")).toEqual([
+      'configuration error: PORT must be an integer from 0 to 65535, 0 for any free port (got "abc"); BASE_URL must be an absolute http(s) URL without query, fragment or credentials, e.g. https://api.example.com (got "notaurl")',
+    ])
+  }, 30_000)
+
+  test("server: DATABASE_URL without SECRET_KEY is refused before connecting", async () => {
+    // Port 1 on loopback: nothing listens there, and the server must not even try.
+    const env = embeddedEnv(freshDir(), { DATABASE_URL: "postgres://app:pw-Secret-79@127.0.0.1:1/x" })
+    const result = await runToEnd(["bun", "src/main.ts"], env)
+    expectConfigError(result, { variable: "SECRET_KEY", value: "", secret: "pw-Secret-79" })
+    expect(result.output).toContain("when DATABASE_URL is set")
+    expect(result.output).not.toContain("database not reachable")
+    expect(result.ms).toBeLessThan(15_000)
+  }, 30_000)
+
+  for (const bad of BAD.filter((b) => ["BASE_URL", "DATABASE_URL", "SECRET_KEY"].includes(b.variable))) {
+    test(`admin: ${bad.variable}=${bad.value}`, async () => {
+      const env = embeddedEnv(freshDir(), { SECRET_KEY: TEST_SECRET_KEY, [bad.variable]: bad.value })
+      const result = await runToEnd(["bun", "src/admin/cli.ts", "org", "list"], env)
+      expect(result.code).toBe(1)
+      expect(result.stdout).toBe("")
+      expectConfigError(result, bad)
+    }, 30_000)
+  }
+})
