@@ -1,7 +1,7 @@
 import { HttpApp, HttpRouter, HttpServer, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { BunHttpServer } from "@effect/platform-bun"
 import { Clock, Effect, Either, Layer, Metric, Option } from "effect"
-import { finalizeResponse, problem, problemResponse } from "../api/edge.ts"
+import { finalizeResponse, logDefects, problem, problemResponse } from "../api/edge.ts"
 import { databaseProblem } from "../api/problems.ts"
 import { SensorAuth } from "../auth/SensorAuth.ts"
 import { AppConfig, sealerOf } from "../config.ts"
@@ -160,7 +160,7 @@ const ingestUnrouted = (request: HttpServerRequest.HttpServerRequest) =>
 
 const ingestEdge = <E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<E, R> =>
   HttpApp.withPreResponseHandler(app, (req, res) => Effect.succeed(finalizeResponse(req, res, ingestUnrouted))).pipe(
-    Effect.tapDefect((defect) => Effect.logError("unhandled defect", defect)),
+    logDefects,
   )
 
 const logAddress = Effect.gen(function* () {

@@ -66,3 +66,14 @@ test("one JSON access-log line per request; never the key, the Authorization hea
     expect({ forbidden, found: all.includes(forbidden) }).toEqual({ forbidden, found: false })
   }
 })
+
+test("unknown paths and methods on both listeners answer problem bodies and log no ERROR line (they are not defects)", async () => {
+  const before = server.logs.length
+  expect((await fetch(`${server.url}/nope`)).status).toBe(404)
+  expect((await fetch(`${server.ingestUrl}/nope`, { method: "POST" })).status).toBe(404)
+  expect((await fetch(`${server.ingestUrl}/ingest/v1/events`)).status).toBe(405)
+  expect((await fetch(`${server.url}/v1/incidents`, { method: "POST" })).status).toBe(405)
+  await Bun.sleep(200)
+  const errors = server.logs.slice(before).filter((l) => (JSON.parse(l) as { logLevel: string }).logLevel === "ERROR")
+  expect(errors).toEqual([])
+})
