@@ -1,19 +1,26 @@
 import { SqlClient } from "@effect/sql"
 import { Clock, Duration, Effect, Layer, Schedule } from "effect"
 import { AppConfig } from "../config.ts"
+import { CowrieSessionsRepo } from "../repos/CowrieSessionsRepo.ts"
 import { IncidentsRepo } from "../repos/IncidentsRepo.ts"
 import { TransitionsRepo } from "../repos/TransitionsRepo.ts"
+
+/** How long a Cowrie session's connect is remembered for its later lines (README "Cowrie sessions"). */
+export const COWRIE_SESSION_RETENTION_MS = 7 * 24 * 3600_000
 
 /**
  * D13: a scoped fiber that closes open incidents with no new event for INCIDENT_IDLE_CLOSE, every
  * INCIDENT_IDLE_CLOSE_EVERY, recording a `closed` transition for each. A failed sweep is logged and the next one
  * runs; the fiber ends with the layer's scope. Safe with several processes: closing is one conditional update.
+ * The same sweep forgets Cowrie sessions older than COWRIE_SESSION_RETENTION_MS (one indexed delete, outside the
+ * closing transaction).
  */
 export const IdleCloserLive = Layer.scopedDiscard(
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const incidents = yield* IncidentsRepo
     const transitions = yield* TransitionsRepo
+    const cowrieSessions = yield* CowrieSessionsRepo
     const config = yield* AppConfig
     const idleMs = Duration.toMillis(config.idleClose)
 
@@ -36,8 +43,13 @@ export const IdleCloserLive = Layer.scopedDiscard(
       }),
     )
 
+    const forgetOldSessions = Effect.gen(function* () {
+      const now = yield* Clock.currentTimeMillis
+      yield* cowrieSessions.pruneOlderThan(new Date(now - COWRIE_SESSION_RETENTION_MS))
+    })
+
     yield* Effect.forkScoped(
-      sweep.pipe(
+      Effect.zipRight(sweep, forgetOldSessions).pipe(
         Effect.catchAllCause((cause) => Effect.logWarning("idle-close sweep failed", cause)),
         Effect.repeat(Schedule.spaced(config.idleCloseEvery)),
       ),

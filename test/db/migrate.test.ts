@@ -53,7 +53,7 @@ describe("migrations", () => {
 })
 
 describe("migrations of stored rows", () => {
-  test("0003 keeps old events' attackerInput answers (names as the API gave them), 0004 dates idleness from the last change", async () => {
+  test("0003 keeps old events' attackerInput answers (names as the API gave them), 0004 dates idleness from the last change, 0006 replaces unkeyed honeypot line ids", async () => {
     const env = await freshEnv()
     const db = testDatabase(env)
     const [first, second, ...later] = readMigrations()
@@ -82,6 +82,18 @@ describe("migrations of stored rows", () => {
             source_port, service, port, type, action, severity, confidence, summary, attacker_input, received_at)
           values ('evt_m', 'org_m', 'inc_m', 'sen_m', 'm1', ${at}, '192.0.2.1', 1, 'ssh', 22, 'ssh.command', 'a',
             'low', 'normal', 's', ${JSON.stringify(input)}::jsonb, ${at})`
+        // 0006: unkeyed honeypot line ids (an offline oracle for the password in the line) are replaced.
+        const sha = "ab".repeat(32)
+        for (const [id, sensorEventId] of [
+          ["evt_oc", `oc:${sha}`],
+          ["evt_cw", `cowrie:sess-1_A:${sha}`],
+          ["evt_native", `oc:${sha}x`],
+        ]) {
+          yield* sql`insert into events (id, org_id, incident_id, sensor_id, sensor_event_id, time, source_ip,
+              source_port, service, port, type, action, severity, confidence, summary, received_at)
+            values (${id}, 'org_m', 'inc_m', 'sen_m', ${sensorEventId}, ${at}, '192.0.2.1', 1, 'ssh', 22,
+              'ssh.command', 'a', 'low', 'normal', 's', ${at})`
+        }
         return changed
       }),
     )
@@ -92,9 +104,13 @@ describe("migrations of stored rows", () => {
     const rows = await check.run(
       Effect.gen(function* () {
         const sql = yield* SqlClient.SqlClient
-        const events = yield* sql<{ input: string }>`select attacker_input::text as input from events`
+        const events = yield* sql<{
+          input: string
+        }>`select attacker_input::text as input from events where id = 'evt_m'`
+        const ids = yield* sql<{ id: string; sensorEventId: string }>`
+          select id, sensor_event_id from events where id <> 'evt_m' order by id`
         const incidents = yield* sql<{ lastActivityAt: Date }>`select last_activity_at from incidents`
-        return { events, incidents }
+        return { events, incidents, ids }
       }),
     )
     await check.close()
@@ -105,5 +121,10 @@ describe("migrations of stored rows", () => {
       a_: "y",
     })
     expect(rows.incidents[0]?.lastActivityAt.toISOString()).toBe(stored.toISOString())
+    expect(rows.ids).toEqual([
+      { id: "evt_cw", sensorEventId: "legacy:evt_cw" },
+      { id: "evt_native", sensorEventId: `oc:${"ab".repeat(32)}x` },
+      { id: "evt_oc", sensorEventId: "legacy:evt_oc" },
+    ])
   })
 })
