@@ -194,6 +194,32 @@ describe("D22: POST /ingest/v1/events", () => {
     expect((await transitionsOf(id)).map((t) => t.kind)).toEqual(["created", "closed"])
   })
 
+  test("the idle-close sweep also forgets Cowrie sessions older than 7 days, and keeps newer ones", async () => {
+    const day = 24 * 3600_000
+    const count = () =>
+      db.run(
+        Effect.flatMap(
+          SqlClient.SqlClient,
+          (sql) => sql<{ session: string }>`select session from cowrie_sessions where sensor_id = ${sensor.id}
+            order by session`,
+        ),
+      )
+    await db.run(
+      Effect.flatMap(
+        SqlClient.SqlClient,
+        (sql) => sql`insert into cowrie_sessions (org_id, sensor_id, session, protocol, source_port, port, created_at)
+          values (${tenant.orgId}, ${sensor.id}, 'old', 'ssh', 50000, 22, ${new Date(Date.now() - 8 * day)}),
+                 (${tenant.orgId}, ${sensor.id}, 'recent', 'telnet', 50001, 23, ${new Date(Date.now() - 6 * day)})`,
+      ),
+    )
+    let sessions = await count()
+    for (let i = 0; i < 40 && sessions.length > 1; i++) {
+      await Bun.sleep(100)
+      sessions = await count()
+    }
+    expect(sessions.map((s) => s.session)).toEqual(["recent"])
+  })
+
   test("D12: 20 concurrent requests for one key make one incident with the exact eventCount", async () => {
     const ip = "198.51.100.70"
     const responses = await Promise.all(
