@@ -1,7 +1,8 @@
 /**
  * D23: the MITRE ATT&CK technique table. This module is the only place where technique data lives: ids, names and
- * tactics are copied from ATT&CK (Enterprise). Sub-technique names are written "Parent: Sub", as ATT&CK's own STIX
- * data and navigator do, and tactics use ATT&CK's lowercase short names (x_mitre_shortname).
+ * tactics are copied from ATT&CK (Enterprise). Sub-technique names are written "Parent: Sub", as the ATT&CK website
+ * titles them (its STIX `name` is the bare "SSH", which reads poorly out of context), and tactics use ATT&CK's
+ * lowercase short names (x_mitre_shortname).
  *
  * Techniques come from this fixed table, never from AI (spec "Technique"). Event types reference techniques in
  * `eventTypes.ts`; payload tags reference them in `TAG_TECHNIQUES` below. Nothing else hard-codes a technique id.
