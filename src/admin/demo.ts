@@ -1,8 +1,8 @@
 import { parseArgs } from "node:util"
 import { BunContext } from "@effect/platform-bun"
-import { Cause, Data, Effect, Exit, Layer, Logger, LogLevel } from "effect"
+import { Cause, ConfigError, Data, Effect, Exit, Layer, Logger, LogLevel, Option } from "effect"
 import { SensorAuth } from "../auth/SensorAuth.ts"
-import { AppConfig, AppConfigLive } from "../config.ts"
+import { AppConfig, AppConfigLive, formatConfigError } from "../config.ts"
 import { DatabaseLive } from "../db/client.ts"
 import { migrate } from "../db/migrate.ts"
 import { Ingestor } from "../ingest/Ingestor.ts"
@@ -327,7 +327,11 @@ if (import.meta.main) {
     ),
   )
   if (Exit.isFailure(exit)) {
-    console.error(`demo failed: ${Cause.pretty(exit.cause)}`)
+    // A bad setting: the same one line as the server and the admin tool give, naming the variable.
+    const failure = Option.getOrUndefined(Cause.failureOption(exit.cause))
+    console.error(
+      ConfigError.isConfigError(failure) ? formatConfigError(failure) : `demo failed: ${Cause.pretty(exit.cause)}`,
+    )
     process.exit(1)
   }
   process.exit(0)

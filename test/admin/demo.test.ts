@@ -180,3 +180,9 @@ test("D24: `bun run demo` with the server running prints BASE_URL in its curl co
   databases.push(db)
   await checkStory(server.url, key, db, ranFrom, ranUntil)
 }, 120_000)
+
+test("a bad setting stops the demo with the one configuration line naming the variable, as the server gives", async () => {
+  const result = await runDemo({ ...testEnv(), BASE_URL: "notaurl" })
+  expect(result.code).toBe(1)
+  expect(result.err.trim().split("\n")).toEqual([expect.stringMatching(/^configuration error: BASE_URL must be /)])
+})
