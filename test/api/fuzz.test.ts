@@ -855,7 +855,8 @@ const sendable = (value: string) => {
 
 /** fetch strips leading and trailing HTTP whitespace (tab, LF, CR, space) from a header value, so a control character
  * there never reaches the wire: such a value is a different test case, not this one. */
-const sentAsIs = (value: string) => sendable(value) && new Headers({ authorization: value }).get("authorization") === value
+const sentAsIs = (value: string) =>
+  sendable(value) && new Headers({ authorization: value }).get("authorization") === value
 
 describe("fuzzing the Authorization header (never A's key)", () => {
   const headerText = () =>
