@@ -7,6 +7,7 @@ import { DatabaseLiveWaiting } from "./db/client.ts"
 import { migrate } from "./db/migrate.ts"
 import { IdleCloserLive } from "./ingest/IdleCloser.ts"
 import { Ingestor } from "./ingest/Ingestor.ts"
+import { OrgKeys } from "./ingest/OrgKeys.ts"
 import { IngestServerLive } from "./ingest/server.ts"
 import { LoggingLive } from "./logging.ts"
 import { Lifecycle } from "./ops/Lifecycle.ts"
@@ -33,7 +34,8 @@ const MigrationsLive = Layer.effectDiscard(
 /** Sensors report here (INGEST_PORT); the idle-close fiber runs beside it; the dispatcher sends the webhooks. */
 const IngestionLive = Layer.mergeAll(IngestServerLive, IdleCloserLive, WebhookDispatcherLive).pipe(
   Layer.provide(Layer.mergeAll(Ingestor.Default, SensorAuth.Default, WebhookSender.Default)),
-  Layer.provide(WebhookOutbox.Default),
+  // One cache of the organizations' keys for the Ingestor and the honeypot routes.
+  Layer.provide(Layer.mergeAll(WebhookOutbox.Default, OrgKeys.Default)),
   Layer.provideMerge(
     Layer.mergeAll(
       OrgsRepo.Default,

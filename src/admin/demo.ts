@@ -6,6 +6,7 @@ import { AppConfig, AppConfigLive, formatConfigError } from "../config.ts"
 import { DatabaseLive } from "../db/client.ts"
 import { migrate } from "../db/migrate.ts"
 import { Ingestor } from "../ingest/Ingestor.ts"
+import { OrgKeys } from "../ingest/OrgKeys.ts"
 import { IngestServerLive } from "../ingest/server.ts"
 import { CliLoggingLive } from "../logging.ts"
 import { Lifecycle } from "../ops/Lifecycle.ts"
@@ -310,6 +311,8 @@ const MigrationsLive = Layer.effectDiscard(migrate)
 
 const DemoLive = Layer.mergeAll(Ingestor.Default, SensorAuth.Default, WebhookDispatcherLive).pipe(
   Layer.provide(WebhookOutbox.Default),
+  // The ingest listener the demo starts needs the same keys as its Ingestor.
+  Layer.provideMerge(OrgKeys.Default),
   Layer.provide(MigrationsLive),
   Layer.provideMerge(AdminLive),
   Layer.provideMerge(DatabaseLive),

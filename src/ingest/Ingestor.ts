@@ -1,7 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { SqlError } from "@effect/sql/SqlError"
-import { Clock, Duration, Effect, Option } from "effect"
-import { AppConfig, sealerOf } from "../config.ts"
+import { Clock, Duration, Effect } from "effect"
+import { AppConfig } from "../config.ts"
 import { prepareAttackerInput } from "../domain/attackerInput.ts"
 import { eventTypeSpec } from "../domain/eventTypes.ts"
 import { newId } from "../domain/ids.ts"
@@ -9,9 +9,9 @@ import { sanitizeText } from "../domain/sanitize.ts"
 import { EventsRepo, type NewEvent } from "../repos/EventsRepo.ts"
 import { DatabaseError, transactionErrors } from "../repos/errors.ts"
 import { type IncidentRow, IncidentsRepo } from "../repos/IncidentsRepo.ts"
-import { OrgsRepo } from "../repos/OrgsRepo.ts"
 import { TransitionsRepo } from "../repos/TransitionsRepo.ts"
 import { WebhookOutbox } from "../webhooks/Outbox.ts"
+import { OrgKeys } from "./OrgKeys.ts"
 import { type CurrentIncident, decide, merge, textsFor, transitionsOf } from "./rules.ts"
 import type { ValidEvent } from "./validate.ts"
 
@@ -62,28 +62,13 @@ const firstString = (input: Record<string, unknown>, keys: ReadonlyArray<string>
 export class Ingestor extends Effect.Service<Ingestor>()("Ingestor", {
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
-    const orgs = yield* OrgsRepo
+    const orgKeys = yield* OrgKeys
     const incidents = yield* IncidentsRepo
     const events = yield* EventsRepo
     const transitions = yield* TransitionsRepo
     const outbox = yield* WebhookOutbox
     const config = yield* AppConfig
-    const sealer = sealerOf(config)
     const reopenWindowMs = Duration.toMillis(config.reopenWindow)
-    const fingerprintKeys = new Map<string, Uint8Array>()
-
-    // D19: the organization's fingerprint key, unsealed once per process.
-    const fingerprintKey = (orgId: string) =>
-      Effect.gen(function* () {
-        const cached = fingerprintKeys.get(orgId)
-        if (cached) return cached
-        const org = yield* orgs.findById(orgId)
-        const key = Option.isSome(org) ? sealer.open(org.value.fingerprintKey) : undefined
-        if (key === undefined) return yield* Effect.dieMessage(`fingerprint key of ${orgId} cannot be opened`)
-        fingerprintKeys.set(orgId, key)
-        return key
-      })
-
     const DETAIL_KEYS = ["command", "path", "url", "fileName", "query", "userAgent", "remoteVersion"] as const
     const prepare = (sensor: SensorIdentity, key: Uint8Array, index: number, e: ValidEvent): Prepared => {
       const attackerInput = prepareAttackerInput(e.attackerInput, key)
@@ -263,7 +248,8 @@ export class Ingestor extends Effect.Service<Ingestor>()("Ingestor", {
     ) =>
       Effect.gen(function* () {
         if (items.length === 0) return []
-        const key = yield* fingerprintKey(sensor.orgId)
+        // D19: the organization's fingerprint key, unsealed once per process.
+        const key = yield* orgKeys.fingerprintKey(sensor.orgId)
         const prepared = items.map((item) => prepare(sensor, key, item.index, item.event))
         const outcomes = yield* ingestBatch(sensor, prepared).pipe(
           transactionErrors,

@@ -1,20 +1,20 @@
 import { HttpApp, HttpRouter, HttpServer, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { BunHttpServer } from "@effect/platform-bun"
-import { Clock, Effect, Either, Layer, Metric, Option } from "effect"
+import { Clock, Effect, Either, Layer, Metric } from "effect"
 import { finalizeResponse, logDefects, problem, problemResponse } from "../api/edge.ts"
 import { databaseProblem } from "../api/problems.ts"
 import { SensorAuth } from "../auth/SensorAuth.ts"
-import { AppConfig, sealerOf } from "../config.ts"
+import { AppConfig } from "../config.ts"
 import { cowrieSessionsToLookUp, mapCowrieBatch } from "../ingest/formats/cowrie.ts"
-import { lineIdKey, type MapResult, type NativeEventInput } from "../ingest/formats/native.ts"
+import type { MapResult, NativeEventInput } from "../ingest/formats/native.ts"
 import { mapOpenCanary } from "../ingest/formats/opencanary.ts"
 import { Lifecycle } from "../ops/Lifecycle.ts"
 import { ingestedEvents } from "../ops/metrics.ts"
 import { CowrieSessionsRepo } from "../repos/CowrieSessionsRepo.ts"
 import type { DatabaseError } from "../repos/errors.ts"
-import { OrgsRepo } from "../repos/OrgsRepo.ts"
 import { MAX_BODY_BYTES, MAX_EVENTS, parseBody } from "./body.ts"
 import { type EventOutcome, Ingestor, type SensorIdentity } from "./Ingestor.ts"
+import { OrgKeys } from "./OrgKeys.ts"
 import { type ValidEvent, validateEvent } from "./validate.ts"
 
 /**
@@ -22,31 +22,6 @@ import { type ValidEvent, validateEvent } from "./validate.ts"
  * outcome per event (accepted with its ids, duplicate, or rejected with the reason), so one bad event never
  * rejects the batch.
  */
-
-/**
- * D22/D19: each organization's key of honeypot line ids (`lineIdKey`), derived from its fingerprint key, which is
- * unsealed once per process and organization.
- */
-class LineIdKeys extends Effect.Service<LineIdKeys>()("LineIdKeys", {
-  effect: Effect.gen(function* () {
-    const orgs = yield* OrgsRepo
-    const sealer = sealerOf(yield* AppConfig)
-    const keys = new Map<string, Uint8Array>()
-    const forOrg = (orgId: string) =>
-      Effect.gen(function* () {
-        const cached = keys.get(orgId)
-        if (cached) return cached
-        const org = yield* orgs.findById(orgId)
-        const fingerprintKey = Option.isSome(org) ? sealer.open(org.value.fingerprintKey) : undefined
-        if (fingerprintKey === undefined)
-          return yield* Effect.dieMessage(`fingerprint key of ${orgId} cannot be opened`)
-        const key = lineIdKey(fingerprintKey)
-        keys.set(orgId, key)
-        return key
-      })
-    return { forOrg } as const
-  }),
-}) {}
 
 /** Maps one request's items (the values of its JSON items, in order) to native events: one result per value. */
 type BatchMapper<R> = (
@@ -58,9 +33,9 @@ type BatchMapper<R> = (
 const native: BatchMapper<never> = (_sensor, values) =>
   Effect.succeed(values.map((value) => ({ _tag: "Mapped", event: value as NativeEventInput }) as const))
 
-const openCanary: BatchMapper<LineIdKeys> = (sensor, values) =>
+const openCanary: BatchMapper<OrgKeys> = (sensor, values) =>
   Effect.map(
-    Effect.flatMap(LineIdKeys, (keys) => keys.forOrg(sensor.orgId)),
+    Effect.flatMap(OrgKeys, (keys) => keys.lineIdKey(sensor.orgId)),
     (key) => values.map((value) => mapOpenCanary(value, key)),
   )
 
@@ -70,9 +45,9 @@ const openCanary: BatchMapper<LineIdKeys> = (sensor, values) =>
  * request's connects are remembered for the next ones. A session known from neither keeps the defaults (ssh, source
  * port 0, the type's default port).
  */
-const cowrie: BatchMapper<LineIdKeys | CowrieSessionsRepo> = (sensor, values) =>
+const cowrie: BatchMapper<OrgKeys | CowrieSessionsRepo> = (sensor, values) =>
   Effect.gen(function* () {
-    const key = yield* Effect.flatMap(LineIdKeys, (keys) => keys.forOrg(sensor.orgId))
+    const key = yield* Effect.flatMap(OrgKeys, (keys) => keys.lineIdKey(sensor.orgId))
     const sessions = yield* CowrieSessionsRepo
     const remembered = yield* sessions.find(sensor.orgId, sensor.sensorId, cowrieSessionsToLookUp(values))
     const batch = mapCowrieBatch(values, key, remembered)
@@ -181,7 +156,7 @@ export const IngestServerLive = Layer.unwrapEffect(
   Effect.map(AppConfig, (config) =>
     HttpServer.serve(router, ingestEdge).pipe(
       Layer.provide(Layer.effectDiscard(logAddress)),
-      Layer.provide(Layer.mergeAll(LineIdKeys.Default, CowrieSessionsRepo.Default)),
+      Layer.provide(CowrieSessionsRepo.Default),
       // Bun refuses anything over twice our limit outright; our own check answers 413 with a problem body.
       Layer.provide(
         BunHttpServer.layer({ port: config.ingestPort, hostname: config.host, maxRequestBodySize: 2 * MAX_BODY_BYTES }),

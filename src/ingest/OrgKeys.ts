@@ -1,0 +1,40 @@
+import { Effect, Option } from "effect"
+import { AppConfig, sealerOf } from "../config.ts"
+import { OrgsRepo } from "../repos/OrgsRepo.ts"
+import { lineIdKey } from "./formats/native.ts"
+
+/**
+ * An organization's ingestion keys, unsealed once per process and organization: the D19 fingerprint key (password
+ * fingerprints) and the key of honeypot line ids derived from it (`lineIdKey`, D22). The organization's sealed key
+ * never changes (a SECRET_KEY rotation reseals the same bytes), so the cache needs no invalidation.
+ */
+export class OrgKeys extends Effect.Service<OrgKeys>()("OrgKeys", {
+  effect: Effect.gen(function* () {
+    const orgs = yield* OrgsRepo
+    const sealer = sealerOf(yield* AppConfig)
+    const fingerprintKeys = new Map<string, Uint8Array>()
+    const lineIdKeys = new Map<string, Uint8Array>()
+
+    const fingerprintKey = (orgId: string) =>
+      Effect.gen(function* () {
+        const cached = fingerprintKeys.get(orgId)
+        if (cached) return cached
+        const org = yield* orgs.findById(orgId)
+        const key = Option.isSome(org) ? sealer.open(org.value.fingerprintKey) : undefined
+        if (key === undefined) return yield* Effect.dieMessage(`fingerprint key of ${orgId} cannot be opened`)
+        fingerprintKeys.set(orgId, key)
+        return key
+      })
+
+    const lineIdKeyOf = (orgId: string) =>
+      Effect.gen(function* () {
+        const cached = lineIdKeys.get(orgId)
+        if (cached) return cached
+        const key = lineIdKey(yield* fingerprintKey(orgId))
+        lineIdKeys.set(orgId, key)
+        return key
+      })
+
+    return { fingerprintKey, lineIdKey: lineIdKeyOf } as const
+  }),
+}) {}
