@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { techniquesForEventTypes } from "../../src/domain/eventTypes.ts"
 import type { NewEvent } from "../../src/repos/EventsRepo.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
-import { createSensor, createTenant, get, seedIncident, walk } from "../support/fixtures.ts"
+import { createSensor, createTenant, get, SPEC_EVENT_FIELDS, seedIncident, walk } from "../support/fixtures.ts"
 import { type RunningServer, shutdown, startServer } from "../support/server.ts"
 
 let server: RunningServer
@@ -65,23 +65,7 @@ describe("GET /v1/events", () => {
     const res = await get(server.url, "/v1/events?limit=1", tenant.key)
     expect(res.status).toBe(200)
     const [event] = res.body.data
-    expect(Object.keys(event)).toEqual([
-      "id",
-      "time",
-      "sensor",
-      "sourceIp",
-      "sourcePort",
-      "service",
-      "port",
-      "type",
-      "action",
-      "severity",
-      "confidence",
-      "tags",
-      "techniques",
-      "summary",
-      "attackerInput",
-    ])
+    expect(Object.keys(event)).toEqual(SPEC_EVENT_FIELDS)
     const row = written.get(event.id) as NewEvent
     expect(event.id).toMatch(/^evt_[0-9A-HJKMNP-TV-Z]{26}$/)
     expect(event.time).toBe(row.time.toISOString())

@@ -5,7 +5,7 @@ import { Effect } from "effect"
 import { canonicalJson } from "../../src/ingest/formats/native.ts"
 import { CowrieSessionsRepo } from "../../src/repos/CowrieSessionsRepo.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
-import { createSensor, createTenant, get } from "../support/fixtures.ts"
+import { createSensor, createTenant, get, SPEC_EVENT_FIELDS } from "../support/fixtures.ts"
 import { ingest } from "../support/ingest.ts"
 import { type RunningServer, shutdown, startServer } from "../support/server.ts"
 
@@ -236,25 +236,6 @@ const TELNET_TYPES = [
   "telnet.command",
 ]
 
-/** The spec's Event fields, in the spec's order (D2). */
-const EVENT_FIELDS = [
-  "id",
-  "time",
-  "sensor",
-  "sourceIp",
-  "sourcePort",
-  "service",
-  "port",
-  "type",
-  "action",
-  "severity",
-  "confidence",
-  "tags",
-  "techniques",
-  "summary",
-  "attackerInput",
-]
-
 /** The events of one source address through the API, oldest first, each checked against the spec's shape. */
 const eventsOf = async (ip: string) => {
   const res = await get(server.url, `/v1/events?sourceIp=${ip}&limit=100`, tenant.key)
@@ -262,7 +243,7 @@ const eventsOf = async (ip: string) => {
   // biome-ignore lint/suspicious/noExplicitAny: loosely typed JSON for assertions
   const events = [...(res.body.data as Array<any>)].reverse()
   for (const e of events) {
-    expect(Object.keys(e)).toEqual(EVENT_FIELDS)
+    expect(Object.keys(e)).toEqual(SPEC_EVENT_FIELDS)
     expect(e.sensor).toEqual({ id: sensor.id, name: "canary-01" })
     for (const t of e.techniques) expect(Object.keys(t)).toEqual(["id", "name", "tactics"])
   }

@@ -4,7 +4,7 @@ import { CONFIDENCES, SEVERITIES, severityRank } from "../../src/domain/severity
 import { TAG_TECHNIQUES, TECHNIQUES } from "../../src/domain/techniques.ts"
 import { OPENCANARY_LOGTYPES } from "../../src/ingest/formats/opencanary.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
-import { createSensor, createTenant, get } from "../support/fixtures.ts"
+import { createSensor, createTenant, get, SPEC_EVENT_FIELDS } from "../support/fixtures.ts"
 import { ingest } from "../support/ingest.ts"
 import { APP_URL, type RunningServer, shutdown, startServer } from "../support/server.ts"
 
@@ -406,23 +406,6 @@ const lineOf = (c: Case, i: number) => ({
   utc_time: ocTime(BASE_MS + i * 1000),
 })
 
-const SPEC_EVENT_FIELDS = [
-  "id",
-  "time",
-  "sensor",
-  "sourceIp",
-  "sourcePort",
-  "service",
-  "port",
-  "type",
-  "action",
-  "severity",
-  "confidence",
-  "tags",
-  "techniques",
-  "summary",
-  "attackerInput",
-]
 const ID_BODY = "[0-9A-HJKMNP-TV-Z]{26}"
 const MS_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
 

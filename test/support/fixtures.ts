@@ -147,3 +147,22 @@ export const walk = async (baseUrl: string, path: string, key: string) => {
   } while (cursor !== null)
   return { ids, pages }
 }
+
+/** The spec's Event fields, in the spec's order (spec "Event", D2): what every API event carries, nothing more. */
+export const SPEC_EVENT_FIELDS = [
+  "id",
+  "time",
+  "sensor",
+  "sourceIp",
+  "sourcePort",
+  "service",
+  "port",
+  "type",
+  "action",
+  "severity",
+  "confidence",
+  "tags",
+  "techniques",
+  "summary",
+  "attackerInput",
+]
