@@ -165,7 +165,8 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("WebhooksRepo",
      * Claims up to `limit` due deliveries for `owner` until `leaseUntil` (FOR UPDATE SKIP LOCKED: several
      * dispatchers, also in other processes, never claim the same row; an expired lease is claimable again, so a
      * crashed process's deliveries are resent, never lost). Channels in `skipChannels` (at their concurrency
-     * bound here) and disabled channels are passed over.
+     * bound here) and disabled channels are passed over: their deliveries are parked (channel_enabled false, outside the
+     * due index), and `ch.enabled` also covers a delivery queued while its channel was being disabled.
      */
     const claim = SqlSchema.findAll({
       Request: Schema.Struct({
@@ -184,7 +185,7 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("WebhooksRepo",
           select due.id from webhook_deliveries due join webhook_channels ch on ch.id = due.channel_id
           where due.status in ('pending', 'failed') and due.next_attempt_at <= ${now}
             and (due.lease_until is null or due.lease_until < ${now})
-            and ch.enabled
+            and due.channel_enabled and ch.enabled
             ${skipChannels.length > 0 ? sql`and due.channel_id not in ${sql.in(skipChannels)}` : sql``}
           order by due.next_attempt_at, due.id
           limit ${limit}
@@ -215,8 +216,19 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("WebhooksRepo",
       setSealedSecrets: (id: string, secretEnc: string, previousSecretEnc: string | null) =>
         sql`update webhook_channels set secret_enc = ${secretEnc}, previous_secret_enc = ${previousSecretEnc}
             where id = ${id}`.pipe(Effect.asVoid, dbErrors),
+      /**
+       * Disabling parks the channel's waiting deliveries (out of the due index: claims never walk past them);
+       * enabling unparks them, and what is due is sent at once. One statement, so both change together.
+       */
       setEnabled: (id: string, enabled: boolean, now: Date) =>
-        sql`update webhook_channels set enabled = ${enabled}, updated_at = ${now} where id = ${id}`.pipe(dbErrors),
+        sql`
+          with channel as (
+            update webhook_channels set enabled = ${enabled}, updated_at = ${now} where id = ${id} returning id
+          )
+          update webhook_deliveries d set channel_enabled = ${enabled}
+          from channel
+          where d.channel_id = channel.id and d.status in ('pending', 'failed')
+            and ${enabled ? sql`not d.channel_enabled` : sql`d.channel_enabled`}`.pipe(Effect.asVoid, dbErrors),
       rotateSecret: (
         id: string,
         secretEnc: string,
@@ -286,18 +298,27 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("WebhooksRepo",
       /** D17 re-drive: due now, back-off restarted, whatever state it was in (the attempt log is kept). */
       redeliver: (id: string, now: Date) =>
         sql`update webhook_deliveries
-            set status = 'pending', retry_index = 0, next_attempt_at = ${now}, lease_owner = null, lease_until = null
+            set status = 'pending', retry_index = 0, next_attempt_at = ${now}, lease_owner = null, lease_until = null,
+              channel_enabled = (select c.enabled from webhook_channels c where c.id = channel_id)
             where id = ${id}
             returning id`.pipe(
           Effect.map((rows) => rows.length > 0),
           dbErrors,
         ),
 
-      /** Deliveries waiting (pending or awaiting a retry), and the age of the oldest due one (metrics). */
+      /**
+       * Deliveries waiting (pending or awaiting a retry, parked ones included), and the age of the oldest due one
+       * (metrics; a disabled channel's parked backlog is not "due", so it does not look like a stuck queue). Each
+       * part reads one partial index.
+       */
       queueStats: (now: Date) =>
         sql<{ depth: number; oldestDue: Date | null }>`
-          select count(*)::int as depth, min(next_attempt_at) filter (where next_attempt_at <= ${now}) as oldest_due
-          from webhook_deliveries where status in ('pending', 'failed')`.pipe(
+          select
+            (select count(*) from webhook_deliveries where status in ('pending', 'failed') and channel_enabled)::int
+              + (select count(*) from webhook_deliveries where status in ('pending', 'failed') and not channel_enabled)::int
+              as depth,
+            (select min(next_attempt_at) from webhook_deliveries
+              where status in ('pending', 'failed') and channel_enabled and next_attempt_at <= ${now}) as oldest_due`.pipe(
           Effect.map((rows) => ({
             depth: rows[0]?.depth ?? 0,
             oldestDueSeconds: rows[0]?.oldestDue

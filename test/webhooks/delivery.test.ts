@@ -353,6 +353,39 @@ describe("webhook delivery (D15–D17)", () => {
     expect(JSON.parse(listed.stdout)[0]).toMatchObject({ id: ch.id, minSeverity: "low", enabled: true })
   })
 
+  test("D17: disabling a channel parks its waiting deliveries (no claim walks past them, none is sent); enabling sends them", async () => {
+    const t = await tenant(server)
+    const ch = await channel(server, t.orgId, "/parked")
+    receiver.setStatus("/parked", 503)
+    await send(server, t, [{ sourceIp: "203.0.113.19" }])
+    await eventually("a first, failed attempt", () => receiver.requests.some((r) => r.path === "/parked"))
+    expect((await admin(server.env, ["webhook", "disable", ch.id])).code).toBe(0)
+    const db = testDatabase(server.env)
+    const waiting = await db.run(
+      Effect.flatMap(
+        SqlClient.SqlClient,
+        (sql) => sql<{ channelEnabled: boolean }>`
+          select channel_enabled from webhook_deliveries
+          where channel_id = ${ch.id} and status in ('pending', 'failed')`,
+      ),
+    )
+    await db.close()
+    expect(waiting.map((d) => d.channelEnabled)).toEqual([false])
+    await Bun.sleep(300)
+    const attemptsWhenDisabled = receiver.requests.filter((r) => r.path === "/parked").length
+    receiver.setStatus("/parked", 202)
+    // Past the whole retry schedule: a claimable delivery would have been retried by now.
+    await Bun.sleep(SCHEDULE_MS.reduce((a, b) => a + b, 0) + 600)
+    expect(receiver.requests.filter((r) => r.path === "/parked")).toHaveLength(attemptsWhenDisabled)
+    expect((await admin(server.env, ["webhook", "enable", ch.id])).code).toBe(0)
+    await eventually(
+      "the parked delivery, sent once enabled",
+      () => receiver.requests.filter((r) => r.path === "/parked").length > attemptsWhenDisabled,
+    )
+    const deliveries = await adminJson(server.env, ["webhook", "deliveries", ch.id])
+    expect(JSON.stringify(deliveries)).toContain("succeeded")
+  })
+
   test("D15 `webhook test` sends webhook.test at once through the same sender and prints the receiver's status", async () => {
     const t = await tenant(server)
     const ch = await channel(server, t.orgId, "/test")
