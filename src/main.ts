@@ -1,9 +1,10 @@
 import { BunRuntime } from "@effect/platform-bun"
+import { SqlClient } from "@effect/sql"
 import { ConfigError, Effect, Layer } from "effect"
 import { ApiServerLive } from "./api/server.ts"
 import { SensorAuth } from "./auth/SensorAuth.ts"
 import { AppConfig, AppConfigLive, describeSettings, formatConfigError } from "./config.ts"
-import { DatabaseLiveWaiting } from "./db/client.ts"
+import { DatabaseLive, DatabaseLiveWaiting } from "./db/client.ts"
 import { migrate } from "./db/migrate.ts"
 import { IdleCloserLive } from "./ingest/IdleCloser.ts"
 import { Ingestor } from "./ingest/Ingestor.ts"
@@ -24,10 +25,18 @@ import { WebhookDispatcherLive } from "./webhooks/Dispatcher.ts"
 import { WebhookOutbox } from "./webhooks/Outbox.ts"
 import { WebhookSender } from "./webhooks/WebhookSender.ts"
 
-/** Applies pending migrations before anything serves (they run once, under an advisory lock). */
+/**
+ * Applies pending migrations before anything serves (they run once, under an advisory lock). Once the server's client
+ * has reached the database, they run on a client of their own without the server's 4 s query time-out: a data
+ * migration over a large table must not be cut short (and rolled back) on every start.
+ */
 const MigrationsLive = Layer.effectDiscard(
-  migrate.pipe(
-    Effect.tap((applied) => (applied.length > 0 ? Effect.logInfo("migrations applied", applied) : Effect.void)),
+  Effect.zipRight(
+    SqlClient.SqlClient,
+    migrate.pipe(
+      Effect.tap((applied) => (applied.length > 0 ? Effect.logInfo("migrations applied", applied) : Effect.void)),
+      Effect.provide(DatabaseLive),
+    ),
   ),
 )
 
