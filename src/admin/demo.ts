@@ -10,6 +10,7 @@ import { OrgKeys } from "../ingest/OrgKeys.ts"
 import { IngestServerLive } from "../ingest/server.ts"
 import { CliLoggingLive } from "../logging.ts"
 import { Lifecycle } from "../ops/Lifecycle.ts"
+import { CowrieSessionsRepo } from "../repos/CowrieSessionsRepo.ts"
 import { WebhooksRepo } from "../repos/WebhooksRepo.ts"
 import { WebhookDispatcherLive } from "../webhooks/Dispatcher.ts"
 import { WebhookOutbox } from "../webhooks/Outbox.ts"
@@ -311,8 +312,8 @@ const MigrationsLive = Layer.effectDiscard(migrate)
 
 const DemoLive = Layer.mergeAll(Ingestor.Default, SensorAuth.Default, WebhookDispatcherLive).pipe(
   Layer.provide(WebhookOutbox.Default),
-  // The ingest listener the demo starts needs the same keys as its Ingestor.
-  Layer.provideMerge(OrgKeys.Default),
+  // The ingest listener the demo starts needs the same keys as its Ingestor, and the Cowrie sessions.
+  Layer.provideMerge(Layer.merge(OrgKeys.Default, CowrieSessionsRepo.Default)),
   Layer.provide(MigrationsLive),
   Layer.provideMerge(AdminLive),
   Layer.provideMerge(DatabaseLive),

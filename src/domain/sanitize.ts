@@ -65,6 +65,12 @@ export const truncateCodePoints = (s: string, max: number): string => {
   return s
 }
 
+/**
+ * A short, clean excerpt of attacker text for a message (a refusal's reason): at most `max` code points, without the
+ * characters D20 removes. Only a bounded prefix is cleaned, since the text may be 1 MiB long.
+ */
+export const cleanExcerpt = (s: string, max = 64): string => truncateCodePoints(sanitizeText(s.slice(0, max * 16)), max)
+
 /** Replacement for an array or object nested deeper than the allowed depth. */
 export const TOO_DEEP = "[truncated: too deep]"
 

@@ -93,8 +93,7 @@ export class Ingestor extends Effect.Service<Ingestor>()("Ingestor", {
           orgId: sensor.orgId,
           incidentId: "",
           sensorId: sensor.sensorId,
-          // As stored (a lone surrogate becomes U+FFFD), so duplicates are found by the stored value.
-          sensorEventId: e.sensorEventId.toWellFormed(),
+          sensorEventId: e.sensorEventId,
           time: e.time,
           sourceIp: e.sourceIp,
           sourcePort: e.sourcePort,

@@ -149,14 +149,13 @@ const logAddress = Effect.gen(function* () {
 })
 
 /**
- * The ingest listener as a layer (its own Bun server, on INGEST_PORT), with the line-id keys and the Cowrie sessions
- * it alone uses; it needs OrgsRepo, SensorAuth, Ingestor and the SQL client from outside.
+ * The ingest listener as a layer (its own Bun server, on INGEST_PORT). It needs SensorAuth, the Ingestor, OrgKeys
+ * (line-id keys) and CowrieSessionsRepo from outside (main.ts and the demo compose them).
  */
 export const IngestServerLive = Layer.unwrapEffect(
   Effect.map(AppConfig, (config) =>
     HttpServer.serve(router, ingestEdge).pipe(
       Layer.provide(Layer.effectDiscard(logAddress)),
-      Layer.provide(CowrieSessionsRepo.Default),
       // Bun refuses anything over twice our limit outright; our own check answers 413 with a problem body.
       Layer.provide(
         BunHttpServer.layer({ port: config.ingestPort, hostname: config.host, maxRequestBodySize: 2 * MAX_BODY_BYTES }),

@@ -2,7 +2,7 @@ import { Either, ParseResult, Schema } from "effect"
 import { parseTimestamp } from "../api/params.ts"
 import { EVENT_TYPE_NAMES, eventTypeSpec } from "../domain/eventTypes.ts"
 import { canonicalIp } from "../domain/ip.ts"
-import { sanitizeText, truncateCodePoints } from "../domain/sanitize.ts"
+import { cleanExcerpt, sanitizeText } from "../domain/sanitize.ts"
 import { Confidence, Severity } from "../domain/severity.ts"
 
 /**
@@ -45,7 +45,8 @@ export const NativeEventSchema = Schema.Struct({
   // invisible character must not become one (and PostgreSQL text cannot hold a NUL).
   sensorEventId: boundedText(200).pipe(
     Schema.filter(
-      (s) => (sanitizeText(s) === s && s.isWellFormed()) || "must not contain control or invisible characters",
+      // sanitizeText also removes lone surrogates, so an id it leaves alone is well-formed text.
+      (s) => sanitizeText(s) === s || "must not contain control or invisible characters",
     ),
   ),
   time: Schema.String.pipe(
@@ -102,9 +103,9 @@ const reasonOf = (error: ParseResult.ParseError): string => {
   if (!issue) return "invalid event"
   const path = issue.path.join(".")
   const message = issue.message.replace(ACTUAL, (_, actual: string) =>
-    issue.path[0] === "attackerInput" ? "" : `, actual ${truncateCodePoints(sanitizeText(actual), 64)}`,
+    issue.path[0] === "attackerInput" ? "" : `, actual ${cleanExcerpt(actual)}`,
   )
-  return path === "" ? message : `${sanitizeText(truncateCodePoints(path, 200))} ${message}`
+  return path === "" ? message : `${cleanExcerpt(path, 200)} ${message}`
 }
 
 export const validateEvent = (input: unknown, nowMs: number): Either.Either<ValidEvent, string> => {

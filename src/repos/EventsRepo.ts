@@ -49,9 +49,9 @@ export interface EventListQuery {
 
 /**
  * Event rows as insertMany's one JSON parameter, keys already snake_case (no per-key transform of the whole batch);
- * attackerInput is stored as sent, with the attacker's own member names.
- * A lone UTF-16 surrogate would make jsonb refuse the whole batch, while as a text parameter the driver sent it as
- * U+FFFD: the same is done here for the one unsanitized text, the sensor's own event id.
+ * attackerInput is stored as sent, with the attacker's own member names. Every text is well-formed by then (a lone
+ * surrogate would make jsonb refuse the whole batch): attacker text is sanitized, and a sensorEventId with a lone
+ * surrogate is refused at validation.
  */
 const eventsJson = (rows: ReadonlyArray<NewEvent>, receivedAt: Date) =>
   JSON.stringify(
@@ -60,7 +60,7 @@ const eventsJson = (rows: ReadonlyArray<NewEvent>, receivedAt: Date) =>
       org_id: r.orgId,
       incident_id: r.incidentId,
       sensor_id: r.sensorId,
-      sensor_event_id: r.sensorEventId.toWellFormed(),
+      sensor_event_id: r.sensorEventId,
       time: r.time,
       source_ip: r.sourceIp,
       source_port: r.sourcePort,

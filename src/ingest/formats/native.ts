@@ -9,7 +9,7 @@
 import { createHmac, hkdfSync } from "node:crypto"
 import { isIP } from "node:net"
 import type { EventTypeSpec } from "../../domain/eventTypes.ts"
-import { sanitizeText, truncateCodePoints } from "../../domain/sanitize.ts"
+import { cleanExcerpt } from "../../domain/sanitize.ts"
 
 export interface NativeEventInput {
   /** Sensor-unique id of the event; a resend with the same id is a duplicate (D22). */
@@ -48,8 +48,7 @@ export const describe = (v: unknown): string => {
   if (Array.isArray(v)) return "an array"
   switch (typeof v) {
     case "string":
-      // Only a bounded prefix is cleaned (a reason shows 64 code points at most, and the value may be 1 MiB long).
-      return JSON.stringify(truncateCodePoints(sanitizeText(v.slice(0, 1024)), 64))
+      return JSON.stringify(cleanExcerpt(v))
     case "number":
     case "boolean":
       return String(v)
