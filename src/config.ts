@@ -237,7 +237,7 @@ const parsePostgresUrl = (text: string): Either.Either<PostgresTarget, string> =
 }
 
 /** Why a non-empty DATABASE_URL is not one the pg driver can connect with, or undefined if it is. */
-export const databaseUrlProblem = (text: string): string | undefined =>
+const databaseUrlProblem = (text: string): string | undefined =>
   Either.match(parsePostgresUrl(text), { onLeft: (problem) => problem, onRight: () => undefined })
 
 /** Where a DATABASE_URL points, for the start-up log line (never the user or password). */
@@ -277,7 +277,7 @@ export type RateLimitSettings = Config.Config.Success<typeof rateLimitConfig>
 // --- Logging --------------------------------------------------------------------------------------------------------
 
 /** LOG_LEVEL's names (any case, surrounding spaces ignored). */
-export const LOG_LEVELS: Readonly<Record<string, LogLevel.LogLevel>> = {
+const LOG_LEVELS: Readonly<Record<string, LogLevel.LogLevel>> = {
   trace: LogLevel.Trace,
   debug: LogLevel.Debug,
   info: LogLevel.Info,
@@ -357,9 +357,7 @@ export const settingsConfig = Config.all({
       const parsed = parseAllowPrivate(text)
       return parsed.ok
         ? Either.right(parsed.cidrs)
-        : Either.left(
-            `must be a comma-separated list of CIDRs such as 127.0.0.0/8 (${parsed.reason.replace(/^WEBHOOK_ALLOW_PRIVATE /, "")})`,
-          )
+        : Either.left(`must be a comma-separated list of CIDRs such as 127.0.0.0/8 (${parsed.reason})`)
     }).pipe(Config.withDefault([] as ReadonlyArray<string>)),
     extraCa: envVar("WEBHOOK_CA_FILE", (path) => {
       if (path.trim() === "") return Either.right([] as ReadonlyArray<string>)
@@ -413,7 +411,7 @@ class InvalidKeyFile extends Error {}
  * which fails with EEXIST if another process got there first; the loser reads the winner's key. The file appears
  * under its name only complete, so a reader never sees part of a key. DATA_DIR is created 0700.
  */
-export const readOrCreateKeyFile = (dataDir: string): { readonly key: Uint8Array; readonly created: boolean } => {
+const readOrCreateKeyFile = (dataDir: string): { readonly key: Uint8Array; readonly created: boolean } => {
   const file = join(dataDir, "secret.key")
   const existing = readKeyFile(file)
   if (existing !== undefined) return { key: existing, created: false }

@@ -2,7 +2,7 @@ import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSecur
 import { Context, Schema } from "effect"
 import { EVENT_TYPE_NAMES } from "../domain/eventTypes.ts"
 import { idPattern } from "../domain/ids.ts"
-import { EventPage, Event as EventSchema, Incident, IncidentPage, IncidentStatus } from "../domain/models.ts"
+import { EventPage, Event as EventSchema, Incident, IncidentPage } from "../domain/models.ts"
 import {
   Forbidden,
   InternalError,
@@ -15,6 +15,7 @@ import {
 import { SEVERITIES } from "../domain/severity.ts"
 import type { Scope } from "../repos/ApiKeysRepo.ts"
 import { describeServer, requiresScope } from "./openapi.ts"
+import { INCIDENT_STATUS_FILTERS } from "./params.ts"
 
 /** The authenticated caller, provided to handlers by the auth middleware. */
 export class Caller extends Context.Tag("Caller")<
@@ -65,8 +66,6 @@ const cursorParam = param(
   "The nextCursor of a previous response with the same endpoint and filters; omit for the first page (D7)",
 )
 const timestamp = { type: "string", format: "date-time" }
-
-export const INCIDENT_STATUS_FILTERS = [...IncidentStatus.literals, "all"] as const
 
 export const IncidentListParams = Schema.Struct({
   status: param({ type: "string", enum: INCIDENT_STATUS_FILTERS, default: "all" }, "Filter by status"),

@@ -23,6 +23,11 @@ export const ALLOWED_METHODS = "GET, HEAD"
 /** Longer URLs get 414 here; a request head beyond Bun's own limit gets Bun's 431 before any of our code runs. */
 export const MAX_URL_LENGTH = 8192
 
+/** What the edge adds beyond the HttpApi, also documented by api/openapi.ts. */
+export const WWW_AUTHENTICATE = 'Bearer realm="incident-api"'
+export const PROBLEM_CONTENT_TYPE = "application/problem+json"
+export const URI_TOO_LONG = { title: "URI Too Long", code: "uri_too_long" } as const
+
 export const problem = (
   status: number,
   title: string,
@@ -42,11 +47,11 @@ export const secure = (
     "cache-control": "no-store",
     "referrer-policy": "no-referrer",
   }
-  if (response.status === 401) headers["www-authenticate"] = 'Bearer realm="incident-api"'
+  if (response.status === 401) headers["www-authenticate"] = WWW_AUTHENTICATE
   const secured = HttpServerResponse.setHeaders(response, headers)
   // The content type lives on the body (a response copy re-derives the header from it), so re-type the body.
   if (body._tag === "Uint8Array" && body.contentType.startsWith("application/json")) {
-    const type = response.status >= 400 ? "application/problem+json; charset=utf-8" : "application/json; charset=utf-8"
+    const type = response.status >= 400 ? `${PROBLEM_CONTENT_TYPE}; charset=utf-8` : "application/json; charset=utf-8"
     return HttpServerResponse.setBody(secured, HttpBody.uint8Array(body.body, type))
   }
   return secured
@@ -200,7 +205,12 @@ export const makeEdgeMiddleware =
       if (!ipLimit.allowed) return yield* answer(tooManyFromAddress(limiter, ipLimit))
       if (request.url.length > MAX_URL_LENGTH) {
         return yield* answer(
-          problem(414, "URI Too Long", "uri_too_long", `A request URL may hold at most ${MAX_URL_LENGTH} characters.`),
+          problem(
+            414,
+            URI_TOO_LONG.title,
+            URI_TOO_LONG.code,
+            `A request URL may hold at most ${MAX_URL_LENGTH} characters.`,
+          ),
         )
       }
       if (request.method !== "GET" && request.method !== "HEAD") {

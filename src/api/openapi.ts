@@ -8,7 +8,7 @@ import {
   Unauthorized,
 } from "../domain/problem.ts"
 import type { Scope } from "../repos/ApiKeysRepo.ts"
-import { MAX_URL_LENGTH } from "./edge.ts"
+import { MAX_URL_LENGTH, PROBLEM_CONTENT_TYPE, URI_TOO_LONG, WWW_AUTHENTICATE } from "./edge.ts"
 
 /**
  * The OpenAPI document as the server behaves (issue item 8). `OpenApi.fromApi` describes what the HttpApi itself
@@ -48,18 +48,15 @@ interface Doc {
   } & Record<string, unknown>
 }
 
-export const PROBLEM_CONTENT_TYPE = "application/problem+json"
 /** The HttpApi's own decode failure, which this server never sends. */
 const DECODE_ERROR = "HttpApiDecodeError"
 /** What JSON Schema generation calls a Date's encoded side; the API's timestamps are documented as TIMESTAMP. */
 const DATE_FROM_STRING = "DateFromString"
-export const TIMESTAMP = "Timestamp"
-const URI_TOO_LONG = "UriTooLong"
+const TIMESTAMP = "Timestamp"
+const URI_TOO_LONG_SCHEMA = "UriTooLong"
 const URI_TOO_LONG_DESCRIPTION = `uri_too_long: the request URL is longer than ${MAX_URL_LENGTH} characters`
 /** The description fromApi gives a response whose schema includes HttpApiDecodeError. */
 const DECODE_ERROR_DESCRIPTION = "The request did not match the expected schema"
-/** The edge's WWW-Authenticate value on every 401 (edge.ts `secure`). */
-export const WWW_AUTHENTICATE = 'Bearer realm="incident-api"'
 
 const ref = (component: string) => `#/components/schemas/${component}`
 
@@ -78,18 +75,18 @@ const PROBLEMS_SENT = [
   ServiceUnavailable.of(),
 ]
 
-export interface ProblemKind {
+interface ProblemKind {
   readonly title: string
   readonly codes: ReadonlyArray<string>
 }
-export const PROBLEMS: ReadonlyMap<number, ProblemKind> = (() => {
+const PROBLEMS: ReadonlyMap<number, ProblemKind> = (() => {
   const byStatus = new Map<number, { title: string; codes: Array<string> }>()
   for (const p of PROBLEMS_SENT) {
     const kind = byStatus.get(p.status) ?? { title: p.title, codes: [] }
     if (!kind.codes.includes(p.code)) kind.codes.push(p.code)
     byStatus.set(p.status, kind)
   }
-  byStatus.set(414, { title: "URI Too Long", codes: ["uri_too_long"] })
+  byStatus.set(414, { title: URI_TOO_LONG.title, codes: [URI_TOO_LONG.code] })
   return byStatus
 })()
 
@@ -219,14 +216,14 @@ export const describeServer = (generated: Record<string, unknown>): Record<strin
   const schemas = doc.components.schemas
   doc.components.headers = { ...doc.components.headers, ...HEADERS }
 
-  schemas[URI_TOO_LONG] = problemSchema(414, PROBLEMS.get(414) as ProblemKind, URI_TOO_LONG_DESCRIPTION)
+  schemas[URI_TOO_LONG_SCHEMA] = problemSchema(414, PROBLEMS.get(414) as ProblemKind, URI_TOO_LONG_DESCRIPTION)
 
   for (const item of Object.values(doc.paths)) {
     for (const operation of Object.values(item)) {
       const responses = operation.responses
       responses["414"] = {
         description: URI_TOO_LONG_DESCRIPTION,
-        content: { "application/json": { schema: { $ref: ref(URI_TOO_LONG) } } },
+        content: { "application/json": { schema: { $ref: ref(URI_TOO_LONG_SCHEMA) } } },
       }
       for (const [status, response] of Object.entries(responses)) {
         const code = Number(status)

@@ -1,8 +1,9 @@
-import { Data, Effect, Either } from "effect"
+import { Data, Effect, Either, Schema } from "effect"
 import { type CursorPosition, type CursorProblem, type CursorScope, decodeCursor } from "../domain/cursor.ts"
 import { EVENT_TYPE_NAMES } from "../domain/eventTypes.ts"
 import { isId } from "../domain/ids.ts"
 import { canonicalIp } from "../domain/ip.ts"
+import { IncidentStatus } from "../domain/models.ts"
 import { SEVERITIES, type Severity } from "../domain/severity.ts"
 import type { EventFilters } from "../repos/EventsRepo.ts"
 
@@ -51,11 +52,14 @@ export const parseLimit = (raw: RawParam): Parsed<number> =>
       : fail("limit", `an integer from 1 to ${MAX_LIMIT} (default ${DEFAULT_LIMIT})`)
   })
 
-export const parseStatus = (raw: RawParam): Parsed<"open" | "closed" | undefined> =>
+/** The `status` filter's values (spec: open, closed, all; default all): also the OpenAPI enum. */
+export const INCIDENT_STATUS_FILTERS = [...IncidentStatus.literals, "all"] as const
+
+export const parseStatus = (raw: RawParam): Parsed<IncidentStatus | undefined> =>
   Either.flatMap(single("status", raw), (text) => {
     if (text === undefined || text === "all") return Either.right(undefined)
-    if (text === "open" || text === "closed") return Either.right(text)
-    return fail("status", "one of: open, closed, all (default all)")
+    if (Schema.is(IncidentStatus)(text)) return Either.right(text)
+    return fail("status", `one of: ${INCIDENT_STATUS_FILTERS.join(", ")} (default all)`)
   })
 
 export const parseCursor = (raw: RawParam): Parsed<string | undefined> =>

@@ -103,12 +103,6 @@ export const rateLimitHeaders = (
   return headers
 }
 
-/**
- * Settings read by `RateLimiter.layerFromEnv`, defined with every other variable in src/config.ts: `REDIS_URL`
- * (secret, optional; blank = unset), `RATE_LIMIT` (integer >= 1, default 120), `RATE_LIMIT_WINDOW` (default 60 s).
- */
-export { type RateLimitSettings, rateLimitConfig }
-
 export class RateLimiter extends Context.Tag("RateLimiter")<RateLimiter, RateLimiterService>() {
   /** A limiter over a given store (tests, custom stores). */
   static readonly layerStore = (store: RateLimitStore, options: LimiterOptions = {}): Layer.Layer<RateLimiter> =>

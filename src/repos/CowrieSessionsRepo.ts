@@ -5,13 +5,12 @@ import { dbErrors } from "./errors.ts"
 
 const Port = Schema.Int.pipe(Schema.between(0, 65535))
 
-export const CowrieSessionRow = Schema.Struct({
+const CowrieSessionRow = Schema.Struct({
   session: Schema.String,
   protocol: Schema.Literal("ssh", "telnet"),
   sourcePort: Port,
   port: Port,
 })
-export type CowrieSessionRow = typeof CowrieSessionRow.Type
 
 const NewCowrieSession = Schema.Struct({
   orgId: Schema.String,

@@ -85,7 +85,7 @@ export const parseAllowPrivate = (
     if (parsed === undefined) {
       return {
         ok: false,
-        reason: `WEBHOOK_ALLOW_PRIVATE entry "${entry.slice(0, 64)}" is not a CIDR (expected e.g. 127.0.0.0/8 or ::1/128)`,
+        reason: `entry "${entry.slice(0, 64)}" is not a CIDR (expected e.g. 127.0.0.0/8 or ::1/128)`,
       }
     }
     const normalized = networkText(parsed[0], parsed[1])

@@ -3,8 +3,14 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { ConfigProvider, Duration, Effect, Either, Logger, LogLevel, Option, Redacted } from "effect"
-import { describeSettings, formatConfigError, loadSettings, loggingConfig, settingsConfig } from "../../src/config.ts"
-import { rateLimitConfig } from "../../src/ratelimit/RateLimiter.ts"
+import {
+  describeSettings,
+  formatConfigError,
+  loadSettings,
+  loggingConfig,
+  rateLimitConfig,
+  settingsConfig,
+} from "../../src/config.ts"
 import { TEST_SECRET_KEY } from "../support/server.ts"
 
 /**

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
+import { COWRIE_SESSION_RETENTION_MS } from "../../src/ingest/IdleCloser.ts"
 import { admin } from "../support/cli.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
 import { createSensor, createTenant, get } from "../support/fixtures.ts"
@@ -194,7 +195,7 @@ describe("D22: POST /ingest/v1/events", () => {
     expect((await transitionsOf(id)).map((t) => t.kind)).toEqual(["created", "closed"])
   })
 
-  test("the idle-close sweep also forgets Cowrie sessions older than 7 days, and keeps newer ones", async () => {
+  test("the idle-close sweep also forgets Cowrie sessions older than COWRIE_SESSION_RETENTION_MS (7 days), and keeps newer ones", async () => {
     const day = 24 * 3600_000
     const count = () =>
       db.run(
@@ -208,8 +209,8 @@ describe("D22: POST /ingest/v1/events", () => {
       Effect.flatMap(
         SqlClient.SqlClient,
         (sql) => sql`insert into cowrie_sessions (org_id, sensor_id, session, protocol, source_port, port, created_at)
-          values (${tenant.orgId}, ${sensor.id}, 'old', 'ssh', 50000, 22, ${new Date(Date.now() - 8 * day)}),
-                 (${tenant.orgId}, ${sensor.id}, 'recent', 'telnet', 50001, 23, ${new Date(Date.now() - 6 * day)})`,
+          values (${tenant.orgId}, ${sensor.id}, 'old', 'ssh', 50000, 22, ${new Date(Date.now() - COWRIE_SESSION_RETENTION_MS - day)}),
+                 (${tenant.orgId}, ${sensor.id}, 'recent', 'telnet', 50001, 23, ${new Date(Date.now() - COWRIE_SESSION_RETENTION_MS + day)})`,
       ),
     )
     let sessions = await count()

@@ -44,10 +44,10 @@ export const COWRIE_EVENTIDS: ReadonlyMap<string, string> = new Map([
 ])
 
 /** The eventid of a session's first line, the only one with the protocol and the ports. */
-export const COWRIE_CONNECT = "cowrie.session.connect"
+const COWRIE_CONNECT = "cowrie.session.connect"
 
 /** The prefix of a Cowrie line's `sensorEventId`. */
-export const COWRIE_ID_PREFIX = "cw:k1:"
+const COWRIE_ID_PREFIX = "cw:k1:"
 
 /** What a session's connect line told: its protocol and ports (as mapped: unknown ports already defaulted). */
 export interface CowrieSession {
@@ -88,7 +88,7 @@ const readTime = (line: Record<string, unknown>): string | undefined => {
 }
 
 /** The line's session id when it is a well-formed one, else undefined. Never throws. */
-export const cowrieSessionOf = (line: unknown): string | undefined => {
+const cowrieSessionOf = (line: unknown): string | undefined => {
   try {
     const session = isRecord(line) ? line.session : undefined
     return typeof session === "string" && SESSION_PATTERN.test(session) ? session : undefined

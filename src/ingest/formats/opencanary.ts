@@ -208,7 +208,7 @@ const stringField = (o: Record<string, unknown>, key: string): string | undefine
 }
 
 /** The prefix of an OpenCanary line's `sensorEventId`. */
-export const OPENCANARY_ID_PREFIX = "oc:k1:"
+const OPENCANARY_ID_PREFIX = "oc:k1:"
 
 const mapLine = (line: unknown, lineIdKey: Uint8Array): MapResult => {
   if (!isRecord(line)) return rejected(`an OpenCanary log line must be a JSON object, got ${describe(line)}`)
