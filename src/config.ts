@@ -111,9 +111,12 @@ const expecting =
   }
 
 /** An integer in [min, max], read as Effect's `Config.integer` reads one (`Number(text)`). */
+/** Decimal digits only: `Number` would also read "" and "  " as 0, "0x50" as 80 and "8e3" as 8000. */
 const integerIn = (min: number, max: number) => (raw: string) => {
-  const n = Number(raw)
-  return Number.isInteger(n) && n >= min && n <= max ? n : undefined
+  const text = raw.trim()
+  if (!/^\d{1,16}$/.test(text)) return undefined
+  const n = Number(text)
+  return n >= min && n <= max ? n : undefined
 }
 
 /** A duration as Effect's `Config.duration` reads one: `30 seconds`, `5 minutes`, `250 millis`, `7 days`. */

@@ -124,6 +124,12 @@ describe("configuration error messages", () => {
     expect(errorLine({ PORT: "abc" })).toBe(
       'configuration error: PORT must be an integer from 0 to 65535, 0 for any free port (got "abc")',
     )
+    // Only decimal digits: Number() would read "" as 0 (any free port), "0x50" as 80 and "8e3" as 8000.
+    for (const value of ["", "  ", "0x50", "8e3", "80.0", "-1"]) {
+      expect(errorLine({ PORT: value })).toBe(
+        `configuration error: PORT must be an integer from 0 to 65535, 0 for any free port (got ${JSON.stringify(value)})`,
+      )
+    }
     expect(errorLine({ BASE_URL: "notaurl" })).toBe(
       'configuration error: BASE_URL must be an absolute http(s) URL without query, fragment or credentials, e.g. https://api.example.com (got "notaurl")',
     )
@@ -161,6 +167,7 @@ describe("configuration error messages", () => {
           Logger.withMinimumLogLevel(LogLevel.Error),
         ),
       )
+    expect(load({ PORT: " 8081 " }).port).toBe(8081)
     const defaults = load({})
     expect({ port: defaults.port, ingestPort: defaults.ingestPort, baseUrl: defaults.baseUrl }).toEqual({
       port: 8080,
