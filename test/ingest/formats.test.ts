@@ -22,6 +22,7 @@ import {
   parsePort,
 } from "../../src/ingest/formats/native.ts"
 import { mapOpenCanary as mapOpenCanaryKeyed, OPENCANARY_LOGTYPES } from "../../src/ingest/formats/opencanary.ts"
+import { IPTABLES_KV } from "../support/ingest.ts"
 
 // Two organizations' fingerprint keys (D19) and the line-id keys derived from them.
 const FINGERPRINT_KEY_A = new Uint8Array(32).fill(0xa1)
@@ -66,21 +67,6 @@ const ocLine = (logtype: number, logdata: Record<string, unknown>, extra: Record
   utc_time: OC_TIME,
   ...extra,
 })
-
-const IPTABLES_KV = {
-  ID: "54321",
-  IN: "eth0",
-  LEN: "44",
-  MAC: "02:42:ac:11:00:02:02:42:ac:11:00:01:08:00",
-  OUT: "",
-  PREC: "0x00",
-  PROTO: "TCP",
-  RES: "0x00",
-  TOS: "0x00",
-  TTL: "41",
-  URGP: "0",
-  WINDOW: "1024",
-}
 
 interface OcCase {
   readonly name: string

@@ -5,7 +5,7 @@ import { TAG_TECHNIQUES, TECHNIQUES } from "../../src/domain/techniques.ts"
 import { OPENCANARY_LOGTYPES } from "../../src/ingest/formats/opencanary.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
 import { createSensor, createTenant, get, SPEC_EVENT_FIELDS } from "../support/fixtures.ts"
-import { ingest } from "../support/ingest.ts"
+import { IPTABLES_KV, ingest } from "../support/ingest.ts"
 import { APP_URL, type RunningServer, shutdown, startServer } from "../support/server.ts"
 
 /**
@@ -39,20 +39,6 @@ const ocTime = (ms: number, fraction = "123456") =>
   `${new Date(ms).toISOString().slice(0, 19).replace("T", " ")}.${fraction}`
 const isoOf = (ms: number) => new Date(ms).toISOString()
 
-const IPTABLES_KV = {
-  ID: "54321",
-  IN: "eth0",
-  LEN: "44",
-  MAC: "02:42:ac:11:00:02:02:42:ac:11:00:01:08:00",
-  OUT: "",
-  PREC: "0x00",
-  PROTO: "TCP",
-  RES: "0x00",
-  TOS: "0x00",
-  TTL: "41",
-  URGP: "0",
-  WINDOW: "1024",
-}
 const lowerKeys = (o: Record<string, string>) =>
   Object.fromEntries(Object.entries(o).map(([k, v]) => [k.toLowerCase(), v]))
 

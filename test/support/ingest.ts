@@ -31,3 +31,22 @@ export const nativeEvent = (overrides: Record<string, unknown> = {}) => ({
   attackerInput: { username: "root", password: "hunter2" },
   ...overrides,
 })
+
+/**
+ * The iptables fields of an OpenCanary portscan line's logdata (logtypes 5001–5005, as OpenCanary's portscan module
+ * writes them); each logtype adds its flag fields (SYN, FIN, URG, PSH).
+ */
+export const IPTABLES_KV = {
+  ID: "54321",
+  IN: "eth0",
+  LEN: "44",
+  MAC: "02:42:ac:11:00:02:02:42:ac:11:00:01:08:00",
+  OUT: "",
+  PREC: "0x00",
+  PROTO: "TCP",
+  RES: "0x00",
+  TOS: "0x00",
+  TTL: "41",
+  URGP: "0",
+  WINDOW: "1024",
+}
