@@ -200,6 +200,21 @@ const databaseAccount = async (): Promise<Account | undefined> => {
   )
 }
 
+/**
+ * Whether the account may search every directory from / down to `dir` (PostgreSQL opens its data directory and its
+ * own binaries by absolute path). Root may pass anywhere, the account only where the mode bits let it.
+ */
+const blockingDirectory = (dir: string, account: Account): string | undefined => {
+  const parts = dir.split("/").filter((part) => part !== "")
+  for (let i = 0; i <= parts.length; i++) {
+    const path = `/${parts.slice(0, i).join("/")}`
+    const stat = statSync(path)
+    const bit = stat.uid === account.uid ? 0o100 : stat.gid === account.gid ? 0o010 : 0o001
+    if ((stat.mode & bit) === 0) return path
+  }
+  return undefined
+}
+
 /** Runs a PostgreSQL program as the database's account, with an environment of its own (no service secrets). */
 const run = async (argv: Array<string>, account: Account | undefined, cwd: string) => {
   const child = Bun.spawn(argv, {
@@ -318,6 +333,16 @@ const acquire = async (dataDir: string): Promise<Lease> => {
   return withLock(dataDir, async () => {
     mkdirSync(leasesDir(dataDir), { recursive: true, mode: 0o700 })
     admitAccount(dataDir, account)
+    if (account) {
+      for (const dir of [dataDir, dirname(bin.initdb)]) {
+        const blocking = blockingDirectory(dir, account)
+        if (blocking !== undefined) {
+          throw fail(
+            `running as root, PostgreSQL runs as the account ${DATABASE_ACCOUNT}, which cannot pass through ${blocking} (to reach ${dir}): put the checkout and DATA_DIR where it can (e.g. under /srv), run the service as an unprivileged user, or set DATABASE_URL`,
+          )
+        }
+      }
+    }
     if (!existsSync(join(clusterDir(dataDir), "PG_VERSION"))) await initialise(dataDir, bin, account)
     let started = false
     // A server still shutting down (its stopper killed mid-stop) is waited for, then started again.
