@@ -219,7 +219,8 @@ const blockingDirectory = (dir: string, account: Account): string | undefined =>
 const run = async (argv: Array<string>, account: Account | undefined, cwd: string) => {
   const child = Bun.spawn(argv, {
     cwd,
-    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", LC_ALL: "C", LANG: "C", TZ: "UTC" },
+    // Nothing of the service's own environment: pg_ctl finds postgres beside itself, and runs it through /bin/sh.
+    env: { PATH: "/usr/bin:/bin", LC_ALL: "C", LANG: "C", TZ: "UTC" },
     stdin: "ignore",
     stdout: "pipe",
     stderr: "pipe",
