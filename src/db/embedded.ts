@@ -252,10 +252,13 @@ const postmaster = (dataDir: string): { readonly pid: number; readonly status: s
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code !== "EPERM") return undefined
   }
-  // A pid reused by another program (a container restarted) is not our postmaster.
+  // A pid reused by another program (a container restarted) is not our postmaster, nor is one that has exited and
+  // waits to be reaped (a zombie: in a container the service may be PID 1, the postmaster's adopter).
   if (process.platform === "linux") {
     try {
       if (readFileSync(`/proc/${pid}/comm`, "utf8").trim() !== "postgres") return undefined
+      const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
+      if (stat.slice(stat.lastIndexOf(")") + 2).startsWith("Z")) return undefined
     } catch {
       return undefined
     }
