@@ -73,7 +73,9 @@ export const SERVER_QUERY_TIMEOUT_MS = 4_000
  * tool uses DatabaseLive and fails at once instead. An embedded server that cannot be set up fails at once too.
  */
 export const DatabaseLiveWaiting = databaseLayer(SERVER_QUERY_TIMEOUT_MS).pipe(
-  Layer.tapError(() => Effect.logWarning("database not reachable yet; retrying")),
+  Layer.tapError((error) =>
+    error instanceof EmbeddedDatabaseError ? Effect.void : Effect.logWarning("database not reachable yet; retrying"),
+  ),
   Layer.retry(
     Schedule.intersect(
       Schedule.recurs(15),
