@@ -354,6 +354,8 @@ const acquire = async (dataDir: string): Promise<Lease> => {
       const running = postmaster(dataDir)
       if (running?.status === "ready") break
       if (running === undefined) {
+        // Once only: a server we just started that cannot be seen is an error, never a reason to start a second one.
+        if (started) throw fail(`PostgreSQL in ${clusterDir(dataDir)} started but its postmaster.pid shows no server`)
         pruneLeases(dataDir)
         await start(dataDir, bin, account)
         started = true
