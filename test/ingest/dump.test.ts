@@ -20,8 +20,9 @@ import { makeTestCertificate } from "../support/tls.ts"
  * - every row of every table of the public schema as text (tables enumerated from information_schema, so a new
  *   table is covered without touching this test), on both databases;
  * - on PostgreSQL (DATABASE_URL), the real `pg_dump` of the test database;
- * - on the embedded database, the raw files under DATA_DIR/pgdata, as bytes, after the server has stopped (pg_dump
- *   is not run against the running embedded server: it changes the shared session's search_path for every client).
+ * - on the embedded database, the raw files of its cluster, DATA_DIR/pg (its log included), as bytes, after the
+ *   service has stopped and with it the database (a clean stop checkpoints). Not pg_dump: the embedded server is
+ *   PostgreSQL 18, and the pg_dump of the machine may be older (it refuses a newer server).
  * The dump must contain the masked fingerprints and the usernames, so an empty or broken dump fails the test.
  */
 
@@ -294,7 +295,7 @@ describe("D19: no raw captured secret anywhere in a database dump", () => {
     inspect("rows as text", (needle) => text.includes(needle))
   })
 
-  test("the database's own storage: pg_dump on PostgreSQL, the raw pgdata files (server stopped) on the embedded database", async () => {
+  test("the database's own storage: pg_dump on PostgreSQL, the raw cluster files (server stopped) on the embedded database", async () => {
     if (usingPostgres()) {
       // The real pg_dump binary against the test database.
       const dump = Bun.spawnSync(["pg_dump", "--no-owner", "--no-privileges", server.env.DATABASE_URL ?? ""], {
@@ -309,14 +310,14 @@ describe("D19: no raw captured secret anywhere in a database dump", () => {
       inspect("pg_dump", (needle) => text.includes(needle))
       return
     }
-    // Embedded: no pg_dump against the running server (it would change the shared session's search_path for every
-    // client); the server is stopped (a clean close checkpoints) and its files are searched as bytes.
+    // Embedded: the service is stopped, the last user of the database, so PostgreSQL stops too (a checkpoint), and
+    // the cluster's files are searched as bytes.
     await db?.close()
     db = undefined
     const code = await server.stop()
     serverStopped = true
     expect(code).toBe(0)
-    const root = join(server.env.DATA_DIR ?? "", "pgdata")
+    const root = join(server.env.DATA_DIR ?? "", "pg")
     const files: Array<string> = []
     const walk = (dir: string) => {
       for (const entry of readdirSync(dir)) {
@@ -331,7 +332,7 @@ describe("D19: no raw captured secret anywhere in a database dump", () => {
     const contents = files.map((path) => readFileSync(path))
     expect(contents.reduce((n, b) => n + b.length, 0)).toBeGreaterThan(1024 * 1024)
     expect(contents.some((buffer) => buffer.indexOf(Buffer.from(sensor.id)) >= 0)).toBe(true)
-    inspect("raw pgdata files", (needle) => {
+    inspect("raw cluster files", (needle) => {
       const bytes = Buffer.from(needle, "utf8")
       return contents.some((buffer) => buffer.indexOf(bytes) >= 0)
     })

@@ -1,0 +1,224 @@
+import { afterAll, describe, expect, test } from "bun:test"
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { DATABASE_ACCOUNT } from "../../src/db/embedded.ts"
+import { admin, adminJson } from "../support/cli.ts"
+import { type RunningServer, startServer, testEnv } from "../support/server.ts"
+
+/**
+ * D35: the embedded database is a real PostgreSQL server in DATA_DIR/pg, shared by every process on that DATA_DIR
+ * and stopped by the last one to leave. Always embedded (DATABASE_URL empty), in both test runs: each test uses real
+ * service and admin processes on DATA_DIRs of its own.
+ */
+
+const dirs: Array<string> = []
+const freshDataDir = () => {
+  const dir = mkdtempSync(join(tmpdir(), "dsvc-pg-"))
+  dirs.push(dir)
+  return dir
+}
+afterAll(() => {
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true })
+})
+
+const embeddedEnv = (dataDir: string) => {
+  const env = testEnv({ DATABASE_URL: "" })
+  // testEnv made a DATA_DIR of its own on the embedded run: this test names its own.
+  if (env.DATA_DIR) rmSync(env.DATA_DIR, { recursive: true, force: true })
+  return { ...env, DATA_DIR: dataDir }
+}
+
+/** The postmaster's pid from DATA_DIR/pg/postmaster.pid, or undefined when the file is gone. */
+const postmasterPid = (dataDir: string): number | undefined => {
+  try {
+    return Number.parseInt(readFileSync(join(dataDir, "pg", "postmaster.pid"), "utf8").split("\n")[0] ?? "", 10)
+  } catch {
+    return undefined
+  }
+}
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch {
+    return false
+  }
+}
+/** Every process whose parent is `pid` (the postmaster's backends and helpers), from /proc. */
+const childrenOf = (pid: number): Array<number> =>
+  Array.from(new Bun.Glob("[0-9]*").scanSync({ cwd: "/proc", onlyFiles: false })).flatMap((name) => {
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, "utf8")
+      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1])
+      return ppid === pid ? [Number(name)] : []
+    } catch {
+      return []
+    }
+  })
+
+/** After the last user left: no postmaster, none of its processes, and a clean shutdown (postmaster.pid removed). */
+const expectStopped = async (dataDir: string, pid: number | undefined) => {
+  expect(pid).toBeNumber()
+  const children = childrenOf(pid ?? 0)
+  for (let i = 0; i < 100 && alive(pid ?? 0); i++) await Bun.sleep(50)
+  expect(alive(pid ?? 0)).toBe(false)
+  expect(children.filter(alive)).toEqual([])
+  expect(postmasterPid(dataDir)).toBeUndefined()
+}
+
+const orgNames = async (env: Record<string, string>) =>
+  ((await adminJson(env, ["org", "list"])) as Array<{ name: string }>).map((org) => org.name).sort()
+
+describe("D35: the embedded PostgreSQL server", () => {
+  test("is PostgreSQL 18 in DATA_DIR/pg on a Unix socket only; as root it runs as its own account; SIGTERM stops it with the service", async () => {
+    const dataDir = freshDataDir()
+    const env = embeddedEnv(dataDir)
+    const server = await startServer({ env })
+    const pid = postmasterPid(dataDir)
+    try {
+      expect(pid).toBeNumber()
+      expect(existsSync(join(dataDir, "pg", "PG_VERSION"))).toBe(true)
+      expect(readFileSync(join(dataDir, "pg", "PG_VERSION"), "utf8").trim()).toBe("18")
+      expect(statSync(join(dataDir, "pg", ".s.PGSQL.5432")).isSocket()).toBe(true)
+      const conf = readFileSync(join(dataDir, "pg", "postgresql.conf"), "utf8")
+      expect(conf).toContain("listen_addresses = ''")
+      // The postmaster's environment holds none of the service's secrets.
+      const environ = readFileSync(`/proc/${pid}/environ`, "utf8")
+      expect(environ).not.toContain("SECRET_KEY")
+      const uid = Number(/^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1])
+      if (process.getuid?.() === 0) {
+        const account = Bun.spawnSync(["id", "-u", DATABASE_ACCOUNT]).stdout.toString().trim()
+        expect(uid).toBe(Number(account))
+        expect(uid).not.toBe(0)
+        expect(statSync(dataDir).mode & 0o777).toBe(0o710)
+      } else {
+        expect(uid).toBe(process.getuid?.() ?? -1)
+      }
+      expect((await fetch(`${server.opsUrl}/readyz`)).status).toBe(200)
+    } finally {
+      expect(await server.stop("SIGTERM")).toBe(0)
+    }
+    await expectStopped(dataDir, pid)
+  })
+
+  test("server and admin commands started together, in either order, ten rounds: every one succeeds, and the database stops after the last", async () => {
+    let dataDir = freshDataDir()
+    for (let round = 0; round < 10; round++) {
+      // Even rounds on a fresh DATA_DIR (both race to initialise it), odd ones on the previous round's.
+      if (round % 2 === 0 && round > 0) dataDir = freshDataDir()
+      const env = embeddedEnv(dataDir)
+      const adminFirst = round % 4 < 2
+      const delay = Math.floor(Math.random() * 300)
+      const launchAdmin = async () => {
+        if (!adminFirst) await Bun.sleep(delay)
+        return admin(env, ["org", "create", "--name", `round-${round}`])
+      }
+      const launchServer = async () => {
+        if (adminFirst) await Bun.sleep(delay)
+        return startServer({ env })
+      }
+      const [created, server] = await Promise.all([launchAdmin(), launchServer()])
+      let pid: number | undefined
+      try {
+        expect({ round, code: created.code, stderr: created.stderr }).toEqual({ round, code: 0, stderr: "" })
+        expect((await fetch(`${server.opsUrl}/readyz`)).status).toBe(200)
+        pid = postmasterPid(dataDir)
+        // The second round on a DATA_DIR sees both rounds' organizations: the data of the first survived its stop.
+        if (round % 2 === 1) expect(await orgNames(env)).toEqual([`round-${round - 1}`, `round-${round}`])
+      } finally {
+        expect(await server.stop("SIGTERM")).toBe(0)
+      }
+      await expectStopped(dataDir, pid)
+    }
+  }, 300_000)
+
+  test("a server killed with SIGKILL leaves nothing that blocks: started again, it finds its data", async () => {
+    const dataDir = freshDataDir()
+    const env = embeddedEnv(dataDir)
+    const first = await startServer({ env })
+    await adminJson(env, ["org", "create", "--name", "before-the-kill"])
+    const pid = postmasterPid(dataDir)
+    await first.stop("SIGKILL")
+    const startedAt = performance.now()
+    const second = await startServer({ env })
+    try {
+      const seconds = (performance.now() - startedAt) / 1000
+      console.log(`restart after SIGKILL: first answer in ${seconds.toFixed(2)} s (bench figure, not asserted)`)
+      expect((await fetch(`${second.opsUrl}/readyz`)).status).toBe(200)
+      expect(await orgNames(env)).toEqual(["before-the-kill"])
+      // The server the killed process left running is the one used again.
+      expect(postmasterPid(dataDir)).toBe(pid as number)
+    } finally {
+      expect(await second.stop("SIGTERM")).toBe(0)
+    }
+    await expectStopped(dataDir, pid)
+  })
+
+  test("a server killed with SIGKILL together with its database (a power cut) starts again and finds its data", async () => {
+    const dataDir = freshDataDir()
+    const env = embeddedEnv(dataDir)
+    const first = await startServer({ env })
+    await adminJson(env, ["org", "create", "--name", "before-the-cut"])
+    const pid = postmasterPid(dataDir) ?? 0
+    const children = childrenOf(pid)
+    await first.stop("SIGKILL")
+    process.kill(pid, "SIGKILL")
+    for (const child of children) {
+      try {
+        process.kill(child, "SIGKILL")
+      } catch {}
+    }
+    for (let i = 0; i < 100 && [pid, ...children].some(alive); i++) await Bun.sleep(50)
+    const second = await startServer({ env })
+    try {
+      expect(await orgNames(env)).toEqual(["before-the-cut"])
+      expect(postmasterPid(dataDir)).not.toBe(pid)
+    } finally {
+      expect(await second.stop("SIGTERM")).toBe(0)
+    }
+  })
+
+  test("two servers on one DATA_DIR share the database; it runs until the second one stops", async () => {
+    const dataDir = freshDataDir()
+    const env = embeddedEnv(dataDir)
+    const [one, two] = await Promise.all([startServer({ env }), startServer({ env })])
+    let stopped: Array<RunningServer> = []
+    try {
+      await adminJson(env, ["org", "create", "--name", "shared"])
+      const pid = postmasterPid(dataDir)
+      expect(one.logs.concat(two.logs).filter((line) => line.includes("embedded database: started"))).toHaveLength(1)
+      expect(await one.stop("SIGTERM")).toBe(0)
+      stopped = [one]
+      expect(alive(pid ?? 0)).toBe(true)
+      expect((await fetch(`${two.opsUrl}/readyz`)).status).toBe(200)
+      expect(await orgNames(env)).toEqual(["shared"])
+      expect(await two.stop("SIGTERM")).toBe(0)
+      stopped = [one, two]
+      await expectStopped(dataDir, pid)
+    } finally {
+      for (const server of [one, two]) if (!stopped.includes(server)) await server.stop("SIGKILL")
+    }
+  })
+
+  test("a DATA_DIR holding the former PGlite database stops start-up (service and admin) with one line saying what to do", async () => {
+    const dataDir = freshDataDir()
+    mkdirSync(join(dataDir, "pgdata"))
+    const env = embeddedEnv(dataDir)
+    for (const argv of [
+      ["bun", "src/main.ts"],
+      ["bun", "src/admin/cli.ts", "org", "list"],
+    ]) {
+      const child = Bun.spawnSync(argv, { cwd: join(import.meta.dir, "..", ".."), env, stdout: "pipe", stderr: "pipe" })
+      const lines = child.stderr.toString().trim().split("\n")
+      expect({ argv, code: child.exitCode }).toEqual({ argv, code: 1 })
+      expect(lines).toHaveLength(1)
+      expect(lines[0]).toContain("DATA_DIR")
+      expect(lines[0]).toContain(join(dataDir, "pgdata"))
+      expect(lines[0]).toContain("PGlite")
+      expect(lines[0]).toContain('README "Storage"')
+    }
+    // Nothing was started or created over it.
+    expect(existsSync(join(dataDir, "pg"))).toBe(false)
+  })
+})
