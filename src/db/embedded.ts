@@ -155,6 +155,40 @@ const binaries = (): Binaries => {
   return { initdb: join(native, "bin", "initdb"), pgCtl: join(native, "bin", "pg_ctl") }
 }
 
+/** Where root keeps a copy of the binaries that the database's account can reach (root-owned, read and execute). */
+const SHARED_BINARIES_DIR = "/var/lib/decoy-db"
+
+/**
+ * The binaries copied (once per package version) to SHARED_BINARIES_DIR, for a root whose checkout lies below a
+ * directory the database's account cannot pass (e.g. /root, 0700). The copy is made in a temporary folder and renamed
+ * into place, so a process killed mid-copy or several copying at once never leave a half copy in use.
+ */
+const reachableBinaries = (bin: Binaries): Binaries => {
+  const native = dirname(dirname(bin.initdb))
+  let version = "unknown"
+  try {
+    version = JSON.parse(readFileSync(join(native, "..", "package.json"), "utf8")).version ?? version
+  } catch {}
+  const target = join(SHARED_BINARIES_DIR, `postgres-${process.platform}-${process.arch}-${version}`)
+  if (!existsSync(join(target, "bin", "initdb"))) {
+    mkdirSync(SHARED_BINARIES_DIR, { recursive: true, mode: 0o755 })
+    chmodSync(SHARED_BINARIES_DIR, 0o755)
+    const staging = `${target}.${process.pid}.tmp`
+    rmSync(staging, { recursive: true, force: true })
+    const copy = Bun.spawnSync(["cp", "-a", native, staging], { stdout: "ignore", stderr: "pipe" })
+    if (copy.exitCode !== 0) throw fail(`cannot copy the PostgreSQL binaries to ${staging}: ${copy.stderr.toString()}`)
+    Bun.spawnSync(["chown", "-R", "0:0", staging])
+    Bun.spawnSync(["chmod", "-R", "go+rX,go-w", staging])
+    try {
+      renameSync(staging, target)
+    } catch {
+      // Another process put its copy in place first: use that one.
+      rmSync(staging, { recursive: true, force: true })
+    }
+  }
+  return { initdb: join(target, "bin", "initdb"), pgCtl: join(target, "bin", "pg_ctl") }
+}
+
 // --- The account PostgreSQL runs as ------------------------------------------------------------------------------
 
 interface Account {
@@ -332,20 +366,20 @@ const acquire = async (dataDir: string): Promise<Lease> => {
   if (Buffer.byteLength(socketFile(dataDir)) > 100) {
     throw fail(`DATA_DIR path is too long for a Unix socket (${socketFile(dataDir)}); choose a shorter DATA_DIR`)
   }
-  const bin = binaries()
+  let bin = binaries()
   const account = await databaseAccount()
   return withLock(dataDir, async () => {
     mkdirSync(leasesDir(dataDir), { recursive: true, mode: 0o700 })
     admitAccount(dataDir, account)
     if (account) {
-      for (const dir of [dataDir, dirname(bin.initdb)]) {
-        const blocking = blockingDirectory(dir, account)
-        if (blocking !== undefined) {
-          throw fail(
-            `running as root, PostgreSQL runs as the account ${DATABASE_ACCOUNT}, which cannot pass through ${blocking} (to reach ${dir}): put the checkout and DATA_DIR where it can (e.g. under /srv), run the service as an unprivileged user, or set DATABASE_URL`,
-          )
-        }
+      const blocking = blockingDirectory(dataDir, account)
+      if (blocking !== undefined) {
+        throw fail(
+          `running as root, PostgreSQL runs as the account ${DATABASE_ACCOUNT}, which cannot pass through ${blocking} (to reach ${dataDir}): put DATA_DIR where it can (e.g. under /srv or /var/lib), run the service as an unprivileged user, or set DATABASE_URL`,
+        )
       }
+      // A checkout under a private directory (root's home): the account runs a root-owned copy of the binaries.
+      if (blockingDirectory(dirname(bin.initdb), account) !== undefined) bin = reachableBinaries(bin)
     }
     if (!existsSync(join(clusterDir(dataDir), "PG_VERSION"))) await initialise(dataDir, bin, account)
     let started = false
