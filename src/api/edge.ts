@@ -1,6 +1,6 @@
 import { HttpApp, HttpBody, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Cause, Chunk, Clock, Effect, Metric, Option } from "effect"
-import { problemBody } from "../domain/problem.ts"
+import { problemBody, UNAVAILABLE_RETRY_AFTER_SECONDS } from "../domain/problem.ts"
 import { httpRequestDuration, httpRequests } from "../ops/metrics.ts"
 import { addressBucketKey } from "../ratelimit/core.ts"
 import { type RateDecision, type RateLimiterService, rateLimitHeaders } from "../ratelimit/RateLimiter.ts"
@@ -56,6 +56,10 @@ export const secure = (
     "referrer-policy": "no-referrer",
   }
   if (response.status === 401) headers["www-authenticate"] = WWW_AUTHENTICATE
+  // D37: a 503 (database unreachable or busy) says when to try again.
+  if (response.status === 503 && response.headers["retry-after"] === undefined) {
+    headers["retry-after"] = String(UNAVAILABLE_RETRY_AFTER_SECONDS)
+  }
   const secured = HttpServerResponse.setHeaders(response, headers)
   // The content type lives on the body (a response copy re-derives the header from it), so re-type the body.
   if (body._tag === "Uint8Array" && body.contentType.startsWith("application/json")) {
