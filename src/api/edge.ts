@@ -16,16 +16,11 @@ import { requestFacts } from "./requestContext.ts"
  */
 
 const API_CSP = "default-src 'none'; frame-ancestors 'none'"
-// The reference page at /docs (D38) runs the Scalar script and styles served by the service itself; its WebAssembly
-// needs 'wasm-unsafe-eval'. It shows no attacker data. Only that exact path (and its assets) gets this policy.
+// The reference page at /docs (D38) runs the Scalar script and styles inlined by the service itself (nothing from
+// another host); its WebAssembly needs 'wasm-unsafe-eval'. It shows no attacker data. Only that exact path gets it.
 const DOCS_CSP =
   "default-src 'none'; script-src 'self' 'unsafe-inline' 'wasm-unsafe-eval'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; font-src 'self' data:; connect-src 'self'; worker-src 'self' blob:; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
-/** The docs page's own files (api/docs.ts), served under /docs/assets/. */
-const DOCS_ASSET = /^\/docs\/assets\/[A-Za-z0-9._-]+$/
-const isDocsPath = (url: string) => {
-  const path = url.split("?")[0] ?? ""
-  return path === "/docs" || DOCS_ASSET.test(path)
-}
+const isDocsPath = (url: string) => (url.split("?")[0] ?? "") === "/docs"
 
 export const ALLOWED_METHODS = "GET, HEAD"
 /** Longer URLs get 414 here; a request head beyond Bun's own limit gets Bun's 431 before any of our code runs. */
@@ -123,7 +118,6 @@ const ROUTES: ReadonlyArray<[RegExp, string]> = [
   [/^\/v1\/events\/[^/]+\/?$/i, "/v1/events/:id"],
   [/^\/openapi\.json\/?$/i, "/openapi.json"],
   [/^\/docs\/?$/i, "/docs"],
-  [DOCS_ASSET, "/docs/assets"],
 ]
 const canonicalPath = (url: string): string | undefined => {
   const raw = url.split("?")[0] ?? ""

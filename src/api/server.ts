@@ -1,4 +1,4 @@
-import { HttpApiBuilder, HttpApiScalar, HttpMiddleware, HttpRouter, HttpServer } from "@effect/platform"
+import { HttpApiBuilder, HttpMiddleware, HttpRouter, HttpServer } from "@effect/platform"
 import { BunHttpServer } from "@effect/platform-bun"
 import { Effect, Layer } from "effect"
 import { KeyAuth } from "../auth/KeyAuth.ts"
@@ -11,6 +11,7 @@ import { EventsRepo } from "../repos/EventsRepo.ts"
 import { IncidentsRepo } from "../repos/IncidentsRepo.ts"
 import { EventsAuthLive, IncidentsAuthLive } from "./auth.ts"
 import { IncidentApi } from "./definition.ts"
+import { DocsLive } from "./docs.ts"
 import { MAX_URL_LENGTH, makeEdgeMiddleware } from "./edge.ts"
 import { EventsHandlers, IncidentsHandlers } from "./handlers.ts"
 
@@ -39,7 +40,8 @@ export const ApiServerLive = Layer.unwrapEffect(
       // visible share of each request's CPU (performance issue #6). The edge also turns the SQL spans off.
       HttpMiddleware.withTracerDisabledWhen(() => true),
       Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/openapi.json" })),
-      Layer.provide(HttpApiScalar.layer({ path: "/docs" })),
+      // D38: the reference page, served whole by the service (api/docs.ts).
+      Layer.provide(DocsLive),
       Layer.provide(ApiLive),
       // The router refuses path parameters over 100 characters by default: such an id would get 404 before
       // authentication (D10 says 401 first). Any id up to the URL limit reaches the handler, which answers 404.
