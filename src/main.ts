@@ -12,6 +12,7 @@ import { OrgKeys } from "./ingest/OrgKeys.ts"
 import { IngestServerLive } from "./ingest/server.ts"
 import { LoggingLive } from "./logging.ts"
 import { Lifecycle } from "./ops/Lifecycle.ts"
+import { exitOnPortInUse } from "./ops/portInUse.ts"
 import { OpsServerLive } from "./ops/server.ts"
 import { RateLimiter } from "./ratelimit/RateLimiter.ts"
 import { CowrieSessionsRepo } from "./repos/CowrieSessionsRepo.ts"
@@ -99,6 +100,8 @@ if (import.meta.main) {
         process.exit(1)
       }),
     ),
+    // A port another process holds: one line naming the port and its variable, exit 1, no stack trace.
+    Effect.catchAllDefect(exitOnPortInUse),
     BunRuntime.runMain({ disablePrettyLogger: true }),
   )
 }
