@@ -209,7 +209,7 @@ export const isPublicAddress = (address: string, policy: AddressPolicy = NO_POLI
   const description = parsed instanceof ipaddr.IPv4 ? classifyV4(parsed, policy) : classifyV6(parsed, policy)
   if (description === undefined) return { ok: true }
   // A receiver on this machine or network is what a first local test uses: say how to allow it (test-only, D18).
-  const hint = /loopback|private/.test(description) ? LOCAL_TESTING_HINT : ""
+  const hint = description.endsWith("a loopback address") ? LOCAL_TESTING_HINT : ""
   return { ok: false, reason: `${address} is ${description}${hint}` }
 }
 
