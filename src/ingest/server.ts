@@ -69,7 +69,10 @@ const ingestRoute = <R>(format: string, mapBatch: BatchMapper<R>) =>
     const declared = Number(request.headers["content-length"] ?? "0")
     if (declared > MAX_BODY_BYTES) return tooLarge(`A request body may hold at most ${MAX_BODY_BYTES} bytes.`)
     // Read as it streams, up to the limit: a chunked body of any size gets the 413 problem too (D22).
-    const bytes = yield* readBodyCapped(request.stream, MAX_BODY_BYTES).pipe(Effect.orElseSucceed(() => undefined))
+    const hasBody = (request.source as { body?: unknown }).body != null
+    const bytes = hasBody
+      ? yield* readBodyCapped(request.stream, MAX_BODY_BYTES).pipe(Effect.orElseSucceed(() => undefined))
+      : new Uint8Array(0)
     if (bytes === undefined) return tooLarge(`A request body may hold at most ${MAX_BODY_BYTES} bytes.`)
     const parsed = parseBody(new TextDecoder("utf-8", { fatal: false }).decode(bytes))
     if (parsed._tag === "Empty") {

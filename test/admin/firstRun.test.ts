@@ -32,7 +32,10 @@ describe("the first run", () => {
   let server: RunningServer
   beforeAll(async () => {
     // The server as a new user starts it: no WEBHOOK_ALLOW_PRIVATE.
-    server = await startServer({ env: testEnv({ WEBHOOK_POLL_INTERVAL: "200 millis" }) })
+    // One retry 100 ms later, then dead: the refused delivery leaves nothing queued in a shared test database.
+    server = await startServer({
+      env: testEnv({ WEBHOOK_POLL_INTERVAL: "200 millis", WEBHOOK_RETRY_SCHEDULE: "100ms" }),
+    })
   })
   afterAll(() => shutdown(server))
 
@@ -99,6 +102,9 @@ describe("the first run", () => {
     expect(entry?.logLevel).toBe("WARN")
     expect(String(entry?.annotations?.reason)).toContain("127.0.0.1 is a loopback address")
     expect(String(entry?.annotations?.reason)).toContain("WEBHOOK_ALLOW_PRIVATE")
+    await waitFor("the delivery to be dead", () =>
+      logEntries(server).some((e) => e.message === "webhook attempt failed" && e.annotations?.state === "dead"),
+    )
   }, 60_000)
 })
 
