@@ -10,6 +10,8 @@
  *   ratelimit-memory  heap of the in-memory rate limit store (bench/ratelimit-memory.ts, no database)
  *   startup           the embedded PostgreSQL (D35): first answer and memory after start (fresh and existing DATA_DIR),
  *                     peak memory and req/s of the list beside DATABASE_URL (bench/startup.ts, its own databases)
+ *   flood             D37: sensors post while 200 connections flood the API with unknown keys; ingest failures
+ *                     (goal 0) beside the API's figures (its own organization and sensors; needs no seed)
  *
  * Options:
  *   --quick           short runs (3 s instead of 8 s, fewer webhook events): to try the suite, not to report
@@ -36,13 +38,16 @@ import {
 import { loadManifest, type SeedManifest, seed } from "./lib/seed.ts"
 import { ensureWrk } from "./lib/wrk.ts"
 import { runApi, runScale } from "./parts/api.ts"
+import { runFlood } from "./parts/flood.ts"
 import { runIngest } from "./parts/ingest.ts"
 import { runWebhooks } from "./parts/webhooks.ts"
 import { formatProfile, type ProfileSummary, summarizeProfile } from "./profile-summary.ts"
 
-const PARTS = ["seed", "api", "scale", "ingest", "webhooks", "ratelimit-memory", "startup"] as const
+const PARTS = ["seed", "api", "scale", "ingest", "webhooks", "ratelimit-memory", "startup", "flood"] as const
 type Part = (typeof PARTS)[number]
-const DB_PARTS: ReadonlyArray<Part> = ["seed", "api", "scale", "ingest", "webhooks"]
+const DB_PARTS: ReadonlyArray<Part> = ["seed", "api", "scale", "ingest", "webhooks", "flood"]
+/** Parts that make their own data: alone, they need a database but no seed. */
+const UNSEEDED_PARTS: ReadonlyArray<Part> = ["flood"]
 const WRK_PARTS: ReadonlyArray<Part> = ["api", "scale"]
 
 const args = process.argv.slice(2)
@@ -121,20 +126,22 @@ try {
     }
     ctx = { database, databaseUrl: url, secretKey, workDir, profile: flag("--profile") }
     manifest = reuse !== undefined ? await loadManifest(ctx) : undefined
-    if (manifest === undefined) {
+    const needsSeed = parts.some((p) => DB_PARTS.includes(p) && !UNSEEDED_PARTS.includes(p))
+    if (manifest === undefined && needsSeed) {
       manifest = await seed(ctx)
       const sql = new SQL({ url, max: 1 })
       await sql`insert into bench_manifest (name, value) values ('secret', (${JSON.stringify({ key: secretKey })}::text)::jsonb)`
       await sql.close()
     }
-    results.seed = manifest.stats
+    if (manifest !== undefined) results.seed = manifest.stats
   }
   for (const part of parts) {
     log(`== ${part}`)
     const partStarted = performance.now()
     if (part === "seed") continue
     if (part === "ratelimit-memory") results[part] = await runScript("ratelimit-memory.ts")
-    if (part === "startup") results[part] = await runScript("startup.ts", quick ? ["--seconds", "3"] : [])
+    else if (part === "startup") results[part] = await runScript("startup.ts", quick ? ["--seconds", "3"] : [])
+    else if (part === "flood" && ctx !== undefined) results.flood = await runFlood(ctx, { seconds: quick ? 10 : 30 })
     else if (ctx !== undefined && manifest !== undefined) {
       if (part === "api") results.api = await runApi(ctx, manifest, timing)
       if (part === "scale") results.scale = await runScale(ctx, manifest, timing)
@@ -282,6 +289,38 @@ if (results.webhooks) {
       `\ndead receiver: ${w.withDeadChannel.deadReceiverConnections} connections held; ${w.failedAttemptsLogged} failed attempts logged`,
   )
 }
+if (results.flood) {
+  const f = results.flood
+  sections.push(
+    `Isolation (D37): ${f.ingest.sensors} sensors post batches of 10 for ${f.postSeconds} s while ${f.api.connections} connections flood GET /v1/incidents with unknown keys (one client address each)\n` +
+      table(
+        ["listener", "requests", "req/s", "failed", "failed %", "p50 ms", "p99 ms", "statuses"],
+        [
+          [
+            "ingest",
+            f.ingest.requests,
+            f.ingest.requestsPerSecond,
+            f.ingest.failedRequests,
+            f.ingest.failedShare,
+            ms(f.ingest.latencyMs.p50),
+            ms(f.ingest.latencyMs.p99),
+            JSON.stringify(f.ingest.statuses),
+          ],
+          [
+            "api (flood)",
+            f.api.requests,
+            f.api.requestsPerSecond,
+            "-",
+            "-",
+            ms(f.api.latencyMs.p50),
+            ms(f.api.latencyMs.p99),
+            JSON.stringify(f.api.statuses),
+          ],
+        ],
+      ) +
+      `\nevents accepted ${f.ingest.eventsAccepted}, stored ${f.ingest.eventsStored}, not accepted ${f.ingest.eventsNotAccepted}`,
+  )
+}
 const memoryRows: Array<Array<string | number>> = []
 for (const part of ["api", "scale", "ingest", "webhooks"]) {
   const m = results[part]?.memory
@@ -353,6 +392,14 @@ if (results.webhooks) {
     target: "... unaffected by a dead receiver (healthy channel p99 <= 500 ms)",
     figure: `${ms(dead.latencyMs.p99)} ms (${dead.received}/${dead.deliveries} received)`,
     met: dead.latencyMs.p99 <= 500 && dead.received === dead.deliveries,
+  })
+}
+if (results.flood) {
+  const i = results.flood.ingest
+  targets.push({
+    target: "D37: no sensor post fails during an API flood",
+    figure: `${i.failedRequests} of ${i.requests} failed; ${i.eventsStored}/${i.eventsAccepted} stored`,
+    met: i.failedRequests === 0 && i.eventsNotAccepted === 0 && i.eventsStored === i.eventsAccepted,
   })
 }
 if (memoryRows.length > 0) {

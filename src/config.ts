@@ -156,6 +156,12 @@ const parseHttpUrl = (raw: string): Either.Either<string, string> => {
   return Either.right(url.toString().replace(/\/+$/, ""))
 }
 
+/** D37: the connections of each listener's own database pool (the read API; the ingest listener and its workers). */
+export const databasePoolConfig = Config.all({
+  api: positiveInt("DATABASE_POOL_API", 10),
+  ingest: positiveInt("DATABASE_POOL_INGEST", 10),
+})
+
 /** `250ms`, `5s`, `2m`, `1h`, `1d` (the compact form the retry schedule is written in). */
 export const parseShortDuration = (text: string): Duration.Duration | undefined => {
   const match = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)$/.exec(text)

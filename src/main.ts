@@ -4,7 +4,7 @@ import { ConfigError, Effect, Layer } from "effect"
 import { ApiServerLive } from "./api/server.ts"
 import { SensorAuth } from "./auth/SensorAuth.ts"
 import { AppConfig, AppConfigLive, describeSettings, formatConfigError } from "./config.ts"
-import { DatabaseLive, DatabaseLiveWaiting } from "./db/client.ts"
+import { DatabaseLive, serverPool } from "./db/client.ts"
 import { migrate } from "./db/migrate.ts"
 import { IdleCloserLive } from "./ingest/IdleCloser.ts"
 import { Ingestor } from "./ingest/Ingestor.ts"
@@ -12,6 +12,7 @@ import { OrgKeys } from "./ingest/OrgKeys.ts"
 import { IngestServerLive } from "./ingest/server.ts"
 import { LoggingLive } from "./logging.ts"
 import { Lifecycle } from "./ops/Lifecycle.ts"
+import { exitOnPortInUse } from "./ops/portInUse.ts"
 import { OpsServerLive } from "./ops/server.ts"
 import { RateLimiter } from "./ratelimit/RateLimiter.ts"
 import { CowrieSessionsRepo } from "./repos/CowrieSessionsRepo.ts"
@@ -72,14 +73,20 @@ const ConfigLogLive = Layer.effectDiscard(
 const OpsLive = OpsServerLive.pipe(Layer.provide(WebhooksRepo.Default))
 
 /** The only place the service's layers are composed. */
-export const MainLive = Layer.mergeAll(ApiServerLive.pipe(Layer.provide(RateLimiterLive)), IngestionLive).pipe(
+export const MainLive = Layer.mergeAll(
+  // D37: the read API has a pool of its own; everything else (ingest, dispatcher, ops) shares the ingest pool.
+  // Fresh: layers are memoised by identity across the whole build, so without it the API would reuse the
+  // repositories the ingest side built on the ingest pool.
+  Layer.fresh(ApiServerLive.pipe(Layer.provide(RateLimiterLive), Layer.provide(serverPool("api")))),
+  IngestionLive,
+).pipe(
   Layer.provide(MigrationsLive),
   // Built before and closed after everything else: during a shutdown /readyz keeps answering (503) while the
   // listeners finish their requests and the dispatcher drains.
   Layer.provideMerge(OpsLive),
   Layer.provide(Lifecycle.Default),
   Layer.provide(ConfigLogLive),
-  Layer.provideMerge(DatabaseLiveWaiting),
+  Layer.provideMerge(serverPool("ingest")),
   Layer.provideMerge(AppConfigLive),
 )
 
@@ -93,6 +100,8 @@ if (import.meta.main) {
         process.exit(1)
       }),
     ),
+    // A port another process holds: one line naming the port and its variable, exit 1, no stack trace.
+    Effect.catchAllDefect(exitOnPortInUse),
     BunRuntime.runMain({ disablePrettyLogger: true }),
   )
 }

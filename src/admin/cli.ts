@@ -18,6 +18,7 @@ import { WebhookAdmin } from "./webhookOperations.ts"
 
 const USAGE = `usage: bun run admin <command> [options] [--json]
 
+  help                                      show this text (also --help, -h)
   migrate                                   apply pending SQL migrations
   org create --name <name>                  create an organization (Deception on)
   org deception <org-id> on|off             switch the Deception feature
@@ -91,7 +92,7 @@ const run = (argv: ReadonlyArray<string>) =>
     })
     const json = values.json === true
     const [group, command, ...rest] = positionals
-    if (values.help || group === undefined) return yield* Effect.sync(() => console.log(USAGE))
+    if (values.help || group === undefined || group === "help") return yield* Effect.sync(() => console.log(USAGE))
     yield* migrate
     if (group === "migrate") return yield* print(json, { migrated: true }, () => "migrations are up to date")
     const admin = yield* AdminOperations

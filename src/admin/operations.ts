@@ -18,6 +18,7 @@ export class AdminError extends Data.TaggedError("AdminError")<{ readonly messag
 const refuse = (message: string) => Effect.fail(new AdminError({ message }))
 
 const checkName = (what: string, name: string | undefined) => {
+  if (name === undefined) return refuse(`${what} is required`)
   const trimmed = name?.trim() ?? ""
   if (trimmed === "" || trimmed.length > 200 || /[\p{Cc}\p{Cf}]/u.test(trimmed)) {
     return refuse(`${what} must be 1 to 200 printable characters`)

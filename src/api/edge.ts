@@ -1,7 +1,8 @@
 import { HttpApp, HttpBody, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Cause, Chunk, Clock, Effect, Metric, Option } from "effect"
-import { problemBody } from "../domain/problem.ts"
+import { problemBody, UNAVAILABLE_RETRY_AFTER_SECONDS } from "../domain/problem.ts"
 import { httpRequestDuration, httpRequests } from "../ops/metrics.ts"
+import { addressBucketKey } from "../ratelimit/core.ts"
 import { type RateDecision, type RateLimiterService, rateLimitHeaders } from "../ratelimit/RateLimiter.ts"
 import { type Cidr, clientIp } from "./clientIp.ts"
 import { requestFacts } from "./requestContext.ts"
@@ -15,9 +16,11 @@ import { requestFacts } from "./requestContext.ts"
  */
 
 const API_CSP = "default-src 'none'; frame-ancestors 'none'"
-// The reference page at /docs runs the bundled Scalar script and styles inline; it shows no attacker data.
+// The reference page at /docs (D38) runs the Scalar script and styles inlined by the service itself (nothing from
+// another host); its WebAssembly needs 'wasm-unsafe-eval'. It shows no attacker data. Only that exact path gets it.
 const DOCS_CSP =
-  "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:; font-src data:; connect-src 'self'; frame-ancestors 'none'"
+  "default-src 'none'; script-src 'self' 'unsafe-inline' 'wasm-unsafe-eval'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; font-src 'self' data:; connect-src 'self'; worker-src 'self' blob:; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
+const isDocsPath = (url: string) => (url.split("?")[0] ?? "") === "/docs"
 
 export const ALLOWED_METHODS = "GET, HEAD"
 /** Longer URLs get 414 here; a request head beyond Bun's own limit gets Bun's 431 before any of our code runs. */
@@ -43,11 +46,15 @@ export const secure = (
   const body = response.body
   const headers: Record<string, string> = {
     "x-content-type-options": "nosniff",
-    "content-security-policy": request.url.startsWith("/docs") ? DOCS_CSP : API_CSP,
+    "content-security-policy": isDocsPath(request.url) ? DOCS_CSP : API_CSP,
     "cache-control": "no-store",
     "referrer-policy": "no-referrer",
   }
   if (response.status === 401) headers["www-authenticate"] = WWW_AUTHENTICATE
+  // D37: a 503 (database unreachable or busy) says when to try again.
+  if (response.status === 503 && response.headers["retry-after"] === undefined) {
+    headers["retry-after"] = String(UNAVAILABLE_RETRY_AFTER_SECONDS)
+  }
   const secured = HttpServerResponse.setHeaders(response, headers)
   // The content type lives on the body (a response copy re-derives the header from it), so re-type the body.
   if (body._tag === "Uint8Array" && body.contentType.startsWith("application/json")) {
@@ -98,17 +105,31 @@ export const logDefects = <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect
 
 const apiUnrouted = () => problem(404, "Not Found", "not_found", "No such endpoint. See /openapi.json.")
 
-/** The route pattern of a path, for the access log: raw paths may carry attacker-chosen text. */
+/**
+ * The route pattern of a path, for the access log and metrics: raw paths may carry attacker-chosen text. The
+ * router (find-my-way) serves a path after decoding its percent-escapes, collapsing repeated slashes, ignoring a
+ * trailing slash and the case of the fixed parts, so `/v1//incidents` and `/v1/%69ncidents` ARE `/v1/incidents`;
+ * the label follows the same canonical form, so what is served is never counted as "unmatched".
+ */
 const ROUTES: ReadonlyArray<[RegExp, string]> = [
-  [/^\/v1\/incidents\/?$/, "/v1/incidents"],
-  [/^\/v1\/incidents\/[^/]+$/, "/v1/incidents/:id"],
-  [/^\/v1\/events\/?$/, "/v1/events"],
-  [/^\/v1\/events\/[^/]+$/, "/v1/events/:id"],
-  [/^\/openapi\.json$/, "/openapi.json"],
-  [/^\/docs/, "/docs"],
+  [/^\/v1\/incidents\/?$/i, "/v1/incidents"],
+  [/^\/v1\/incidents\/[^/]+\/?$/i, "/v1/incidents/:id"],
+  [/^\/v1\/events\/?$/i, "/v1/events"],
+  [/^\/v1\/events\/[^/]+\/?$/i, "/v1/events/:id"],
+  [/^\/openapi\.json\/?$/i, "/openapi.json"],
+  [/^\/docs\/?$/i, "/docs"],
 ]
+const canonicalPath = (url: string): string | undefined => {
+  const raw = url.split("?")[0] ?? ""
+  try {
+    return decodeURI(raw).replace(/\/{2,}/g, "/")
+  } catch {
+    return undefined // a malformed escape: the router does not serve it either
+  }
+}
 export const routeOf = (url: string): string => {
-  const path = url.split("?")[0] ?? ""
+  const path = canonicalPath(url)
+  if (path === undefined) return "unmatched"
   return ROUTES.find(([pattern]) => pattern.test(path))?.[1] ?? "unmatched"
 }
 
@@ -158,7 +179,8 @@ const durationHistogram = (route: string) => {
 }
 
 /** The bucket names of the two D11 limits. */
-export const ipBucket = (client: string) => `ip:${client}`
+/** D11 per client address; an IPv6 client counts per /64 (it can rotate through its /64 at will). */
+export const ipBucket = (client: string) => `ip:${addressBucketKey(client)}`
 export const keyBucket = (keyId: string) => `key:${keyId}`
 
 /** The decision the RateLimit header reports: the tighter of the two limits (fewer remaining, then later reset). */

@@ -73,6 +73,7 @@ const PROBLEMS_SENT = [
   RateLimited.of(""),
   InternalError.of(),
   ServiceUnavailable.of(),
+  ServiceUnavailable.busy(),
 ]
 
 interface ProblemKind {
@@ -124,7 +125,8 @@ const HEADERS: Record<string, Header> = {
     schema: { type: "string", pattern: '^"default";q=[0-9]+;w=[0-9]+$', examples: ['"default";q=120;w=60'] },
   },
   "Retry-After": {
-    description: "D11: whole seconds until a request would be allowed again (at least 1)",
+    description:
+      "D11: whole seconds until a request would be allowed again (at least 1); on a 503 (D37), when to try again",
     required: true,
     schema: { type: "integer", minimum: 1 },
   },
@@ -247,7 +249,7 @@ export const describeServer = (generated: Record<string, unknown>): Record<strin
         }
         response.headers = {
           ...(code === 401 ? { "WWW-Authenticate": headerRef("WWW-Authenticate") } : {}),
-          ...(code === 429 ? { "Retry-After": headerRef("Retry-After") } : {}),
+          ...(code === 429 || code === 503 ? { "Retry-After": headerRef("Retry-After") } : {}),
           RateLimit: headerRef("RateLimit"),
           "RateLimit-Policy": headerRef("RateLimit-Policy"),
         }

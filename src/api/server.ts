@@ -1,8 +1,9 @@
-import { HttpApiBuilder, HttpApiScalar, HttpMiddleware, HttpServer } from "@effect/platform"
+import { HttpApiBuilder, HttpMiddleware, HttpRouter, HttpServer } from "@effect/platform"
 import { BunHttpServer } from "@effect/platform-bun"
 import { Effect, Layer } from "effect"
 import { KeyAuth } from "../auth/KeyAuth.ts"
 import { AppConfig } from "../config.ts"
+import { SERVER_MAX_BODY_BYTES } from "../ingest/body.ts"
 import { Lifecycle } from "../ops/Lifecycle.ts"
 import { RateLimiter } from "../ratelimit/RateLimiter.ts"
 import { ApiKeysRepo } from "../repos/ApiKeysRepo.ts"
@@ -10,7 +11,8 @@ import { EventsRepo } from "../repos/EventsRepo.ts"
 import { IncidentsRepo } from "../repos/IncidentsRepo.ts"
 import { EventsAuthLive, IncidentsAuthLive } from "./auth.ts"
 import { IncidentApi } from "./definition.ts"
-import { makeEdgeMiddleware } from "./edge.ts"
+import { DocsLive } from "./docs.ts"
+import { MAX_URL_LENGTH, makeEdgeMiddleware } from "./edge.ts"
 import { EventsHandlers, IncidentsHandlers } from "./handlers.ts"
 
 /** The read API as a Layer: the HttpApi, its handlers and middleware, OpenAPI at /openapi.json, docs at /docs. */
@@ -38,10 +40,17 @@ export const ApiServerLive = Layer.unwrapEffect(
       // visible share of each request's CPU (performance issue #6). The edge also turns the SQL spans off.
       HttpMiddleware.withTracerDisabledWhen(() => true),
       Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/openapi.json" })),
-      Layer.provide(HttpApiScalar.layer({ path: "/docs" })),
+      // D38: the reference page, served whole by the service (api/docs.ts).
+      Layer.provide(DocsLive),
       Layer.provide(ApiLive),
+      // The router refuses path parameters over 100 characters by default: such an id would get 404 before
+      // authentication (D10 says 401 first). Any id up to the URL limit reaches the handler, which answers 404.
+      Layer.provide(HttpRouter.setRouterConfig({ maxParamLength: MAX_URL_LENGTH })),
       Layer.provide(Layer.effectDiscard(logAddress)),
-      Layer.provide(BunHttpServer.layer({ port: config.port, hostname: config.host })),
+      // A body of any size gets our 405 problem (the API is read-only), never Bun's bare 413.
+      Layer.provide(
+        BunHttpServer.layer({ port: config.port, hostname: config.host, maxRequestBodySize: SERVER_MAX_BODY_BYTES }),
+      ),
     ),
   ),
 )

@@ -1,6 +1,6 @@
 import { PgClient } from "@effect/sql-pg"
 import { Effect, Layer, Option, Redacted, Schedule, String as Str } from "effect"
-import { AppConfig } from "../config.ts"
+import { AppConfig, databasePoolConfig } from "../config.ts"
 import { EmbeddedDatabaseError, embeddedDatabase } from "./embedded.ts"
 
 /**
@@ -14,10 +14,25 @@ const naming = {
 } as const
 
 /**
+ * D37: each listener has its own connection pool, so a flood of one (API requests, sensor posts) can never take the
+ * other's connections. `application_name` names the pool in pg_stat_activity. The admin tool uses one pool.
+ */
+export type PoolName = "api" | "ingest" | "admin"
+export interface PoolSettings {
+  readonly name: PoolName
+  readonly maxConnections: number
+}
+const ADMIN_POOL: PoolSettings = { name: "admin", maxConnections: 20 }
+const applicationName = (pool: PoolSettings) => `decoy-incident-service/${pool.name}`
+
+/** How long a query waits for a free connection of its pool (or for a new connection) before it fails as busy. */
+export const POOL_WAIT = "2 seconds"
+
+/**
  * The embedded PostgreSQL (D35): started by whichever process needs it first, reached over its Unix socket with the
  * very client and settings of DATABASE_URL (pool size, connect and query time-outs).
  */
-const embeddedClient = (dataDir: string, queryTimeoutMs: number | undefined) =>
+const embeddedClient = (dataDir: string, queryTimeoutMs: number | undefined, pool: PoolSettings = ADMIN_POOL) =>
   Layer.unwrapScoped(
     Effect.gen(function* () {
       const endpoint = yield* embeddedDatabase(dataDir)
@@ -25,7 +40,7 @@ const embeddedClient = (dataDir: string, queryTimeoutMs: number | undefined) =>
         `embedded database: ${endpoint.started ? "started" : "connected to"} PostgreSQL in ${endpoint.socketDir}`,
       )
       const url = `postgres://postgres@localhost:${endpoint.port}/postgres?host=${encodeURIComponent(endpoint.socketDir)}`
-      return postgresClient(Redacted.make(url), queryTimeoutMs)
+      return postgresClient(Redacted.make(url), queryTimeoutMs, pool)
     }),
   )
 
@@ -34,7 +49,11 @@ const embeddedClient = (dataDir: string, queryTimeoutMs: number | undefined) =>
  * answer after that long fails too, so a hung database means a 503 within seconds instead of a hung request
  * (`query_timeout` is the pg driver's client-side timer; @effect/sql-pg does not expose it, the URL does).
  */
-const postgresClient = (url: Redacted.Redacted<string>, queryTimeoutMs: number | undefined) => {
+const postgresClient = (
+  url: Redacted.Redacted<string>,
+  queryTimeoutMs: number | undefined,
+  pool: PoolSettings = ADMIN_POOL,
+) => {
   let effective = url
   if (queryTimeoutMs !== undefined) {
     try {
@@ -45,15 +64,21 @@ const postgresClient = (url: Redacted.Redacted<string>, queryTimeoutMs: number |
       // Not a URL the WHATWG parser takes: leave it to the driver as given.
     }
   }
-  return PgClient.layer({ url: effective, maxConnections: 20, connectTimeout: "2 seconds", ...naming })
+  return PgClient.layer({
+    url: effective,
+    maxConnections: pool.maxConnections,
+    connectTimeout: POOL_WAIT,
+    applicationName: applicationName(pool),
+    ...naming,
+  })
 }
 
-const databaseLayer = (queryTimeoutMs: number | undefined) =>
+const databaseLayer = (queryTimeoutMs: number | undefined, pool?: PoolSettings) =>
   Layer.unwrapEffect(
     Effect.map(AppConfig, (config) =>
       Option.isSome(config.databaseUrl)
-        ? postgresClient(config.databaseUrl.value, queryTimeoutMs)
-        : embeddedClient(config.dataDir, queryTimeoutMs),
+        ? postgresClient(config.databaseUrl.value, queryTimeoutMs, pool)
+        : embeddedClient(config.dataDir, queryTimeoutMs, pool),
     ),
   )
 
@@ -72,17 +97,26 @@ export const SERVER_QUERY_TIMEOUT_MS = 4_000
  * 45 s, with a warning per try; after that start-up fails and the supervisor's restart policy takes over. The admin
  * tool uses DatabaseLive and fails at once instead. An embedded server that cannot be set up fails at once too.
  */
-export const DatabaseLiveWaiting = databaseLayer(SERVER_QUERY_TIMEOUT_MS).pipe(
-  Layer.tapError((error) =>
-    error instanceof EmbeddedDatabaseError ? Effect.void : Effect.logWarning("database not reachable yet; retrying"),
-  ),
-  Layer.retry(
-    Schedule.intersect(
-      Schedule.recurs(15),
-      Schedule.union(Schedule.exponential("250 millis", 1.5), Schedule.spaced("5 seconds")),
-    ).pipe(
-      // The embedded server could not be set up (initdb, the binaries, DATA_DIR): trying again changes nothing.
-      Schedule.whileInput((error: unknown) => !(error instanceof EmbeddedDatabaseError)),
+const serverDatabase = (pool: PoolSettings | undefined) =>
+  databaseLayer(SERVER_QUERY_TIMEOUT_MS, pool).pipe(
+    Layer.tapError((error) =>
+      error instanceof EmbeddedDatabaseError ? Effect.void : Effect.logWarning("database not reachable yet; retrying"),
     ),
-  ),
-)
+    Layer.retry(
+      Schedule.intersect(
+        Schedule.recurs(15),
+        Schedule.union(Schedule.exponential("250 millis", 1.5), Schedule.spaced("5 seconds")),
+      ).pipe(
+        // The embedded server could not be set up (initdb, the binaries, DATA_DIR): trying again changes nothing.
+        Schedule.whileInput((error: unknown) => !(error instanceof EmbeddedDatabaseError)),
+      ),
+    ),
+  )
+export const DatabaseLiveWaiting = serverDatabase(undefined)
+
+/**
+ * D37: the server's database layer for one listener's pool (`api`: the read API; `ingest`: the ingest listener, the
+ * webhook dispatcher, the idle close and /readyz), sized by DATABASE_POOL_API / DATABASE_POOL_INGEST.
+ */
+export const serverPool = (name: "api" | "ingest") =>
+  Layer.unwrapEffect(Effect.map(databasePoolConfig, (sizes) => serverDatabase({ name, maxConnections: sizes[name] })))

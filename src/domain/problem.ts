@@ -91,14 +91,33 @@ export class InternalError extends Schema.Class<InternalError>("InternalError")(
 
 export class ServiceUnavailable extends Schema.Class<ServiceUnavailable>("ServiceUnavailable")(
   fields(503),
-  HttpApiSchema.annotations({ status: 503, description: "unavailable: the database cannot be reached right now" }),
+  HttpApiSchema.annotations({
+    status: 503,
+    description:
+      "unavailable: the database cannot be reached, or it is busy (no connection free in time, or a query time-out); Retry-After says when to try again (D37)",
+  }),
 ) {
+  /** The database cannot be reached (refused, reset, down, starting or shutting down). */
   static of() {
     return new ServiceUnavailable(
       problemFields(503, "Service Unavailable", "unavailable", "The service cannot reach its database. Retry later."),
     )
   }
+  /** D37: the database is reachable but busy: no connection of the pool came free in time, or a query timed out. */
+  static busy() {
+    return new ServiceUnavailable(
+      problemFields(
+        503,
+        "Service Unavailable",
+        "unavailable",
+        "The service's database is busy (no connection free in time, or a query time-out). Retry later.",
+      ),
+    )
+  }
 }
+
+/** D37: the Retry-After (seconds) of every 503 `unavailable`. */
+export const UNAVAILABLE_RETRY_AFTER_SECONDS = 2
 
 /** A problem body for answers produced outside the HttpApi (unknown route, 405, 413, ...). */
 export const problemBody = (status: number, title: string, code: string, detail: string) =>

@@ -1,4 +1,4 @@
-import { Effect } from "effect"
+import { Effect, Runtime } from "effect"
 
 /**
  * Whether the process serves: its public listeners are up, and it is not shutting down. SIGTERM (or SIGINT) flips it at once, before the layers start to close,
@@ -9,7 +9,12 @@ export class Lifecycle extends Effect.Service<Lifecycle>()("Lifecycle", {
   scoped: Effect.gen(function* () {
     let draining = false
     const listening = new Set<string>()
-    const onSignal = () => {
+    const runtime = yield* Effect.runtime<never>()
+    // An operator (or a supervisor's log) sees that the stop was asked for and when it ended.
+    const onSignal = (signal: NodeJS.Signals) => {
+      if (!draining) {
+        Runtime.runFork(runtime)(Effect.logInfo("shutting down").pipe(Effect.annotateLogs({ signal })))
+      }
       draining = true
     }
     yield* Effect.acquireRelease(
@@ -22,7 +27,7 @@ export class Lifecycle extends Effect.Service<Lifecycle>()("Lifecycle", {
           draining = true
           process.off("SIGTERM", onSignal)
           process.off("SIGINT", onSignal)
-        }),
+        }).pipe(Effect.zipRight(Effect.logInfo("stopped"))),
     )
     return {
       draining: () => draining,

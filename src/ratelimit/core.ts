@@ -1,4 +1,5 @@
 import { Data, type Effect } from "effect"
+import ipaddr from "ipaddr.js"
 
 /**
  * The outcome of one request against one bucket (D11).
@@ -107,4 +108,17 @@ export const formatRateLimitHeaders = (decision: RateDecision, windowSecs: numbe
   }
   if (!decision.allowed) headers["Retry-After"] = String(Math.max(1, decision.retryAfterSeconds))
   return headers
+}
+
+/**
+ * The part of a client address one per-IP bucket counts. An IPv6 client usually holds a whole /64 (SLAAC, privacy
+ * addresses) and can rotate through it at will, so IPv6 addresses count per /64 (`2001:db8:1:2::/64`); IPv4 per
+ * address. Text that is not an IP address stays as it is. Both stores (memory, Redis) count by this name.
+ */
+export const addressBucketKey = (address: string): string => {
+  if (!address.includes(":") || !ipaddr.IPv6.isValid(address)) return address
+  const v6 = ipaddr.IPv6.parse(address)
+  if (v6.isIPv4MappedAddress()) return v6.toIPv4Address().toString()
+  const prefix = ipaddr.IPv6.networkAddressFromCIDR(`${v6.toString()}/64`)
+  return `${prefix.toString()}/64`
 }

@@ -56,8 +56,15 @@ export const WebhookDispatcherLive = Layer.scopedDiscard(
       }),
     )
 
-    const logAttempt = (row: ClaimedDelivery, attempt: number, status: string, result: { status: number | null }) =>
-      Effect.logInfo(status === "succeeded" ? "webhook delivered" : "webhook attempt failed").pipe(
+    const logAttempt = (
+      row: ClaimedDelivery,
+      attempt: number,
+      status: string,
+      result: { status: number | null; error: string | null },
+    ) =>
+      // A failed attempt is a WARN with its reason (a refused address, a timeout, the receiver's status), so an
+      // operator sees why without opening the delivery log.
+      (status === "succeeded" ? Effect.logInfo("webhook delivered") : Effect.logWarning("webhook attempt failed")).pipe(
         // Never the URL (receivers put tokens in paths) nor the secret; the delivery id leads to the log.
         Effect.annotateLogs({
           deliveryId: row.id,
@@ -66,6 +73,7 @@ export const WebhookDispatcherLive = Layer.scopedDiscard(
           attempt,
           httpStatus: result.status,
           state: status,
+          ...(status === "succeeded" ? {} : { reason: result.error ?? `HTTP ${result.status}` }),
         }),
       )
 

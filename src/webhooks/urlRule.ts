@@ -207,8 +207,14 @@ export const isPublicAddress = (address: string, policy: AddressPolicy = NO_POLI
   const parsed = parseStrictIp(address)
   if (parsed === undefined) return { ok: false, reason: `${shown} is not a valid IP address` }
   const description = parsed instanceof ipaddr.IPv4 ? classifyV4(parsed, policy) : classifyV6(parsed, policy)
-  return description === undefined ? { ok: true } : { ok: false, reason: `${address} is ${description}` }
+  if (description === undefined) return { ok: true }
+  // A receiver on this machine or network is what a first local test uses: say how to allow it (test-only, D18).
+  const hint = description.endsWith("a loopback address") ? LOCAL_TESTING_HINT : ""
+  return { ok: false, reason: `${address} is ${description}${hint}` }
 }
+
+const LOCAL_TESTING_HINT =
+  " (for local testing only, the server and admin tool can allow it with WEBHOOK_ALLOW_PRIVATE, e.g. WEBHOOK_ALLOW_PRIVATE=127.0.0.0/8)"
 
 // ---------------------------------------------------------------------------------------------------------------------
 // URL syntax and host names

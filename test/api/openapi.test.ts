@@ -318,13 +318,13 @@ describe("OpenAPI and docs", () => {
     }
   })
 
-  test("D11: RateLimit headers on every response, Retry-After on 429, WWW-Authenticate on 401", () => {
+  test("D11: RateLimit headers on every response, Retry-After on 429 (and on 503, D37), WWW-Authenticate on 401", () => {
     for (const path of OPERATIONS) {
       for (const [status, response] of Object.entries<J>(operation(path).responses)) {
         const headers = documentedHeaders(response)
         const expected = ["ratelimit", "ratelimit-policy"]
         if (status === "401") expected.push("www-authenticate")
-        if (status === "429") expected.push("retry-after")
+        if (status === "429" || status === "503") expected.push("retry-after")
         expect({ path, status, headers: [...headers.keys()].sort() }).toEqual({
           path,
           status,
