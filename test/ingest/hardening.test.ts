@@ -4,7 +4,10 @@ import { Effect, Schema } from "effect"
 import { AdminOperations } from "../../src/admin/operations.ts"
 import { WebhookAdmin } from "../../src/admin/webhookOperations.ts"
 import { newId } from "../../src/domain/ids.ts"
+import { REPAIR_TASK, repairStoredAttackerInputs } from "../../src/ingest/AttackerInputRepair.ts"
+import { OrgKeys } from "../../src/ingest/OrgKeys.ts"
 import { EventsRepo } from "../../src/repos/EventsRepo.ts"
+import { IncidentsRepo } from "../../src/repos/IncidentsRepo.ts"
 import { WebhookBody } from "../../src/webhooks/payload.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
 import { createSensor, createTenant, get } from "../support/fixtures.ts"
@@ -195,6 +198,38 @@ describe("D20: a stored row never makes a read fail", () => {
     expect(JSON.stringify(one.body)).not.toContain("old-clear")
     expect((await get(server.url, `/v1/incidents/${first.incidentId}`, tenant.key)).status).toBe(200)
     expect((await get(server.url, "/v1/events?limit=100", tenant.key)).status).toBe(200)
+
+    // The repair (sql/0008 queues it, the service runs it after start-up) rewrites the stored row itself, with the
+    // organization's real fingerprints: the same as ingesting the same secret today.
+    await sql(
+      (s) => s`insert into maintenance_tasks (name) values (${REPAIR_TASK})
+      on conflict (name) do update set position = ''`,
+    )
+    const rewritten = await db.run(Effect.provide(repairStoredAttackerInputs, OrgKeys.Default))
+    expect(rewritten).toBeGreaterThanOrEqual(1)
+    const [row] = await sql(
+      (s) => s<{ attackerInput: Record<string, unknown> }>`
+      select attacker_input from events where id = ${id}`,
+    )
+    expect(JSON.stringify(row?.attackerInput)).not.toContain("old-clear")
+    const today = accepted(
+      await ingest(
+        server.ingestUrl,
+        "events",
+        sensor.token,
+        nativeEvent({ sourceIp: nextIp(), attackerInput: { passwd: "old-clear-secret" } }),
+      ),
+    )
+    const fresh = (await get(server.url, `/v1/events/${today.id}`, tenant.key)).body.attackerInput
+    expect(row?.attackerInput).toEqual({
+      username: '{"nested":1}',
+      password: { masked: "****", length: 4, fingerprint: expect.stringMatching(/^[0-9a-f]{32}$/) },
+      passwd: fresh.passwd,
+      path: "/login?pwd=*************&next=/",
+    })
+    expect((await sql((s) => s<{ n: number }>`select count(*)::int as n from maintenance_tasks`))[0]?.n).toBe(0)
+    // Run again: nothing left to do, nothing changes.
+    expect(await db.run(Effect.provide(repairStoredAttackerInputs, OrgKeys.Default))).toBe(0)
   })
 })
 
@@ -268,6 +303,26 @@ describe("D36: clock skew", () => {
       ),
     )
     await db.run(Effect.flatMap(AdminOperations, (a) => a.closeIncident(r.incidentId)))
+    const incident = await get(server.url, `/v1/incidents/${r.incidentId}`, tenant.key)
+    expect(incident.body.status).toBe("closed")
+    expect(Date.parse(incident.body.resolvedAt)).toBeGreaterThanOrEqual(Date.parse(incident.body.lastSeenAt))
+  })
+
+  test("the idle close never sets resolvedAt before lastSeenAt", async () => {
+    const r = accepted(
+      await ingest(
+        server.ingestUrl,
+        "events",
+        sensor.token,
+        nativeEvent({ sourceIp: nextIp(), time: new Date(Date.now() + 240_000).toISOString() }),
+      ),
+    )
+    // As if its last event had arrived long ago: only this incident is idle before the cut-off.
+    await sql((s) => s`update incidents set last_activity_at = '2001-01-01T00:00:00Z' where id = ${r.incidentId}`)
+    const closed = await db.run(
+      Effect.flatMap(IncidentsRepo, (incidents) => incidents.closeIdle(new Date("2001-01-02T00:00:00Z"), new Date())),
+    )
+    expect(closed.map((c) => c.id)).toEqual([r.incidentId])
     const incident = await get(server.url, `/v1/incidents/${r.incidentId}`, tenant.key)
     expect(incident.body.status).toBe("closed")
     expect(Date.parse(incident.body.resolvedAt)).toBeGreaterThanOrEqual(Date.parse(incident.body.lastSeenAt))
