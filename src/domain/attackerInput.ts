@@ -53,6 +53,10 @@ export const nameWords = (name: string): ReadonlyArray<string> =>
   (sanitizeText(name).normalize("NFKC").match(WORD) ?? []).map((w) => w.toLowerCase())
 
 const passwordLikeCache = new Map<string, boolean>()
+const PRINTABLE_ASCII = /^[\x20-\x7e]*$/
+// Every password-like name contains one of these (case-insensitively): pass, pwd, secret, token, credential,
+// authorization, cookie, pin, otp, key.
+const SECRET_HINT = /pass|pwd|secret|token|credential|authorization|cookie|pin|otp|key/i
 
 /**
  * D19: whether a member name holds a secret: one of its words is password-like (PASSWORD_LIKE_WORDS), it has `api` or
@@ -60,6 +64,8 @@ const passwordLikeCache = new Map<string, boolean>()
  * "VNC Password" match; "username", "keyboard", "compass" and "hostKey" do not.
  */
 export const isPasswordLikeKey = (name: string): boolean => {
+  // Most names are printable ASCII (unchanged by D20 cleaning and NFKC) without any of the words: answered at once.
+  if (PRINTABLE_ASCII.test(name) && !SECRET_HINT.test(name)) return false
   const hit = passwordLikeCache.get(name)
   if (hit !== undefined) return hit
   const words = nameWords(name)
@@ -145,7 +151,7 @@ const paramName = (raw: string): string => {
 
 // `name=value` in a URL's query, a path's `;` parameters, a query string or a form body: the name starts the text
 // or follows `?`, `&`, `;` or white space; the value runs to the next `&`, `;`, `?`, `#` or white space.
-const PARAM = /(^|[?&;\s])([^\s=&?#;]{1,128})=([^\s&#;?]*)/gu
+const PARAM = /(^|[?&;\s])([^\s=&?#;]{1,128})=([^\s&#;?]*)/g
 // A header line (`Authorization: Basic …`, `Cookie: …`, `X-Api-Key: …`) at the start of the text or of a line.
 const HEADER_LINE = /(^|[\r\n])([A-Za-z0-9_-]{1,64})([ \t]*:[ \t]*)([^\r\n]*)/g
 // An authentication scheme kept in front of a masked header value ("Bearer ****").
@@ -175,12 +181,16 @@ export const maskSecretsInText = (text: string): string => {
       const scheme = AUTH_SCHEME.exec(value)?.[1] ?? ""
       return `${lead}${name}${sep}${scheme}${stars(value.slice(scheme.length))}`
     })
-    out = out.replace(JSON_MEMBER, (whole, head: string, name: string, value: string) =>
-      value !== "" && isPasswordLikeKey(name) ? `${head}${stars(value)}"` : whole,
-    )
-    out = out.replace(URL_USERINFO, (whole, head: string, password: string) =>
-      password !== "" ? `${head}${stars(password)}@` : whole,
-    )
+    if (out.includes('"')) {
+      out = out.replace(JSON_MEMBER, (whole, head: string, name: string, value: string) =>
+        value !== "" && isPasswordLikeKey(name) ? `${head}${stars(value)}"` : whole,
+      )
+    }
+    if (out.includes("@") && out.includes("://")) {
+      out = out.replace(URL_USERINFO, (whole, head: string, password: string) =>
+        password !== "" ? `${head}${stars(password)}@` : whole,
+      )
+    }
   }
   return out
 }
@@ -192,21 +202,25 @@ export const maskSecretsInText = (text: string): string => {
 const storedText = (s: string): string =>
   truncateCodePoints(maskSecretsInText(sanitizeText(maskSecretsInText(s))), ATTACKER_INPUT_MAX_STRING)
 
-/** Whether a value has the exact shape of a MaskedSecret (as this service stores one). */
+/**
+ * Whether a stored value is exactly a MaskedSecret as this service writes one: `masked` is `*` × min(length, 32) and
+ * `fingerprint` 32 lowercase hex characters (or empty).
+ */
 export const isMaskedSecretShape = (u: unknown): u is MaskedSecret => {
   if (!isRecord(u)) return false
   return (
-    typeof u.masked === "string" &&
-    /^\**$/.test(u.masked) &&
     typeof u.length === "number" &&
     Number.isSafeInteger(u.length) &&
     u.length >= 0 &&
+    u.masked === "*".repeat(Math.min(u.length, MASK_MAX)) &&
     typeof u.fingerprint === "string" &&
-    /^[0-9a-f]{0,64}$/.test(u.fingerprint)
+    /^(?:[0-9a-f]{32})?$/.test(u.fingerprint)
   )
 }
 
 interface EntryRules {
+  /** Every string and member name (storedText unless given). */
+  readonly text?: (s: string) => string
   /** Masks a captured secret's text. */
   readonly mask: (raw: string) => MaskedSecret
   /** Stored rows: a masked secret written by this service is kept as it is. Never at ingest (it may be forged). */
@@ -238,7 +252,7 @@ const entryRule =
 const walkAttackerInput = (input: unknown, rules: EntryRules): Record<string, unknown> => {
   if (!isRecord(input)) return {}
   const out = walkRoot(input, {
-    text: storedText,
+    text: rules.text ?? storedText,
     maxDepth: ATTACKER_INPUT_MAX_DEPTH,
     maxKeys: ATTACKER_INPUT_MAX_KEYS,
     maxItems: ATTACKER_INPUT_MAX_ITEMS,
@@ -279,6 +293,8 @@ export const repairAttackerInput = (stored: unknown, orgFingerprintKey: Uint8Arr
  */
 export const readableAttackerInput = (stored: unknown): Record<string, unknown> =>
   walkAttackerInput(stored, {
+    // Stored text was cleaned at ingestion: one masking pass is enough here.
+    text: (s) => truncateCodePoints(maskSecretsInText(sanitizeText(s)), ATTACKER_INPUT_MAX_STRING),
     mask: (raw) => {
       const length = codePointLength(raw)
       return { masked: "*".repeat(Math.min(length, MASK_MAX)), length, fingerprint: "" }

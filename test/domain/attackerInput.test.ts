@@ -393,14 +393,17 @@ describe("D20 readableAttackerInput: any stored jsonb reads back as a valid atta
         passwd: "clear",
         token: null,
         kept: maskSecret("x", orgKeyA),
-        nested: { secret: { masked: "***", length: 3, fingerprint: "ab" } },
+        nested: { secret: { masked: "***", length: 3, fingerprint: "ab".repeat(16) } },
+        odd: { pin: { masked: "*", length: 3, fingerprint: "ab" } },
       }),
     ).toEqual({
       username: "42",
       password: { masked: "****", length: 4, fingerprint: "" },
       passwd: { masked: "*****", length: 5, fingerprint: "" },
       kept: maskSecret("x", orgKeyA),
-      nested: { secret: { masked: "***", length: 3, fingerprint: "ab" } },
+      nested: { secret: { masked: "***", length: 3, fingerprint: "ab".repeat(16) } },
+      // Not the shape this service writes: masked whole, as its JSON text.
+      odd: { pin: { masked: "*".repeat(32), length: 44, fingerprint: "" } },
     })
   })
 
