@@ -3,6 +3,7 @@ import { SqlClient } from "@effect/sql"
 import { Effect, Schema } from "effect"
 import { AdminOperations } from "../../src/admin/operations.ts"
 import { WebhookAdmin } from "../../src/admin/webhookOperations.ts"
+import { readMigrations } from "../../src/db/migrate.ts"
 import { newId } from "../../src/domain/ids.ts"
 import { REPAIR_TASK, repairStoredAttackerInputs } from "../../src/ingest/AttackerInputRepair.ts"
 import { OrgKeys } from "../../src/ingest/OrgKeys.ts"
@@ -326,6 +327,32 @@ describe("D36: clock skew", () => {
     const incident = await get(server.url, `/v1/incidents/${r.incidentId}`, tenant.key)
     expect(incident.body.status).toBe("closed")
     expect(Date.parse(incident.body.resolvedAt)).toBeGreaterThanOrEqual(Date.parse(incident.body.lastSeenAt))
+  })
+})
+
+describe("D36: rows stored before", () => {
+  test("sql/0009 sets resolvedAt to lastSeenAt where it was earlier, and touches nothing else", async () => {
+    const early = accepted(await ingest(server.ingestUrl, "events", sensor.token, nativeEvent({ sourceIp: nextIp() })))
+    const fine = accepted(await ingest(server.ingestUrl, "events", sensor.token, nativeEvent({ sourceIp: nextIp() })))
+    // As an older version could leave them: closed before the (future-dated) last event, and a normal close.
+    await sql(
+      (s) => s`update incidents set status = 'closed', last_seen_at = '2030-01-01T00:00:00Z',
+      resolved_at = '2029-12-31T00:00:00Z' where id = ${early.incidentId}`,
+    )
+    await sql(
+      (s) => s`update incidents set status = 'closed', last_seen_at = '2020-01-01T00:00:00Z',
+      resolved_at = '2020-01-02T00:00:00Z' where id = ${fine.incidentId}`,
+    )
+    const migration = readMigrations().find((m) => m.version === "0009")
+    if (migration === undefined) throw new Error("no migration 0009")
+    await sql((s) => s.unsafe(migration.sql))
+    const rows = await sql(
+      (s) => s<{ id: string; resolvedAt: Date }>`
+      select id, resolved_at from incidents where id in (${early.incidentId}, ${fine.incidentId})`,
+    )
+    const byId = new Map(rows.map((r) => [r.id, r.resolvedAt.toISOString()]))
+    expect(byId.get(early.incidentId)).toBe("2030-01-01T00:00:00.000Z")
+    expect(byId.get(fine.incidentId)).toBe("2020-01-02T00:00:00.000Z")
   })
 })
 
