@@ -43,9 +43,10 @@ export const parseBody = (text: string): ParsedBody => {
 }
 
 /**
- * D22: the offset of the first byte that does not belong to well-formed UTF-8 (RFC 3629: no overlong forms, no
- * surrogates, nothing above U+10FFFF, no truncated sequence), or undefined when all of `bytes` is UTF-8. A body with
- * such a byte is refused whole: replacing it (U+FFFD) could make two different sensorEventIds one.
+ * D22: where well-formed UTF-8 (RFC 3629: no overlong forms, no surrogates, nothing above U+10FFFF, no truncated
+ * sequence) first fails: the offset of the byte starting the bad sequence (everything before it is UTF-8), or
+ * undefined when all of `bytes` is UTF-8. A body with such a byte is refused whole: replacing it (U+FFFD) could make
+ * two different sensorEventIds one.
  */
 export const invalidUtf8Offset = (bytes: Uint8Array): number | undefined => {
   let i = 0
@@ -75,8 +76,8 @@ export const invalidUtf8Offset = (bytes: Uint8Array): number | undefined => {
     }
     for (let k = 1; k <= need; k++) {
       const c = bytes[i + k]
-      if (c === undefined) return i + k // truncated at the end of the body
-      if (k === 1 ? c < min || c > max : c < 0x80 || c > 0xbf) return i + k
+      if (c === undefined) return i // truncated at the end of the body
+      if (k === 1 ? c < min || c > max : c < 0x80 || c > 0xbf) return i
     }
     i += need + 1
   }

@@ -77,7 +77,7 @@ const ingestRoute = <R>(format: string, mapBatch: BatchMapper<R>) =>
         400,
         "Bad Request",
         "invalid_request",
-        `The body is not valid UTF-8: byte ${decoded.invalidAt} (counting from 0) is not part of a well-formed UTF-8 sequence. Nothing was stored.`,
+        `The body is not valid UTF-8: the sequence starting at byte ${decoded.invalidAt} (counting from 0) is not well-formed UTF-8. Nothing was stored.`,
       )
     }
     const parsed = parseBody(decoded.text)
