@@ -49,6 +49,8 @@ export interface Settings {
   readonly idleClose: Duration.Duration
   /** How often the idle-close sweep runs. */
   readonly idleCloseEvery: Duration.Duration
+  /** D36: an event whose time is further ahead of the server's clock than this is rejected. */
+  readonly maxClockSkew: Duration.Duration
   /** D11: proxies whose X-Forwarded-For is believed (CIDRs); empty: the socket peer is the client. */
   readonly trustProxy: ReadonlyArray<Cidr>
   /** D11: REDIS_URL (shared counts across replicas), RATE_LIMIT (120) and RATE_LIMIT_WINDOW (60 s). */
@@ -355,6 +357,7 @@ export const settingsConfig = Config.all({
   reopenWindow: durationVar("REOPEN_WINDOW", Duration.days(7)),
   idleClose: durationVar("INCIDENT_IDLE_CLOSE", Duration.hours(24)),
   idleCloseEvery: durationVar("INCIDENT_IDLE_CLOSE_EVERY", Duration.minutes(1)),
+  maxClockSkew: durationVar("MAX_CLOCK_SKEW", Duration.minutes(5)),
   trustProxy: envVar("TRUST_PROXY", (text) => {
     const parsed = parseTrustProxy(text)
     return parsed.ok
@@ -533,6 +536,7 @@ export const loadSettings: Effect.Effect<Settings, ConfigError.ConfigError> = Ef
     reopenWindow: raw.reopenWindow,
     idleClose: raw.idleClose,
     idleCloseEvery: raw.idleCloseEvery,
+    maxClockSkew: raw.maxClockSkew,
     trustProxy: raw.trustProxy,
     rateLimit: raw.rateLimit,
     webhooks: raw.webhooks,
@@ -585,6 +589,7 @@ export const describeSettings = (s: Settings) => {
     reopenWindow: ms(s.reopenWindow),
     idleClose: ms(s.idleClose),
     idleCloseEvery: ms(s.idleCloseEvery),
+    maxClockSkew: ms(s.maxClockSkew),
     trustProxy: s.trustProxy.map(([address, bits]) => `${address.toString()}/${bits}`),
     rateLimit: {
       store: Option.isSome(s.rateLimit.redisUrl) ? "redis (REDIS_URL set)" : "memory",

@@ -6,6 +6,7 @@ import { SensorAuth } from "./auth/SensorAuth.ts"
 import { AppConfig, AppConfigLive, describeSettings, formatConfigError } from "./config.ts"
 import { DatabaseLive, serverPool } from "./db/client.ts"
 import { migrate } from "./db/migrate.ts"
+import { AttackerInputRepairLive } from "./ingest/AttackerInputRepair.ts"
 import { IdleCloserLive } from "./ingest/IdleCloser.ts"
 import { Ingestor } from "./ingest/Ingestor.ts"
 import { OrgKeys } from "./ingest/OrgKeys.ts"
@@ -42,7 +43,12 @@ const MigrationsLive = Layer.effectDiscard(
 )
 
 /** Sensors report here (INGEST_PORT); the idle-close fiber runs beside it; the dispatcher sends the webhooks. */
-const IngestionLive = Layer.mergeAll(IngestServerLive, IdleCloserLive, WebhookDispatcherLive).pipe(
+const IngestionLive = Layer.mergeAll(
+  IngestServerLive,
+  IdleCloserLive,
+  WebhookDispatcherLive,
+  AttackerInputRepairLive,
+).pipe(
   Layer.provide(Layer.mergeAll(Ingestor.Default, SensorAuth.Default, WebhookSender.Default)),
   // One cache of the organizations' keys for the Ingestor and the honeypot routes.
   Layer.provide(Layer.mergeAll(WebhookOutbox.Default, OrgKeys.Default)),

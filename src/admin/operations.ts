@@ -161,7 +161,7 @@ export class AdminOperations extends Effect.Service<AdminOperations>()("AdminOpe
                 at: now,
               },
             ])
-            return { id: c.id, status: "closed" as const, resolvedAt: now.toISOString() }
+            return { id: c.id, status: "closed" as const, resolvedAt: c.resolvedAt.toISOString() }
           }),
         )
         .pipe(Effect.catchTag("SqlError", (e) => refuse(`database error: ${e.message}`)))

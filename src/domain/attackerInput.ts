@@ -3,23 +3,83 @@
  *
  * Pure computation, no I/O (node:crypto's HMAC is used only as a function). Captured secrets are replaced by
  * `{masked, length, fingerprint}` before anything is stored, so the raw value never reaches the database, the API or
- * a webhook; every other string is sanitized (D20) and the whole value is bounded in depth and size.
+ * a webhook; secrets inside attacker text (URL and form parameters, header lines) become `*`s; every other string is
+ * sanitized (D20) and the whole value is bounded in depth and size. The same rules read any stored value back as a
+ * valid API value (readableAttackerInput), so no stored row can make a read fail (D20).
  */
 import { createHmac } from "node:crypto"
-import { DEFAULT_MAX_DEPTH, sanitizeText, truncateCodePoints, walkRoot } from "./sanitize.ts"
-
-/** D19: password-like keys, in normalized form (lowercase, without "_" and "-"). */
-export const PASSWORD_LIKE_KEYS: ReadonlyArray<string> = ["password", "passphrase", "token", "secret", "apikey", "key"]
-
-const PASSWORD_LIKE_SET: ReadonlySet<string> = new Set(PASSWORD_LIKE_KEYS)
+import { DEFAULT_MAX_DEPTH, OMIT, sanitizeText, truncateCodePoints, walkRoot } from "./sanitize.ts"
 
 /**
- * D19: whether an attackerInput key holds a secret. The key is compared after removing invisible characters
- * (sanitizeText), NFKC normalization (so full-width look-alikes match), lowercasing and removing "_" and "-": "PASSWORD",
- * "api_key", "API-KEY" and "apiKey" all match. Only whole keys match ("username", "keyboard" and "access_token" do not).
+ * D19: the words that make a member name password-like (after splitting the name into words): any of these, `api` or
+ * `private` followed by `key`, or a name that is the one word `key`. A few plurals are included; `apikey` and
+ * `privatekey` written as one word count too.
  */
-export const isPasswordLikeKey = (key: string): boolean =>
-  PASSWORD_LIKE_SET.has(sanitizeText(key).normalize("NFKC").toLowerCase().replace(/[_-]/g, ""))
+export const PASSWORD_LIKE_WORDS: ReadonlyArray<string> = [
+  "password",
+  "passwords",
+  "passwd",
+  "pwd",
+  "pass",
+  "passphrase",
+  "passcode",
+  "secret",
+  "secrets",
+  "token",
+  "tokens",
+  "credential",
+  "credentials",
+  "authorization",
+  "cookie",
+  "cookies",
+  "pin",
+  "otp",
+  "apikey",
+  "privatekey",
+]
+
+const PASSWORD_LIKE_SET: ReadonlySet<string> = new Set(PASSWORD_LIKE_WORDS)
+
+// A run of capitals before a capitalised word ("API" in "APIKey"), a capitalised or lowercase word, a run of
+// capitals, a run of other letters (no case), digits.
+const WORD = /\p{Lu}+(?=\p{Lu}\p{Ll})|\p{Lu}?\p{Ll}+|\p{Lu}+|\p{Lo}+|\p{N}+/gu
+
+/**
+ * D19: a member name split into lowercase words, on case changes and on anything that is not a letter or digit
+ * (`_`, `-`, `.`, spaces, ...), after removing invisible characters (D20) and NFKC normalization (full-width
+ * look-alikes): `access_token` → access, token; `APIKey` → api, key; `VNC Password` → vnc, password.
+ */
+export const nameWords = (name: string): ReadonlyArray<string> =>
+  (sanitizeText(name).normalize("NFKC").match(WORD) ?? []).map((w) => w.toLowerCase())
+
+const passwordLikeCache = new Map<string, boolean>()
+const PRINTABLE_ASCII = /^[\x20-\x7e]*$/
+// Every password-like name contains one of these (case-insensitively): pass, pwd, secret, token, credential,
+// authorization, cookie, pin, otp, key.
+const SECRET_HINT = /pass|pwd|secret|token|credential|authorization|cookie|pin|otp|key/i
+
+/**
+ * D19: whether a member name holds a secret: one of its words is password-like (PASSWORD_LIKE_WORDS), it has `api` or
+ * `private` followed by `key`, or it is the single word `key`. "PASSWORD", "access_token", "x-api-key", "userPIN" and
+ * "VNC Password" match; "username", "keyboard", "compass" and "hostKey" do not.
+ */
+export const isPasswordLikeKey = (name: string): boolean => {
+  // Most names are printable ASCII (unchanged by D20 cleaning and NFKC) without any of the words: answered at once.
+  if (PRINTABLE_ASCII.test(name) && !SECRET_HINT.test(name)) return false
+  const hit = passwordLikeCache.get(name)
+  if (hit !== undefined) return hit
+  const words = nameWords(name)
+  let result = words.length === 1 && words[0] === "key"
+  for (let i = 0; !result && i < words.length; i++) {
+    const word = words[i] as string
+    result = PASSWORD_LIKE_SET.has(word) || ((word === "api" || word === "private") && words[i + 1] === "key")
+  }
+  if (name.length <= 64) {
+    if (passwordLikeCache.size >= 4096) passwordLikeCache.clear()
+    passwordLikeCache.set(name, result)
+  }
+  return result
+}
 
 /** D19: what is stored instead of a captured secret. */
 export interface MaskedSecret {
@@ -64,49 +124,180 @@ export const ATTACKER_INPUT_MAX_KEYS = 64
 export const ATTACKER_INPUT_MAX_ITEMS = 64
 export const ATTACKER_INPUT_MAX_STRING = 4096
 
-/** The text of a non-scalar secret: its JSON, or (for values JSON cannot encode) its String form. */
-const secretText = (value: object): string => {
+/** D20: the compact JSON text of a non-string value (its String form for what JSON cannot encode). */
+const jsonText = (value: unknown): string => {
   try {
     const json: unknown = JSON.stringify(value)
     if (typeof json === "string") return json
   } catch {
-    // cyclic or containing a bigint: fall through
+    // cyclic, too deep or containing a bigint: fall through
   }
   return String(value)
 }
 
-const maskEntry =
-  (orgFingerprintKey: Uint8Array) =>
-  (key: string, rawKey: string, value: unknown): unknown => {
-    if (!isPasswordLikeKey(key) && !isPasswordLikeKey(rawKey)) return undefined
-    if (typeof value === "string" || typeof value === "number") return maskSecret(String(value), orgFingerprintKey)
-    // An object here may look like an already-masked secret, but the attacker could have forged it: mask it whole.
-    if (typeof value === "object" && value !== null) return maskSecret(secretText(value), orgFingerprintKey)
-    return undefined // booleans and null are kept, other types dropped, as anywhere else
+const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v)
+
+/** `*` for each code point of `value` (at most 32): a value masked inside text. */
+const stars = (value: string): string => "*".repeat(Math.min(codePointLength(value), MASK_MAX))
+
+/** A parameter name as written in a URL or form body, decoded for the D19 check ("pass%77ord" is "password"). */
+const paramName = (raw: string): string => {
+  try {
+    return decodeURIComponent(raw.replace(/\+/g, " "))
+  } catch {
+    return raw
+  }
+}
+
+// `name=value` in a URL's query, a path's `;` parameters, a query string or a form body: the name starts the text
+// or follows `?`, `&`, `;` or white space; the value runs to the next `&`, `;`, `?`, `#` or white space.
+const PARAM = /(^|[?&;\s])([^\s=&?#;]{1,128})=([^\s&#;?]*)/g
+// A header line (`Authorization: Basic …`, `Cookie: …`, `X-Api-Key: …`) at the start of the text or of a line.
+const HEADER_LINE = /(^|[\r\n])([A-Za-z0-9_-]{1,64})([ \t]*:[ \t]*)([^\r\n]*)/g
+// An authentication scheme kept in front of a masked header value ("Bearer ****").
+const AUTH_SCHEME = /^((?:Basic|Bearer|Digest|Token|Negotiate|NTLM|AWS4-HMAC-SHA256)\s+)/i
+// A JSON member inside text (a JSON request body captured as a string): `"password": "…"`.
+const JSON_MEMBER = /("((?:[^"\\\r\n]|\\.){1,128})"\s*:\s*")((?:[^"\\]|\\.)*)"/g
+// Credentials in a URL: scheme://user:password@host.
+const URL_USERINFO = /(\b[a-z][a-z0-9+.-]{0,31}:\/\/[^\s/?#:@]*:)([^\s/?#@]*)@/gi
+
+/**
+ * D19 inside attacker text: the value of a password-like parameter in a URL, path, query string or form body
+ * (`/login?password=hunter2` → `/login?password=*******`), of a password-like header line (`Authorization: Bearer x`
+ * → `Authorization: Bearer *`), of a password-like member of JSON text, and the password of URL credentials become
+ * `*`s (one per code point, at most 32); names and the rest of the text are kept. Idempotent.
+ */
+export const maskSecretsInText = (text: string): string => {
+  if (!text.includes("=") && !text.includes(":")) return text
+  let out = text
+  if (out.includes("=")) {
+    out = out.replace(PARAM, (whole, lead: string, name: string, value: string) =>
+      value !== "" && isPasswordLikeKey(paramName(name)) ? `${lead}${name}=${stars(value)}` : whole,
+    )
+  }
+  if (out.includes(":")) {
+    out = out.replace(HEADER_LINE, (whole, lead: string, name: string, sep: string, value: string) => {
+      if (value === "" || !isPasswordLikeKey(name)) return whole
+      const scheme = AUTH_SCHEME.exec(value)?.[1] ?? ""
+      return `${lead}${name}${sep}${scheme}${stars(value.slice(scheme.length))}`
+    })
+    if (out.includes('"')) {
+      out = out.replace(JSON_MEMBER, (whole, head: string, name: string, value: string) =>
+        value !== "" && isPasswordLikeKey(name) ? `${head}${stars(value)}"` : whole,
+      )
+    }
+    if (out.includes("@") && out.includes("://")) {
+      out = out.replace(URL_USERINFO, (whole, head: string, password: string) =>
+        password !== "" ? `${head}${stars(password)}@` : whole,
+      )
+    }
+  }
+  return out
+}
+
+/**
+ * An attacker string as stored: secrets inside it masked (D19), invisible characters removed (D20), bounded. Masked
+ * before cleaning (header lines are still lines) and again after (a name with an invisible character in it).
+ */
+const storedText = (s: string): string =>
+  truncateCodePoints(maskSecretsInText(sanitizeText(maskSecretsInText(s))), ATTACKER_INPUT_MAX_STRING)
+
+/**
+ * Whether a stored value is exactly a MaskedSecret as this service writes one: `masked` is `*` × min(length, 32) and
+ * `fingerprint` 32 lowercase hex characters (or empty).
+ */
+export const isMaskedSecretShape = (u: unknown): u is MaskedSecret => {
+  if (!isRecord(u)) return false
+  return (
+    typeof u.length === "number" &&
+    Number.isSafeInteger(u.length) &&
+    u.length >= 0 &&
+    u.masked === "*".repeat(Math.min(u.length, MASK_MAX)) &&
+    typeof u.fingerprint === "string" &&
+    /^(?:[0-9a-f]{32})?$/.test(u.fingerprint)
+  )
+}
+
+interface EntryRules {
+  /** Every string and member name (storedText unless given). */
+  readonly text?: (s: string) => string
+  /** Masks a captured secret's text. */
+  readonly mask: (raw: string) => MaskedSecret
+  /** Stored rows: a masked secret written by this service is kept as it is. Never at ingest (it may be forged). */
+  readonly trustMasked: boolean
+}
+
+/**
+ * D19/D20 for one member: a password-like member becomes a MaskedSecret (a non-string through its compact JSON text;
+ * null or absent leaves it out); the root's `username` becomes a string (its JSON text unless it is one; null leaves
+ * it out). Anything else is walked as usual (undefined).
+ */
+const entryRule =
+  (rules: EntryRules) =>
+  (key: string, rawKey: string, value: unknown, depth: number): unknown => {
+    if (isPasswordLikeKey(key) || isPasswordLikeKey(rawKey)) {
+      if (value === null || value === undefined) return OMIT
+      if (rules.trustMasked && isMaskedSecretShape(value)) {
+        return { masked: value.masked, length: value.length, fingerprint: value.fingerprint }
+      }
+      return rules.mask(typeof value === "string" ? value : jsonText(value))
+    }
+    if (depth === 0 && key === "username") {
+      if (value === null || value === undefined) return OMIT
+      if (typeof value !== "string") return storedText(jsonText(value))
+    }
+    return undefined
   }
 
-const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v)
+const walkAttackerInput = (input: unknown, rules: EntryRules): Record<string, unknown> => {
+  if (!isRecord(input)) return {}
+  const out = walkRoot(input, {
+    text: rules.text ?? storedText,
+    maxDepth: ATTACKER_INPUT_MAX_DEPTH,
+    maxKeys: ATTACKER_INPUT_MAX_KEYS,
+    maxItems: ATTACKER_INPUT_MAX_ITEMS,
+    onEntry: entryRule(rules),
+  })
+  return isRecord(out) ? out : {}
+}
 
 /**
  * D19/D20: the ingestion step for an attackerInput object. Returns a new object (the input is never mutated) where:
- * - the value of every password-like key (isPasswordLikeKey) at any depth is replaced by maskSecret(...) when it is a
- *   string or number (numbers through String()), and when it is an object or array (even one shaped like a masked
- *   secret, which an attacker could forge) by maskSecret of its JSON.stringify; booleans and null stay as they are;
- * - every other string, object keys included, is sanitized (sanitizeText) and then cut to 4096 code points
- *   (truncateCodePoints);
+ * - the value of every password-like member (isPasswordLikeKey) at any depth is replaced by maskSecret(...) of its
+ *   text: a string as it is, anything else (number, boolean, array, object, even one shaped like a masked secret,
+ *   which an attacker could forge) as its compact JSON text; a null leaves the member out;
+ * - the root's `username` is a string: its JSON text unless it is one (then cleaned like any string); null leaves it
+ *   out;
+ * - every other string, object keys included, is sanitized (sanitizeText), secrets inside it are masked
+ *   (maskSecretsInText: URL, path, query and form parameters, header lines, JSON members, URL credentials) and it is
+ *   cut to 4096 code points (truncateCodePoints);
  * - the structure is bounded as in sanitizeJson (an array or object deeper than 8 levels below the root becomes
  *   "[truncated: too deep]"; "__proto__", "constructor" and "prototype" keys and non-JSON types are dropped), and at
  *   most the first 64 keys of each object and the first 64 items of each array are kept.
  * A non-object input (including an array or null) gives {}.
  */
-export const prepareAttackerInput = (input: unknown, orgFingerprintKey: Uint8Array): Record<string, unknown> => {
-  if (!isRecord(input)) return {}
-  const out = walkRoot(input, {
-    text: (s) => truncateCodePoints(sanitizeText(s), ATTACKER_INPUT_MAX_STRING),
-    maxDepth: ATTACKER_INPUT_MAX_DEPTH,
-    maxKeys: ATTACKER_INPUT_MAX_KEYS,
-    maxItems: ATTACKER_INPUT_MAX_ITEMS,
-    onEntry: maskEntry(orgFingerprintKey),
+export const prepareAttackerInput = (input: unknown, orgFingerprintKey: Uint8Array): Record<string, unknown> =>
+  walkAttackerInput(input, { mask: (raw) => maskSecret(raw, orgFingerprintKey), trustMasked: false })
+
+/**
+ * D19/D20 for a stored attackerInput (the repair of rows written by older versions): as prepareAttackerInput, except
+ * that a masked secret already stored is kept as it is (its fingerprint was computed at ingestion).
+ */
+export const repairAttackerInput = (stored: unknown, orgFingerprintKey: Uint8Array): Record<string, unknown> =>
+  walkAttackerInput(stored, { mask: (raw) => maskSecret(raw, orgFingerprintKey), trustMasked: true })
+
+/**
+ * D20 on read: any stored attackerInput (any jsonb) as a valid API value, so no stored row can make a read fail. As
+ * repairAttackerInput, but with no key at hand: a secret still stored in clear (a row the repair has not reached) is
+ * masked with an empty fingerprint. On a row in the stored shape it changes nothing.
+ */
+export const readableAttackerInput = (stored: unknown): Record<string, unknown> =>
+  walkAttackerInput(stored, {
+    // Stored text was cleaned at ingestion: one masking pass is enough here.
+    text: (s) => truncateCodePoints(maskSecretsInText(sanitizeText(s)), ATTACKER_INPUT_MAX_STRING),
+    mask: (raw) => {
+      const length = codePointLength(raw)
+      return { masked: "*".repeat(Math.min(length, MASK_MAX)), length, fingerprint: "" }
+    },
+    trustMasked: true,
   })
-  return isRecord(out) ? out : {}
-}

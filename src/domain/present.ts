@@ -1,8 +1,8 @@
-import { Schema } from "effect"
 import type { EventRow } from "../repos/EventsRepo.ts"
 import type { IncidentRow } from "../repos/IncidentsRepo.ts"
+import { readableAttackerInput } from "./attackerInput.ts"
 import { techniquesForEventTypes } from "./eventTypes.ts"
-import { AttackerInput, type Event, type Incident, type IncidentSummary } from "./models.ts"
+import type { Event, Incident, IncidentSummary } from "./models.ts"
 import { mergeTechniques, type Technique, techniquesForTags } from "./techniques.ts"
 
 /**
@@ -12,36 +12,18 @@ import { mergeTechniques, type Technique, techniquesForTags } from "./techniques
 
 /**
  * attackerInput as the Event schema encodes it (the API answers with JSON.stringify of these shapes, without a schema
- * pass, for performance issue #6): `username` and `password` first, `password` as exactly {masked, length,
- * fingerprint}, every other member after them in stored order. A stored shape the schema would refuse still goes
- * through the schema (and fails there, as before).
+ * pass, for performance issue #6): `username` and `password` first, every other member after them in stored order.
+ * D20: any stored jsonb reads back as a valid value (readableAttackerInput: `username` a string, password-like members
+ * masked, text cleaned), so no stored row can make a read fail; on a row in the stored shape nothing changes.
  */
-const presentAttackerInput = (input: EventRow["attackerInput"]): Event["attackerInput"] => {
-  const hasUsername = "username" in input
-  const hasPassword = "password" in input
-  if (!hasUsername && !hasPassword) return input
-  if ((hasUsername && typeof input.username !== "string") || (hasPassword && !isMaskedSecret(input.password))) {
-    return Schema.encodeUnknownSync(AttackerInput)(input)
-  }
+export const presentAttackerInput = (stored: unknown): Event["attackerInput"] => {
+  const input = readableAttackerInput(stored)
+  if (!("username" in input) && !("password" in input)) return input
   const out: Record<string, unknown> = {}
-  if (hasUsername) out.username = input.username
-  if (hasPassword) {
-    const p = input.password as MaskedSecret
-    out.password = { masked: p.masked, length: p.length, fingerprint: p.fingerprint }
-  }
+  if ("username" in input) out.username = input.username
+  if ("password" in input) out.password = input.password
   for (const key in input) if (key !== "username" && key !== "password") out[key] = input[key]
   return out as Event["attackerInput"]
-}
-
-interface MaskedSecret {
-  readonly masked: string
-  readonly length: number
-  readonly fingerprint: string
-}
-const isMaskedSecret = (u: unknown): u is MaskedSecret => {
-  if (typeof u !== "object" || u === null) return false
-  const m = u as Record<string, unknown>
-  return typeof m.masked === "string" && Number.isInteger(m.length) && typeof m.fingerprint === "string"
 }
 
 /**

@@ -88,13 +88,16 @@ export interface WalkOptions {
   /** At most this many items are kept per array. */
   readonly maxItems: number
   /**
-   * Called for every entry of an object, with the already transformed key, before its value is walked. Returning a
-   * value (not `undefined`) uses it as the entry's value as-is (it is not walked).
+   * Called for every entry of an object, with the already transformed key and the object's depth (the root is 0),
+   * before its value is walked. Returning a value (not `undefined`) uses it as the entry's value as-is (it is not
+   * walked); returning `OMIT` leaves the entry out.
    */
-  readonly onEntry?: (key: string, rawKey: string, value: unknown) => unknown
+  readonly onEntry?: (key: string, rawKey: string, value: unknown, depth: number) => unknown
 }
 
 const DROP: unique symbol = Symbol("drop")
+/** @internal What `WalkOptions.onEntry` returns to leave an entry out. */
+export const OMIT: typeof DROP = DROP
 
 const walk = (v: unknown, depth: number, options: WalkOptions): unknown => {
   switch (typeof v) {
@@ -123,7 +126,7 @@ const walk = (v: unknown, depth: number, options: WalkOptions): unknown => {
         const key = options.text(rawKey)
         if (FORBIDDEN_KEYS.has(key) || Object.hasOwn(out, key)) continue
         const value = source[rawKey]
-        const special = options.onEntry === undefined ? undefined : options.onEntry(key, rawKey, value)
+        const special = options.onEntry === undefined ? undefined : options.onEntry(key, rawKey, value, depth)
         const result = special === undefined ? walk(value, depth + 1, options) : special
         if (result === DROP) continue
         out[key] = result

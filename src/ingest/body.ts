@@ -79,3 +79,56 @@ export const readBodyCapped = <E, R>(
       return bytes
     },
   )
+
+/**
+ * D22: where well-formed UTF-8 (RFC 3629: no overlong forms, no surrogates, nothing above U+10FFFF, no truncated
+ * sequence) first fails: the offset of the byte starting the bad sequence (everything before it is UTF-8), or
+ * undefined when all of `bytes` is UTF-8. A body with such a byte is refused whole: replacing it (U+FFFD) could make
+ * two different sensorEventIds one.
+ */
+export const invalidUtf8Offset = (bytes: Uint8Array): number | undefined => {
+  let i = 0
+  const n = bytes.length
+  while (i < n) {
+    const b = bytes[i] as number
+    if (b < 0x80) {
+      i++
+      continue
+    }
+    let need: number
+    let min: number
+    let max = 0xbf
+    if (b >= 0xc2 && b <= 0xdf) {
+      need = 1
+      min = 0x80
+    } else if (b >= 0xe0 && b <= 0xef) {
+      need = 2
+      min = b === 0xe0 ? 0xa0 : 0x80 // E0: no overlong forms
+      if (b === 0xed) max = 0x9f // ED: no surrogates
+    } else if (b >= 0xf0 && b <= 0xf4) {
+      need = 3
+      min = b === 0xf0 ? 0x90 : 0x80 // F0: no overlong forms
+      if (b === 0xf4) max = 0x8f // F4: nothing above U+10FFFF
+    } else {
+      return i // a continuation byte without a lead, C0, C1 or F5–FF
+    }
+    for (let k = 1; k <= need; k++) {
+      const c = bytes[i + k]
+      if (c === undefined) return i // truncated at the end of the body
+      if (k === 1 ? c < min || c > max : c < 0x80 || c > 0xbf) return i
+    }
+    i += need + 1
+  }
+  return undefined
+}
+
+const strictUtf8 = new TextDecoder("utf-8", { fatal: true })
+
+/** D22: the body as text, or the offset of its first byte that is not UTF-8. */
+export const decodeUtf8 = (bytes: Uint8Array): { readonly text: string } | { readonly invalidAt: number } => {
+  try {
+    return { text: strictUtf8.decode(bytes) }
+  } catch {
+    return { invalidAt: invalidUtf8Offset(bytes) ?? 0 }
+  }
+}

@@ -1,6 +1,6 @@
 import { HttpApp, HttpRouter, HttpServer, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { BunHttpServer } from "@effect/platform-bun"
-import { Clock, Effect, Either, Layer, Metric } from "effect"
+import { Clock, Duration, Effect, Either, Layer, Metric } from "effect"
 import { finalizeResponse, logDefects, problem, problemResponse } from "../api/edge.ts"
 import { databaseProblem } from "../api/problems.ts"
 import { SensorAuth } from "../auth/SensorAuth.ts"
@@ -12,7 +12,7 @@ import { Lifecycle } from "../ops/Lifecycle.ts"
 import { ingestedEvents } from "../ops/metrics.ts"
 import { CowrieSessionsRepo } from "../repos/CowrieSessionsRepo.ts"
 import type { DatabaseError } from "../repos/errors.ts"
-import { MAX_BODY_BYTES, MAX_EVENTS, parseBody, readBodyCapped, SERVER_MAX_BODY_BYTES } from "./body.ts"
+import { decodeUtf8, MAX_BODY_BYTES, MAX_EVENTS, parseBody, readBodyCapped, SERVER_MAX_BODY_BYTES } from "./body.ts"
 import { type EventOutcome, Ingestor, type SensorIdentity } from "./Ingestor.ts"
 import { OrgKeys } from "./OrgKeys.ts"
 import { type ValidEvent, validateEvent } from "./validate.ts"
@@ -74,7 +74,17 @@ const ingestRoute = <R>(format: string, mapBatch: BatchMapper<R>) =>
       ? yield* readBodyCapped(request.stream, MAX_BODY_BYTES).pipe(Effect.orElseSucceed(() => undefined))
       : new Uint8Array(0)
     if (bytes === undefined) return tooLarge(`A request body may hold at most ${MAX_BODY_BYTES} bytes.`)
-    const parsed = parseBody(new TextDecoder("utf-8", { fatal: false }).decode(bytes))
+    // D22: never replace a byte (two different sensorEventIds could become one): refuse the whole body.
+    const decoded = decodeUtf8(bytes)
+    if ("invalidAt" in decoded) {
+      return problem(
+        400,
+        "Bad Request",
+        "invalid_request",
+        `The body is not valid UTF-8: the sequence starting at byte ${decoded.invalidAt} (counting from 0) is not well-formed UTF-8. Nothing was stored.`,
+      )
+    }
+    const parsed = parseBody(decoded.text)
     if (parsed._tag === "Empty") {
       return problem(
         400,
@@ -89,6 +99,7 @@ const ingestRoute = <R>(format: string, mapBatch: BatchMapper<R>) =>
       parsed.items.flatMap((item) => ("value" in item ? [item.value] : [])),
     )
     const now = yield* Clock.currentTimeMillis
+    const maxClockSkewMs = Duration.toMillis((yield* AppConfig).maxClockSkew)
     const outcomes: Array<EventOutcome> = []
     const valid: Array<{ index: number; event: ValidEvent }> = []
     let next = 0
@@ -102,7 +113,7 @@ const ingestRoute = <R>(format: string, mapBatch: BatchMapper<R>) =>
         outcomes.push({ index, status: "rejected", reason: mapped.reason })
         continue
       }
-      const checked = validateEvent(mapped.event, now)
+      const checked = validateEvent(mapped.event, now, maxClockSkewMs)
       if (Either.isLeft(checked)) outcomes.push({ index, status: "rejected", reason: checked.left })
       else valid.push({ index, event: checked.right })
     }

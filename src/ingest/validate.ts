@@ -7,10 +7,11 @@ import { Confidence, Severity } from "../domain/severity.ts"
 
 /**
  * D22: validation of one native event (the item of `POST /ingest/v1/events`, or what a honeypot mapper made).
- * The reason of a refusal names the field. Sensors' clocks may drift, so times up to a day ahead are accepted;
- * later ones (and ones before 2000) are refused rather than left to distort an incident's lastSeenAt.
+ * The reason of a refusal names the field. D36: a time more than MAX_CLOCK_SKEW (default 5 minutes) ahead of the
+ * server's clock is refused with the skew in seconds, so a sensor with a wrong clock learns it at once and no
+ * incident's lastSeenAt lies in the future; times before 2000 are refused too.
  */
-const MAX_FUTURE_MS = 24 * 3600_000
+export const DEFAULT_MAX_CLOCK_SKEW_MS = 5 * 60_000
 const EARLIEST = Date.UTC(2000, 0, 1)
 
 // Each check below also produces the value validateEvent keeps; these keep the check's result so it is not computed
@@ -108,7 +109,11 @@ const reasonOf = (error: ParseResult.ParseError): string => {
   return path === "" ? message : `${cleanExcerpt(path, 200)} ${message}`
 }
 
-export const validateEvent = (input: unknown, nowMs: number): Either.Either<ValidEvent, string> => {
+export const validateEvent = (
+  input: unknown,
+  nowMs: number,
+  maxClockSkewMs: number = DEFAULT_MAX_CLOCK_SKEW_MS,
+): Either.Either<ValidEvent, string> => {
   if (typeof input !== "object" || input === null || Array.isArray(input)) {
     return Either.left("an event must be a JSON object")
   }
@@ -116,7 +121,12 @@ export const validateEvent = (input: unknown, nowMs: number): Either.Either<Vali
   if (Either.isLeft(decoded)) return Either.left(reasonOf(decoded.left))
   const e = decoded.right
   const time = new Date(parseTimeMs(e.time) as number)
-  if (time.getTime() > nowMs + MAX_FUTURE_MS) return Either.left("time is more than a day in the future")
+  if (time.getTime() > nowMs + maxClockSkewMs) {
+    const ahead = Math.ceil((time.getTime() - nowMs) / 1000)
+    return Either.left(
+      `time is ${ahead} seconds ahead of the server clock (at most ${Math.floor(maxClockSkewMs / 1000)} allowed): check the sensor's clock`,
+    )
+  }
   if (time.getTime() < EARLIEST) return Either.left("time is before 2000-01-01")
   const spec = eventTypeSpec(e.type)
   if (!spec) return Either.left("type is unknown")

@@ -161,16 +161,23 @@ export class IncidentsRepo extends Effect.Service<IncidentsRepo>()("IncidentsRep
         for update`,
     })
 
-    const closedRow = Schema.Struct({ id: Schema.String, orgId: Schema.String, severity: Severity })
-    // Closing sets resolvedAt (D13) and touches only open incidents, so two closers never close one twice.
+    const closedRow = Schema.Struct({
+      id: Schema.String,
+      orgId: Schema.String,
+      severity: Severity,
+      resolvedAt: Schema.DateFromSelf,
+    })
+    // Closing sets resolvedAt (D13) and touches only open incidents, so two closers never close one twice. D36:
+    // resolvedAt is never earlier than lastSeenAt (an event may be dated up to MAX_CLOCK_SKEW ahead of now).
     const closeWhere = (condition: Statement.Fragment, now: Date) =>
       SqlSchema.findAll({
         Request: Schema.Void,
         Result: closedRow,
         execute: () => sql`
-          update incidents set status = 'closed', resolved_at = ${now}, updated_at = ${now}
+          update incidents set status = 'closed', resolved_at = greatest(${now}::timestamptz, last_seen_at),
+            updated_at = ${now}
           where status = 'open' and ${condition}
-          returning id, org_id, severity`,
+          returning id, org_id, severity, resolved_at`,
       })(undefined).pipe(dbErrors)
 
     return {

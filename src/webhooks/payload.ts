@@ -1,6 +1,7 @@
 import { ParseResult, Schema } from "effect"
 import { techniquesForEventTypes } from "../domain/eventTypes.ts"
 import { AttackerInput, Technique, Timestamp } from "../domain/models.ts"
+import { presentAttackerInput } from "../domain/present.ts"
 import { shortenStrings } from "../domain/sanitize.ts"
 import { Confidence, Severity } from "../domain/severity.ts"
 import { mergeTechniques, techniquesForTags } from "../domain/techniques.ts"
@@ -90,8 +91,9 @@ export const webhookEvent = (row: EventRow): typeof WebhookEvent.Type => ({
   confidence: row.confidence,
   tags: row.tags,
   summary: row.summary,
-  // D20: already sanitized at ingestion; in webhooks every attackerInput string (keys too) is cut to 256 code points.
-  attackerInput: shortenStrings(row.attackerInput) as typeof AttackerInput.Type,
+  // D20: any stored value read as a valid one (as the API does); in webhooks every attackerInput string (keys too) is
+  // cut to 256 code points.
+  attackerInput: shortenStrings(presentAttackerInput(row.attackerInput)) as typeof AttackerInput.Type,
 })
 
 /**

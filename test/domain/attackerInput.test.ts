@@ -1,4 +1,5 @@
 import { describe, expect, test } from "bun:test"
+import { Schema } from "effect"
 import fc from "fast-check"
 import {
   ATTACKER_INPUT_MAX_ITEMS,
@@ -7,10 +8,15 @@ import {
   isPasswordLikeKey,
   type MaskedSecret,
   maskSecret,
-  PASSWORD_LIKE_KEYS,
+  maskSecretsInText,
+  nameWords,
+  PASSWORD_LIKE_WORDS,
   prepareAttackerInput,
+  readableAttackerInput,
+  repairAttackerInput,
 } from "../../src/domain/attackerInput.ts"
-import { TOO_DEEP } from "../../src/domain/sanitize.ts"
+import { AttackerInput } from "../../src/domain/models.ts"
+import { sanitizeText, TOO_DEEP } from "../../src/domain/sanitize.ts"
 
 const orgKeyA = new Uint8Array(32).fill(1)
 const orgKeyB = new Uint8Array(32).fill(2)
@@ -23,8 +29,61 @@ const expectMasked = (value: unknown, length: number): MaskedSecret => {
 }
 
 describe("D19 isPasswordLikeKey", () => {
-  test("D19 the listed keys", () => {
-    expect(PASSWORD_LIKE_KEYS).toEqual(["password", "passphrase", "token", "secret", "apikey", "key"])
+  test("D19 the listed words", () => {
+    for (const word of ["password", "passwd", "pwd", "pass", "passphrase", "passcode", "secret", "token"]) {
+      expect(PASSWORD_LIKE_WORDS).toContain(word)
+    }
+    for (const word of ["credential", "credentials", "authorization", "cookie", "pin", "otp"]) {
+      expect(PASSWORD_LIKE_WORDS).toContain(word)
+    }
+  })
+
+  test("D19 (widened) names split into words: case changes, _, -, ., spaces", () => {
+    expect(nameWords("access_token")).toEqual(["access", "token"])
+    expect(nameWords("APIKey")).toEqual(["api", "key"])
+    expect(nameWords("VNC Password")).toEqual(["vnc", "password"])
+    expect(nameWords("x.auth-Token_2")).toEqual(["x", "auth", "token", "2"])
+    for (const key of [
+      "passwd",
+      "pwd",
+      "userPWD",
+      "access_token",
+      "accessToken",
+      "refresh-token",
+      "authorization",
+      "Proxy-Authorization",
+      "Cookie",
+      "set-cookie",
+      "x-api-key",
+      "X-API-Key",
+      "private_key",
+      "privateKey",
+      "userPIN",
+      "pin",
+      "otpCode",
+      "passcode",
+      "client.secret",
+      "credentials",
+      "aws credential",
+      "pass",
+      "passwd2",
+      "tokens",
+    ]) {
+      expect([key, isPasswordLikeKey(key)]).toEqual([key, true])
+    }
+    for (const key of [
+      "compass",
+      "bypass",
+      "spinner",
+      "hostKey",
+      "keyId",
+      "keys",
+      "passenger",
+      "opinion",
+      "apiVersion",
+    ]) {
+      expect([key, isPasswordLikeKey(key)]).toEqual([key, false])
+    }
   })
 
   test("D19 matches case-insensitively and ignores _ and -", () => {
@@ -52,7 +111,7 @@ describe("D19 isPasswordLikeKey", () => {
   })
 
   test("D19 does not match other keys", () => {
-    for (const key of ["username", "user", "keyboard", "monkey", "passwd2", "command", "", "tokens"]) {
+    for (const key of ["username", "user", "keyboard", "monkey", "command", ""]) {
       expect(isPasswordLikeKey(key)).toBe(false)
     }
   })
@@ -127,11 +186,11 @@ describe("D19/D20 prepareAttackerInput", () => {
 
   test("D19 masks password-like keys at any depth, also inside arrays", () => {
     const out = prepareAttackerInput(
-      { credentials: { password: "nested-pass" }, attempts: [{ user: "a", token: "tkn-in-array" }] },
+      { login: { password: "nested-pass" }, attempts: [{ user: "a", token: "tkn-in-array" }] },
       orgKeyA,
     )
     expect(out).toEqual({
-      credentials: { password: maskSecret("nested-pass", orgKeyA) },
+      login: { password: maskSecret("nested-pass", orgKeyA) },
       attempts: [{ user: "a", token: maskSecret("tkn-in-array", orgKeyA) }],
     })
   })
@@ -151,8 +210,21 @@ describe("D19/D20 prepareAttackerInput", () => {
     expect(list.secret).toEqual(maskSecret(JSON.stringify(["one-secret", "two-secret"]), orgKeyA))
   })
 
-  test("D19 booleans and null under a password-like key are kept", () => {
-    expect(prepareAttackerInput({ password: null, token: true }, orgKeyA)).toEqual({ password: null, token: true })
+  test("D20 a boolean under a password-like key is masked as its JSON text; null leaves the member out", () => {
+    expect(prepareAttackerInput({ password: null, token: true, pin: false }, orgKeyA)).toEqual({
+      token: maskSecret("true", orgKeyA),
+      pin: maskSecret("false", orgKeyA),
+    })
+  })
+
+  test("D20 the root's username is always a string: JSON text of any other value, null left out", () => {
+    expect(prepareAttackerInput({ username: 42 }, orgKeyA)).toEqual({ username: "42" })
+    expect(prepareAttackerInput({ username: { nested: 1 } }, orgKeyA)).toEqual({ username: '{"nested":1}' })
+    expect(prepareAttackerInput({ username: ["a\u200b"] }, orgKeyA)).toEqual({ username: '["a"]' })
+    expect(prepareAttackerInput({ username: null }, orgKeyA)).toEqual({})
+    expect(prepareAttackerInput({ "user\u200bname": 7 }, orgKeyA)).toEqual({ username: "7" })
+    // Deeper down, a member called username is ordinary data.
+    expect(prepareAttackerInput({ nested: { username: 1 } }, orgKeyA)).toEqual({ nested: { username: 1 } })
   })
 
   test("D19 a key that only looks password-like after sanitizing is masked", () => {
@@ -265,5 +337,92 @@ describe("D19/D20 prepareAttackerInput", () => {
     const copy = structuredClone(input)
     prepareAttackerInput(input, orgKeyA)
     expect(input).toEqual(copy)
+  })
+})
+
+describe("D19 (widened) secrets inside attacker text keep the name and the rest, the value becomes *s", () => {
+  const cases: ReadonlyArray<[string, string, string]> = [
+    [
+      "URL query",
+      "https://x.example/login?user=bob&password=hunter2&next=/#f",
+      "https://x.example/login?user=bob&password=*******&next=/#f",
+    ],
+    ["path", "/login?password=hunter2", "/login?password=*******"],
+    // A value runs to the next & ; ? # or space (a token may hold "/": base64).
+    ["path parameter", "/a;token=abc/b;x=1", "/a;token=*****;x=1"],
+    ["query string", "access_token=abc123&page=2", "access_token=******&page=2"],
+    ["form body", "username=bob&passwd=hunter2&remember=on", "username=bob&passwd=*******&remember=on"],
+    ["percent-encoded name", "pass%77ord=hunter2", "pass%77ord=*******"],
+    ["shell assignment", "export API_KEY=abc && run", "export API_KEY=*** && run"],
+    [
+      "header line",
+      "Host: x\r\nAuthorization: Bearer abc.def\r\nAccept: */*",
+      "Host: x\r\nAuthorization: Bearer *******\r\nAccept: */*",
+    ],
+    ["cookie header", "Cookie: sid=abc; theme=dark", "Cookie: *******************"],
+    ["JSON body", '{"user":"bob","password":"hun\\"ter"}', '{"user":"bob","password":"********"}'],
+    ["URL credentials", "ftp://bob:hunter2@files.example/", "ftp://bob:*******@files.example/"],
+    ["long value", `?token=${"x".repeat(100)}`, `?token=${"*".repeat(32)}`],
+  ]
+  for (const [form, raw, expected] of cases) {
+    test(`D19 ${form}`, () => {
+      expect(maskSecretsInText(raw)).toBe(expected)
+      expect(maskSecretsInText(expected)).toBe(expected) // idempotent
+      expect(prepareAttackerInput({ text: raw }, orgKeyA).text).toBe(sanitizeText(expected))
+    })
+  }
+
+  test("D19 other parameters, names and texts are left alone", () => {
+    for (const text of ["/search?q=password&page=2", "keyboard=qwerty", "a=b", "no secrets here", "Host: example"]) {
+      expect(maskSecretsInText(text)).toBe(text)
+    }
+  })
+
+  test("D19 a header line is masked although D20 then removes its line breaks", () => {
+    const out = prepareAttackerInput({ headers: "GET / HTTP/1.1\r\nCookie: sid=s3cret\r\nHost: x" }, orgKeyA)
+    expect(out.headers).toBe("GET / HTTP/1.1Cookie: **********Host: x")
+  })
+})
+
+describe("D20 readableAttackerInput: any stored jsonb reads back as a valid attackerInput", () => {
+  test("D20 old shapes become the D20 shape; secrets still in clear are masked without a fingerprint", () => {
+    expect(
+      readableAttackerInput({
+        username: 42,
+        password: true,
+        passwd: "clear",
+        token: null,
+        kept: maskSecret("x", orgKeyA),
+        nested: { secret: { masked: "***", length: 3, fingerprint: "ab".repeat(16) } },
+        odd: { pin: { masked: "*", length: 3, fingerprint: "ab" } },
+      }),
+    ).toEqual({
+      username: "42",
+      password: { masked: "****", length: 4, fingerprint: "" },
+      passwd: { masked: "*****", length: 5, fingerprint: "" },
+      kept: maskSecret("x", orgKeyA),
+      nested: { secret: { masked: "***", length: 3, fingerprint: "ab".repeat(16) } },
+      // Not the shape this service writes: masked whole, as its JSON text.
+      odd: { pin: { masked: "*".repeat(32), length: 44, fingerprint: "" } },
+    })
+  })
+
+  test("D20 a row in the stored shape is unchanged (property)", () => {
+    fc.assert(
+      fc.property(fc.dictionary(fc.string(), fc.jsonValue()), (input) => {
+        const stored = prepareAttackerInput(input, orgKeyA)
+        expect(readableAttackerInput(stored)).toEqual(stored)
+        expect(repairAttackerInput(stored, orgKeyA)).toEqual(stored)
+      }),
+    )
+  })
+
+  test("D20 anything at all gives a value the AttackerInput schema accepts (property)", () => {
+    fc.assert(
+      fc.property(fc.jsonValue(), (stored) => {
+        const out = readableAttackerInput(stored)
+        Schema.decodeUnknownSync(AttackerInput)(out)
+      }),
+    )
   })
 })

@@ -538,12 +538,18 @@ describe("OpenCanary mapper (D22)", () => {
     expect(expectRejected(mapOpenCanary(ocLine(4002, {}, { logdata: ["root"] })))).toContain("logdata")
   })
 
-  test("only strings, numbers and booleans are copied into attackerInput; unsafe keys are dropped", () => {
+  test("only strings, numbers and booleans are copied into attackerInput (any JSON but null under username and password-like names, D20); unsafe keys are dropped", () => {
     const logdata = JSON.parse(
       '{"USERNAME":"root","PASSWORD":{"nested":"x"},"PATH":["a"],"N":3,"B":true,"Z":null,"__proto__":"polluted","constructor":"c"}',
     ) as Record<string, unknown>
     const event = expectMapped(mapOpenCanary(ocLine(4002, logdata)))
-    expect(event.attackerInput).toEqual({ username: "root", n: 3, b: true, proto: "polluted" })
+    expect(event.attackerInput).toEqual({
+      username: "root",
+      password: { nested: "x" },
+      n: 3,
+      b: true,
+      proto: "polluted",
+    })
     expect(Object.getPrototypeOf(event.attackerInput)).toBe(Object.prototype)
   })
 
@@ -789,11 +795,13 @@ describe("Cowrie mapper (D22)", () => {
     expect(reason.length).toBeLessThan(120)
   })
 
-  test("non-string attacker fields are not copied", () => {
+  test("non-string attacker fields are not copied, except under username and password (D20: their JSON text later)", () => {
     const event = expectMapped(
       mapCowrie(cowrieLine("cowrie.login.failed", { username: ["root"], password: { x: 1 } }, "m")),
     )
-    expect(event.attackerInput).toEqual({})
+    expect(event.attackerInput).toEqual({ username: ["root"], password: { x: 1 } })
+    const nulls = expectMapped(mapCowrie(cowrieLine("cowrie.login.failed", { username: null, password: null }, "m")))
+    expect(nulls.attackerInput).toEqual({})
     const command = expectMapped(mapCowrie(cowrieLine("cowrie.command.input", { input: null }, "m")))
     expect(command.attackerInput).toEqual({})
   })

@@ -4,10 +4,12 @@
  * with `node:crypto` are computation only; every key is an argument).
  *
  * The mappers do not sanitize attacker text (a later stage does, D19/D20); they only make sure that nothing but
- * strings, finite numbers and booleans ends up in `attackerInput`.
+ * strings, finite numbers and booleans ends up in `attackerInput` (and, under `username` and password-like names, any
+ * JSON value but null).
  */
 import { createHmac, hkdfSync } from "node:crypto"
 import { isIP } from "node:net"
+import { isPasswordLikeKey } from "../../domain/attackerInput.ts"
 import type { EventTypeSpec } from "../../domain/eventTypes.ts"
 import { cleanExcerpt } from "../../domain/sanitize.ts"
 
@@ -186,6 +188,8 @@ const FORBIDDEN_KEYS: ReadonlySet<string> = new Set(["__proto__", "constructor",
 /** attackerInput keeps at most this many members per event. */
 export const MAX_ATTACKER_INPUT_KEYS = 64
 
+const isCredentialKey = (key: string): boolean => key === "username" || isPasswordLikeKey(key)
+
 /** A value that may be copied into attackerInput: a string, a finite number or a boolean. */
 export const isScalar = (v: unknown): v is string | number | boolean =>
   typeof v === "string" || typeof v === "boolean" || (typeof v === "number" && Number.isFinite(v))
@@ -208,9 +212,14 @@ export const camelCaseKey = (key: string): string | undefined => {
   return FORBIDDEN_KEYS.has(out) ? undefined : out
 }
 
-/** Adds `key: value` when the value is a scalar, the key is not taken yet and the object is not full. */
+/**
+ * Adds `key: value` when the value is a scalar, the key is not taken yet and the object is not full. Under `username`
+ * and a password-like name (D19) any JSON value but null is kept: D20 makes it its JSON text, masked when it is a
+ * secret, rather than letting a captured password that is an object go unseen.
+ */
 export const putScalar = (out: Record<string, unknown>, key: string, value: unknown): void => {
-  if (!isScalar(value) || FORBIDDEN_KEYS.has(key) || Object.hasOwn(out, key)) return
+  const kept = isScalar(value) || (isCredentialKey(key) && value !== null && typeof value === "object")
+  if (!kept || FORBIDDEN_KEYS.has(key) || Object.hasOwn(out, key)) return
   if (Object.keys(out).length >= MAX_ATTACKER_INPUT_KEYS) return
   out[key] = value
 }
