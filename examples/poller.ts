@@ -23,12 +23,15 @@ const feed = client.incidents.follow({
   pollIntervalMs: Number(process.env.POLL_INTERVAL_MS ?? 2000),
   signal: stop.signal,
 })
-let saved = feed.token
+let saved = feed.token ?? ""
 for await (const incident of feed) {
   console.log(
     JSON.stringify({ id: incident.id, status: incident.status, severity: incident.severity, title: incident.title }),
   )
   // The token moves on once a whole page has been handled: save it then (and on the way out, below).
-  if (feed.token !== saved) writeFileSync(tokenFile, (saved = feed.token) ?? "")
+  if (feed.token !== undefined && feed.token !== saved) {
+    saved = feed.token
+    writeFileSync(tokenFile, saved)
+  }
 }
 if (feed.token !== undefined) writeFileSync(tokenFile, feed.token)
