@@ -156,6 +156,53 @@ describe("D33: the feed never skips a change that commits late", () => {
     expect(after.items.map((e) => e.id)).toEqual([late.id, quickId])
   })
 
+  test("a later change of one incident sorts after its earlier one even when its transaction got its id first", async () => {
+    const { orgId, key } = await createTenant(db, "D33 Order")
+    const sensor = await createSensor(db, orgId, "web-order")
+    await ingest(server.ingestUrl, "events", sensor.token, [
+      nativeEvent({ sourceIp: "192.0.2.41" }),
+      nativeEvent({ sourceIp: "192.0.2.42" }),
+    ])
+    const listed = (await get(server.url, "/v1/incidents", key)).body.data as Array<Json>
+    const x = listed.find((i) => i.sourceIp === "192.0.2.41").id as string
+    const y = listed.find((i) => i.sourceIp === "192.0.2.42").id as string
+    const start = await drain("/v1/incidents/changes", key, undefined)
+
+    let gotId!: () => void
+    const hasId = new Promise<void>((resolve) => {
+      gotId = resolve
+    })
+    let go!: () => void
+    const goOn = new Promise<void>((resolve) => {
+      go = resolve
+    })
+    // A: takes its transaction id first (by writing incident y), then, after B has committed, writes incident x.
+    const a = db.run(
+      Effect.flatMap(SqlClient.SqlClient, (sql) =>
+        sql.withTransaction(
+          Effect.gen(function* () {
+            yield* sql`update incidents set title = 'A was here' where id = ${y}`
+            gotId()
+            yield* Effect.promise(() => goOn)
+            yield* sql`update incidents set status = 'closed', resolved_at = now(), title = 'closed by A' where id = ${x}`
+          }),
+        ),
+      ),
+    )
+    await hasId
+    // B: a later transaction id, writes x and commits first.
+    await db.run(
+      Effect.flatMap(SqlClient.SqlClient, (sql) => sql`update incidents set title = 'B was here' where id = ${x}`),
+    )
+    go()
+    await a
+    const changes = await drain("/v1/incidents/changes", key, start.token)
+    const ofX = changes.items.filter((i) => i.id === x).map((i) => i.title)
+    expect(ofX).toEqual(["B was here", "closed by A"])
+    const now = (await get(server.url, `/v1/incidents/${x}`, key)).body
+    expect(now.status).toBe("closed")
+  })
+
   test("concurrent ingestion, a separate process holding transactions open, and a follower polling small pages: the follower ends with exactly the database", async () => {
     const { orgId, key } = await createTenant(db, "D33 Follow")
     const sensor = await createSensor(db, orgId, "web-follow")
