@@ -338,23 +338,6 @@ if (results.api) {
     })
   }
 }
-if (results.feeds) {
-  sections.push(
-    `Feeds: GET /v1/events/changes?limit=50, ${results.feeds.connections} connections (latency in ms); EXPLAIN ANALYZE of the feed's statement\n` +
-      table(
-        ["case", "req/s", "p50", "p99", "plan", "SQL ms", "buffers"],
-        results.feeds.rows.map((r: Json, i: number) => [
-          r.case,
-          r.service.rps,
-          ms(r.service.latencyMs.p50),
-          ms(r.service.latencyMs.p99),
-          results.feeds.plans[i]?.plan ?? "-",
-          String(results.feeds.plans[i]?.executionMs ?? "-"),
-          String(results.feeds.plans[i]?.sharedBuffers ?? "-"),
-        ]),
-      ),
-  )
-}
 if (results.scale) {
   results.scale.ratios.slice(1).forEach((r: Json) => {
     targets.push({
