@@ -96,7 +96,11 @@ const retrying =
             if (n >= maxRetries || (response.status !== 429 && response.status !== 503)) return Effect.succeed(response)
             const told = retryAfterMs(response.headers["retry-after"])
             const wait = response.status === 429 ? (told ?? backoff(n)) : Math.max(told ?? 0, backoff(n))
-            return Effect.sleep(Duration.millis(Math.min(maxDelayMs, wait))).pipe(Effect.zipRight(attempt(n + 1)))
+            // The refused answer's body is read and dropped, so its connection goes back to the pool.
+            return Effect.ignore(response.arrayBuffer).pipe(
+              Effect.zipRight(Effect.sleep(Duration.millis(Math.min(maxDelayMs, wait)))),
+              Effect.zipRight(attempt(n + 1)),
+            )
           }),
           Effect.catchIf(
             (error) => n < maxRetries && error._tag === "RequestError",

@@ -99,6 +99,25 @@ describe("D34 client", () => {
     })
   })
 
+  test("connection failures are retried with back-off, then raised as status 0 connection_failed", async () => {
+    // A port nothing listens on: a free port taken and released.
+    const probe = Bun.serve({ port: 0, fetch: () => new Response("") })
+    const port = probe.port
+    await probe.stop(true)
+    const client = createClient({
+      baseUrl: `http://127.0.0.1:${port}`,
+      apiKey: tenant.key,
+      maxRetries: 3,
+      baseDelayMs: 100,
+    })
+    const started = Date.now()
+    const error = await client.incidents.get("inc_x").catch((e: unknown) => e)
+    expect(error).toBeInstanceOf(ApiError)
+    expect(error).toMatchObject({ status: 0, code: "connection_failed" })
+    // Three waits of about 100, 200 and 400 ms (with jitter, at least three quarters of each).
+    expect(Date.now() - started).toBeGreaterThanOrEqual(500)
+  })
+
   test("the Effect flavour: the same calls as Effects and Streams, failures as ApiError", async () => {
     const result = await Effect.runPromise(
       Effect.gen(function* () {
