@@ -5,9 +5,11 @@ import { deriveKey } from "../domain/crypto.ts"
 import { type CursorScope, encodeCursor } from "../domain/cursor.ts"
 import { isId } from "../domain/ids.ts"
 import { presentEvent, presentIncident, presentIncidentSummary } from "../domain/present.ts"
+import { ChangesRepo } from "../repos/ChangesRepo.ts"
 import { EventsRepo } from "../repos/EventsRepo.ts"
 import { IncidentsRepo } from "../repos/IncidentsRepo.ts"
 import { Caller, IncidentApi } from "./definition.ts"
+import { feedPage } from "./feeds.ts"
 import {
   eventFilterDigestInput,
   parseCursor,
@@ -20,6 +22,9 @@ import { listFailures, lookupFailures } from "./problems.ts"
 
 /** D8: member events shown on a single incident. */
 export const INCIDENT_EVENTS_SHOWN = 200
+
+/** D33: the change feeds' token key, also derived from SECRET_KEY. */
+const feedTokenKey = Effect.map(AppConfig, (config) => deriveKey(Redacted.value(config.secretKey), "feed-token-v1"))
 
 /** The cursor signing key, derived from SECRET_KEY so cursors survive restarts and work across replicas. */
 const cursorKey = Effect.map(AppConfig, (config) => deriveKey(Redacted.value(config.secretKey), "cursor-v1"))
@@ -62,8 +67,20 @@ export const IncidentsHandlers = HttpApiBuilder.group(IncidentApi, "incidents", 
     const events = yield* EventsRepo
     const { appUrl } = yield* AppConfig
     const key = yield* cursorKey
+    const changes = yield* ChangesRepo
+    const tokenKey = yield* feedTokenKey
 
     return handlers
+      .handle("incidentChanges", ({ urlParams }) =>
+        Effect.gen(function* () {
+          const caller = yield* Caller
+          return json(
+            yield* feedPage(tokenKey, "incidents/changes", caller.orgId, urlParams, changes.incidents, (r) =>
+              presentIncidentSummary(r, appUrl),
+            ),
+          )
+        }).pipe(listFailures),
+      )
       .handle("listIncidents", ({ urlParams }) =>
         Effect.gen(function* () {
           const caller = yield* Caller
@@ -101,8 +118,18 @@ export const EventsHandlers = HttpApiBuilder.group(IncidentApi, "events", (handl
   Effect.gen(function* () {
     const events = yield* EventsRepo
     const key = yield* cursorKey
+    const changes = yield* ChangesRepo
+    const tokenKey = yield* feedTokenKey
 
     return handlers
+      .handle("eventChanges", ({ urlParams }) =>
+        Effect.gen(function* () {
+          const caller = yield* Caller
+          return json(
+            yield* feedPage(tokenKey, "events/changes", caller.orgId, urlParams, changes.events, presentEvent),
+          )
+        }).pipe(listFailures),
+      )
       .handle("listEvents", ({ urlParams }) =>
         Effect.gen(function* () {
           const caller = yield* Caller

@@ -7,6 +7,7 @@ import { SERVER_MAX_BODY_BYTES } from "../ingest/body.ts"
 import { Lifecycle } from "../ops/Lifecycle.ts"
 import { RateLimiter } from "../ratelimit/RateLimiter.ts"
 import { ApiKeysRepo } from "../repos/ApiKeysRepo.ts"
+import { ChangesRepo } from "../repos/ChangesRepo.ts"
 import { EventsRepo } from "../repos/EventsRepo.ts"
 import { IncidentsRepo } from "../repos/IncidentsRepo.ts"
 import { EventsAuthLive, IncidentsAuthLive } from "./auth.ts"
@@ -20,7 +21,7 @@ export const ApiLive = HttpApiBuilder.api(IncidentApi).pipe(
   Layer.provide([IncidentsHandlers, EventsHandlers]),
   Layer.provide([IncidentsAuthLive, EventsAuthLive]),
   Layer.provide(KeyAuth.Default),
-  Layer.provide([IncidentsRepo.Default, EventsRepo.Default, ApiKeysRepo.Default]),
+  Layer.provide([IncidentsRepo.Default, EventsRepo.Default, ApiKeysRepo.Default, ChangesRepo.Default]),
 )
 
 const logAddress = Effect.gen(function* () {
