@@ -106,6 +106,7 @@ const ROUTES: ReadonlyArray<[RegExp, string]> = [
   [/^\/v1\/events\/[^/]+$/, "/v1/events/:id"],
   [/^\/openapi\.json$/, "/openapi.json"],
   [/^\/docs/, "/docs"],
+  [/^\/mcp$/, "/mcp"],
 ]
 export const routeOf = (url: string): string => {
   const path = url.split("?")[0] ?? ""
@@ -213,7 +214,9 @@ export const makeEdgeMiddleware =
           ),
         )
       }
-      if (request.method !== "GET" && request.method !== "HEAD") {
+      // POST /mcp is the one writing method (D39); the MCP route itself answers its other methods.
+      const mcp = (request.url.split("?")[0] ?? "") === "/mcp"
+      if (request.method !== "GET" && request.method !== "HEAD" && !mcp) {
         return yield* answer(
           problem(
             405,

@@ -3,6 +3,7 @@ import { BunHttpServer } from "@effect/platform-bun"
 import { Effect, Layer } from "effect"
 import { KeyAuth } from "../auth/KeyAuth.ts"
 import { AppConfig } from "../config.ts"
+import { McpRouteLive } from "../mcp/http.ts"
 import { Lifecycle } from "../ops/Lifecycle.ts"
 import { RateLimiter } from "../ratelimit/RateLimiter.ts"
 import { ApiKeysRepo } from "../repos/ApiKeysRepo.ts"
@@ -14,11 +15,16 @@ import { makeEdgeMiddleware } from "./edge.ts"
 import { EventsHandlers, IncidentsHandlers } from "./handlers.ts"
 
 /** The read API as a Layer: the HttpApi, its handlers and middleware, OpenAPI at /openapi.json, docs at /docs. */
+/** What the handlers and the MCP route read through: one KeyAuth (one key cache) and the repositories. */
+const ApiDependenciesLive = Layer.provideMerge(
+  KeyAuth.Default,
+  Layer.mergeAll(IncidentsRepo.Default, EventsRepo.Default, ApiKeysRepo.Default),
+)
+
 export const ApiLive = HttpApiBuilder.api(IncidentApi).pipe(
   Layer.provide([IncidentsHandlers, EventsHandlers]),
   Layer.provide([IncidentsAuthLive, EventsAuthLive]),
-  Layer.provide(KeyAuth.Default),
-  Layer.provide([IncidentsRepo.Default, EventsRepo.Default, ApiKeysRepo.Default]),
+  Layer.provide(ApiDependenciesLive),
 )
 
 const logAddress = Effect.gen(function* () {
@@ -39,6 +45,8 @@ export const ApiServerLive = Layer.unwrapEffect(
       HttpMiddleware.withTracerDisabledWhen(() => true),
       Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/openapi.json" })),
       Layer.provide(HttpApiScalar.layer({ path: "/docs" })),
+      // POST /mcp for AI agents (D39), on the same router behind the same edge.
+      Layer.provide(McpRouteLive.pipe(Layer.provide(ApiDependenciesLive))),
       Layer.provide(ApiLive),
       Layer.provide(Layer.effectDiscard(logAddress)),
       Layer.provide(BunHttpServer.layer({ port: config.port, hostname: config.host })),
