@@ -2,7 +2,14 @@ import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSecur
 import { Context, Schema } from "effect"
 import { EVENT_TYPE_NAMES } from "../domain/eventTypes.ts"
 import { idPattern } from "../domain/ids.ts"
-import { EventPage, Event as EventSchema, Incident, IncidentPage } from "../domain/models.ts"
+import {
+  EventChangePage,
+  EventPage,
+  Event as EventSchema,
+  Incident,
+  IncidentChangePage,
+  IncidentPage,
+} from "../domain/models.ts"
 import {
   Forbidden,
   InternalError,
@@ -91,6 +98,22 @@ export const EventListParams = Schema.Struct({
   cursor: cursorParam,
 })
 
+/** D32: the change feeds' query. */
+export const FeedParams = Schema.Struct({
+  after: param(
+    { type: "string", minLength: 1 },
+    "The nextToken of a previous response of this endpoint (D33); omit on a first call",
+  ),
+  from: param(
+    timestamp,
+    "First call only (not with after): start with the changes at or after this RFC 3339 time with a zone; omitted: from the beginning",
+  ),
+  limit: limitParam,
+})
+
+const FEED_DESCRIPTION = (what: string) =>
+  `${what} Pass the response's nextToken as after on the next call, always: it is never null, and a follower that does so receives every committed change at least once and never skips one, even when transactions of several processes commit out of order (D33). A committed change appears within about a second. When hasMore is false, wait a moment (for example 1 to 5 s) before asking again. The token is bound to this endpoint and organization; a malformed, tampered or foreign one is answered 400.`
+
 /**
  * The path id is any text to the HttpApi (so its decoding never fails); the handler answers a malformed id 404 like
  * an unknown one (D1). The `jsonSchema` annotation only documents the form.
@@ -116,6 +139,19 @@ export class IncidentsGroup extends HttpApiGroup.make("incidents")
       ),
   )
   .add(
+    HttpApiEndpoint.get("incidentChanges", "/v1/incidents/changes")
+      .setUrlParams(FeedParams)
+      .addSuccess(IncidentChangePage)
+      .addError(InvalidRequest)
+      .annotate(OpenApi.Summary, "Incidents in the order they changed: the feed for pollers (D32)")
+      .annotate(
+        OpenApi.Description,
+        FEED_DESCRIPTION(
+          "Every change of an incident (created, new event, escalated, closed, re-opened) in the order it happened, with the incident as of that change. Use this instead of the list's first-page polling rule, which misses an incident whose activity is older than that of a seen incident that just changed.",
+        ),
+      ),
+  )
+  .add(
     HttpApiEndpoint.get("getIncident", "/v1/incidents/:id")
       .setPath(idPath("incident", "Incident identifier, inc_<ULID> (D1); a malformed id is answered 404"))
       .addSuccess(Incident)
@@ -133,6 +169,19 @@ export class EventsGroup extends HttpApiGroup.make("events")
       .addSuccess(EventPage)
       .addError(InvalidRequest)
       .annotate(OpenApi.Summary, "List decoy events, newest first"),
+  )
+  .add(
+    HttpApiEndpoint.get("eventChanges", "/v1/events/changes")
+      .setUrlParams(FeedParams)
+      .addSuccess(EventChangePage)
+      .addError(InvalidRequest)
+      .annotate(OpenApi.Summary, "Events in the order they were stored: the feed for pollers (D32)")
+      .annotate(
+        OpenApi.Description,
+        FEED_DESCRIPTION(
+          "Every stored event, in the order it was stored (an event that a sensor reported late comes when it arrives, not at its time). from is the time of storing.",
+        ),
+      ),
   )
   .add(
     HttpApiEndpoint.get("getEvent", "/v1/events/:id")

@@ -5,9 +5,11 @@ import { deriveKey } from "../domain/crypto.ts"
 import { type CursorScope, encodeCursor } from "../domain/cursor.ts"
 import { isId } from "../domain/ids.ts"
 import { presentEvent, presentIncident, presentIncidentSummary } from "../domain/present.ts"
+import { ChangesRepo } from "../repos/ChangesRepo.ts"
 import { EventsRepo } from "../repos/EventsRepo.ts"
 import { IncidentsRepo } from "../repos/IncidentsRepo.ts"
 import { Caller, type EventListParams, IncidentApi, type IncidentListParams } from "./definition.ts"
+import { type FeedParams, feedPage } from "./feeds.ts"
 import {
   eventFilterDigestInput,
   parseCursor,
@@ -23,6 +25,8 @@ export const INCIDENT_EVENTS_SHOWN = 200
 
 /** The cursor signing key, derived from SECRET_KEY so cursors survive restarts and work across replicas. */
 const cursorKey = Effect.map(AppConfig, (config) => deriveKey(Redacted.value(config.secretKey), "cursor-v1"))
+/** The feed token signing key (D33), derived from SECRET_KEY like the cursor key. */
+const feedTokenKey = Effect.map(AppConfig, (config) => deriveKey(Redacted.value(config.secretKey), "feed-token-v1"))
 
 /**
  * No incident with this id in the caller's organization (or the id is not an incident id). It carries only the id
@@ -67,6 +71,8 @@ export const makeReadQueries = Effect.gen(function* () {
   const events = yield* EventsRepo
   const { appUrl } = yield* AppConfig
   const key = yield* cursorKey
+  const changes = yield* ChangesRepo
+  const tokenKey = yield* feedTokenKey
 
   const listIncidents = (caller: CallerInfo, urlParams: typeof IncidentListParams.Type) =>
     Effect.gen(function* () {
@@ -126,7 +132,16 @@ export const makeReadQueries = Effect.gen(function* () {
       return presentEvent(row.value)
     }).pipe(lookupFailures)
 
-  return { listIncidents, getIncident, listEvents, getEvent } as const
+  // D32: the change feeds.
+  const incidentChanges = (caller: CallerInfo, urlParams: FeedParams) =>
+    feedPage(tokenKey, "incidents/changes", caller.orgId, urlParams, changes.incidents, (r) =>
+      presentIncidentSummary(r, appUrl),
+    ).pipe(listFailures)
+
+  const eventChanges = (caller: CallerInfo, urlParams: FeedParams) =>
+    feedPage(tokenKey, "events/changes", caller.orgId, urlParams, changes.events, presentEvent).pipe(listFailures)
+
+  return { listIncidents, getIncident, listEvents, getEvent, incidentChanges, eventChanges } as const
 })
 export type ReadQueries = Effect.Effect.Success<typeof makeReadQueries>
 
@@ -135,6 +150,9 @@ export const IncidentsHandlers = HttpApiBuilder.group(IncidentApi, "incidents", 
     const queries = yield* makeReadQueries
 
     return handlers
+      .handle("incidentChanges", ({ urlParams }) =>
+        Effect.flatMap(Caller, (caller) => Effect.map(queries.incidentChanges(caller, urlParams), json)),
+      )
       .handle("listIncidents", ({ urlParams }) =>
         Effect.flatMap(Caller, (caller) => Effect.map(queries.listIncidents(caller, urlParams), json)),
       )
@@ -149,6 +167,9 @@ export const EventsHandlers = HttpApiBuilder.group(IncidentApi, "events", (handl
     const queries = yield* makeReadQueries
 
     return handlers
+      .handle("eventChanges", ({ urlParams }) =>
+        Effect.flatMap(Caller, (caller) => Effect.map(queries.eventChanges(caller, urlParams), json)),
+      )
       .handle("listEvents", ({ urlParams }) =>
         Effect.flatMap(Caller, (caller) => Effect.map(queries.listEvents(caller, urlParams), json)),
       )

@@ -7,6 +7,7 @@ import { McpRouteLive } from "../mcp/http.ts"
 import { Lifecycle } from "../ops/Lifecycle.ts"
 import { RateLimiter } from "../ratelimit/RateLimiter.ts"
 import { ApiKeysRepo } from "../repos/ApiKeysRepo.ts"
+import { ChangesRepo } from "../repos/ChangesRepo.ts"
 import { EventsRepo } from "../repos/EventsRepo.ts"
 import { IncidentsRepo } from "../repos/IncidentsRepo.ts"
 import { EventsAuthLive, IncidentsAuthLive } from "./auth.ts"
@@ -18,7 +19,7 @@ import { EventsHandlers, IncidentsHandlers } from "./handlers.ts"
 /** What the handlers and the MCP route read through: one KeyAuth (one key cache) and the repositories. */
 const ApiDependenciesLive = Layer.provideMerge(
   KeyAuth.Default,
-  Layer.mergeAll(IncidentsRepo.Default, EventsRepo.Default, ApiKeysRepo.Default),
+  Layer.mergeAll(IncidentsRepo.Default, EventsRepo.Default, ApiKeysRepo.Default, ChangesRepo.Default),
 )
 
 export const ApiLive = HttpApiBuilder.api(IncidentApi).pipe(

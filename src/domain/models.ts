@@ -115,3 +115,28 @@ export const IncidentPage = Schema.Struct({ data: Schema.Array(IncidentSummary),
 export const EventPage = Schema.Struct({ data: Schema.Array(Event), nextCursor }).annotations({
   identifier: "EventPage",
 })
+
+const feedPage = {
+  nextToken: Schema.String.annotations({
+    description:
+      "Opaque token to pass as `after` on the next call; never null. Keep it (it stays valid while the changes exist) and ask again (D32, D33)",
+  }),
+  hasMore: Schema.Boolean.annotations({
+    description: "True when more changes are ready now: ask again at once. False: wait a moment, then ask again",
+  }),
+}
+
+/** D32: a page of GET /v1/incidents/changes: incidents in the order they changed, each as of its change. */
+export const IncidentChangePage = Schema.Struct({
+  data: Schema.Array(IncidentSummary).annotations({
+    description:
+      "Incidents in the order they changed (created, new event, escalated, closed, re-opened), each with its state as of that change; an incident that changed again appears again later",
+  }),
+  ...feedPage,
+}).annotations({ identifier: "IncidentChangePage" })
+
+/** D32: a page of GET /v1/events/changes: events in the order they were stored. */
+export const EventChangePage = Schema.Struct({
+  data: Schema.Array(Event).annotations({ description: "Events in the order they were stored" }),
+  ...feedPage,
+}).annotations({ identifier: "EventChangePage" })

@@ -46,13 +46,10 @@ const localBackend = (queries: ReadQueries, caller: CallerInfo, runtime: Runtime
         return queries.listEvents(caller, args as typeof EventListParams.Type)
       case "get_event":
         return queries.getEvent(caller, String(args.id))
-      default:
-        return Effect.fail({
-          status: 404,
-          title: "Not Found",
-          code: "not_found",
-          detail: "This tool is not available on this server.",
-        })
+      case "incident_changes":
+        return queries.incidentChanges(caller, args)
+      case "event_changes":
+        return queries.eventChanges(caller, args)
     }
   }
   return {

@@ -8,8 +8,15 @@ import {
   type Tool,
 } from "@modelcontextprotocol/sdk/types.js"
 import { JSONSchema, type Schema } from "effect"
-import { EventListParams, IncidentListParams } from "../api/definition.ts"
-import { Event, EventPage as EventPageSchema, Incident, IncidentPage as IncidentPageSchema } from "../domain/models.ts"
+import { EventListParams, FeedParams, IncidentListParams } from "../api/definition.ts"
+import {
+  Event,
+  EventChangePage,
+  EventPage as EventPageSchema,
+  Incident,
+  IncidentChangePage,
+  IncidentPage as IncidentPageSchema,
+} from "../domain/models.ts"
 import { problemBody } from "../domain/problem.ts"
 import type { Scope } from "../repos/ApiKeysRepo.ts"
 import { newNonce, renderResult } from "./fence.ts"
@@ -118,30 +125,6 @@ const nextOf = (body: unknown, field: "nextCursor" | "nextToken") => (body as Re
 
 const EVENT_PARAMS = ["sensorId", "severity", "type", "sourceIp", "incidentId", "from", "to", "limit", "cursor"]
 
-/** The feeds' parameters (D32); their endpoints validate them. */
-const changesInput: Tool["inputSchema"] = {
-  type: "object",
-  properties: {
-    after: { type: "string", minLength: 1, description: "The nextToken of a previous call; resumes the feed (D32)" },
-    from: {
-      type: "string",
-      format: "date-time",
-      description:
-        "First call only: changes at or after this RFC 3339 time; neither after nor from: from the beginning",
-    },
-    limit: { type: "integer", minimum: 1, maximum: 100, default: 50, description: "Page size, 1 to 100 (default 50)" },
-  },
-}
-const changesOutput = (item: Schema.Schema.AnyNoContext): Tool["outputSchema"] => ({
-  type: "object",
-  required: ["data", "nextToken", "hasMore"],
-  properties: {
-    data: { type: "array", items: jsonSchemaOf(item) },
-    nextToken: { type: "string", description: "Pass back as after to continue; never null (D32)" },
-    hasMore: { type: "boolean" },
-  },
-})
-
 const listHeading = (what: string, tool: string) => (body: unknown) => {
   const next = nextOf(body, "nextCursor")
   return `${tool}: ${countOf(body)} ${what} on this page. ${
@@ -205,8 +188,8 @@ export const TOOLS: ReadonlyArray<ToolSpec> = [
     title: "Follow incident changes",
     scope: "incidents:read",
     description: `The incident change feed for following without missing anything: each incident as of each change (created, new event, escalated, closed, re-opened), in the order they happened: GET /v1/incidents/changes. Keep nextToken and pass it back as after. ${FENCE_RULE}`,
-    inputSchema: changesInput,
-    outputSchema: changesOutput(IncidentPageSchema.fields.data.value),
+    inputSchema: paramsSchema(FeedParams),
+    outputSchema: jsonSchemaOf(IncidentChangePage),
     params: ["after", "from", "limit"],
     paged: true,
     heading: changesHeading("incident changes", "incident_changes"),
@@ -216,8 +199,8 @@ export const TOOLS: ReadonlyArray<ToolSpec> = [
     title: "Follow new events",
     scope: "events:read",
     description: `The event feed: events in the order they were stored, for following without missing anything: GET /v1/events/changes. Keep nextToken and pass it back as after. ${FENCE_RULE}`,
-    inputSchema: changesInput,
-    outputSchema: changesOutput(Event),
+    inputSchema: paramsSchema(FeedParams),
+    outputSchema: jsonSchemaOf(EventChangePage),
     params: ["after", "from", "limit"],
     paged: true,
     heading: changesHeading("events", "event_changes"),

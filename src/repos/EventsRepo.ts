@@ -78,7 +78,7 @@ const eventsJson = (rows: ReadonlyArray<NewEvent>, receivedAt: Date) =>
   )
 
 /** The API's event columns, aliased to EventRow's names (the read path runs without name transforms). */
-const EVENT_SELECT = `select e.id, e.org_id as "orgId", e.incident_id as "incidentId", e.sensor_id as "sensorId",
+export const EVENT_SELECT = `select e.id, e.org_id as "orgId", e.incident_id as "incidentId", e.sensor_id as "sensorId",
   s.name as "sensorName", e.sensor_event_id as "sensorEventId", e.time, e.source_ip as "sourceIp",
   e.source_port as "sourcePort", e.service, e.port, e.type, e.action, e.severity, e.confidence, e.tags, e.summary,
   e.attacker_input as "attackerInput"

@@ -128,7 +128,14 @@ const conform = (node: J, value: unknown, where: string, errors: Array<string>):
   }
 }
 
-const OPERATIONS = ["/v1/incidents", "/v1/incidents/{id}", "/v1/events", "/v1/events/{id}"] as const
+const OPERATIONS = [
+  "/v1/incidents",
+  "/v1/incidents/{id}",
+  "/v1/events",
+  "/v1/events/{id}",
+  "/v1/incidents/changes",
+  "/v1/events/changes",
+] as const
 type OperationPath = (typeof OPERATIONS)[number]
 const operation = (path: OperationPath): J => doc.paths[path].get
 const parameter = (path: OperationPath, name: string): J => operation(path).parameters.find((p: J) => p.name === name)
@@ -150,6 +157,9 @@ const RESPONSES: Record<OperationPath, ReadonlyArray<string>> = {
   "/v1/incidents/{id}": [...COMMON, "404"].sort(),
   "/v1/events": [...COMMON, "400"].sort(),
   "/v1/events/{id}": [...COMMON, "404"].sort(),
+  // D32 change feeds.
+  "/v1/incidents/changes": [...COMMON, "400"].sort(),
+  "/v1/events/changes": [...COMMON, "400"].sort(),
 }
 /** Headers the edge may send that the document describes per response. */
 const DESCRIBED_HEADERS = ["ratelimit", "ratelimit-policy", "retry-after", "www-authenticate"]
@@ -178,6 +188,8 @@ describe("OpenAPI and docs", () => {
       ["/v1/incidents/{id}", "incidents:read"],
       ["/v1/events", "events:read"],
       ["/v1/events/{id}", "events:read"],
+      ["/v1/incidents/changes", "incidents:read"],
+      ["/v1/events/changes", "events:read"],
     ] as const) {
       expect({ path, security: operation(path).security }).toEqual({ path, security: [{ bearer: [scope] }] })
     }
@@ -453,6 +465,13 @@ describe("item 8: the document against the running server's answers", () => {
       "to=yesterday",
     ]) {
       await check(base, "/v1/events", `/v1/events?${query}`, 400, auth(tenant.key))
+    }
+    // D32 feeds: 200 (incidents as of their change, events) and 400 (bad token, bad from, after with from).
+    for (const feed of ["/v1/incidents/changes", "/v1/events/changes"] as const) {
+      await check(base, feed, `${feed}?limit=2`, 200, auth(tenant.key))
+      for (const query of ["after=abc", "from=yesterday", "limit=0", "after=x&from=2026-01-01T00:00:00Z"]) {
+        await check(base, feed, `${feed}?${query}`, 400, auth(tenant.key))
+      }
     }
     for (const path of OPERATIONS) {
       const url = path.replace("{id}", path.startsWith("/v1/incidents") ? open.incident.id : eventId)

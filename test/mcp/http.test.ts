@@ -83,9 +83,14 @@ describe("D39: MCP over Streamable HTTP with the official SDK client", () => {
     const names = async (key: string) =>
       (await (await connect(server.url, key)).listTools()).tools.map((t) => t.name).sort()
     const all = await (await connect(server.url, tenant.key)).listTools()
-    expect(all.tools.map((t) => t.name).sort()).toEqual(
-      expect.arrayContaining(["get_event", "get_incident", "list_events", "list_incidents"]),
-    )
+    expect(all.tools.map((t) => t.name).sort()).toEqual([
+      "event_changes",
+      "get_event",
+      "get_incident",
+      "incident_changes",
+      "list_events",
+      "list_incidents",
+    ])
     for (const tool of all.tools) {
       expect(tool.annotations?.readOnlyHint).toBe(true)
       expect(tool.outputSchema?.type).toBe("object")
@@ -93,11 +98,9 @@ describe("D39: MCP over Streamable HTTP with the official SDK client", () => {
       expect(tool.description).toContain("never instructions")
     }
     const incidentTools = await names(incidentsOnly)
-    expect(incidentTools).toEqual(expect.arrayContaining(["get_incident", "list_incidents"]))
-    expect(incidentTools.some((n) => n.includes("event"))).toBe(false)
+    expect(incidentTools).toEqual(["get_incident", "incident_changes", "list_incidents"])
     const eventTools = await names(eventsOnly)
-    expect(eventTools).toEqual(expect.arrayContaining(["get_event", "list_events"]))
-    expect(eventTools.some((n) => n.includes("incident"))).toBe(false)
+    expect(eventTools).toEqual(["event_changes", "get_event", "list_events"])
     // A tool outside the key's scopes answers the API's 403.
     const denied = await call(await connect(server.url, eventsOnly), "list_incidents")
     expect(denied.isError).toBe(true)
@@ -161,6 +164,43 @@ describe("D39: MCP over Streamable HTTP with the official SDK client", () => {
     } while (cursor !== null)
     expect(seen).toEqual((await walk(server.url, "/v1/incidents?limit=2", tenant.key)).ids)
     expect([...seen].sort()).toEqual([...incidentIds].sort())
+  })
+})
+
+describe("D39, D32: following the change feeds through MCP", () => {
+  test("incident_changes and event_changes page with the API's tokens to the end, exactly as the endpoints do", async () => {
+    const client = await connect(server.url, tenant.key)
+    for (const [tool, path, total] of [
+      ["incident_changes", "/v1/incidents/changes", 5],
+      ["event_changes", "/v1/events/changes", 10],
+    ] as const) {
+      const ids: Array<string> = []
+      let after: string | undefined
+      let pages = 0
+      for (;;) {
+        const page = await call(client, tool, after === undefined ? { limit: 3 } : { limit: 3, after })
+        expect(page.isError).toBeFalsy()
+        const rest = await get(
+          server.url,
+          `${path}?limit=3${after === undefined ? "" : `&after=${encodeURIComponent(after)}`}`,
+          tenant.key,
+        )
+        expect(page.structuredContent).toEqual(rest.body)
+        for (const row of page.structuredContent.data) ids.push(row.id)
+        expect(page.content[0].text).toContain(`nextToken: ${page.structuredContent.nextToken}`)
+        after = page.structuredContent.nextToken
+        pages++
+        if (!page.structuredContent.hasMore) break
+        if (pages > 20) throw new Error("feed did not end")
+      }
+      expect(new Set(ids).size).toBe(total)
+      // Caught up: asking again with the last token gives nothing new, and a tampered token is the API's 400.
+      const again = await call(client, tool, { after })
+      expect(again.structuredContent.data).toEqual([])
+      const bad = await call(client, tool, { after: `${after}x` })
+      expect(bad.isError).toBe(true)
+      expect(bad.content[0].text).toContain("invalid_request")
+    }
   })
 })
 

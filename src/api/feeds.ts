@@ -1,0 +1,94 @@
+import { Effect, Either } from "effect"
+import {
+  decodeFeedToken,
+  encodeFeedToken,
+  FEED_START,
+  type FeedEndpoint,
+  type FeedPosition,
+} from "../domain/feedToken.ts"
+import type { ChangePage, ChangeQuery } from "../repos/ChangesRepo.ts"
+import type { DatabaseError } from "../repos/errors.ts"
+import { InvalidQuery, parseLimit, parseTimestamp, type QueryError, type RawParam } from "./params.ts"
+
+/**
+ * D32/D33: one page of a change feed. Query: `after` (a token) or, on a first call, `from` (RFC 3339), and `limit`.
+ * The next token is the last change shown while the page is full (hasMore); once the feed has been read to its end it
+ * moves on to the horizon the database gave with the rows: everything before it is final and has been shown (or
+ * was before `from`), so a follower's next call scans only what is new.
+ */
+export interface FeedParams {
+  readonly after?: RawParam
+  readonly from?: RawParam
+  readonly limit?: RawParam
+}
+
+const single = (name: string, raw: RawParam): Either.Either<string | undefined, QueryError> => {
+  if (raw === undefined || typeof raw === "string") return Either.right(raw)
+  return raw.length === 1
+    ? Either.right(raw[0])
+    : Either.left(new InvalidQuery({ parameter: name, allowed: "given once" }))
+}
+
+const TOKEN_ALLOWED = "the nextToken value of a previous response of this endpoint, for this organization"
+
+export const parseFeedParams = (
+  key: Uint8Array,
+  endpoint: FeedEndpoint,
+  orgId: string,
+  p: FeedParams,
+): Either.Either<{ readonly after: FeedPosition; readonly limit: number }, QueryError> =>
+  Either.gen(function* () {
+    const limit = yield* parseLimit(p.limit)
+    const after = yield* single("after", p.after)
+    const fromText = yield* single("from", p.from)
+    if (after !== undefined && fromText !== undefined) {
+      return yield* Either.left(
+        new InvalidQuery({ parameter: "from", allowed: "left out when after is given (after says where to go on)" }),
+      )
+    }
+    if (after !== undefined) {
+      const decoded = decodeFeedToken(key, endpoint, orgId, after)
+      if (!decoded.ok) return yield* Either.left(new InvalidQuery({ parameter: "after", allowed: TOKEN_ALLOWED }))
+      return { after: decoded.position, limit }
+    }
+    if (fromText === undefined) return { after: FEED_START, limit }
+    const from = parseTimestamp(fromText)
+    if (from === undefined) {
+      return yield* Either.left(
+        new InvalidQuery({
+          parameter: "from",
+          allowed: "an RFC 3339 timestamp with a time zone, for example 2026-11-21T15:57:42.053Z",
+        }),
+      )
+    }
+    return { after: { ...FEED_START, fromMs: from.getTime() }, limit }
+  })
+
+const later = (a: { xid: string; seq: string }, b: { xid: string; seq: string }) => {
+  const ax = BigInt(a.xid)
+  const bx = BigInt(b.xid)
+  return ax !== bx ? ax > bx : BigInt(a.seq) > BigInt(b.seq)
+}
+
+export const feedPage = <Row extends { readonly id: string }, Out>(
+  key: Uint8Array,
+  endpoint: FeedEndpoint,
+  orgId: string,
+  params: FeedParams,
+  read: (q: ChangeQuery) => Effect.Effect<ChangePage<Row>, DatabaseError>,
+  present: (row: Row) => Out,
+): Effect.Effect<
+  { readonly data: ReadonlyArray<Out>; readonly nextToken: string; readonly hasMore: boolean },
+  QueryError | DatabaseError
+> =>
+  Effect.gen(function* () {
+    const { after, limit } = yield* parseFeedParams(key, endpoint, orgId, params)
+    const page = yield* read({ orgId, after, fetch: limit + 1 })
+    const shown = page.rows.slice(0, limit)
+    const hasMore = page.rows.length > limit
+    const last = shown[shown.length - 1]
+    let next: FeedPosition = last ? { xid: last.changeXid, seq: last.changeSeq, fromMs: after.fromMs } : after
+    const horizon = { xid: page.horizon, seq: "0" }
+    if (!hasMore && later(horizon, next)) next = { ...horizon, fromMs: null }
+    return { data: shown.map(present), nextToken: encodeFeedToken(key, endpoint, orgId, next), hasMore }
+  })

@@ -1,0 +1,104 @@
+import { SqlClient } from "@effect/sql"
+import { Effect } from "effect"
+import type { FeedPosition } from "../domain/feedToken.ts"
+import { EVENT_SELECT, type EventRow } from "./EventsRepo.ts"
+import { type DatabaseError, dbErrors } from "./errors.ts"
+import type { IncidentRow } from "./IncidentsRepo.ts"
+import type { SqlText } from "./statement.ts"
+
+/**
+ * D32/D33 change feeds (sql/0015_change_feeds.sql explains positions and the horizon). One statement reads the
+ * horizon h = pg_snapshot_xmin(pg_current_snapshot()) and the page from the same snapshot: positions after the
+ * token's, with change_xid < h (that part of the order is final), in position order, as one range scan of
+ * (org_id, change_xid, change_seq). The horizon comes back even when no row does (a left join on it).
+ */
+export interface ChangeQuery {
+  readonly orgId: string
+  readonly after: FeedPosition
+  /** Rows to fetch: the page size plus one. */
+  readonly fetch: number
+}
+
+/** A change with its position. */
+export type Positioned<Row> = Row & { readonly changeXid: string; readonly changeSeq: string }
+
+export interface ChangePage<Row> {
+  readonly rows: ReadonlyArray<Positioned<Row>>
+  /** xid8 as text: every position below (horizon, 0) is final. */
+  readonly horizon: string
+}
+
+const pageStatement = (select: string, alias: string, timeColumn: string, q: ChangeQuery): SqlText => {
+  const params: Array<unknown> = [q.orgId, q.after.xid, q.after.seq]
+  let where = `${alias}.org_id = $1 and (${alias}.change_xid, ${alias}.change_seq) > ($2::xid8, $3::bigint)
+    and ${alias}.change_xid < h.horizon`
+  if (q.after.fromMs !== null) {
+    params.push(new Date(q.after.fromMs))
+    where += ` and ${alias}.${timeColumn} >= $${params.length}::timestamptz`
+  }
+  params.push(q.fetch)
+  return {
+    text: `with h as materialized (select pg_snapshot_xmin(pg_current_snapshot()) as horizon)
+      select h.horizon::text as "horizon", r.* from h left join lateral (
+        ${select.replace("$WHERE", () => where)}
+        order by ${alias}.change_xid, ${alias}.change_seq limit $${params.length}
+      ) r on true`,
+    params,
+  }
+}
+
+/** The events feed: stored events in position order (events_org_change_idx). `from` is the time of storing. */
+export const eventChangesStatement = (q: ChangeQuery): SqlText =>
+  pageStatement(
+    EVENT_SELECT.replace(
+      "select e.id,",
+      `select e.change_xid::text as "changeXid", e.change_seq::text as "changeSeq", e.id,`,
+    ).concat(" where $WHERE"),
+    "e",
+    "received_at",
+    q,
+  )
+
+/** The incidents feed: each incident as of each change (incident_changes_pkey). `from` is the time of the change. */
+export const incidentChangesStatement = (q: ChangeQuery): SqlText =>
+  pageStatement(
+    `select c.change_xid::text as "changeXid", c.change_seq::text as "changeSeq", c.incident_id as id,
+      c.org_id as "orgId", c.sensor_id as "sensorId", s.name as "sensorName", c.source_ip as "sourceIp", c.status,
+      c.severity, c.title, c.narrative, c.recommended_action as "recommendedAction", c.event_count as "eventCount",
+      c.event_types as "eventTypes", c.high_confidence as "highConfidence", c.first_seen_at as "firstSeenAt",
+      c.last_seen_at as "lastSeenAt", c.resolved_at as "resolvedAt"
+      from incident_changes c join sensors s on s.id = c.sensor_id where $WHERE`,
+    "c",
+    "changed_at",
+    q,
+  )
+
+type Raw<Row> = Partial<Positioned<Row>> & { readonly horizon: string }
+
+export class ChangesRepo extends Effect.Service<ChangesRepo>()("ChangesRepo", {
+  effect: Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+
+    const read = <Row extends { readonly id: string }>({
+      text,
+      params,
+    }: SqlText): Effect.Effect<ChangePage<Row>, DatabaseError> =>
+      sql.unsafe<Raw<Row>>(text, params).withoutTransform.pipe(
+        dbErrors,
+        Effect.map((raw) => ({
+          horizon: raw[0]?.horizon ?? "0",
+          rows: raw.filter((r) => r.id != null) as unknown as ReadonlyArray<Positioned<Row>>,
+        })),
+      )
+
+    return {
+      events: (q: ChangeQuery) => read<EventRow>(eventChangesStatement(q)),
+      /** Incident rows as of each change; tags and usernames are not part of the listed shape. */
+      incidents: (q: ChangeQuery) =>
+        Effect.map(read<Omit<IncidentRow, "tags" | "usernames">>(incidentChangesStatement(q)), (page) => ({
+          horizon: page.horizon,
+          rows: page.rows.map((r) => ({ ...r, tags: [], usernames: [] }) as Positioned<IncidentRow>),
+        })),
+    } as const
+  }),
+}) {}
