@@ -291,16 +291,24 @@ export const SERVER_INFO = { name: "decoy-incident-service", version: "0.1.0" }
 
 /**
  * An MCP server over a backend for a caller with these scopes: `tools/list` shows only the tools they allow (D39);
- * calling another one answers the API's 403 insufficient_scope.
+ * calling another one answers the API's 403 insufficient_scope. The scopes may be learnt on first use (stdio); a
+ * failure to learn them is the request's JSON-RPC error.
  */
-export const makeMcpServer = (backend: Backend, scopes: ReadonlyArray<Scope>, maxChars: number): Server => {
+export const makeMcpServer = (
+  backend: Backend,
+  scopes: ReadonlyArray<Scope> | (() => Promise<ReadonlyArray<Scope>>),
+  maxChars: number,
+): Server => {
   const server = new Server(SERVER_INFO, { capabilities: { tools: {} }, instructions: INSTRUCTIONS })
-  const allowed = TOOLS.filter((t) => scopes.includes(t.scope))
-  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: allowed.map(toolDescriptor) }))
+  const scopesOf = async () => (typeof scopes === "function" ? scopes() : scopes)
+  server.setRequestHandler(ListToolsRequestSchema, async () => {
+    const allowed = await scopesOf()
+    return { tools: TOOLS.filter((t) => allowed.includes(t.scope)).map(toolDescriptor) }
+  })
   server.setRequestHandler(CallToolRequestSchema, async (request) => {
     const spec = TOOLS.find((t) => t.name === request.params.name)
     if (spec === undefined) throw new McpError(ErrorCode.InvalidParams, "No such tool. See tools/list.")
-    if (!scopes.includes(spec.scope)) {
+    if (!(await scopesOf()).includes(spec.scope)) {
       return problemResult(
         problemOf(403, "Forbidden", "insufficient_scope", `This tool requires a key with the scope ${spec.scope}.`),
       )
