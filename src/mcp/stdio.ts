@@ -154,9 +154,11 @@ const readSettings = () => {
   } catch {
     fail("BASE_URL is required: the read API's address, e.g. https://api.example.com")
   }
-  const rawMax = process.env.MCP_MAX_RESULT_CHARS
-  const maxChars = rawMax === undefined || rawMax === "" ? DEFAULT_MAX_RESULT_CHARS : Number(rawMax)
-  if (!/^\d+$/.test(String(maxChars)) || maxChars < 1) fail("MCP_MAX_RESULT_CHARS must be an integer of at least 1")
+  // Decimal digits only, as the server reads it (config.ts): Number() would also take "1e3" or "0x10".
+  const rawMax = (process.env.MCP_MAX_RESULT_CHARS ?? "").trim()
+  if (rawMax !== "" && !/^[0-9]{1,9}$/.test(rawMax)) fail("MCP_MAX_RESULT_CHARS must be an integer of at least 1")
+  const maxChars = rawMax === "" ? DEFAULT_MAX_RESULT_CHARS : Number(rawMax)
+  if (maxChars < 1) fail("MCP_MAX_RESULT_CHARS must be an integer of at least 1")
   return { apiKey, baseUrl, maxChars }
 }
 
