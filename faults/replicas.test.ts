@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, expect, test } from "bun:test"
+import { createClient, type Event, type IncidentSummary } from "../src/client/index.ts"
 import { verifyWebhook } from "../src/webhooks/verify.ts"
-import { admin } from "../test/support/cli.ts"
+import { admin, adminJson } from "../test/support/cli.ts"
 import type { RunningServer } from "../test/support/server.ts"
 import { type HookReceiver, startHookReceiver, type WebhookTls, webhookEnv, webhookTls } from "./support/hooks.ts"
 import { type OwnPostgres, startPostgres } from "./support/postgres.ts"
@@ -239,3 +240,94 @@ test("D11 the rate limit is one count across replicas (Redis): 120 requests spre
     expect(metrics.body).toMatch(/ratelimit_store_errors_total(\{[^}]*\})? 0\b/)
   }
 }, 120_000)
+
+test("D33 a follower using the client (D34), on three replicas under concurrent ingestion with transactions held open, ends with exactly the database", async () => {
+  const db = pg?.sql()
+  if (!db) throw new Error("setup failed")
+  const tenant = await createTenant(replica(0).env, "Feeds")
+  const secondKey = await adminJson(env, [
+    ..."key create --name follower --scopes incidents:read,events:read --org".split(" "),
+    tenant.orgId,
+  ])
+  const writerSensor = await adminJson(env, ["sensor", "create", "--org", tenant.orgId, "--name", "writer"])
+  // The two feeds are followed through two other replicas, each as its own client address (D11 counts per key and
+  // per address; the test's other requests come from other addresses).
+  const incidentsClient = createClient({
+    baseUrl: replica(1).url,
+    apiKey: tenant.key,
+    headers: { "x-forwarded-for": "192.0.2.231" },
+  })
+  const eventsClient = createClient({
+    baseUrl: replica(2).url,
+    apiKey: secondKey.key,
+    headers: { "x-forwarded-for": "192.0.2.232" },
+  })
+  const stop = new AbortController()
+  const incidents: Array<IncidentSummary> = []
+  const events: Array<Event> = []
+  const following = Promise.all([
+    (async () => {
+      for await (const i of incidentsClient.incidents.follow({ limit: 20, pollIntervalMs: 700, signal: stop.signal }))
+        incidents.push(i)
+    })(),
+    (async () => {
+      for await (const e of eventsClient.events.follow({ limit: 20, pollIntervalMs: 700, signal: stop.signal }))
+        events.push(e)
+    })(),
+  ])
+
+  // A separate process holds its transactions open (up to 1.5 s) while the replicas ingest and commit around them.
+  const writer = Bun.spawn(["bun", "test/support/feedWriter.ts", tenant.orgId, writerSensor.id, "9", "1500"], {
+    cwd: `${import.meta.dir}/..`,
+    env,
+    stdout: "pipe",
+    stderr: "pipe",
+  })
+  const sources = Array.from({ length: 6 }, (_, i) => `203.0.113.${150 + i}`)
+  const batches = Array.from({ length: 36 }, (_, b) =>
+    Array.from({ length: 3 }, (_, k) => event(`feed-${b}-${k}`, sources[(b + k) % sources.length] ?? "")),
+  )
+  const answers = await Promise.all(batches.map((batch, i) => post(replica(i), tenant.token, batch)))
+  expect(answers.filter((a) => a.status !== 200).map(show)).toEqual([])
+  expect(await writer.exited).toBe(0)
+
+  const stored = (await db`select id from events where org_id = ${tenant.orgId}`) as Array<{ id: string }>
+  expect(stored.length).toBe(36 * 3 + 18)
+  const changes = (await db`select count(*)::int as n from incident_changes where org_id = ${tenant.orgId}`) as Array<{
+    n: number
+  }>
+  await eventually(
+    "the follower has caught up",
+    () => events.length >= stored.length && incidents.length >= (changes[0]?.n ?? 0),
+    60_000,
+  )
+  stop.abort()
+  await following
+
+  // Every event exactly once; every incident at its latest state, as the database has it.
+  expect(events.map((e) => e.id).sort()).toEqual(stored.map((r) => r.id).sort())
+  expect(incidents.length).toBe(changes[0]?.n ?? -1)
+  const latest = new Map(incidents.map((i) => [i.id, i]))
+  const rows = (await db`
+    select id, status, severity, event_count from incidents where org_id = ${tenant.orgId}`) as Array<{
+    id: string
+    status: string
+    severity: string
+    event_count: number
+  }>
+  expect(latest.size).toBe(rows.length)
+  for (const row of rows) {
+    expect({
+      id: row.id,
+      status: String(latest.get(row.id)?.status),
+      severity: String(latest.get(row.id)?.severity),
+    }).toEqual({
+      id: row.id,
+      status: row.status,
+      severity: row.severity,
+    })
+    expect(latest.get(row.id)?.eventCount).toBe(row.event_count)
+  }
+  const listed = incidentsClient.incidents.list({ limit: 100 })
+  for await (const incident of listed) expect(latest.get(incident.id)).toEqual(incident)
+}, 170_000)

@@ -4,6 +4,7 @@ import { problemBody } from "../domain/problem.ts"
 import { httpRequestDuration, httpRequests } from "../ops/metrics.ts"
 import { type RateDecision, type RateLimiterService, rateLimitHeaders } from "../ratelimit/RateLimiter.ts"
 import { type Cidr, clientIp } from "./clientIp.ts"
+import { MAX_URL_LENGTH, PROBLEM_CONTENT_TYPE, URI_TOO_LONG, WWW_AUTHENTICATE } from "./edgeConstants.ts"
 import { requestFacts } from "./requestContext.ts"
 
 /**
@@ -20,13 +21,7 @@ const DOCS_CSP =
   "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:; font-src data:; connect-src 'self'; frame-ancestors 'none'"
 
 export const ALLOWED_METHODS = "GET, HEAD"
-/** Longer URLs get 414 here; a request head beyond Bun's own limit gets Bun's 431 before any of our code runs. */
-export const MAX_URL_LENGTH = 8192
-
-/** What the edge adds beyond the HttpApi, also documented by api/openapi.ts. */
-export const WWW_AUTHENTICATE = 'Bearer realm="incident-api"'
-export const PROBLEM_CONTENT_TYPE = "application/problem+json"
-export const URI_TOO_LONG = { title: "URI Too Long", code: "uri_too_long" } as const
+export { MAX_URL_LENGTH, PROBLEM_CONTENT_TYPE, URI_TOO_LONG, WWW_AUTHENTICATE }
 
 export const problem = (
   status: number,

@@ -8,7 +8,7 @@ import {
   Unauthorized,
 } from "../domain/problem.ts"
 import type { Scope } from "../repos/ApiKeysRepo.ts"
-import { MAX_URL_LENGTH, PROBLEM_CONTENT_TYPE, URI_TOO_LONG, WWW_AUTHENTICATE } from "./edge.ts"
+import { MAX_URL_LENGTH, PROBLEM_CONTENT_TYPE, URI_TOO_LONG, WWW_AUTHENTICATE } from "./edgeConstants.ts"
 
 /**
  * The OpenAPI document as the server behaves (issue item 8). `OpenApi.fromApi` describes what the HttpApi itself

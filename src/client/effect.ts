@@ -1,0 +1,234 @@
+import { HttpApiClient, HttpClient, HttpClientError, HttpClientRequest } from "@effect/platform"
+import { Chunk, Data, Duration, Effect, Option, Stream } from "effect"
+import { IncidentApi } from "../api/definition.ts"
+import type { Event, Incident, IncidentSummary } from "../domain/models.ts"
+
+/**
+ * D34: the client of the read API, for Effect users. It is derived from the server's own HttpApi definition
+ * (HttpApiClient), so paths, parameters, response schemas and problem bodies are the server's. It imports nothing
+ * else of the service. src/client/index.ts wraps it in Promises and async iterators.
+ */
+
+export interface ClientOptions {
+  /** The API's base URL, e.g. https://incidents.example.com */
+  readonly baseUrl: string
+  /** An API key, `dsk_…` (sent as a bearer token, never logged). */
+  readonly apiKey: string
+  /** Extra headers for every request. */
+  readonly headers?: Readonly<Record<string, string>> | undefined
+  /** Retries of a 429, a 503 or a connection failure before the error is raised (default 6). */
+  readonly maxRetries?: number | undefined
+  /** First back-off after a 503 or a connection failure, doubled each time up to maxDelayMs (default 500 ms). */
+  readonly baseDelayMs?: number | undefined
+  /** Longest wait, also for a 429's Retry-After (default 60 s). */
+  readonly maxDelayMs?: number | undefined
+}
+
+/** A failed call: the problem's HTTP status and `code` (D4), or status 0 and `connection_failed`. */
+export class ApiError extends Data.TaggedError("ApiError")<{
+  readonly status: number
+  readonly code: string
+  readonly detail: string
+}> {
+  override get message() {
+    return `${this.status} ${this.code}: ${this.detail}`
+  }
+}
+
+export type IncidentFilters = {
+  readonly status?: "open" | "closed" | "all" | undefined
+  /** Page size of each request (1–100). */
+  readonly limit?: number | undefined
+}
+
+export type EventFilters = {
+  readonly sensorId?: string | undefined
+  readonly severity?: "low" | "medium" | "high" | "critical" | undefined
+  readonly type?: string | undefined
+  readonly sourceIp?: string | undefined
+  readonly incidentId?: string | undefined
+  readonly from?: Date | string | undefined
+  readonly to?: Date | string | undefined
+  readonly limit?: number | undefined
+}
+
+export interface FollowOptions {
+  /** A token saved from an earlier follow (nextToken): resume exactly there. */
+  readonly after?: string | undefined
+  /** First start only: the changes at or after this time (ignored with after). */
+  readonly from?: Date | string | undefined
+  /** Page size (1–100, default 100). */
+  readonly limit?: number | undefined
+  /** Wait between polls once caught up (default 2 s). */
+  readonly pollIntervalMs?: number | undefined
+}
+
+/** One page of a change feed: handle `data`, then persist `nextToken`. */
+export interface ChangePage<A> {
+  readonly data: ReadonlyArray<A>
+  readonly nextToken: string
+  readonly hasMore: boolean
+}
+
+const text = (value: Date | string | number | undefined) =>
+  value === undefined ? undefined : value instanceof Date ? value.toISOString() : String(value)
+
+/** Seconds or an HTTP date (RFC 9110), as milliseconds from now. */
+const retryAfterMs = (header: string | undefined): number | undefined => {
+  if (header === undefined) return undefined
+  if (/^[0-9]+$/.test(header.trim())) return Number(header.trim()) * 1000
+  const at = Date.parse(header)
+  return Number.isNaN(at) ? undefined : Math.max(0, at - Date.now())
+}
+
+/**
+ * Retries at the HTTP level: a 429 after its Retry-After, a 503 (its Retry-After, at least the back-off) and a
+ * connection failure with exponential back-off and jitter. Only GETs are sent, so a retry never repeats a write.
+ */
+const retrying =
+  (maxRetries: number, baseDelayMs: number, maxDelayMs: number) =>
+  (client: HttpClient.HttpClient): HttpClient.HttpClient =>
+    HttpClient.transform(client, (effect) => {
+      const backoff = (n: number) => Math.min(maxDelayMs, baseDelayMs * 2 ** n * (0.75 + Math.random() * 0.5))
+      const attempt = (n: number): typeof effect =>
+        effect.pipe(
+          Effect.flatMap((response) => {
+            if (n >= maxRetries || (response.status !== 429 && response.status !== 503)) return Effect.succeed(response)
+            const told = retryAfterMs(response.headers["retry-after"])
+            const wait = response.status === 429 ? (told ?? backoff(n)) : Math.max(told ?? 0, backoff(n))
+            return Effect.sleep(Duration.millis(Math.min(maxDelayMs, wait))).pipe(Effect.zipRight(attempt(n + 1)))
+          }),
+          Effect.catchIf(
+            (error) => n < maxRetries && error._tag === "RequestError",
+            () => Effect.sleep(Duration.millis(backoff(n))).pipe(Effect.zipRight(attempt(n + 1))),
+          ),
+        )
+      return attempt(0)
+    })
+
+/** Any failure of a call as an ApiError: a problem body keeps its status and code. */
+const toApiError = (error: unknown): ApiError => {
+  if (typeof error === "object" && error !== null) {
+    const e = error as { status?: unknown; code?: unknown; detail?: unknown; _tag?: unknown }
+    if (typeof e.status === "number" && typeof e.code === "string") {
+      return new ApiError({ status: e.status, code: e.code, detail: typeof e.detail === "string" ? e.detail : "" })
+    }
+    if (HttpClientError.isHttpClientError(error)) {
+      if (error._tag === "RequestError") {
+        return new ApiError({ status: 0, code: "connection_failed", detail: error.message })
+      }
+      return new ApiError({ status: error.response.status, code: "unexpected_response", detail: error.message })
+    }
+  }
+  return new ApiError({ status: 0, code: "unexpected_response", detail: String(error) })
+}
+
+const call = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, ApiError, R> =>
+  Effect.mapError(effect, toApiError)
+
+/** Follows nextCursor from the first page to the last, one item at a time. */
+const paged = <A>(
+  page: (
+    cursor: string | undefined,
+  ) => Effect.Effect<{ readonly data: ReadonlyArray<A>; readonly nextCursor: string | null }, ApiError>,
+): Stream.Stream<A, ApiError> =>
+  Stream.paginateChunkEffect(undefined as string | undefined, (cursor) =>
+    Effect.map(page(cursor), (p) => [Chunk.fromIterable(p.data), Option.fromNullable(p.nextCursor)] as const),
+  )
+
+/** Calls a change feed forever from a token, one page at a time; waits pollIntervalMs whenever caught up. */
+const following = <A>(
+  page: (params: { after?: string; from?: string; limit: string }) => Effect.Effect<ChangePage<A>, ApiError>,
+  options: FollowOptions,
+): Stream.Stream<ChangePage<A>, ApiError> => {
+  const limit = String(options.limit ?? 100)
+  const interval = Duration.millis(options.pollIntervalMs ?? 2000)
+  const from = options.after === undefined ? text(options.from) : undefined
+  return Stream.paginateEffect(
+    { token: options.after, wait: false },
+    (state: { token: string | undefined; wait: boolean }) =>
+      Effect.gen(function* () {
+        if (state.wait) yield* Effect.sleep(interval)
+        const p = yield* page(
+          state.token === undefined
+            ? { ...(from === undefined ? {} : { from }), limit }
+            : { after: state.token, limit },
+        )
+        return [p, Option.some({ token: p.nextToken, wait: !p.hasMore })] as const
+      }),
+  )
+}
+
+export const makeClient = (options: ClientOptions) =>
+  Effect.gen(function* () {
+    const api = yield* HttpApiClient.make(IncidentApi, {
+      baseUrl: options.baseUrl,
+      transformClient: (client) =>
+        client.pipe(
+          HttpClient.mapRequest((request) =>
+            request.pipe(
+              HttpClientRequest.bearerToken(options.apiKey),
+              HttpClientRequest.setHeaders(options.headers ?? {}),
+            ),
+          ),
+          retrying(options.maxRetries ?? 6, options.baseDelayMs ?? 500, options.maxDelayMs ?? 60_000),
+        ),
+    })
+
+    const incidentPage = (filters: IncidentFilters, cursor: string | undefined) =>
+      call(
+        api.incidents.listIncidents({
+          urlParams: { status: filters.status, limit: text(filters.limit), cursor },
+        }),
+      )
+    const eventPage = (f: EventFilters, cursor: string | undefined) =>
+      call(
+        api.events.listEvents({
+          urlParams: {
+            sensorId: f.sensorId,
+            severity: f.severity,
+            type: f.type,
+            sourceIp: f.sourceIp,
+            incidentId: f.incidentId,
+            from: text(f.from),
+            to: text(f.to),
+            limit: text(f.limit),
+            cursor,
+          },
+        }),
+      )
+    const incidentChanges = (urlParams: { after?: string; from?: string; limit?: string }) =>
+      call(api.incidents.incidentChanges({ urlParams }))
+    const eventChanges = (urlParams: { after?: string; from?: string; limit?: string }) =>
+      call(api.events.eventChanges({ urlParams }))
+
+    return {
+      incidents: {
+        /** One page of GET /v1/incidents. */
+        page: incidentPage,
+        /** Every incident matching the filters, most recent activity first, paging as needed. */
+        list: (filters: IncidentFilters = {}): Stream.Stream<IncidentSummary, ApiError> =>
+          paged((cursor) => incidentPage(filters, cursor)),
+        /** One incident with its first 200 events (D8). */
+        get: (id: string): Effect.Effect<Incident, ApiError> => call(api.incidents.getIncident({ path: { id } })),
+        /** One page of GET /v1/incidents/changes. */
+        changes: incidentChanges,
+        /** D32/D33: the incident change feed, page after page, forever (interrupt it to stop). */
+        follow: (options: FollowOptions = {}): Stream.Stream<ChangePage<IncidentSummary>, ApiError> =>
+          following(incidentChanges, options),
+      },
+      events: {
+        page: eventPage,
+        /** Every event matching the filters, newest first, paging as needed. */
+        list: (filters: EventFilters = {}): Stream.Stream<Event, ApiError> =>
+          paged((cursor) => eventPage(filters, cursor)),
+        get: (id: string): Effect.Effect<Event, ApiError> => call(api.events.getEvent({ path: { id } })),
+        changes: eventChanges,
+        /** D32/D33: the event change feed, page after page, forever. */
+        follow: (options: FollowOptions = {}): Stream.Stream<ChangePage<Event>, ApiError> =>
+          following(eventChanges, options),
+      },
+    } as const
+  })
+
+export type IncidentClient = Effect.Effect.Success<ReturnType<typeof makeClient>>

@@ -1,0 +1,159 @@
+import { FetchHttpClient } from "@effect/platform"
+import { Cause, Effect, Exit, Option } from "effect"
+import type { Event, Incident, IncidentSummary } from "../domain/models.ts"
+import {
+  ApiError,
+  type ChangePage,
+  type ClientOptions,
+  type EventFilters,
+  type FollowOptions,
+  type IncidentClient,
+  type IncidentFilters,
+  makeClient,
+} from "./effect.ts"
+
+export type {
+  ChangePage,
+  ClientOptions,
+  Event,
+  EventFilters,
+  FollowOptions,
+  Incident,
+  IncidentFilters,
+  IncidentSummary,
+}
+/**
+ * D34: the read API's client with plain Promises. `list` pages for you (async iterators), `get` fetches one,
+ * `follow` yields every change of a feed from a saved token and keeps the token to save (`follower.token`).
+ * 429s are retried after Retry-After, 503s and connection failures with back-off; every failure is an ApiError
+ * with the problem's `status` and `code`. Built on the Effect flavour (./effect.ts) over fetch.
+ */
+export { ApiError }
+
+export interface FollowHandle<A> extends AsyncIterable<A> {
+  /**
+   * The token to save: everything before it has been yielded and the loop came back for more. Resuming with it
+   * (`follow({ after: token })`) loses nothing; items after the last saved token may come again.
+   */
+  readonly token: string | undefined
+}
+
+export interface Client {
+  readonly incidents: {
+    list(filters?: IncidentFilters): AsyncIterable<IncidentSummary>
+    get(id: string): Promise<Incident>
+    follow(options?: FollowOptions & { readonly signal?: AbortSignal }): FollowHandle<IncidentSummary>
+  }
+  readonly events: {
+    list(filters?: EventFilters): AsyncIterable<Event>
+    get(id: string): Promise<Event>
+    follow(options?: FollowOptions & { readonly signal?: AbortSignal }): FollowHandle<Event>
+  }
+}
+
+/** Runs an effect of the client; its ApiError is thrown as itself. */
+const run = async <A>(effect: Effect.Effect<A, ApiError>, signal?: AbortSignal): Promise<A> => {
+  const exit = await Effect.runPromiseExit(effect, signal ? { signal } : undefined)
+  if (Exit.isSuccess(exit)) return exit.value
+  const failure = Cause.failureOption(exit.cause)
+  if (Option.isSome(failure)) throw failure.value
+  throw Cause.squash(exit.cause)
+}
+
+const sleep = (ms: number, signal?: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    if (signal?.aborted) return resolve()
+    const timer = setTimeout(done, ms)
+    function done() {
+      clearTimeout(timer)
+      signal?.removeEventListener("abort", done)
+      resolve()
+    }
+    signal?.addEventListener("abort", done, { once: true })
+  })
+
+export const createClient = (options: ClientOptions): Client => {
+  // The HttpClient (fetch) is captured when the client is made; its calls need nothing more.
+  const client: Promise<IncidentClient> = run(makeClient(options).pipe(Effect.provide(FetchHttpClient.layer)))
+  const provided = <A>(f: (c: IncidentClient) => Effect.Effect<A, ApiError>, signal?: AbortSignal) =>
+    client.then((c) => run(f(c), signal))
+
+  const list = <A>(
+    page: (
+      c: IncidentClient,
+      cursor: string | undefined,
+    ) => Effect.Effect<{ readonly data: ReadonlyArray<A>; readonly nextCursor: string | null }, ApiError>,
+  ): AsyncIterable<A> => ({
+    async *[Symbol.asyncIterator]() {
+      let cursor: string | undefined
+      do {
+        const p = await provided((c) => page(c, cursor))
+        yield* p.data
+        cursor = p.nextCursor ?? undefined
+      } while (cursor !== undefined)
+    },
+  })
+
+  const follow = <A>(
+    changes: (
+      c: IncidentClient,
+      params: { after?: string; from?: string; limit: string },
+    ) => Effect.Effect<ChangePage<A>, ApiError>,
+    options: FollowOptions & { readonly signal?: AbortSignal } = {},
+  ): FollowHandle<A> => {
+    const handle = {
+      token: options.after,
+      async *[Symbol.asyncIterator]() {
+        const { signal } = options
+        const limit = String(options.limit ?? 100)
+        const from =
+          options.after === undefined && options.from !== undefined
+            ? options.from instanceof Date
+              ? options.from.toISOString()
+              : options.from
+            : undefined
+        while (!signal?.aborted) {
+          let p: ChangePage<A>
+          try {
+            p = await provided(
+              (c) =>
+                changes(
+                  c,
+                  handle.token === undefined
+                    ? { ...(from === undefined ? {} : { from }), limit }
+                    : { after: handle.token, limit },
+                ),
+              signal,
+            )
+          } catch (error) {
+            if (signal?.aborted) return
+            throw error
+          }
+          // The loop comes back for the next item only once it has handled this one: after the page's last item
+          // the page's token is the one to save (a `break` does not come back, so that page may come again).
+          for (const [i, item] of p.data.entries()) {
+            yield item
+            if (i === p.data.length - 1) handle.token = p.nextToken
+            if (signal?.aborted) return
+          }
+          handle.token = p.nextToken
+          if (!p.hasMore) await sleep(options.pollIntervalMs ?? 2000, signal)
+        }
+      },
+    }
+    return handle
+  }
+
+  return {
+    incidents: {
+      list: (filters = {}) => list((c, cursor) => c.incidents.page(filters, cursor)),
+      get: (id) => provided((c) => c.incidents.get(id)),
+      follow: (options) => follow((c, params) => c.incidents.changes(params), options),
+    },
+    events: {
+      list: (filters = {}) => list((c, cursor) => c.events.page(filters, cursor)),
+      get: (id) => provided((c) => c.events.get(id)),
+      follow: (options) => follow((c, params) => c.events.changes(params), options),
+    },
+  }
+}

@@ -1,0 +1,173 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { join } from "node:path"
+import { FetchHttpClient } from "@effect/platform"
+import { Effect, Stream } from "effect"
+import { makeClient } from "../../src/client/effect.ts"
+import { ApiError, createClient } from "../../src/client/index.ts"
+import { admin } from "../support/cli.ts"
+import { type TestDatabase, testDatabase } from "../support/db.ts"
+import { createKey, createSensor, createTenant } from "../support/fixtures.ts"
+import { ingest, nativeEvent } from "../support/ingest.ts"
+import { cleanup, type RunningServer, startServer, testEnv } from "../support/server.ts"
+
+/**
+ * D34: the client against the real server. The server allows 12 requests per 2 s per key and address (D11), so a
+ * burst meets 429s, which the client waits out (Retry-After) without the caller seeing them.
+ */
+const ROOT = join(import.meta.dir, "..", "..")
+let server: RunningServer
+let db: TestDatabase
+let env: Record<string, string>
+let tenant: { orgId: string; key: string; keyId: string }
+let sensor: { id: string; token: string }
+
+beforeAll(async () => {
+  env = testEnv({ RATE_LIMIT: "12", RATE_LIMIT_WINDOW: "2 seconds" })
+  server = await startServer({ env })
+  db = testDatabase(env)
+  tenant = await createTenant(db, "Client Co")
+  sensor = await createSensor(db, tenant.orgId, "web-client")
+  // 7 incidents with 2 events each.
+  for (let i = 0; i < 7; i++) {
+    await ingest(server.ingestUrl, "events", sensor.token, [
+      nativeEvent({ sourceIp: `192.0.2.${100 + i}` }),
+      nativeEvent({ sourceIp: `192.0.2.${100 + i}`, type: "ssh.login_success" }),
+    ])
+  }
+})
+
+afterAll(async () => {
+  await db?.close()
+  await server?.stop()
+  if (server) cleanup(server)
+})
+
+const collect = async <A>(iterable: AsyncIterable<A>) => {
+  const out: Array<A> = []
+  for await (const item of iterable) out.push(item)
+  return out
+}
+
+describe("D34 client", () => {
+  test("lists over several pages (async iterators) and gets one; items are typed (Dates)", async () => {
+    const client = createClient({ baseUrl: server.url, apiKey: tenant.key })
+    const incidents = await collect(client.incidents.list({ limit: 2 }))
+    expect(incidents).toHaveLength(7)
+    expect(new Set(incidents.map((i) => i.id)).size).toBe(7)
+    expect(incidents[0]?.lastSeenAt).toBeInstanceOf(Date)
+    const events = await collect(client.events.list({ limit: 3, type: "ssh.login_success" }))
+    expect(events).toHaveLength(7)
+    const one = await client.incidents.get(incidents[0]?.id ?? "")
+    expect(one.events).toHaveLength(2)
+    expect((await client.events.get(events[0]?.id ?? "")).id).toBe(events[0]?.id ?? "missing")
+  })
+
+  test("a 429 is waited out after Retry-After", async () => {
+    const { key } = await createKey(db, tenant.orgId, "incidents:read,events:read")
+    // Spend the key's allowance with plain requests until one is refused.
+    let refused: Response | undefined
+    for (let i = 0; i < 30 && !refused; i++) {
+      const res = await fetch(`${server.url}/v1/events?limit=1`, { headers: { authorization: `Bearer ${key}` } })
+      await res.arrayBuffer()
+      if (res.status === 429) refused = res
+    }
+    expect(refused?.headers.get("retry-after")).toMatch(/^[0-9]+$/)
+    const client = createClient({ baseUrl: server.url, apiKey: key })
+    const started = Date.now()
+    const events = await collect(client.events.list({ limit: 100 }))
+    expect(events).toHaveLength(14)
+    expect(Date.now() - started).toBeGreaterThan(200)
+  })
+
+  test("typed errors carry the problem code: a revoked key's 401, an unknown id's 404, a bad parameter's 400", async () => {
+    const extra = await createKey(db, tenant.orgId, "incidents:read")
+    expect((await admin(env, ["key", "revoke", extra.id])).code).toBe(0)
+    const revoked = createClient({ baseUrl: server.url, apiKey: extra.key })
+    const error = await collect(revoked.incidents.list()).catch((e: unknown) => e)
+    expect(error).toBeInstanceOf(ApiError)
+    expect(error).toMatchObject({ status: 401, code: "unauthorized" })
+    const client = createClient({ baseUrl: server.url, apiKey: tenant.key })
+    await expect(client.incidents.get("inc_nope")).rejects.toMatchObject({ status: 404, code: "not_found" })
+    await expect(collect(client.events.list({ limit: 0 }))).rejects.toMatchObject({
+      status: 400,
+      code: "invalid_request",
+    })
+    await expect(collect(client.incidents.follow({ after: "forged.token" }))).rejects.toMatchObject({
+      status: 400,
+      code: "invalid_request",
+    })
+  })
+
+  test("the Effect flavour: the same calls as Effects and Streams, failures as ApiError", async () => {
+    const result = await Effect.runPromise(
+      Effect.gen(function* () {
+        const client = yield* makeClient({ baseUrl: server.url, apiKey: tenant.key })
+        const all = yield* Stream.runCollect(client.incidents.list({ limit: 3 }))
+        const firstPage = yield* Stream.runHead(client.events.follow({ limit: 5 }))
+        const missing = yield* Effect.flip(client.events.get("evt_nope"))
+        return { count: all.length, page: firstPage, missing }
+      }).pipe(Effect.provide(FetchHttpClient.layer)),
+    )
+    expect(result.count).toBe(7)
+    expect(result.page._tag).toBe("Some")
+    expect(result.missing).toBeInstanceOf(ApiError)
+    expect(result.missing.code).toBe("not_found")
+  })
+
+  test("follow yields every change and resumes from a saved token after the server restarts", async () => {
+    const client = createClient({ baseUrl: server.url, apiKey: tenant.key })
+    const controller = new AbortController()
+    const follower = client.events.follow({ limit: 4, pollIntervalMs: 100, signal: controller.signal })
+    const seen: Array<string> = []
+    for await (const event of follower) {
+      seen.push(event.id)
+      if (seen.length === 14) controller.abort()
+    }
+    expect(seen).toHaveLength(14)
+    const saved = follower.token
+    expect(typeof saved).toBe("string")
+
+    await server.stop()
+    server = await startServer({ env })
+    const more = await ingest(server.ingestUrl, "events", sensor.token, [
+      nativeEvent({ sourceIp: "192.0.2.200" }),
+      nativeEvent({ sourceIp: "192.0.2.201" }),
+    ])
+    const newIds = (more.body.results as Array<{ id: string }>).map((r) => r.id)
+    const resumed = createClient({ baseUrl: server.url, apiKey: tenant.key })
+    const stop = new AbortController()
+    const after: Array<string> = []
+    for await (const event of resumed.events.follow({ after: saved, pollIntervalMs: 100, signal: stop.signal })) {
+      after.push(event.id)
+      if (after.length === 2) stop.abort()
+    }
+    expect(after).toEqual(newIds)
+    const incidents: Array<string> = []
+    const stopIncidents = new AbortController()
+    for await (const incident of resumed.incidents.follow({ signal: stopIncidents.signal, pollIntervalMs: 100 })) {
+      incidents.push(incident.sourceIp)
+      if (incidents.length === 9) stopIncidents.abort()
+    }
+    expect(incidents.slice(-2).sort()).toEqual(["192.0.2.200", "192.0.2.201"])
+  })
+
+  test("the built client (bun run build:client) runs on Node and lists incidents", async () => {
+    const build = Bun.spawnSync(["bun", "run", "build:client"], { cwd: ROOT, stdout: "pipe", stderr: "pipe" })
+    expect(build.exitCode).toBe(0)
+    const script = `import { createClient } from "decoy-incident-service/client"
+      const client = createClient({ baseUrl: process.env.BASE_URL, apiKey: process.env.API_KEY })
+      let n = 0
+      for await (const incident of client.incidents.list({ limit: 3 })) if (incident.id.startsWith("inc_")) n++
+      console.log(JSON.stringify({ n, node: process.version }))`
+    const node = Bun.spawnSync(["/usr/bin/node", "--input-type=module", "-e", script], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH ?? "", BASE_URL: server.url, API_KEY: tenant.key },
+      stdout: "pipe",
+      stderr: "pipe",
+    })
+    expect(node.stderr.toString()).toBe("")
+    const out = JSON.parse(node.stdout.toString())
+    expect(out.n).toBe(9)
+    expect(String(out.node)).toStartWith("v2")
+  })
+})
