@@ -1,11 +1,21 @@
+import { FetchHttpClient } from "@effect/platform"
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js"
 import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js"
+import { Effect, Either, Logger } from "effect"
+import {
+  type ApiError,
+  type EventFilters,
+  type IncidentClient,
+  type IncidentFilters,
+  makeClient,
+} from "../client/effect.ts"
+import { problemBody } from "../domain/problem.ts"
 import type { Scope } from "../repos/ApiKeysRepo.ts"
 import { type Backend, DEFAULT_MAX_RESULT_CHARS, makeMcpServer, type ProblemBody, type ToolName } from "./tools.ts"
 
 /**
  * `bun run mcp`: the MCP server over stdio for a desktop agent (D39). It reads API_KEY and BASE_URL and calls the
- * read API over HTTP, so it runs anywhere the API is reachable; the tools, their text and the fence are those of
+ * read API through the D34 client (src/client), so it runs anywhere the API is reachable; the tools, their text and the fence are those of
  * POST /mcp (mcp/tools.ts). stdout carries JSON-RPC only: every log line goes to stderr.
  */
 
@@ -17,123 +27,102 @@ const fail = (message: string): never => {
   process.exit(1)
 }
 
-/** The endpoint (path and query) behind each tool; ids are path segments, escaped so they cannot leave theirs. */
-const requestPath = (tool: ToolName, args: Readonly<Record<string, string | ReadonlyArray<string> | undefined>>) => {
-  const query = new URLSearchParams()
-  for (const [name, value] of Object.entries(args)) {
-    if (name === "id" || value === undefined) continue
-    for (const v of typeof value === "string" ? [value] : value) query.append(name, v)
-  }
-  const q = query.size > 0 ? `?${query}` : ""
+type Api = IncidentClient
+type Args = Readonly<Record<string, string | ReadonlyArray<string> | undefined>>
+
+/**
+ * The client's typed filters from the tool's raw arguments: the API validates them (D5) and answers a bad value with
+ * its 400, exactly as for any other caller, so they are passed on as they came (the types only describe good ones).
+ */
+const asFilters = <F>(args: Args): F => args as unknown as F
+
+/**
+ * The endpoint behind each tool, through the client. An id is one path segment: the client puts path parameters into
+ * the URL as they are, so it is escaped here (`../` must not walk to another endpoint).
+ */
+const request = (api: Api, tool: ToolName, args: Args): Effect.Effect<unknown, ApiError> => {
   const id = encodeURIComponent(String(args.id ?? ""))
+  const cursor = typeof args.cursor === "string" ? args.cursor : undefined
   switch (tool) {
     case "list_incidents":
-      return `/v1/incidents${q}`
+      return api.incidents.page(asFilters<IncidentFilters>(args), cursor)
     case "get_incident":
-      return `/v1/incidents/${id}`
+      return api.incidents.get(id)
     case "list_events":
-      return `/v1/events${q}`
+      return api.events.page(asFilters<EventFilters>(args), cursor)
     case "get_event":
-      return `/v1/events/${id}`
+      return api.events.get(id)
     case "incident_changes":
-      return `/v1/incidents/changes${q}`
+      return api.incidents.changes(asFilters<{ after?: string; from?: string; limit?: string }>(args))
     case "event_changes":
-      return `/v1/events/changes${q}`
+      return api.events.changes(asFilters<{ after?: string; from?: string; limit?: string }>(args))
   }
 }
 
-const MAX_TRIES = 4
-
-/** The tools' backend over HTTP: the API's JSON as is, its problem documents as tool errors. */
-export const httpBackend = (baseUrl: string, apiKey: string): Backend & { readonly get: typeof get } => {
-  const get = async (path: string): Promise<{ status: number; body: unknown }> => {
-    for (let attempt = 1; ; attempt++) {
-      let response: Response
-      try {
-        response = await fetch(`${baseUrl}${path}`, {
-          headers: { authorization: `Bearer ${apiKey}`, accept: "application/json" },
-        })
-      } catch (error) {
-        if (attempt >= MAX_TRIES) throw error
-        await Bun.sleep(500 * 2 ** attempt)
-        continue
-      }
-      // 429 and 503 say when to come back (D11, D37): wait that long (at most 10 s) and try again.
-      if ((response.status === 429 || response.status === 503) && attempt < MAX_TRIES) {
-        const wait = Math.min(10, Number(response.headers.get("retry-after") ?? "1") || 1)
-        await response.body?.cancel()
-        await Bun.sleep(wait * 1000)
-        continue
-      }
-      const text = await response.text()
-      let body: unknown = text
-      try {
-        body = JSON.parse(text)
-      } catch {}
-      return { status: response.status, body }
-    }
-  }
-  return {
-    get,
-    call: async (tool, args) => {
-      try {
-        const { status, body } = await get(requestPath(tool, args))
-        if (status === 200) return { ok: true, body }
-        const p = body as Partial<ProblemBody>
-        return {
-          ok: false,
-          problem: {
-            type: typeof p?.type === "string" ? p.type : "about:blank",
-            title: typeof p?.title === "string" ? p.title : "Error",
-            status,
-            detail: typeof p?.detail === "string" ? p.detail : `The API answered ${status}.`,
-            code: typeof p?.code === "string" ? p.code : "internal",
-          },
-        }
-      } catch {
-        return {
-          ok: false,
-          problem: {
-            type: "about:blank",
-            title: "Service Unavailable",
-            status: 503,
-            detail: "The API could not be reached (BASE_URL). Retry later.",
-            code: "unavailable",
-          },
-        }
-      }
-    },
-  }
+const TITLES: Record<number, string> = {
+  400: "Bad Request",
+  401: "Unauthorized",
+  403: "Forbidden",
+  404: "Not Found",
+  429: "Too Many Requests",
+  500: "Internal Server Error",
+  503: "Service Unavailable",
 }
+
+/** The API's problem (status, code, detail) as a tool error; no answer at all is a 503. */
+const problemOf = (error: ApiError): ProblemBody => {
+  const status = error.status === 0 ? 503 : error.status
+  const code = error.status === 0 ? "unavailable" : error.code
+  const detail =
+    error.status === 0 ? "The API could not be reached (BASE_URL). Retry later." : error.detail || `HTTP ${status}`
+  return problemBody(status, TITLES[status] ?? "Error", code, detail)
+}
+
+/** Runs the client's effects with logs on stderr (stdout is the JSON-RPC channel). */
+const runEither = <A>(effect: Effect.Effect<A, ApiError>) =>
+  Effect.runPromise(
+    Effect.either(effect).pipe(
+      Effect.provide(Logger.replace(Logger.defaultLogger, Logger.withConsoleError(Logger.logfmtLogger))),
+    ),
+  )
+
+/**
+ * The tools' backend through the D34 client (src/client): the API's JSON (the client's decoded values written back
+ * as JSON, the API's own encoding), its problem documents as tool errors. The client retries 429 after Retry-After
+ * and 503 and connection failures with back-off.
+ */
+export const clientBackend = (api: Api): Backend => ({
+  call: async (tool, args) => {
+    const result = await runEither(request(api, tool, args))
+    return Either.isRight(result)
+      ? { ok: true, body: JSON.parse(JSON.stringify(result.right)) }
+      : { ok: false, problem: problemOf(result.left) }
+  },
+})
 
 /**
  * The key's scopes, learnt from the API (it has no endpoint that names them) on the first tools/list or call: a
  * one-item list per scope; 403 insufficient_scope means the key lacks it. A refused key or an unreachable API is
- * that request's error (the agent sees the API's reason) and is asked again next time.
+ * that request's JSON-RPC error (the agent sees the API's reason) and is asked again next time.
  */
-const scopeProbe = (backend: ReturnType<typeof httpBackend>) => {
+const scopeProbe = (api: Api) => {
   let known: ReadonlyArray<Scope> | undefined
   return async (): Promise<ReadonlyArray<Scope>> => {
     if (known !== undefined) return known
     const scopes: Array<Scope> = []
-    for (const [scope, path] of [
-      ["incidents:read", "/v1/incidents?limit=1"],
-      ["events:read", "/v1/events?limit=1"],
-    ] as const) {
-      let answer: { status: number; body: unknown }
-      try {
-        answer = await backend.get(path)
-      } catch {
-        throw new McpError(ErrorCode.InternalError, "The API could not be reached (BASE_URL). Retry later.")
-      }
-      const { status, body } = answer
-      if (status === 200) scopes.push(scope)
-      else if (status !== 403 || (body as { code?: unknown }).code !== "insufficient_scope") {
-        const detail = (body as { detail?: unknown }).detail
-        log("the API refused a request", { status })
+    const probes: ReadonlyArray<readonly [Scope, Effect.Effect<unknown, ApiError>]> = [
+      ["incidents:read", api.incidents.page({ limit: 1 }, undefined)],
+      ["events:read", api.events.page({ limit: 1 }, undefined)],
+    ]
+    for (const [scope, probe] of probes) {
+      const result = await runEither(probe)
+      if (Either.isRight(result)) scopes.push(scope)
+      else if (result.left.status !== 403 || result.left.code !== "insufficient_scope") {
+        const p = problemOf(result.left)
+        log("the API refused a request", { status: p.status, code: p.code })
         throw new McpError(
           ErrorCode.InternalError,
-          `The API answered ${status}: ${typeof detail === "string" ? detail : "see its logs"} (check API_KEY)`,
+          `The API answered ${p.status} ${p.code}: ${p.detail} (check API_KEY)`,
         )
       }
     }
@@ -164,8 +153,8 @@ const readSettings = () => {
 
 if (import.meta.main) {
   const { apiKey, baseUrl, maxChars } = readSettings()
-  const backend = httpBackend(baseUrl, apiKey)
-  const server = makeMcpServer(backend, scopeProbe(backend), maxChars)
+  const api = await Effect.runPromise(makeClient({ baseUrl, apiKey }).pipe(Effect.provide(FetchHttpClient.layer)))
+  const server = makeMcpServer(clientBackend(api), scopeProbe(api), maxChars)
   await server.connect(new StdioServerTransport())
   log("mcp stdio server ready", { baseUrl })
 }
