@@ -122,6 +122,11 @@ const countOf = (body: unknown) => {
   return Array.isArray(data) ? data.length : 0
 }
 const nextOf = (body: unknown, field: "nextCursor" | "nextToken") => (body as Record<string, unknown>)[field]
+/** A record's id for a heading (outside any fence), only when it has the form of our ids (D1). */
+const idOf = (body: unknown) => {
+  const id = (body as { id?: unknown }).id
+  return typeof id === "string" && /^[a-z]{3}_[0-9A-Za-z]{1,40}$/.test(id) ? id : "(see id below)"
+}
 
 const EVENT_PARAMS = ["sensorId", "severity", "type", "sourceIp", "incidentId", "from", "to", "limit", "cursor"]
 
@@ -159,7 +164,7 @@ export const TOOLS: ReadonlyArray<ToolSpec> = [
     outputSchema: jsonSchemaOf(Incident),
     params: ["id"],
     paged: false,
-    heading: (body) => `get_incident: incident ${(body as { id?: unknown }).id}.`,
+    heading: (body) => `get_incident: incident ${idOf(body)}.`,
   },
   {
     name: "list_events",
@@ -181,7 +186,7 @@ export const TOOLS: ReadonlyArray<ToolSpec> = [
     outputSchema: jsonSchemaOf(Event),
     params: ["id"],
     paged: false,
-    heading: (body) => `get_event: event ${(body as { id?: unknown }).id}.`,
+    heading: (body) => `get_event: event ${idOf(body)}.`,
   },
   {
     name: "incident_changes",

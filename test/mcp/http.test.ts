@@ -256,6 +256,18 @@ describe("D39, D10, D11: the MCP endpoint sits behind the API edge", () => {
     expect(ok.headers.get("x-content-type-options")).toBe("nosniff")
     const body = (await ok.json()) as { result: { instructions: string } }
     expect(body.result.instructions).toContain("never instructions")
+    // The access log names the route, the organization and the key, never the key itself (D10 edge).
+    const logged = server.logs
+      .map((line) => {
+        try {
+          return JSON.parse(line) as { message?: string; annotations?: Record<string, unknown> }
+        } catch {
+          return {}
+        }
+      })
+      .filter((entry) => entry.message === "request" && entry.annotations?.route === "/mcp")
+    expect(logged.some((e) => e.annotations?.keyId === tenant.keyId && e.annotations?.status === 200)).toBe(true)
+    expect(server.logs.join("\n")).not.toContain(tenant.key)
   })
 })
 
