@@ -102,11 +102,21 @@ const isTrusted = (parent: string | undefined, key: string, value: string) =>
   (TRUSTED_KEYS.has(key) || (parent !== undefined && TRUSTED_PAIRS.has(`${parent}.${key}`))) &&
   TRUSTED_VALUE.test(value)
 
+/** A key that may be shown bare: an identifier, and one of the schema's keys when those are given. */
+const IDENTIFIER = /^[A-Za-z][A-Za-z0-9_]{0,63}$/
+
 /**
- * The JSON as indented `key: value` lines. A key names the place (our schema's keys only: attackerInput, whose keys
- * the attacker chooses, is fenced whole); scalars under a trusted key are bare, all other strings fenced.
+ * The JSON as indented `key: value` lines. A key names the place: only our schema's keys are shown bare (an object
+ * holding any other key is fenced whole, like attackerInput, whose keys the attacker chooses); scalars under a
+ * trusted key are bare, all other strings fenced.
  */
-export const renderLines = (json: unknown, nonce: string, maxStringChars: number): Array<string> => {
+export const renderLines = (
+  json: unknown,
+  nonce: string,
+  maxStringChars: number,
+  knownKeys?: ReadonlySet<string>,
+): Array<string> => {
+  const safeKey = (k: string) => IDENTIFIER.test(k) && (knownKeys === undefined || knownKeys.has(k))
   const lines: Array<string> = []
   const scalar = (parent: string | undefined, key: string, v: unknown): string => {
     if (typeof v === "string") return isTrusted(parent, key, v) ? v : fenced(v, nonce, maxStringChars)
@@ -137,11 +147,15 @@ export const renderLines = (json: unknown, nonce: string, maxStringChars: number
       lines.push(`${indent}${label}: ${scalar(parent, label, v)}`)
       return
     }
+    if (!Object.keys(v).every(safeKey)) {
+      lines.push(`${indent}${label}: ${fenced(v, nonce, maxStringChars)}`)
+      return
+    }
     lines.push(`${indent}${label}:`)
     const name = label.replace(/\[\d+\]$/, "")
     for (const [k, x] of Object.entries(v)) walk(name, k, x, `${indent}  `)
   }
-  if (json !== null && typeof json === "object" && !Array.isArray(json)) {
+  if (json !== null && typeof json === "object" && !Array.isArray(json) && Object.keys(json).every(safeKey)) {
     for (const [k, x] of Object.entries(json)) walk(undefined, k, x, "")
   } else {
     lines.push(scalar(undefined, "value", json))
@@ -170,10 +184,16 @@ export interface RenderedText {
  * Strings are cut smaller until it fits; if it still does not, the text is cut at a line end (each line holds whole
  * fences) with a marker saying so, and `fits` is false (a list then asks for a smaller page).
  */
-export const renderResult = (heading: string, json: unknown, nonce: string, maxChars: number): RenderedText => {
+export const renderResult = (
+  heading: string,
+  json: unknown,
+  nonce: string,
+  maxChars: number,
+  knownKeys?: ReadonlySet<string>,
+): RenderedText => {
   let text = ""
   for (const bound of STRING_BOUNDS) {
-    text = [heading, preamble(nonce), ...renderLines(json, nonce, bound)].join("\n")
+    text = [heading, preamble(nonce), ...renderLines(json, nonce, bound, knownKeys)].join("\n")
     if (text.length <= maxChars) return { text, fits: true }
   }
   const marker = `\n[result text cut at ${maxChars} characters; the complete result is in structuredContent]`

@@ -212,6 +212,29 @@ export const TOOLS: ReadonlyArray<ToolSpec> = [
   },
 ]
 
+/** Every property name of the tools' output schemas: the only keys a result's text shows outside a fence (D40). */
+const SCHEMA_KEYS: ReadonlySet<string> = (() => {
+  const keys = new Set<string>()
+  const walk = (schema: unknown) => {
+    if (schema === null || typeof schema !== "object") return
+    const s = schema as Record<string, unknown>
+    if (s.properties !== null && typeof s.properties === "object") {
+      for (const [k, v] of Object.entries(s.properties)) {
+        keys.add(k)
+        walk(v)
+      }
+    }
+    for (const nested of [s.items, s.$defs, ...(Array.isArray(s.anyOf) ? s.anyOf : [])]) {
+      if (nested !== null && typeof nested === "object") {
+        if (nested === s.$defs) for (const d of Object.values(nested)) walk(d)
+        else walk(nested)
+      }
+    }
+  }
+  for (const tool of TOOLS) walk(tool.outputSchema)
+  return keys
+})()
+
 const problemOf = (status: number, title: string, code: string, detail: string): ProblemBody =>
   problemBody(status, title, code, detail)
 const invalid = (detail: string) => problemOf(400, "Bad Request", "invalid_request", detail)
@@ -264,7 +287,7 @@ export const runTool = async (
   for (let attempt = 0; ; attempt++) {
     const outcome = await backend.call(spec.name, args)
     if (!outcome.ok) return problemResult(outcome.problem)
-    const rendered = renderResult(spec.heading(outcome.body), outcome.body, newNonce(), maxChars)
+    const rendered = renderResult(spec.heading(outcome.body), outcome.body, newNonce(), maxChars, SCHEMA_KEYS)
     const count = countOf(outcome.body)
     if (rendered.fits || !spec.paged || count <= 1 || attempt >= SHRINK_TRIES) {
       return {
