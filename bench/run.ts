@@ -6,6 +6,7 @@
  *   api               req/s and p50/p99 of three endpoints at 16 and 64 connections, service vs baseline (wrk)
  *   scale             first page and a deep page (after 10,000 rows) at 10k and 1M events, service vs baseline
  *   ingest            events/s through POST /ingest/v1/events in batches of 1, 100 and 1000
+ *   feeds             GET /v1/events/changes: the first page and a page after 900,000 changes of 1M events (D32)
  *   webhooks          deliveries/s and event-to-receipt latency, without and with a dead second channel
  *   ratelimit-memory  heap of the in-memory rate limit store (bench/ratelimit-memory.ts, no database)
  *
@@ -34,14 +35,15 @@ import {
 import { loadManifest, type SeedManifest, seed } from "./lib/seed.ts"
 import { ensureWrk } from "./lib/wrk.ts"
 import { runApi, runScale } from "./parts/api.ts"
+import { runFeeds } from "./parts/feeds.ts"
 import { runIngest } from "./parts/ingest.ts"
 import { runWebhooks } from "./parts/webhooks.ts"
 import { formatProfile, type ProfileSummary, summarizeProfile } from "./profile-summary.ts"
 
-const PARTS = ["seed", "api", "scale", "ingest", "webhooks", "ratelimit-memory"] as const
+const PARTS = ["seed", "api", "scale", "feeds", "ingest", "webhooks", "ratelimit-memory"] as const
 type Part = (typeof PARTS)[number]
-const DB_PARTS: ReadonlyArray<Part> = ["seed", "api", "scale", "ingest", "webhooks"]
-const WRK_PARTS: ReadonlyArray<Part> = ["api", "scale"]
+const DB_PARTS: ReadonlyArray<Part> = ["seed", "api", "scale", "feeds", "ingest", "webhooks"]
+const WRK_PARTS: ReadonlyArray<Part> = ["api", "scale", "feeds"]
 
 const args = process.argv.slice(2)
 const flag = (name: string) => args.includes(name)
@@ -134,6 +136,7 @@ try {
     else if (ctx !== undefined && manifest !== undefined) {
       if (part === "api") results.api = await runApi(ctx, manifest, timing)
       if (part === "scale") results.scale = await runScale(ctx, manifest, timing)
+      if (part === "feeds") results.feeds = await runFeeds(ctx, manifest, timing)
       if (part === "ingest") results.ingest = await runIngest(ctx, manifest, timing)
       if (part === "webhooks") results.webhooks = await runWebhooks(ctx, manifest, webhookSizes)
     }
@@ -204,6 +207,23 @@ if (results.api) {
       )
         .map((c: Json) => c.same)
         .join(", ")}`,
+  )
+}
+if (results.feeds) {
+  sections.push(
+    `Feeds: GET /v1/events/changes?limit=50, ${results.feeds.connections} connections (latency in ms); EXPLAIN ANALYZE of the feed's statement\n` +
+      table(
+        ["case", "req/s", "p50", "p99", "plan", "SQL ms", "buffers"],
+        results.feeds.rows.map((r: Json, i: number) => [
+          r.case,
+          r.service.rps,
+          ms(r.service.latencyMs.p50),
+          ms(r.service.latencyMs.p99),
+          results.feeds.plans[i]?.plan ?? "-",
+          String(results.feeds.plans[i]?.executionMs ?? "-"),
+          String(results.feeds.plans[i]?.sharedBuffers ?? "-"),
+        ]),
+      ),
   )
 }
 if (results.scale) {
@@ -317,6 +337,23 @@ if (results.api) {
       met: r.service.latencyMs.p99 <= 25,
     })
   }
+}
+if (results.feeds) {
+  sections.push(
+    `Feeds: GET /v1/events/changes?limit=50, ${results.feeds.connections} connections (latency in ms); EXPLAIN ANALYZE of the feed's statement\n` +
+      table(
+        ["case", "req/s", "p50", "p99", "plan", "SQL ms", "buffers"],
+        results.feeds.rows.map((r: Json, i: number) => [
+          r.case,
+          r.service.rps,
+          ms(r.service.latencyMs.p50),
+          ms(r.service.latencyMs.p99),
+          results.feeds.plans[i]?.plan ?? "-",
+          String(results.feeds.plans[i]?.executionMs ?? "-"),
+          String(results.feeds.plans[i]?.sharedBuffers ?? "-"),
+        ]),
+      ),
+  )
 }
 if (results.scale) {
   results.scale.ratios.slice(1).forEach((r: Json) => {

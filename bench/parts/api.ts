@@ -94,7 +94,7 @@ export const keyPool = (ctx: BenchContext, dataset: Dataset): KeyPool => {
 
 const THREADS = 2
 
-const load = async (
+export const load = async (
   url: string,
   path: string,
   connections: number,

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, expect, test } from "bun:test"
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
+import { eventChangesStatement, incidentChangesStatement } from "../../src/repos/ChangesRepo.ts"
 import {
   type EventFilters,
   eventByIdStatement,
@@ -115,6 +116,47 @@ test("D7: every list statement, with every combination of filters and with a cur
   }
   for (const [name, index] of Object.entries(single)) {
     const plan = plans.find(([n]) => n === name)?.[1] ?? ""
+    expect({ name, index: plan.includes(index) }).toEqual({ name, index: true })
+  }
+})
+
+test("D32: a change feed page is one range scan of its position index, from the start and from a token", async () => {
+  const cases: Array<[string, SqlText, string]> = []
+  for (const after of [
+    { xid: "0", seq: "0", fromMs: null },
+    { xid: "123456", seq: "98765", fromMs: null },
+  ]) {
+    cases.push([
+      `events after ${after.xid}`,
+      eventChangesStatement({ orgId, after, fetch: 51 }),
+      "events_org_change_idx",
+    ])
+    cases.push([
+      `incidents after ${after.xid}`,
+      incidentChangesStatement({ orgId, after, fetch: 51 }),
+      "incident_changes_pkey",
+    ])
+  }
+  const plans = await db.run(
+    Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      const out: Array<[string, string, string]> = []
+      for (const [name, { text, params }, index] of cases) {
+        const plan = yield* sql.withTransaction(
+          Effect.gen(function* () {
+            yield* sql`set local enable_seqscan = off`
+            const rows = yield* sql.unsafe<Record<string, string>>(`explain ${text}`, params)
+            return rows.map((r) => Object.values(r)[0]).join("\n")
+          }),
+        )
+        out.push([name, plan, index])
+      }
+      return out
+    }),
+  )
+  for (const [name, plan, index] of plans) {
+    expect({ name, seqScan: /Seq Scan on (events|incident_changes)/.test(plan) }).toEqual({ name, seqScan: false })
+    expect({ name, sorts: /\bSort\b/.test(plan) }).toEqual({ name, sorts: false })
     expect({ name, index: plan.includes(index) }).toEqual({ name, index: true })
   }
 })

@@ -1,0 +1,183 @@
+import { afterAll, beforeAll, expect, test } from "bun:test"
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { type TestDatabase, testDatabase } from "../support/db.ts"
+import { createSensor, createTenant } from "../support/fixtures.ts"
+import { ingest, nativeEvent } from "../support/ingest.ts"
+import { type RunningServer, shutdown, startServer } from "../support/server.ts"
+
+/** examples/poller.ts as README shows it: run as a process, stopped with SIGTERM, restarted from its saved token. */
+const ROOT = join(import.meta.dir, "..", "..")
+let server: RunningServer
+let db: TestDatabase
+const dir = mkdtempSync(join(tmpdir(), "poller-"))
+
+beforeAll(async () => {
+  server = await startServer()
+  db = testDatabase(server.env)
+})
+afterAll(async () => {
+  await shutdown(server, db)
+  rmSync(dir, { recursive: true, force: true })
+})
+
+const runPoller = (key: string) => {
+  const child = Bun.spawn(["bun", "examples/poller.ts"], {
+    cwd: ROOT,
+    env: {
+      PATH: process.env.PATH ?? "",
+      BASE_URL: server.url,
+      API_KEY: key,
+      TOKEN_FILE: join(dir, "token"),
+      POLL_INTERVAL_MS: "100",
+    },
+    stdout: "pipe",
+    stderr: "pipe",
+  })
+  const lines: Array<{ id: string; status: string; title: string }> = []
+  const reading = (async () => {
+    let buffer = ""
+    for await (const chunk of child.stdout as ReadableStream<Uint8Array>) {
+      buffer += new TextDecoder().decode(chunk)
+      let i = buffer.indexOf("\n")
+      while (i >= 0) {
+        lines.push(JSON.parse(buffer.slice(0, i)))
+        buffer = buffer.slice(i + 1)
+        i = buffer.indexOf("\n")
+      }
+    }
+  })()
+  const waitFor = async (n: number) => {
+    const until = Date.now() + 60_000
+    while (lines.length < n && Date.now() < until) await Bun.sleep(50)
+    expect(lines.length).toBe(n)
+  }
+  const stop = async () => {
+    child.kill("SIGTERM")
+    expect(await child.exited).toBe(0)
+    await reading
+  }
+  return { lines, waitFor, stop }
+}
+
+test("the README's poller prints every change, saves its token on SIGTERM, and resumes from it", async () => {
+  const { orgId, key } = await createTenant(db, "Poller Co")
+  const sensor = await createSensor(db, orgId, "web-poller")
+  await ingest(server.ingestUrl, "events", sensor.token, [
+    nativeEvent({ sourceIp: "192.0.2.71" }),
+    nativeEvent({ sourceIp: "192.0.2.72" }),
+  ])
+  const first = runPoller(key)
+  await first.waitFor(2)
+  await Bun.sleep(300)
+  await first.stop()
+  expect(existsSync(join(dir, "token"))).toBe(true)
+  expect(readFileSync(join(dir, "token"), "utf8")).toMatch(/^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]{22}$/)
+
+  // While it is stopped, one incident gets a new event and one is new.
+  await ingest(server.ingestUrl, "events", sensor.token, [
+    nativeEvent({ sourceIp: "192.0.2.72" }),
+    nativeEvent({ sourceIp: "192.0.2.73" }),
+  ])
+  const second = runPoller(key)
+  await second.waitFor(2)
+  await Bun.sleep(300)
+  await second.stop()
+  // Exactly the two changes made while it was stopped: the seen incident again (its new event) and the new one.
+  expect(second.lines).toHaveLength(2)
+  const firstIds = new Set(first.lines.map((l) => l.id))
+  expect(second.lines.filter((l) => firstIds.has(l.id))).toHaveLength(1)
+  expect(second.lines.filter((l) => !firstIds.has(l.id))).toHaveLength(1)
+})
+
+/** The README's code blocks under "Polling for new incidents", as written. */
+const readmeBlock = (language: "ts" | "sh") => {
+  const readme = readFileSync(join(ROOT, "README.md"), "utf8")
+  const section = readme.slice(readme.indexOf("## Polling for new incidents"))
+  const match = new RegExp(`\`\`\`${language}\\n([\\s\\S]*?)\`\`\``).exec(section)
+  if (!match?.[1]) throw new Error(`no ${language} block in the README section`)
+  return match[1]
+}
+
+const linesOf = (child: ReturnType<typeof Bun.spawn>) => {
+  const lines: Array<string> = []
+  const reading = (async () => {
+    let buffer = ""
+    for await (const chunk of child.stdout as ReadableStream<Uint8Array>) {
+      buffer += new TextDecoder().decode(chunk)
+      const parts = buffer.split("\n")
+      buffer = parts.pop() ?? ""
+      lines.push(...parts.filter((l) => l !== ""))
+    }
+  })()
+  return { lines, reading }
+}
+
+const waitUntil = async (check: () => boolean) => {
+  const until = Date.now() + 60_000
+  while (!check() && Date.now() < until) await Bun.sleep(50)
+  expect(check()).toBe(true)
+}
+
+test("the README's poller with the client runs as written: prints the changes, saves the token on SIGINT", async () => {
+  const { orgId, key } = await createTenant(db, "Readme Co")
+  const sensor = await createSensor(db, orgId, "web-readme")
+  await ingest(server.ingestUrl, "events", sensor.token, [nativeEvent({ sourceIp: "192.0.2.81" })])
+  // Beside the package (so its `decoy-incident-service/client` import resolves), run from a scratch directory.
+  const script = join(ROOT, ".data", `readme-poller-${process.pid}.ts`)
+  mkdirSync(join(ROOT, ".data"), { recursive: true })
+  writeFileSync(script, readmeBlock("ts"))
+  const cwd = mkdtempSync(join(dir, "readme-"))
+  try {
+    const child = Bun.spawn(["bun", script], {
+      cwd,
+      env: { PATH: process.env.PATH ?? "", BASE_URL: server.url, API_KEY: key },
+      stdout: "pipe",
+      stderr: "pipe",
+    })
+    const { lines, reading } = linesOf(child)
+    await waitUntil(() => lines.length >= 1)
+    expect(lines[0]).toStartWith("inc_")
+    expect(lines[0]).toContain("open")
+    child.kill("SIGINT")
+    expect(await child.exited).toBe(0)
+    await reading
+    expect(readFileSync(join(cwd, ".incident-feed-token"), "utf8")).toMatch(/^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]{22}$/)
+  } finally {
+    rmSync(script, { force: true })
+  }
+})
+
+test("the README's curl and jq poller runs as written and resumes from its token file", async () => {
+  const { orgId, key } = await createTenant(db, "Curl Co")
+  const sensor = await createSensor(db, orgId, "web-curl")
+  await ingest(server.ingestUrl, "events", sensor.token, [nativeEvent({ sourceIp: "192.0.2.91" })])
+  const cwd = mkdtempSync(join(dir, "curl-"))
+  const run = () =>
+    Bun.spawn(["bash", "-c", readmeBlock("sh")], {
+      cwd,
+      env: { PATH: process.env.PATH ?? "", BASE_URL: server.url, API_KEY: key },
+      stdout: "pipe",
+      stderr: "pipe",
+    })
+  const first = run()
+  const a = linesOf(first)
+  await waitUntil(() => a.lines.length >= 1)
+  await Bun.sleep(500)
+  first.kill("SIGTERM")
+  await first.exited
+  await a.reading
+  expect(a.lines.map((l) => JSON.parse(l).title)).toHaveLength(1)
+  await ingest(server.ingestUrl, "events", sensor.token, [nativeEvent({ sourceIp: "192.0.2.92" })])
+  const second = run()
+  const b = linesOf(second)
+  await waitUntil(() => b.lines.length >= 1)
+  await Bun.sleep(500)
+  second.kill("SIGTERM")
+  await second.exited
+  await b.reading
+  // Only the change made while it was stopped.
+  expect(b.lines).toHaveLength(1)
+  expect(JSON.parse(b.lines[0] ?? "{}").id).not.toBe(JSON.parse(a.lines[0] ?? "{}").id)
+})
