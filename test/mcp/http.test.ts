@@ -228,6 +228,19 @@ describe("D39, D10, D11: the MCP endpoint sits behind the API edge", () => {
     expect(((await res.json()) as { detail: string }).detail).toBe("The API key has been revoked.")
   })
 
+  test("D10: Deception off gives 403 feature_disabled on /mcp; on again restores access", async () => {
+    const other = await createTenant(db, "Paused")
+    const setDeception = (state: "on" | "off") =>
+      db.run(Effect.flatMap(AdminOperations, (admin) => admin.setDeception(other.orgId, state)))
+    await setDeception("off")
+    const off = await mcpPost(server.url, INITIALIZE, { authorization: `Bearer ${other.key}` })
+    expect(off.status).toBe(403)
+    expect(((await off.json()) as { code: string }).code).toBe("feature_disabled")
+    await setDeception("on")
+    const on = await mcpPost(server.url, INITIALIZE, { authorization: `Bearer ${other.key}` })
+    expect(on.status).toBe(200)
+  })
+
   // Every key has at least one read scope (admin refuses a key without one), so the MCP scope check (any read scope)
   // cannot fail through the API; a tool outside the key's scopes is covered above (403 insufficient_scope).
   test("other methods get 405 with Allow: POST; bodies that are not MCP get problem documents", async () => {
