@@ -286,6 +286,11 @@ export const rateLimitConfig = Config.all({
 
 export type RateLimitSettings = Config.Config.Success<typeof rateLimitConfig>
 
+// --- AI agents (D39, D40) ----------------------------------------------------------------------------------------------
+
+/** MCP_MAX_RESULT_CHARS: the text of one MCP tool result stays under this many characters (default 100,000). */
+export const mcpMaxResultCharsConfig = positiveInt("MCP_MAX_RESULT_CHARS", 100_000)
+
 // --- Logging --------------------------------------------------------------------------------------------------------
 
 /** LOG_LEVEL's names (any case, surrounding spaces ignored). */

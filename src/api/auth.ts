@@ -2,7 +2,7 @@ import { HttpServerRequest } from "@effect/platform"
 import { Effect, Layer } from "effect"
 import { KeyAuth } from "../auth/KeyAuth.ts"
 import { RateLimited } from "../domain/problem.ts"
-import { RateLimiter } from "../ratelimit/RateLimiter.ts"
+import { RateLimiter, type RateLimiterService } from "../ratelimit/RateLimiter.ts"
 import type { Scope } from "../repos/ApiKeysRepo.ts"
 import { EventsAuth, IncidentsAuth } from "./definition.ts"
 import { keyBucket } from "./edge.ts"
@@ -10,9 +10,40 @@ import { authFailures } from "./problems.ts"
 import { requestFacts } from "./requestContext.ts"
 
 /**
+ * The D10 checks of one request after the per-IP limit: key (401), Deception (403), scope (403), then the per-key
+ * limit (429). KeyAuth's tagged errors become their 401/403 problems here (api/problems.ts authFailures), and
+ * nowhere else. Used by each group's bearer middleware and by the MCP endpoint (mcp/http.ts), which takes any of
+ * the read scopes.
+ */
+export const authenticateRequest = (
+  auth: KeyAuth,
+  limiter: RateLimiterService,
+  request: HttpServerRequest.HttpServerRequest,
+  scope: Scope | ReadonlyArray<Scope>,
+) =>
+  auth.authenticate(request.headers.authorization, scope).pipe(
+    authFailures,
+    Effect.tap((caller) =>
+      Effect.sync(() => Object.assign(requestFacts(request), { orgId: caller.orgId, keyId: caller.keyId })),
+    ),
+    // D10: the per-key limit comes after key, Deception and scope. The edge turns the decision into headers.
+    Effect.tap((caller) =>
+      Effect.flatMap(limiter.hit(keyBucket(caller.keyId), requestFacts(request).arrivedMs), (decision) => {
+        requestFacts(request).keyLimit = decision
+        return decision.allowed
+          ? Effect.void
+          : Effect.fail(
+              RateLimited.of(
+                `More than ${decision.limit} requests with this API key in the rate limit window. Retry after ${decision.retryAfterSeconds} s.`,
+              ),
+            )
+      }),
+    ),
+  )
+
+/**
  * The bearer middleware of each group. HttpApiSecurity.bearer only slices the header, so the header is read
- * again here and checked strictly (scheme, one token) by KeyAuth. This is the API edge of authentication: KeyAuth's
- * tagged errors become their 401/403 problems here (api/problems.ts authFailures), and nowhere else.
+ * again here and checked strictly (scheme, one token) by KeyAuth.
  */
 const bearerFor = (scope: Scope) =>
   Effect.gen(function* () {
@@ -21,25 +52,7 @@ const bearerFor = (scope: Scope) =>
     return {
       bearer: () =>
         Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
-          auth.authenticate(request.headers.authorization, scope).pipe(
-            authFailures,
-            Effect.tap((caller) =>
-              Effect.sync(() => Object.assign(requestFacts(request), { orgId: caller.orgId, keyId: caller.keyId })),
-            ),
-            // D10: the per-key limit comes after key, Deception and scope. The edge turns the decision into headers.
-            Effect.tap((caller) =>
-              Effect.flatMap(limiter.hit(keyBucket(caller.keyId), requestFacts(request).arrivedMs), (decision) => {
-                requestFacts(request).keyLimit = decision
-                return decision.allowed
-                  ? Effect.void
-                  : Effect.fail(
-                      RateLimited.of(
-                        `More than ${decision.limit} requests with this API key in the rate limit window. Retry after ${decision.retryAfterSeconds} s.`,
-                      ),
-                    )
-              }),
-            ),
-          ),
+          authenticateRequest(auth, limiter, request, scope),
         ),
     }
   })

@@ -108,11 +108,14 @@ const apiUnrouted = () => problem(404, "Not Found", "not_found", "No such endpoi
  */
 const ROUTES: ReadonlyArray<[RegExp, string]> = [
   [/^\/v1\/incidents\/?$/i, "/v1/incidents"],
+  [/^\/v1\/incidents\/changes\/?$/i, "/v1/incidents/changes"],
   [/^\/v1\/incidents\/[^/]+\/?$/i, "/v1/incidents/:id"],
   [/^\/v1\/events\/?$/i, "/v1/events"],
+  [/^\/v1\/events\/changes\/?$/i, "/v1/events/changes"],
   [/^\/v1\/events\/[^/]+\/?$/i, "/v1/events/:id"],
   [/^\/openapi\.json\/?$/i, "/openapi.json"],
   [/^\/docs\/?$/i, "/docs"],
+  [/^\/mcp\/?$/i, "/mcp"],
 ]
 const canonicalPath = (url: string): string | undefined => {
   const raw = url.split("?")[0] ?? ""
@@ -230,7 +233,9 @@ export const makeEdgeMiddleware =
           ),
         )
       }
-      if (request.method !== "GET" && request.method !== "HEAD") {
+      // POST /mcp is the one writing method (D39); the MCP route itself answers its other methods.
+      const mcp = (request.url.split("?")[0] ?? "") === "/mcp"
+      if (request.method !== "GET" && request.method !== "HEAD" && !mcp) {
         return yield* answer(
           problem(
             405,

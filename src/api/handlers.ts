@@ -1,5 +1,5 @@
 import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
-import { Data, Effect, Option, Redacted } from "effect"
+import { type Context, Data, Effect, Option, Redacted } from "effect"
 import { AppConfig } from "../config.ts"
 import { deriveKey } from "../domain/crypto.ts"
 import { type CursorScope, encodeCursor } from "../domain/cursor.ts"
@@ -8,8 +8,8 @@ import { presentEvent, presentIncident, presentIncidentSummary } from "../domain
 import { ChangesRepo } from "../repos/ChangesRepo.ts"
 import { EventsRepo } from "../repos/EventsRepo.ts"
 import { IncidentsRepo } from "../repos/IncidentsRepo.ts"
-import { Caller, IncidentApi } from "./definition.ts"
-import { feedPage } from "./feeds.ts"
+import { Caller, type EventListParams, IncidentApi, type IncidentListParams } from "./definition.ts"
+import { type FeedParams, feedPage } from "./feeds.ts"
 import {
   eventFilterDigestInput,
   parseCursor,
@@ -23,11 +23,10 @@ import { listFailures, lookupFailures } from "./problems.ts"
 /** D8: member events shown on a single incident. */
 export const INCIDENT_EVENTS_SHOWN = 200
 
-/** D33: the change feeds' token key, also derived from SECRET_KEY. */
-const feedTokenKey = Effect.map(AppConfig, (config) => deriveKey(Redacted.value(config.secretKey), "feed-token-v1"))
-
 /** The cursor signing key, derived from SECRET_KEY so cursors survive restarts and work across replicas. */
 const cursorKey = Effect.map(AppConfig, (config) => deriveKey(Redacted.value(config.secretKey), "cursor-v1"))
+/** The feed token signing key (D33), derived from SECRET_KEY like the cursor key. */
+const feedTokenKey = Effect.map(AppConfig, (config) => deriveKey(Redacted.value(config.secretKey), "feed-token-v1"))
 
 /**
  * No incident with this id in the caller's organization (or the id is not an incident id). It carries only the id
@@ -61,110 +60,121 @@ const page = <Row extends { readonly id: string }, Out>(
   }
 }
 
+type CallerInfo = Context.Tag.Service<Caller>
+
+/**
+ * The read queries behind the endpoints, with their validation and problem mapping: the HttpApi handlers below and
+ * the MCP tools (mcp/tools.ts) both call these, so an agent gets exactly the API's answers and errors.
+ */
+export const makeReadQueries = Effect.gen(function* () {
+  const incidents = yield* IncidentsRepo
+  const events = yield* EventsRepo
+  const { appUrl } = yield* AppConfig
+  const key = yield* cursorKey
+  const changes = yield* ChangesRepo
+  const tokenKey = yield* feedTokenKey
+
+  const listIncidents = (caller: CallerInfo, urlParams: typeof IncidentListParams.Type) =>
+    Effect.gen(function* () {
+      const status = yield* parseStatus(urlParams.status)
+      const limit = yield* parseLimit(urlParams.limit)
+      const cursor = yield* parseCursor(urlParams.cursor)
+      const scope: CursorScope = { endpoint: "incidents", orgId: caller.orgId, filters: { status } }
+      const after = yield* readCursor(key, scope, cursor)
+      const rows = yield* incidents.list({ orgId: caller.orgId, status, after, fetch: limit + 1 })
+      return page(
+        rows,
+        limit,
+        (r) => r.lastSeenAt,
+        (r) => presentIncidentSummary(r, appUrl),
+        (at) => encodeCursor(key, scope, at),
+      )
+    }).pipe(listFailures)
+
+  const getIncident = (caller: CallerInfo, id: string) =>
+    Effect.gen(function* () {
+      if (!isId("incident", id)) return yield* new IncidentNotFound({ id })
+      const row = yield* incidents.findById(caller.orgId, id)
+      if (Option.isNone(row)) return yield* new IncidentNotFound({ id })
+      const members = yield* events.members(caller.orgId, id, INCIDENT_EVENTS_SHOWN)
+      return presentIncident(row.value, members, appUrl)
+    }).pipe(lookupFailures)
+
+  const listEvents = (caller: CallerInfo, urlParams: typeof EventListParams.Type) =>
+    Effect.gen(function* () {
+      const input = yield* parseEventListParams(urlParams)
+      const scope: CursorScope = {
+        endpoint: "events",
+        orgId: caller.orgId,
+        filters: eventFilterDigestInput(input.filters),
+      }
+      const after = yield* readCursor(key, scope, input.cursor)
+      const rows = yield* events.list({
+        orgId: caller.orgId,
+        filters: input.filters,
+        after,
+        fetch: input.limit + 1,
+      })
+      return page(
+        rows,
+        input.limit,
+        (r) => r.time,
+        presentEvent,
+        (at) => encodeCursor(key, scope, at),
+      )
+    }).pipe(listFailures)
+
+  const getEvent = (caller: CallerInfo, id: string) =>
+    Effect.gen(function* () {
+      if (!isId("event", id)) return yield* new EventNotFound({ id })
+      const row = yield* events.findById(caller.orgId, id)
+      if (Option.isNone(row)) return yield* new EventNotFound({ id })
+      return presentEvent(row.value)
+    }).pipe(lookupFailures)
+
+  // D32: the change feeds.
+  const incidentChanges = (caller: CallerInfo, urlParams: FeedParams) =>
+    feedPage(tokenKey, "incidents/changes", caller.orgId, urlParams, changes.incidents, (r) =>
+      presentIncidentSummary(r, appUrl),
+    ).pipe(listFailures)
+
+  const eventChanges = (caller: CallerInfo, urlParams: FeedParams) =>
+    feedPage(tokenKey, "events/changes", caller.orgId, urlParams, changes.events, presentEvent).pipe(listFailures)
+
+  return { listIncidents, getIncident, listEvents, getEvent, incidentChanges, eventChanges } as const
+})
+export type ReadQueries = Effect.Effect.Success<typeof makeReadQueries>
+
 export const IncidentsHandlers = HttpApiBuilder.group(IncidentApi, "incidents", (handlers) =>
   Effect.gen(function* () {
-    const incidents = yield* IncidentsRepo
-    const events = yield* EventsRepo
-    const { appUrl } = yield* AppConfig
-    const key = yield* cursorKey
-    const changes = yield* ChangesRepo
-    const tokenKey = yield* feedTokenKey
+    const queries = yield* makeReadQueries
 
     return handlers
       .handle("incidentChanges", ({ urlParams }) =>
-        Effect.gen(function* () {
-          const caller = yield* Caller
-          return json(
-            yield* feedPage(tokenKey, "incidents/changes", caller.orgId, urlParams, changes.incidents, (r) =>
-              presentIncidentSummary(r, appUrl),
-            ),
-          )
-        }).pipe(listFailures),
+        Effect.flatMap(Caller, (caller) => Effect.map(queries.incidentChanges(caller, urlParams), json)),
       )
       .handle("listIncidents", ({ urlParams }) =>
-        Effect.gen(function* () {
-          const caller = yield* Caller
-          const status = yield* parseStatus(urlParams.status)
-          const limit = yield* parseLimit(urlParams.limit)
-          const cursor = yield* parseCursor(urlParams.cursor)
-          const scope: CursorScope = { endpoint: "incidents", orgId: caller.orgId, filters: { status } }
-          const after = yield* readCursor(key, scope, cursor)
-          const rows = yield* incidents.list({ orgId: caller.orgId, status, after, fetch: limit + 1 })
-          return json(
-            page(
-              rows,
-              limit,
-              (r) => r.lastSeenAt,
-              (r) => presentIncidentSummary(r, appUrl),
-              (at) => encodeCursor(key, scope, at),
-            ),
-          )
-        }).pipe(listFailures),
+        Effect.flatMap(Caller, (caller) => Effect.map(queries.listIncidents(caller, urlParams), json)),
       )
       .handle("getIncident", ({ path }) =>
-        Effect.gen(function* () {
-          const caller = yield* Caller
-          if (!isId("incident", path.id)) return yield* new IncidentNotFound({ id: path.id })
-          const row = yield* incidents.findById(caller.orgId, path.id)
-          if (Option.isNone(row)) return yield* new IncidentNotFound({ id: path.id })
-          const members = yield* events.members(caller.orgId, path.id, INCIDENT_EVENTS_SHOWN)
-          return json(presentIncident(row.value, members, appUrl))
-        }).pipe(lookupFailures),
+        Effect.flatMap(Caller, (caller) => Effect.map(queries.getIncident(caller, path.id), json)),
       )
   }),
 )
 
 export const EventsHandlers = HttpApiBuilder.group(IncidentApi, "events", (handlers) =>
   Effect.gen(function* () {
-    const events = yield* EventsRepo
-    const key = yield* cursorKey
-    const changes = yield* ChangesRepo
-    const tokenKey = yield* feedTokenKey
+    const queries = yield* makeReadQueries
 
     return handlers
       .handle("eventChanges", ({ urlParams }) =>
-        Effect.gen(function* () {
-          const caller = yield* Caller
-          return json(
-            yield* feedPage(tokenKey, "events/changes", caller.orgId, urlParams, changes.events, presentEvent),
-          )
-        }).pipe(listFailures),
+        Effect.flatMap(Caller, (caller) => Effect.map(queries.eventChanges(caller, urlParams), json)),
       )
       .handle("listEvents", ({ urlParams }) =>
-        Effect.gen(function* () {
-          const caller = yield* Caller
-          const input = yield* parseEventListParams(urlParams)
-          const scope: CursorScope = {
-            endpoint: "events",
-            orgId: caller.orgId,
-            filters: eventFilterDigestInput(input.filters),
-          }
-          const after = yield* readCursor(key, scope, input.cursor)
-          const rows = yield* events.list({
-            orgId: caller.orgId,
-            filters: input.filters,
-            after,
-            fetch: input.limit + 1,
-          })
-          return json(
-            page(
-              rows,
-              input.limit,
-              (r) => r.time,
-              presentEvent,
-              (at) => encodeCursor(key, scope, at),
-            ),
-          )
-        }).pipe(listFailures),
+        Effect.flatMap(Caller, (caller) => Effect.map(queries.listEvents(caller, urlParams), json)),
       )
       .handle("getEvent", ({ path }) =>
-        Effect.gen(function* () {
-          const caller = yield* Caller
-          if (!isId("event", path.id)) return yield* new EventNotFound({ id: path.id })
-          const row = yield* events.findById(caller.orgId, path.id)
-          if (Option.isNone(row)) return yield* new EventNotFound({ id: path.id })
-          return json(presentEvent(row.value))
-        }).pipe(lookupFailures),
+        Effect.flatMap(Caller, (caller) => Effect.map(queries.getEvent(caller, path.id), json)),
       )
   }),
 )

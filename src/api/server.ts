@@ -4,6 +4,7 @@ import { Effect, Layer } from "effect"
 import { KeyAuth } from "../auth/KeyAuth.ts"
 import { AppConfig } from "../config.ts"
 import { SERVER_MAX_BODY_BYTES } from "../ingest/body.ts"
+import { McpRouteLive } from "../mcp/http.ts"
 import { Lifecycle } from "../ops/Lifecycle.ts"
 import { RateLimiter } from "../ratelimit/RateLimiter.ts"
 import { ApiKeysRepo } from "../repos/ApiKeysRepo.ts"
@@ -17,11 +18,16 @@ import { MAX_URL_LENGTH, makeEdgeMiddleware } from "./edge.ts"
 import { EventsHandlers, IncidentsHandlers } from "./handlers.ts"
 
 /** The read API as a Layer: the HttpApi, its handlers and middleware, OpenAPI at /openapi.json, docs at /docs. */
+/** What the handlers and the MCP route read through: one KeyAuth (one key cache) and the repositories. */
+const ApiDependenciesLive = Layer.provideMerge(
+  KeyAuth.Default,
+  Layer.mergeAll(IncidentsRepo.Default, EventsRepo.Default, ApiKeysRepo.Default, ChangesRepo.Default),
+)
+
 export const ApiLive = HttpApiBuilder.api(IncidentApi).pipe(
   Layer.provide([IncidentsHandlers, EventsHandlers]),
   Layer.provide([IncidentsAuthLive, EventsAuthLive]),
-  Layer.provide(KeyAuth.Default),
-  Layer.provide([IncidentsRepo.Default, EventsRepo.Default, ApiKeysRepo.Default, ChangesRepo.Default]),
+  Layer.provide(ApiDependenciesLive),
 )
 
 const logAddress = Effect.gen(function* () {
@@ -43,6 +49,8 @@ export const ApiServerLive = Layer.unwrapEffect(
       Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/openapi.json" })),
       // D38: the reference page, served whole by the service (api/docs.ts).
       Layer.provide(DocsLive),
+      // POST /mcp for AI agents (D39), on the same router behind the same edge.
+      Layer.provide(McpRouteLive.pipe(Layer.provide(ApiDependenciesLive))),
       Layer.provide(ApiLive),
       // The router refuses path parameters over 100 characters by default: such an id would get 404 before
       // authentication (D10 says 401 first). Any id up to the URL limit reaches the handler, which answers 404.

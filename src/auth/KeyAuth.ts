@@ -44,7 +44,11 @@ export class DeceptionDisabled extends Data.TaggedError("DeceptionDisabled")<{
   readonly orgId: string
 }> {}
 /** The key is valid but lacks the endpoint's scope. */
-export class ScopeMissing extends Data.TaggedError("ScopeMissing")<{ readonly keyId: string; readonly scope: Scope }> {}
+export class ScopeMissing extends Data.TaggedError("ScopeMissing")<{
+  readonly keyId: string
+  /** The scope asked for (`a or b` when any of several would do). */
+  readonly scope: string
+}> {}
 
 export type KeyAuthError =
   | KeyMissing
@@ -243,7 +247,8 @@ export class KeyAuth extends Effect.Service<KeyAuth>()("KeyAuth", {
       })
     }
 
-    const authenticate = (authorization: string | undefined, scope: Scope) =>
+    /** `scope`: the one the endpoint needs, or a list of which any one will do (MCP: any read scope, D39). */
+    const authenticate = (authorization: string | undefined, scope: Scope | ReadonlyArray<Scope>) =>
       Effect.gen(function* () {
         if (authorization === undefined || authorization.trim() === "") return yield* new KeyMissing()
         const token = bearerToken(authorization)
@@ -258,7 +263,10 @@ export class KeyAuth extends Effect.Service<KeyAuth>()("KeyAuth", {
         if (key.revokedAt !== null) return yield* new KeyRevoked({ keyId: key.id })
         if (key.expiresAt !== null && key.expiresAt.getTime() <= now) return yield* new KeyExpired({ keyId: key.id })
         if (!key.deceptionEnabled) return yield* new DeceptionDisabled({ keyId: key.id, orgId: key.orgId })
-        if (!key.scopes.includes(scope)) return yield* new ScopeMissing({ keyId: key.id, scope })
+        const wanted: ReadonlyArray<Scope> = typeof scope === "string" ? [scope] : scope
+        if (!wanted.some((s) => key.scopes.includes(s))) {
+          return yield* new ScopeMissing({ keyId: key.id, scope: wanted.join(" or ") })
+        }
         yield* recordUse(key.id, now)
         return {
           orgId: key.orgId,

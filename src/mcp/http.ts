@@ -1,0 +1,141 @@
+import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js"
+import { type Context, Effect, Either, Runtime } from "effect"
+import { authenticateRequest } from "../api/auth.ts"
+import type { Caller, EventListParams, IncidentListParams } from "../api/definition.ts"
+import { problem, problemResponse } from "../api/edge.ts"
+import { makeReadQueries, type ReadQueries } from "../api/handlers.ts"
+import { KeyAuth } from "../auth/KeyAuth.ts"
+import { mcpMaxResultCharsConfig } from "../config.ts"
+import { problemBody } from "../domain/problem.ts"
+import { RateLimiter } from "../ratelimit/RateLimiter.ts"
+import { SCOPES } from "../repos/ApiKeysRepo.ts"
+import { type Backend, makeMcpServer, type ProblemBody, type ToolArgs, type ToolName } from "./tools.ts"
+
+/**
+ * `POST /mcp` on the API listener (D39): MCP Streamable HTTP, stateless (no session: every POST stands alone) with
+ * JSON responses, behind the API edge (per-IP limit, D21 headers, access log) and the same D10 checks as every
+ * endpoint: key (401 with WWW-Authenticate), Deception (403), a read scope (403), the per-key limit (429). HTTP-level
+ * failures are problem documents; JSON-RPC errors stay JSON-RPC. The tools call the HttpApi handlers' own query
+ * code (api/handlers.ts makeReadQueries) for the authenticated caller.
+ */
+
+export const MCP_PATH = "/mcp"
+/** A JSON-RPC request to these tools is small; anything larger is refused before it is parsed. */
+const MAX_BODY_BYTES = 64 * 1024
+
+type CallerInfo = Context.Tag.Service<Caller>
+
+const asProblem = (p: {
+  readonly status: number
+  readonly title: string
+  readonly code: string
+  readonly detail: string
+}) => problemBody(p.status, p.title, p.code, p.detail) as ProblemBody
+
+/** The tools' backend for one caller: the query code of the endpoints, run in the request's runtime. */
+const localBackend = (queries: ReadQueries, caller: CallerInfo, runtime: Runtime.Runtime<never>): Backend => {
+  type Problemish = { readonly status: number; readonly title: string; readonly code: string; readonly detail: string }
+  const query = (tool: ToolName, args: ToolArgs): Effect.Effect<unknown, Problemish> => {
+    switch (tool) {
+      case "list_incidents":
+        return queries.listIncidents(caller, args as typeof IncidentListParams.Type)
+      case "get_incident":
+        return queries.getIncident(caller, String(args.id))
+      case "list_events":
+        return queries.listEvents(caller, args as typeof EventListParams.Type)
+      case "get_event":
+        return queries.getEvent(caller, String(args.id))
+      case "incident_changes":
+        return queries.incidentChanges(caller, args)
+      case "event_changes":
+        return queries.eventChanges(caller, args)
+    }
+  }
+  return {
+    call: (tool, args) =>
+      Runtime.runPromise(runtime)(
+        Effect.either(query(tool, args)).pipe(
+          Effect.map(
+            Either.match({
+              onLeft: (p) => ({ ok: false, problem: asProblem(p) }) as const,
+              onRight: (body) => ({ ok: true, body: JSON.parse(JSON.stringify(body)) }) as const,
+            }),
+          ),
+          Effect.catchAllDefect((defect) =>
+            Effect.as(Effect.logError("mcp tool defect", defect), {
+              ok: false,
+              problem: problemBody(
+                500,
+                "Internal Server Error",
+                "internal",
+                "An unexpected error occurred. It has been logged.",
+              ),
+            } as const),
+          ),
+        ),
+      ),
+  }
+}
+
+/** HTTP statuses the MCP transport answers itself, as problem documents with our own words (never its echo). */
+const TRANSPORT_PROBLEMS: Record<number, readonly [string, string, string]> = {
+  400: ["Bad Request", "invalid_request", "The body must be a JSON-RPC 2.0 message or batch (MCP Streamable HTTP)."],
+  405: ["Method Not Allowed", "method_not_allowed", "The MCP endpoint takes POST only (stateless, no SSE stream)."],
+  406: [
+    "Not Acceptable",
+    "not_acceptable",
+    "Send Accept: application/json, text/event-stream (MCP Streamable HTTP); answers are JSON.",
+  ],
+  413: ["Content Too Large", "payload_too_large", `A request body may hold at most ${MAX_BODY_BYTES} bytes.`],
+  415: ["Unsupported Media Type", "unsupported_media_type", "Send Content-Type: application/json."],
+}
+
+export const McpRouteLive = HttpApiBuilder.Router.use((router) =>
+  Effect.gen(function* () {
+    const auth = yield* KeyAuth
+    const limiter = yield* RateLimiter
+    const queries = yield* makeReadQueries
+    const maxChars = yield* mcpMaxResultCharsConfig
+
+    const app = Effect.gen(function* () {
+      const request = yield* HttpServerRequest.HttpServerRequest
+      if (request.method !== "POST") {
+        const [title, code, detail] = TRANSPORT_PROBLEMS[405] ?? ["", "", ""]
+        return problem(405, title, code, detail, { allow: "POST" })
+      }
+      const caller = yield* authenticateRequest(auth, limiter, request, SCOPES)
+      const web = yield* HttpServerRequest.toWeb(request)
+      const runtime = yield* Effect.runtime<never>()
+      const backend = localBackend(queries, caller, runtime)
+      // Stateless (no sessionIdGenerator): each POST is a whole exchange; the body is the API's JSON, serialized.
+      const answer = yield* Effect.promise(async () => {
+        const server = makeMcpServer(backend, caller.scopes, maxChars)
+        const transport = new WebStandardStreamableHTTPServerTransport({
+          enableJsonResponse: true,
+          maxRequestBodySize: MAX_BODY_BYTES,
+        })
+        await server.connect(transport)
+        try {
+          const response = await transport.handleRequest(web)
+          return { status: response.status, body: await response.text() }
+        } finally {
+          await server.close()
+        }
+      })
+      if (answer.status >= 400) {
+        const [title, code, detail] = TRANSPORT_PROBLEMS[answer.status] ?? TRANSPORT_PROBLEMS[400] ?? ["", "", ""]
+        const status = TRANSPORT_PROBLEMS[answer.status] ? answer.status : 400
+        return problem(status, title, code, detail, status === 405 ? { allow: "POST" } : {})
+      }
+      if (answer.body === "") return HttpServerResponse.empty({ status: answer.status })
+      return HttpServerResponse.text(answer.body, { status: answer.status, contentType: "application/json" })
+    }).pipe(
+      Effect.catchTag("RequestError", () =>
+        Effect.succeed(problem(400, "Bad Request", "invalid_request", "The request body could not be read.")),
+      ),
+      Effect.catchAll((p) => Effect.succeed(problemResponse(p))),
+    )
+    yield* router.all(MCP_PATH, app)
+  }),
+)
