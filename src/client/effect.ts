@@ -127,6 +127,12 @@ const toApiError = (error: unknown): ApiError => {
   return new ApiError({ status: 0, code: "unexpected_response", detail: String(error) })
 }
 
+/**
+ * An id as one path segment: HttpApiClient puts path parameters into the URL as they are, so an id such as
+ * "../../v1/events" would otherwise become another request.
+ */
+const pathSegment = (id: string) => encodeURIComponent(id)
+
 const call = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, ApiError, R> =>
   Effect.mapError(effect, toApiError)
 
@@ -214,7 +220,8 @@ export const makeClient = (options: ClientOptions) =>
         list: (filters: IncidentFilters = {}): Stream.Stream<IncidentSummary, ApiError> =>
           paged((cursor) => incidentPage(filters, cursor)),
         /** One incident with its first 200 events (D8). */
-        get: (id: string): Effect.Effect<Incident, ApiError> => call(api.incidents.getIncident({ path: { id } })),
+        get: (id: string): Effect.Effect<Incident, ApiError> =>
+          call(api.incidents.getIncident({ path: { id: pathSegment(id) } })),
         /** One page of GET /v1/incidents/changes. */
         changes: incidentChanges,
         /** D32/D33: the incident change feed, page after page, forever (interrupt it to stop). */
@@ -226,7 +233,8 @@ export const makeClient = (options: ClientOptions) =>
         /** Every event matching the filters, newest first, paging as needed. */
         list: (filters: EventFilters = {}): Stream.Stream<Event, ApiError> =>
           paged((cursor) => eventPage(filters, cursor)),
-        get: (id: string): Effect.Effect<Event, ApiError> => call(api.events.getEvent({ path: { id } })),
+        get: (id: string): Effect.Effect<Event, ApiError> =>
+          call(api.events.getEvent({ path: { id: pathSegment(id) } })),
         changes: eventChanges,
         /** D32/D33: the event change feed, page after page, forever. */
         follow: (options: FollowOptions = {}): Stream.Stream<ChangePage<Event>, ApiError> =>

@@ -89,6 +89,9 @@ describe("D34 client", () => {
     expect(error).toMatchObject({ status: 401, code: "unauthorized" })
     const client = createClient({ baseUrl: server.url, apiKey: tenant.key })
     await expect(client.incidents.get("inc_nope")).rejects.toMatchObject({ status: 404, code: "not_found" })
+    // An id is one path segment: never a way to reach another endpoint.
+    await expect(client.events.get("../../v1/events")).rejects.toMatchObject({ status: 404, code: "not_found" })
+    await expect(client.incidents.get("x?status=open")).rejects.toMatchObject({ status: 404, code: "not_found" })
     await expect(collect(client.events.list({ limit: 0 }))).rejects.toMatchObject({
       status: 400,
       code: "invalid_request",
