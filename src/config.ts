@@ -33,6 +33,8 @@ export interface Settings {
   readonly ingestPort: number
   /** Operations listener (/healthz, /readyz, /metrics); never the public port. */
   readonly opsPort: number
+  /** D25: the web console's listener. */
+  readonly consolePort: number
   /** Unset: the embedded PostgreSQL (PGlite) under dataDir. */
   readonly databaseUrl: Option.Option<Redacted.Redacted<string>>
   readonly dataDir: string
@@ -317,6 +319,7 @@ export const settingsConfig = Config.all({
   port: portVar("PORT", 8080),
   ingestPort: portVar("INGEST_PORT", 8081),
   opsPort: portVar("OPS_PORT", 9090),
+  consolePort: portVar("CONSOLE_PORT", 3000),
   // Empty counts as unset (`DATABASE_URL=` in a compose file or CI): the embedded database.
   databaseUrl: secretVar("DATABASE_URL", (raw) => {
     const text = raw.trim()
@@ -330,7 +333,8 @@ export const settingsConfig = Config.all({
   }).pipe(Config.withDefault(Option.none<Redacted.Redacted<string>>())),
   dataDir: Config.string("DATA_DIR").pipe(Config.withDefault("./.data")),
   baseUrl: envVar("BASE_URL", parseHttpUrl).pipe(Config.option),
-  appUrl: envVar("APP_URL", parseHttpUrl).pipe(Config.withDefault("http://localhost:3000")),
+  // D25: unset, the console's own address (CONSOLE_PORT, default 3000).
+  appUrl: envVar("APP_URL", parseHttpUrl).pipe(Config.option),
   secretKey: secretKeyConfig,
   secretKeyPrevious: secretVar("SECRET_KEY_PREVIOUS", (raw) => {
     const parts = raw
@@ -507,10 +511,11 @@ export const loadSettings: Effect.Effect<Settings, ConfigError.ConfigError> = Ef
     port: raw.port,
     ingestPort: raw.ingestPort,
     opsPort: raw.opsPort,
+    consolePort: raw.consolePort,
     databaseUrl: raw.databaseUrl,
     dataDir,
     baseUrl: Option.getOrElse(raw.baseUrl, () => `http://localhost:${raw.port}`),
-    appUrl: raw.appUrl,
+    appUrl: Option.getOrElse(raw.appUrl, () => `http://localhost:${raw.consolePort}`),
     secretKey,
     secretKeyPrevious: raw.secretKeyPrevious,
     reopenWindow: raw.reopenWindow,
@@ -557,6 +562,7 @@ export const describeSettings = (s: Settings) => {
     port: s.port,
     ingestPort: s.ingestPort,
     opsPort: s.opsPort,
+    consolePort: s.consolePort,
     database: Option.match(s.databaseUrl, {
       onNone: () => `embedded (${s.dataDir})`,
       onSome: (url) => databaseTarget(Redacted.value(url)),

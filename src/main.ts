@@ -4,6 +4,7 @@ import { ConfigError, Effect, Layer } from "effect"
 import { ApiServerLive } from "./api/server.ts"
 import { SensorAuth } from "./auth/SensorAuth.ts"
 import { AppConfig, AppConfigLive, describeSettings, formatConfigError } from "./config.ts"
+import { ConsoleServerLive, ConsoleServicesLive } from "./console/server.tsx"
 import { DatabaseLive, DatabaseLiveWaiting } from "./db/client.ts"
 import { migrate } from "./db/migrate.ts"
 import { IdleCloserLive } from "./ingest/IdleCloser.ts"
@@ -71,8 +72,28 @@ const ConfigLogLive = Layer.effectDiscard(
 /** /healthz, /readyz, /metrics on OPS_PORT; up before migrations so readiness can say they are pending. */
 const OpsLive = OpsServerLive.pipe(Layer.provide(WebhooksRepo.Default))
 
+/** D25: the web console on CONSOLE_PORT, on the same repos and admin services as the API and the admin CLI. */
+const ConsoleLive = ConsoleServerLive.pipe(
+  Layer.provide(ConsoleServicesLive),
+  Layer.provide(
+    Layer.mergeAll(
+      OrgsRepo.Default,
+      IncidentsRepo.Default,
+      EventsRepo.Default,
+      TransitionsRepo.Default,
+      SensorsRepo.Default,
+      WebhooksRepo.Default,
+      WebhookSender.Default,
+    ),
+  ),
+)
+
 /** The only place the service's layers are composed. */
-export const MainLive = Layer.mergeAll(ApiServerLive.pipe(Layer.provide(RateLimiterLive)), IngestionLive).pipe(
+export const MainLive = Layer.mergeAll(
+  ApiServerLive.pipe(Layer.provide(RateLimiterLive)),
+  IngestionLive,
+  ConsoleLive,
+).pipe(
   Layer.provide(MigrationsLive),
   // Built before and closed after everything else: during a shutdown /readyz keeps answering (503) while the
   // listeners finish their requests and the dispatcher drains.
