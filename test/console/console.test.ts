@@ -176,7 +176,8 @@ afterAll(async () => {
 
 test("D25: an incident's url from the API opens its page after sign-in, then straight back to it", async () => {
   const list = await fetch(`${server.url}/v1/incidents?limit=1`, { headers: { authorization: `Bearer ${apiKey}` } })
-  const incident = (await list.json()).data[0]
+  const incident = ((await list.json()) as { data: Array<{ id: string; url: string; title: string }> }).data[0]
+  if (incident === undefined) throw new Error("no incident listed")
   expect(incident.url).toBe(`${consoleUrl}/incidents/${incident.id}`)
   const { page } = admin
   await page.goto(incident.url)
@@ -220,7 +221,7 @@ test("D29: attacker payloads from the native, OpenCanary and Cowrie routes rende
   const { page, watch } = admin
   for (const id of payloadIncidents) {
     await page.goto(`${consoleUrl}/incidents/${id}`)
-    expect(await page.evaluate(() => (window as unknown as { __xss?: string }).__xss)).toBeUndefined()
+    expect(await page.evaluate(() => (globalThis as unknown as { __xss?: string }).__xss)).toBeUndefined()
     // Only the console's own script element; no attacker element, handler or javascript: link in the DOM.
     expect(await page.$$eval("script", (s) => s.map((e) => e.getAttribute("src")))).toHaveLength(1)
     expect(await page.$$("main img, main svg, main style, main iframe, [onerror], [onload]")).toHaveLength(0)
@@ -236,9 +237,9 @@ test("D29: attacker payloads from the native, OpenCanary and Cowrie routes rende
   // A very long value is cut, the rest behind a <details>.
   expect(await page.$$("details.long")).not.toHaveLength(0)
   await page.goto(`${consoleUrl}/events`)
-  expect(await page.evaluate(() => (window as unknown as { __xss?: string }).__xss)).toBeUndefined()
+  expect(await page.evaluate(() => (globalThis as unknown as { __xss?: string }).__xss)).toBeUndefined()
   await page.goto(`${consoleUrl}/incidents`)
-  expect(await page.evaluate(() => (window as unknown as { __xss?: string }).__xss)).toBeUndefined()
+  expect(await page.evaluate(() => (globalThis as unknown as { __xss?: string }).__xss)).toBeUndefined()
   expect(watch.violations).toEqual([])
   expect(watch.errors).toEqual([])
 })
@@ -269,7 +270,11 @@ test("D30: every page renders, with no serious or critical accessibility violati
   // A phone's width: still usable, nothing wider than the screen.
   await page.setViewportSize({ width: 390, height: 844 })
   await page.goto(`${consoleUrl}/incidents`)
-  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth)
+  const overflow = await page.evaluate(
+    () =>
+      (globalThis as unknown as { document: { documentElement: { scrollWidth: number } }; innerWidth: number }).document
+        .documentElement.scrollWidth - (globalThis as unknown as { innerWidth: number }).innerWidth,
+  )
   expect(overflow).toBeLessThanOrEqual(0)
   await screenshot(page, "incidents-phone", shots)
   await page.setViewportSize({ width: 1280, height: 900 })

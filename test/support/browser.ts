@@ -39,9 +39,18 @@ export const watchedContext = async (browser: Browser, viewport = { width: 1280,
     watch.violations.push(text)
   })
   await context.addInitScript(() => {
-    document.addEventListener("securitypolicyviolation", (event) => {
-      const report = (window as unknown as { __reportViolation: (t: string) => void }).__reportViolation
-      report(`${event.violatedDirective} ${event.blockedURI} ${event.sample}`)
+    // Runs in the page (no DOM types in this project's TypeScript configuration: described here).
+    interface Violation {
+      readonly violatedDirective: string
+      readonly blockedURI: string
+      readonly sample: string
+    }
+    const page = globalThis as unknown as {
+      readonly document: { addEventListener: (type: string, listener: (event: Violation) => void) => void }
+      readonly __reportViolation: (text: string) => void
+    }
+    page.document.addEventListener("securitypolicyviolation", (event) => {
+      page.__reportViolation(`${event.violatedDirective} ${event.blockedURI} ${event.sample}`)
     })
   })
   context.on("page", (page) => {
@@ -69,7 +78,7 @@ interface AxeViolation {
 export const seriousAccessibilityViolations = async (page: Page): Promise<Array<string>> => {
   await page.evaluate(axeSource)
   const violations = (await page.evaluate(async () => {
-    const axe = (window as unknown as { axe: { run: (o: unknown) => Promise<{ violations: unknown }> } }).axe
+    const axe = (globalThis as unknown as { axe: { run: (o: unknown) => Promise<{ violations: unknown }> } }).axe
     const result = await axe.run({ resultTypes: ["violations"] })
     return result.violations
   })) as ReadonlyArray<AxeViolation>
