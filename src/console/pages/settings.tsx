@@ -224,30 +224,28 @@ export const AlertsPage = (props: {
           <a href={`/settings/alerts/channels/${c.id}`}>Delivery log</a>
         </p>
         {isAdmin(props.viewer) && (
-          <div class="filters">
-            <form class="inline" method="post" action={`/settings/alerts/channels/${c.id}/test`}>
+          <div class="actions">
+            <form method="post" action={`/settings/alerts/channels/${c.id}/test`}>
               <Csrf token={props.viewer.csrfToken} />
               <button type="submit">Send test</button>
             </form>
-            <form
-              class="inline"
-              method="post"
-              action={`/settings/alerts/channels/${c.id}/${c.enabled ? "disable" : "enable"}`}
-            >
+            <form method="post" action={`/settings/alerts/channels/${c.id}/${c.enabled ? "disable" : "enable"}`}>
               <Csrf token={props.viewer.csrfToken} />
               <button type="submit" class="secondary">
                 {c.enabled ? "Disable" : "Enable"}
               </button>
             </form>
-            <form class="inline" method="post" action={`/settings/alerts/channels/${c.id}/rotate`}>
+            <form method="post" action={`/settings/alerts/channels/${c.id}/rotate`}>
               <Csrf token={props.viewer.csrfToken} />
-              <label for={`grace-${c.id}`}>Old secret also signs for</label>
-              <select id={`grace-${c.id}`} name="grace">
-                <option value="">no grace</option>
-                <option value="1h">1 hour</option>
-                <option value="24h">24 hours</option>
-                <option value="7d">7 days</option>
-              </select>{" "}
+              <div>
+                <label for={`grace-${c.id}`}>Old secret also signs for</label>
+                <select id={`grace-${c.id}`} name="grace">
+                  <option value="">no grace</option>
+                  <option value="1h">1 hour</option>
+                  <option value="24h">24 hours</option>
+                  <option value="7d">7 days</option>
+                </select>
+              </div>
               <button type="submit" class="secondary">
                 Rotate secret
               </button>
