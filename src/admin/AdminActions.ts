@@ -4,7 +4,6 @@ import type { Actor } from "../console/Accounts.ts"
 import { isId } from "../domain/ids.ts"
 import { ApiKeysRepo } from "../repos/ApiKeysRepo.ts"
 import { AuditRepo } from "../repos/AuditRepo.ts"
-import { IncidentsRepo } from "../repos/IncidentsRepo.ts"
 import { WebhooksRepo } from "../repos/WebhooksRepo.ts"
 import { AdminError, AdminOperations } from "./operations.ts"
 import { WebhookAdmin } from "./webhookOperations.ts"
@@ -23,24 +22,35 @@ export class AdminActions extends Effect.Service<AdminActions>()("AdminActions",
     const webhooks = yield* WebhookAdmin
     const keys = yield* ApiKeysRepo
     const channels = yield* WebhooksRepo
-    const incidents = yield* IncidentsRepo
     const audit = yield* AuditRepo
     const sql = yield* SqlClient.SqlClient
 
     const record = (orgId: string, actor: Actor, action: string, target: string | null, detail: string | null) =>
       audit.record({ orgId, actor: actor.id, action, target, ip: actor.ip, detail })
 
-    const requireKey = (orgId: string, keyId: string) =>
+    /**
+     * The organization a row belongs to, checked against the caller's: the console always passes its user's
+     * organization; the CLI passes none (an operator may act on any organization) and gets the row's own.
+     */
+    const ownerOf = (table: "api_keys" | "incidents", id: string, orgId: string | undefined) =>
       Effect.gen(function* () {
-        const found = isId("apiKey", keyId) ? (yield* keys.listByOrg(orgId)).find((k) => k.id === keyId) : undefined
-        if (found === undefined) return yield* refuse(`unknown key: ${keyId}`)
-        return found
+        const rows = yield* sql<{ orgId: string }>`select org_id from ${sql(table)} where id = ${id}`
+        const owner = rows[0]?.orgId
+        return owner !== undefined && (orgId === undefined || owner === orgId) ? owner : undefined
       })
 
-    const requireChannel = (orgId: string, channelId: string) =>
+    const requireKey = (orgId: string | undefined, keyId: string) =>
+      Effect.gen(function* () {
+        const owner = isId("apiKey", keyId) ? yield* ownerOf("api_keys", keyId, orgId) : undefined
+        const found = owner === undefined ? undefined : (yield* keys.listByOrg(owner)).find((k) => k.id === keyId)
+        if (owner === undefined || found === undefined) return yield* refuse(`unknown key: ${keyId}`)
+        return { ...found, orgId: owner }
+      })
+
+    const requireChannel = (orgId: string | undefined, channelId: string) =>
       Effect.gen(function* () {
         const found = isId("webhookChannel", channelId) ? yield* channels.findChannel(channelId) : Option.none()
-        if (Option.isNone(found) || found.value.orgId !== orgId) {
+        if (Option.isNone(found) || (orgId !== undefined && found.value.orgId !== orgId)) {
           return yield* refuse(`unknown webhook channel: ${channelId}`)
         }
         return found.value
@@ -59,13 +69,13 @@ export class AdminActions extends Effect.Service<AdminActions>()("AdminActions",
         ),
       listKeys: (orgId: string) => admin.listKeys(orgId),
       /** Revoked and audited in one transaction; then every server's key cache is told (and waited for). */
-      revokeKey: (orgId: string, keyId: string, actor: Actor) =>
+      revokeKey: (orgId: string | undefined, keyId: string, actor: Actor) =>
         Effect.gen(function* () {
           const key = yield* requireKey(orgId, keyId)
           yield* sql.withTransaction(
             Effect.zipRight(
               sql`update api_keys set revoked_at = coalesce(revoked_at, ${new Date()}) where id = ${key.id}`,
-              record(orgId, actor, "key.revoke", key.id, key.name),
+              record(key.orgId, actor, "key.revoke", key.id, key.name),
             ),
           )
           yield* keys.revoke(key.id)
@@ -89,31 +99,29 @@ export class AdminActions extends Effect.Service<AdminActions>()("AdminActions",
           ),
         ),
       listChannels: (orgId: string) => webhooks.list(orgId),
-      rotateChannel: (orgId: string, channelId: string, grace: string | undefined, actor: Actor) =>
-        Effect.zipRight(
-          requireChannel(orgId, channelId),
+      rotateChannel: (orgId: string | undefined, channelId: string, grace: string | undefined, actor: Actor) =>
+        Effect.flatMap(requireChannel(orgId, channelId), (channel) =>
           sql.withTransaction(
             Effect.tap(webhooks.rotate(channelId, grace), () =>
-              record(orgId, actor, "webhook.rotate", channelId, grace ? `grace ${grace}` : null),
+              record(channel.orgId, actor, "webhook.rotate", channelId, grace ? `grace ${grace}` : null),
             ),
           ),
         ),
-      setChannelEnabled: (orgId: string, channelId: string, enabled: boolean, actor: Actor) =>
-        Effect.zipRight(
-          requireChannel(orgId, channelId),
+      setChannelEnabled: (orgId: string | undefined, channelId: string, enabled: boolean, actor: Actor) =>
+        Effect.flatMap(requireChannel(orgId, channelId), (channel) =>
           sql.withTransaction(
             Effect.tap(webhooks.setEnabled(channelId, enabled), () =>
-              record(orgId, actor, enabled ? "webhook.enable" : "webhook.disable", channelId, null),
+              record(channel.orgId, actor, enabled ? "webhook.enable" : "webhook.disable", channelId, null),
             ),
           ),
         ),
       /** The test is sent outside any transaction (a slow receiver must not hold one open); then audited. */
-      testChannel: (orgId: string, channelId: string, actor: Actor) =>
+      testChannel: (orgId: string | undefined, channelId: string, actor: Actor) =>
         Effect.gen(function* () {
-          yield* requireChannel(orgId, channelId)
+          const channel = yield* requireChannel(orgId, channelId)
           const result = yield* webhooks.test(channelId)
           yield* record(
-            orgId,
+            channel.orgId,
             actor,
             "webhook.test",
             channelId,
@@ -121,25 +129,26 @@ export class AdminActions extends Effect.Service<AdminActions>()("AdminActions",
           )
           return result
         }),
-      deliveries: (orgId: string, channelId: string, status: string | undefined) =>
+      deliveries: (orgId: string | undefined, channelId: string, status: string | undefined) =>
         Effect.zipRight(requireChannel(orgId, channelId), webhooks.deliveries(channelId, status)),
-      redeliver: (orgId: string, deliveryId: string, actor: Actor) =>
+      redeliver: (orgId: string | undefined, deliveryId: string, actor: Actor) =>
         Effect.gen(function* () {
           const found = isId("webhookDelivery", deliveryId) ? yield* channels.findDelivery(deliveryId) : Option.none()
-          if (Option.isNone(found) || found.value.orgId !== orgId)
+          if (Option.isNone(found) || (orgId !== undefined && found.value.orgId !== orgId)) {
             return yield* refuse(`unknown delivery: ${deliveryId}`)
+          }
           return yield* sql.withTransaction(
             Effect.tap(webhooks.redeliver(deliveryId), () =>
-              record(orgId, actor, "webhook.redeliver", deliveryId, found.value.channelId),
+              record(found.value.orgId, actor, "webhook.redeliver", deliveryId, found.value.channelId),
             ),
           )
         }),
-      closeIncident: (orgId: string, incidentId: string, actor: Actor) =>
+      closeIncident: (orgId: string | undefined, incidentId: string, actor: Actor) =>
         Effect.gen(function* () {
-          const found = isId("incident", incidentId) ? yield* incidents.findById(orgId, incidentId) : Option.none()
-          if (Option.isNone(found)) return yield* refuse(`unknown incident: ${incidentId}`)
+          const owner = isId("incident", incidentId) ? yield* ownerOf("incidents", incidentId, orgId) : undefined
+          if (owner === undefined) return yield* refuse(`no open incident ${incidentId}`)
           return yield* sql.withTransaction(
-            Effect.tap(admin.closeIncident(incidentId), () => record(orgId, actor, "incident.close", incidentId, null)),
+            Effect.tap(admin.closeIncident(incidentId), () => record(owner, actor, "incident.close", incidentId, null)),
           )
         }),
     } as const

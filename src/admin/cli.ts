@@ -16,6 +16,7 @@ import { SensorsRepo } from "../repos/SensorsRepo.ts"
 import { TransitionsRepo } from "../repos/TransitionsRepo.ts"
 import { WebhooksRepo } from "../repos/WebhooksRepo.ts"
 import { WebhookSender } from "../webhooks/WebhookSender.ts"
+import { AdminActions } from "./AdminActions.ts"
 import { AdminError, AdminOperations } from "./operations.ts"
 import { WebhookAdmin } from "./webhookOperations.ts"
 
@@ -120,12 +121,12 @@ const run = (argv: ReadonlyArray<string>) =>
         return yield* print(json, rows, () => table(rows))
       }
       case "key create": {
-        const key = yield* admin.createKey({
-          orgId: yield* requireFlag(values.org, "--org"),
-          name: values.name,
-          scopes: values.scopes,
-          expires: values.expires,
-        })
+        // D31: through the audited actions, as the console's Settings → API and export.
+        const key = yield* (yield* AdminActions).createKey(
+          yield* requireFlag(values.org, "--org"),
+          { name: values.name, scopes: values.scopes, expires: values.expires },
+          CLI_ACTOR,
+        )
         return yield* print(json, key, () => `key ${key.id} created. Store it now; it is not shown again:\n${key.key}`)
       }
       case "key list": {
@@ -133,7 +134,11 @@ const run = (argv: ReadonlyArray<string>) =>
         return yield* print(json, keys, () => table(keys))
       }
       case "key revoke": {
-        const result = yield* admin.revokeKey(yield* requireFlag(rest[0], "<key-id>"))
+        const result = yield* (yield* AdminActions).revokeKey(
+          undefined,
+          yield* requireFlag(rest[0], "<key-id>"),
+          CLI_ACTOR,
+        )
         return yield* print(json, result, () => `key ${result.id} revoked`)
       }
       case "sensor create": {
@@ -159,7 +164,11 @@ const run = (argv: ReadonlyArray<string>) =>
         return yield* print(json, rows, () => table(rows))
       }
       case "incident close": {
-        const result = yield* admin.closeIncident(yield* requireFlag(rest[0], "<incident-id>"))
+        const result = yield* (yield* AdminActions).closeIncident(
+          undefined,
+          yield* requireFlag(rest[0], "<incident-id>"),
+          CLI_ACTOR,
+        )
         return yield* print(json, result, () => `incident ${result.id} closed at ${result.resolvedAt}`)
       }
       case "user create": {
@@ -220,11 +229,11 @@ const run = (argv: ReadonlyArray<string>) =>
         return
       }
       case "webhook create": {
-        const created = yield* (yield* WebhookAdmin).create({
-          orgId: yield* requireFlag(values.org, "--org"),
-          url: values.url,
-          minSeverity: values["min-severity"],
-        })
+        const created = yield* (yield* AdminActions).createChannel(
+          yield* requireFlag(values.org, "--org"),
+          { url: values.url, minSeverity: values["min-severity"] },
+          CLI_ACTOR,
+        )
         return yield* print(
           json,
           created,
@@ -236,7 +245,7 @@ const run = (argv: ReadonlyArray<string>) =>
         return yield* print(json, rows, () => table(rows))
       }
       case "webhook rotate": {
-        const rotated = yield* (yield* WebhookAdmin).rotate(rest[0], values.grace)
+        const rotated = yield* (yield* AdminActions).rotateChannel(undefined, rest[0] ?? "", values.grace, CLI_ACTOR)
         return yield* print(
           json,
           { secret: rotated.secret, previousSecretValidUntil: rotated.previousSecretValidUntil },
@@ -249,7 +258,12 @@ const run = (argv: ReadonlyArray<string>) =>
       }
       case "webhook disable":
       case "webhook enable": {
-        const result = yield* (yield* WebhookAdmin).setEnabled(rest[0], command === "enable")
+        const result = yield* (yield* AdminActions).setChannelEnabled(
+          undefined,
+          rest[0] ?? "",
+          command === "enable",
+          CLI_ACTOR,
+        )
         return yield* print(
           json,
           result,
@@ -257,7 +271,7 @@ const run = (argv: ReadonlyArray<string>) =>
         )
       }
       case "webhook test": {
-        const result = yield* (yield* WebhookAdmin).test(rest[0])
+        const result = yield* (yield* AdminActions).testChannel(undefined, rest[0] ?? "", CLI_ACTOR)
         yield* print(
           json,
           result,
@@ -290,7 +304,7 @@ const run = (argv: ReadonlyArray<string>) =>
         )
       }
       case "webhook redeliver": {
-        const result = yield* (yield* WebhookAdmin).redeliver(rest[0])
+        const result = yield* (yield* AdminActions).redeliver(undefined, rest[0] ?? "", CLI_ACTOR)
         return yield* print(json, result, () => `delivery ${result.id} queued again`)
       }
       default:
@@ -298,7 +312,8 @@ const run = (argv: ReadonlyArray<string>) =>
     }
   })
 
-export const AdminLive = Layer.mergeAll(WebhookAdmin.Default, Accounts.Default).pipe(
+export const AdminLive = Layer.mergeAll(AdminActions.Default, Accounts.Default).pipe(
+  Layer.provideMerge(WebhookAdmin.Default),
   Layer.provideMerge(Layer.mergeAll(AdminOperations.Default, WebhookSender.Default)),
   Layer.provideMerge(
     Layer.mergeAll(
