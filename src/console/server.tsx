@@ -90,9 +90,11 @@ const makeRouter = Effect.gen(function* () {
     )
   })
 
+  /** To sign-in and back here after it; a cookie that no longer opens a session says so on the sign-in page. */
   const toSignIn = Effect.map(request, (req) => {
     const url = new URL(req.url, "http://console")
-    return seeOther(`/sign-in?next=${encodeURIComponent(url.pathname + url.search)}`)
+    const expired = req.cookies[SESSION_COOKIE] !== undefined ? "&expired=1" : ""
+    return seeOther(`/sign-in?next=${encodeURIComponent(url.pathname + url.search)}${expired}`)
   })
 
   /** A page for a signed-in user; otherwise to sign-in, and back here after it (D25). */
@@ -196,9 +198,8 @@ const makeRouter = Effect.gen(function* () {
               next={safeNext(params.get("next") ?? undefined)}
               csrf={token}
               error={params.get("expired") === "1" ? "Your session has ended. Sign in again." : undefined}
+              notice={done ? "Your password is set. Sign in with it." : undefined}
             />,
-            200,
-            done ? {} : {},
           ),
           FORM_COOKIE,
           token,

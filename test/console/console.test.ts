@@ -399,6 +399,48 @@ test("D26: an analyst reads Settings but cannot change them (403), and sees no o
   }
 })
 
+/** Signs in with a plain HTTP client; the session cookie, or the status when refused. */
+const httpSignIn = async (email: string, password: string) => {
+  const form = await fetch(`${consoleUrl}/sign-in`)
+  const cookie = (form.headers.get("set-cookie") ?? "").split(";")[0] ?? ""
+  const csrf = /name="csrf" value="([^"]+)"/.exec(await form.text())?.[1] ?? ""
+  const response = await fetch(`${consoleUrl}/sign-in`, {
+    method: "POST",
+    redirect: "manual",
+    headers: { cookie, "content-type": "application/x-www-form-urlencoded" },
+    body: new URLSearchParams({ csrf, email, password, next: "/" }),
+  })
+  const session = response.headers.getSetCookie().find((c) => c.startsWith("__Host-session="))
+  return { status: response.status, cookie: session?.split(";")[0] }
+}
+
+test("D26: admin user list, disable (sessions end) and reset (a new one-time link; a used link is refused)", async () => {
+  const users = (await adminJson(server.env, ["user", "list", "--org", orgA])) as Array<{
+    id: string
+    email: string
+    role: string
+    status: string
+  }>
+  const analyst = users.find((u) => u.email === analystEmail)
+  expect(analyst).toMatchObject({ role: "analyst", status: "active" })
+  expect(JSON.stringify(users)).not.toContain("argon2")
+  const signedIn = await httpSignIn(analystEmail, ANALYST_PASSWORD)
+  expect(signedIn.status).toBe(303)
+  const page = () => fetch(`${consoleUrl}/incidents`, { headers: { cookie: signedIn.cookie ?? "" }, redirect: "manual" })
+  expect((await page()).status).toBe(200)
+  await adminJson(server.env, ["user", "disable", analyst?.id ?? ""])
+  expect((await page()).status).toBe(303)
+  expect((await httpSignIn(analystEmail, ANALYST_PASSWORD)).status).toBe(401)
+  const reset = await adminJson(server.env, ["user", "reset", analyst?.id ?? ""])
+  expect(reset.link).toStartWith(`${consoleUrl}/set-password/`)
+  await setPassword(reset.link, ANALYST_PASSWORD)
+  expect((await httpSignIn(analystEmail, ANALYST_PASSWORD)).status).toBe(303)
+  // The link is spent: it now shows the expired-link page.
+  const again = await fetch(`${consoleUrl}${new URL(reset.link).pathname}`)
+  expect(again.status).toBe(410)
+  expect(await again.text()).toContain("expired or was already used")
+})
+
 test("D27: sign-out ends the session; the old cookie no longer opens a page", async () => {
   const { page, context } = admin
   const before = (await context.cookies()).find((c) => c.name === "__Host-session")?.value

@@ -1,10 +1,21 @@
 import { Layout, type Viewer } from "./components.tsx"
 
 /** Sign-in (D27). `next` is a same-site path the form returns to (the `url` of an incident, D25). */
-export const SignInPage = (props: { next: string; csrf: string; error?: string | undefined; email?: string }) => (
+export const SignInPage = (props: {
+  next: string
+  csrf: string
+  error?: string | undefined
+  notice?: string | undefined
+  email?: string
+}) => (
   <Layout title="Sign in" section="none">
     <div class="signin panel">
       <h1>Sign in</h1>
+      {props.notice && (
+        <div class="notice notice-ok" role="status">
+          {props.notice}
+        </div>
+      )}
       {props.error && (
         <div class="notice notice-error" role="alert">
           {props.error}
