@@ -426,7 +426,8 @@ test("D26: admin user list, disable (sessions end) and reset (a new one-time lin
   expect(JSON.stringify(users)).not.toContain("argon2")
   const signedIn = await httpSignIn(analystEmail, ANALYST_PASSWORD)
   expect(signedIn.status).toBe(303)
-  const page = () => fetch(`${consoleUrl}/incidents`, { headers: { cookie: signedIn.cookie ?? "" }, redirect: "manual" })
+  const page = () =>
+    fetch(`${consoleUrl}/incidents`, { headers: { cookie: signedIn.cookie ?? "" }, redirect: "manual" })
   expect((await page()).status).toBe(200)
   await adminJson(server.env, ["user", "disable", analyst?.id ?? ""])
   expect((await page()).status).toBe(303)
