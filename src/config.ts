@@ -35,6 +35,8 @@ export interface Settings {
   readonly opsPort: number
   /** D25: the web console's listener. */
   readonly consolePort: number
+  /** D25: CONSOLE_TLS_CERT_FILE and CONSOLE_TLS_KEY_FILE (PEM): the console serves HTTPS itself. */
+  readonly consoleTls: Option.Option<{ readonly cert: string; readonly key: string }>
   /** Unset: the embedded PostgreSQL (PGlite) under dataDir. */
   readonly databaseUrl: Option.Option<Redacted.Redacted<string>>
   readonly dataDir: string
@@ -320,6 +322,8 @@ export const settingsConfig = Config.all({
   ingestPort: portVar("INGEST_PORT", 8081),
   opsPort: portVar("OPS_PORT", 9090),
   consolePort: portVar("CONSOLE_PORT", 3000),
+  consoleTlsCert: envVar("CONSOLE_TLS_CERT_FILE", (path) => pemFile(path, "CERTIFICATE")).pipe(Config.option),
+  consoleTlsKey: secretVar("CONSOLE_TLS_KEY_FILE", (path) => pemFile(path, "PRIVATE KEY")).pipe(Config.option),
   // Empty counts as unset (`DATABASE_URL=` in a compose file or CI): the embedded database.
   databaseUrl: secretVar("DATABASE_URL", (raw) => {
     const text = raw.trim()
@@ -502,6 +506,29 @@ const resolveSecretKey = (
   )
 }
 
+/** A readable PEM file holding `what` (its text), or why not. The path is shown, never the content. */
+const pemFile = (path: string, what: string): Either.Either<string, string> => {
+  try {
+    const pem = readFileSync(path, "utf8")
+    if (!pem.includes(what)) throw new Error(`no ${what.toLowerCase()} in it`)
+    return Either.right(pem)
+  } catch (error) {
+    const why = (error as NodeJS.ErrnoException).code ?? (error as Error).message
+    return Either.left(`must be a readable PEM file with a ${what.toLowerCase()} (got ${shown(path)}: ${why})`)
+  }
+}
+
+/** D25: both files or neither. */
+const consoleTls = (cert: Option.Option<string>, key: Option.Option<string>) =>
+  Option.isSome(cert) === Option.isSome(key)
+    ? Effect.succeed(Option.zipWith(cert, key, (c, k) => ({ cert: c, key: k })))
+    : Effect.fail(
+        ConfigError.InvalidData(
+          [Option.isSome(cert) ? "CONSOLE_TLS_KEY_FILE" : "CONSOLE_TLS_CERT_FILE"],
+          "must be set together with CONSOLE_TLS_CERT_FILE and CONSOLE_TLS_KEY_FILE (the console's HTTPS certificate and key)",
+        ),
+      )
+
 export const loadSettings: Effect.Effect<Settings, ConfigError.ConfigError> = Effect.gen(function* () {
   const raw = yield* settingsConfig
   const dataDir = resolve(raw.dataDir)
@@ -512,6 +539,7 @@ export const loadSettings: Effect.Effect<Settings, ConfigError.ConfigError> = Ef
     ingestPort: raw.ingestPort,
     opsPort: raw.opsPort,
     consolePort: raw.consolePort,
+    consoleTls: yield* consoleTls(raw.consoleTlsCert, raw.consoleTlsKey),
     databaseUrl: raw.databaseUrl,
     dataDir,
     baseUrl: Option.getOrElse(raw.baseUrl, () => `http://localhost:${raw.port}`),

@@ -36,8 +36,18 @@ const hashToken = (token: string) => sha256(token)
 const normalizeEmail = (email: string) => email.trim().toLowerCase()
 const EMAIL = /^[^\s@\p{Cc}\p{Cf}]{1,64}@[^\s@\p{Cc}\p{Cf}]{1,255}$/u
 
-/** Verified when the email is unknown, so an unknown email and a wrong password take the same time (D27). */
-const DUMMY_HASH = Bun.password.hashSync("not a real password, only for timing", { algorithm: "argon2id" })
+/**
+ * Verified when the email is unknown, so an unknown email and a wrong password take the same time (D27). Made on
+ * first use, not at import: the admin CLI imports this module for every command.
+ */
+let dummyHash: Promise<string> | undefined
+const DUMMY_HASH = () => {
+  dummyHash ??= Bun.password.hash("not a real password, only for timing", { algorithm: "argon2id" })
+  return dummyHash
+}
+
+/** The console computes the dummy hash as it starts, so even its first unknown-email sign-in takes the usual time. */
+export const prepareSignIn = () => void DUMMY_HASH()
 
 export type SignInResult =
   | { readonly _tag: "SignedIn"; readonly token: string; readonly userId: string; readonly orgId: string }
@@ -244,9 +254,10 @@ export class Accounts extends Effect.Service<Accounts>()("Accounts", {
         }
         const user = yield* users.findByEmail(email)
         const candidate = Option.getOrUndefined(user)
-        const hash = candidate?.passwordHash ?? DUMMY_HASH
-        const matches = yield* Effect.promise(() =>
-          Bun.password.verify(password.slice(0, PASSWORD_MAX * 4), hash).catch(() => false),
+        const matches = yield* Effect.promise(async () =>
+          Bun.password
+            .verify(password.slice(0, PASSWORD_MAX * 4), candidate?.passwordHash ?? (await DUMMY_HASH()))
+            .catch(() => false),
         )
         if (!candidate || candidate.passwordHash === null || candidate.disabledAt !== null || !matches) {
           yield* users.recordFailure(email, ip, now)

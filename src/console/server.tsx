@@ -19,7 +19,7 @@ import { ConsoleReads } from "../repos/ConsoleReads.ts"
 import { ConsoleUsersRepo, type SessionRow } from "../repos/ConsoleUsersRepo.ts"
 import { EventsRepo } from "../repos/EventsRepo.ts"
 import { IncidentsRepo } from "../repos/IncidentsRepo.ts"
-import { Accounts, type Actor } from "./Accounts.ts"
+import { Accounts, type Actor, prepareSignIn } from "./Accounts.ts"
 import { ASSETS } from "./assets.ts"
 import { formFields, html, isCrossSite, SECURITY_HEADERS, safeNext, seeOther, tokensEqual } from "./http.ts"
 import { MessagePage, NotFoundPage, SetPasswordPage, SignInPage } from "./pages/auth.tsx"
@@ -67,6 +67,7 @@ const makeRouter = Effect.gen(function* () {
   const reads = yield* ConsoleReads
   const audit = yield* AuditRepo
   const sealer = sealerOf(config)
+  prepareSignIn()
   const appOrigin = new URL(config.appUrl).origin
   const apiUrl = config.baseUrl ?? `http://localhost:${config.port}`
 
@@ -753,7 +754,14 @@ export const ConsoleServerLive = Layer.unwrapEffect(
   Effect.map(AppConfig, (config) =>
     Layer.unwrapEffect(Effect.map(makeRouter, (router) => HttpServer.serve(securityHeaders(router)))).pipe(
       Layer.provide(Layer.effectDiscard(logAddress)),
-      Layer.provide(BunHttpServer.layer({ port: config.consolePort, hostname: config.host })),
+      Layer.provide(
+        BunHttpServer.layer({
+          port: config.consolePort,
+          hostname: config.host,
+          // D25: HTTPS itself with CONSOLE_TLS_CERT_FILE and CONSOLE_TLS_KEY_FILE, or plain HTTP behind a proxy.
+          ...Option.match(config.consoleTls, { onNone: () => ({}), onSome: (tls) => ({ tls }) }),
+        }),
+      ),
     ),
   ),
 )

@@ -34,6 +34,7 @@ let consoleUrl: string
 let orgA: string
 let otherOrgIncident: string
 let apiKey: string
+let sensorToken: string
 const adminEmail = "soc.lead@acme.example"
 const analystEmail = "analyst@acme.example"
 /** incident id → what the attacker sent that must show as text */
@@ -104,6 +105,7 @@ beforeAll(async () => {
   const orgB = (await adminJson(env, ["org", "create", "--name", "Other Corp"])).id
   const sensorA = await adminJson(env, ["sensor", "create", "--org", orgA, "--name", "dmz-web-01"])
   const sensorB = await adminJson(env, ["sensor", "create", "--org", orgB, "--name", "b-sensor"])
+  sensorToken = sensorA.token
   apiKey = (await adminJson(env, ["key", "create", "--org", orgA, "--name", "tests", "--scopes", "incidents:read"])).key
 
   // Native: every payload in the username, a command and a path, each from its own address (its own incident).
@@ -334,15 +336,54 @@ test("D30, D18: a channel added in the console passes Send test against a local 
   await expectAccessible(page)
   await page.goto(`${consoleUrl}/settings/alerts`)
   await screenshot(page, "alerts", shots)
+  // Redeliver (D17), rotate with a grace period (D16), disable and enable.
+  await page.goto(`${consoleUrl}/settings/alerts`)
+  await Promise.all([page.waitForNavigation(), page.click("text=Delivery log")])
+  await Promise.all([page.waitForNavigation(), page.click("button:has-text('Redeliver')")])
+  expect(await page.textContent(".notice-ok")).toContain("queued again")
+  await page.selectOption("select[name=grace]", "1h")
+  await Promise.all([page.waitForNavigation(), page.click("button:has-text('Rotate secret')")])
+  expect((await page.textContent("#secret-value"))?.trim()).toMatch(/^whsec_/)
+  expect(await page.textContent(".notice-ok")).toContain("also signs until")
+  await Promise.all([page.waitForNavigation(), page.click("button:has-text('Disable')")])
+  expect(await page.textContent("dl.facts")).toContain("disabled")
+  await Promise.all([page.waitForNavigation(), page.click("button:has-text('Enable')")])
+  expect(await page.textContent("dl.facts")).toContain("enabled")
   // D31: the changes are in the audit log, with the actor.
   await page.goto(`${consoleUrl}/settings/audit`)
   const audit = await page.textContent("table")
-  for (const action of ["webhook.create", "webhook.test", "key.create", "key.revoke", "signin"]) {
+  for (const action of [
+    "webhook.create",
+    "webhook.test",
+    "webhook.redeliver",
+    "webhook.rotate",
+    "webhook.disable",
+    "webhook.enable",
+    "key.create",
+    "key.revoke",
+    "signin",
+  ]) {
     expect(audit).toContain(action)
   }
   expect(audit).toContain(adminEmail)
   expect(audit).not.toContain("whsec_")
   expect(audit).not.toContain("dsk_")
+})
+
+test("D30: the incident list's live check says when an incident saw new activity", async () => {
+  const { page } = admin
+  await page.goto(`${consoleUrl}/incidents`)
+  const since = await page.getAttribute("[data-live-since]", "data-live-since")
+  const changed = () =>
+    page.evaluate(async (at) => {
+      const response = await fetch(`/live/incidents?since=${encodeURIComponent(at ?? "")}`)
+      return ((await response.json()) as { changed: boolean }).changed
+    }, since)
+  expect(await changed()).toBe(false)
+  await Bun.sleep(5)
+  const res = await ingest(server.ingestUrl, "events", sensorToken, [nativeEvent({ sourceIp: "203.0.113.99" })])
+  expect(res.status).toBe(200)
+  expect(await changed()).toBe(true)
 })
 
 test("D28: a cross-site form POST is refused with 403 before anything runs", async () => {
