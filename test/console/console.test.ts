@@ -2,6 +2,8 @@ import { afterAll, beforeAll, expect, test } from "bun:test"
 import { mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { SqlClient } from "@effect/sql"
+import { Effect } from "effect"
 import {
   type Browser,
   type BrowserContext,
@@ -13,6 +15,7 @@ import {
   watchedContext,
 } from "../support/browser.ts"
 import { adminJson } from "../support/cli.ts"
+import { testDatabase } from "../support/db.ts"
 import { ingest, nativeEvent } from "../support/ingest.ts"
 import { type Receiver, startReceiver } from "../support/receiver.ts"
 import { type RunningServer, startServer, testEnv } from "../support/server.ts"
@@ -492,6 +495,40 @@ test("D27: sign-out ends the session; the old cookie no longer opens a page", as
   const replay = await fetch(`${consoleUrl}/`, { headers: { cookie: `__Host-session=${before}` }, redirect: "manual" })
   expect(replay.status).toBe(303)
   expect(replay.headers.get("location")).toStartWith("/sign-in")
+})
+
+test("D27: a session ends after 12 h idle and after 7 days in all", async () => {
+  const db = testDatabase(server.env)
+  const age = (column: "last_seen_at" | "expires_at", interval: string) =>
+    db.run(
+      Effect.flatMap(SqlClient.SqlClient, (sql) =>
+        sql.unsafe(
+          `update console_sessions set ${column} = now() - interval '${interval}'
+           where user_id = (select id from console_users where email = $1)`,
+          [adminEmail],
+        ),
+      ),
+    )
+  try {
+    const open = (cookie: string | undefined) =>
+      fetch(`${consoleUrl}/`, { headers: { cookie: cookie ?? "" }, redirect: "manual" })
+    const idle = await httpSignIn(adminEmail, PASSWORD)
+    expect((await open(idle.cookie)).status).toBe(200)
+    await age("last_seen_at", "12 hours 1 minute")
+    const afterIdle = await open(idle.cookie)
+    expect(afterIdle.status).toBe(303)
+    expect(afterIdle.headers.get("location")).toContain("expired=1")
+    const old = await httpSignIn(adminEmail, PASSWORD)
+    expect((await open(old.cookie)).status).toBe(200)
+    // Seen a minute ago (not idle), but past its absolute end.
+    await age("last_seen_at", "1 minute")
+    await age("expires_at", "1 second")
+    expect((await open(old.cookie)).status).toBe(303)
+    const page = await fetch(`${consoleUrl}/sign-in?next=%2F&expired=1`)
+    expect(await page.text()).toContain("Your session has ended")
+  } finally {
+    await db.close()
+  }
 })
 
 test("D27: more than 5 failed sign-ins for one email get 429 with Retry-After", async () => {
