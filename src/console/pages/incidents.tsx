@@ -61,7 +61,7 @@ export const IncidentTable = ({ rows, now }: { rows: ReadonlyArray<IncidentSumma
             </td>
             <td>
               <a href={`/incidents/${i.id}`}>{i.title}</a>
-              <div class="muted small mono">{i.id}</div>
+              <div class="muted small mono hide-sm">{i.id}</div>
             </td>
             <td class="mono">{i.sourceIp}</td>
             <td class="hide-sm">{i.sensor.name}</td>
