@@ -180,7 +180,12 @@ const makeRouter = Effect.gen(function* () {
         effect,
         (e): e is { _tag: "AdminError" | "AccountError"; message: string } =>
           e._tag === "AdminError" || e._tag === "AccountError",
-        (e) => flashTo(s, path, { kind: "error", text: e.message }),
+        // The services' messages name the CLI's flags ("--name must be …"): here they name the form's fields.
+        (e) =>
+          flashTo(s, path, {
+            kind: "error",
+            text: e.message.replace(/--([a-z-]+)/g, (_, flag: string) => `the ${flag.replace("-", " ")}`),
+          }),
       )
 
   const formCookie = () => randomBytes(24).toString("base64url")
