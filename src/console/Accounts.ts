@@ -260,7 +260,7 @@ export class Accounts extends Effect.Service<Accounts>()("Accounts", {
             .catch(() => false),
         )
         if (!candidate || candidate.passwordHash === null || candidate.disabledAt !== null || !matches) {
-          yield* users.recordFailure(email, ip, now)
+          yield* users.recordFailure(email, ip, now, since)
           yield* audit.record({
             orgId: candidate?.orgId ?? null,
             actor: candidate?.id ?? "unknown",
@@ -276,6 +276,7 @@ export class Accounts extends Effect.Service<Accounts>()("Accounts", {
         }
         const token = yield* sql.withTransaction(
           Effect.gen(function* () {
+            yield* users.pruneSessions(now, new Date(now.getTime() - SESSION_IDLE_MS))
             const token = yield* startSession(candidate.id, ip)
             yield* users.clearFailures(email, since)
             yield* audit.record({

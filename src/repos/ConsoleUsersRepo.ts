@@ -113,6 +113,12 @@ export class ConsoleUsersRepo extends Effect.Service<ConsoleUsersRepo>()("Consol
         ),
       deleteSession: (tokenHash: Uint8Array) =>
         sql`delete from console_sessions where token_hash = ${tokenHash}`.pipe(Effect.asVoid, dbErrors),
+      /** Sessions past their absolute end or idle since `idleSince`: they can never open a page again. */
+      pruneSessions: (now: Date, idleSince: Date) =>
+        sql`delete from console_sessions where expires_at < ${now} or last_seen_at < ${idleSince}`.pipe(
+          Effect.asVoid,
+          dbErrors,
+        ),
       deleteSessionsOf: (userId: string) =>
         sql`delete from console_sessions where user_id = ${userId}`.pipe(Effect.asVoid, dbErrors),
 
@@ -129,11 +135,12 @@ export class ConsoleUsersRepo extends Effect.Service<ConsoleUsersRepo>()("Consol
       pruneFlashes: (now: Date) =>
         sql`delete from console_flashes where expires_at < ${now}`.pipe(Effect.asVoid, dbErrors),
 
-      recordFailure: (email: string, ip: string, at: Date) =>
-        sql`insert into console_signin_failures (email, ip, at) values (${email}, ${ip}, ${at})`.pipe(
-          Effect.asVoid,
-          dbErrors,
-        ),
+      /** Also forgets failures older than `forgetBefore` (outside every throttle window). */
+      recordFailure: (email: string, ip: string, at: Date, forgetBefore: Date) =>
+        Effect.zipRight(
+          sql`delete from console_signin_failures where at < ${forgetBefore}`,
+          sql`insert into console_signin_failures (email, ip, at) values (${email}, ${ip}, ${at})`,
+        ).pipe(Effect.asVoid, dbErrors),
       /** Failures since `since` for this email and for this IP, with the oldest of each (for Retry-After). */
       failuresSince: (email: string, ip: string, since: Date) =>
         sql<{ byEmail: number; byIp: number; oldestEmail: Date | null; oldestIp: Date | null }>`
