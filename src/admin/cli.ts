@@ -2,10 +2,13 @@ import { parseArgs } from "node:util"
 import { BunContext } from "@effect/platform-bun"
 import { Cause, ConfigError, Effect, Exit, Layer, Logger, LogLevel, Option } from "effect"
 import { AppConfigLive, formatConfigError } from "../config.ts"
+import { AccountError, Accounts, CLI_ACTOR } from "../console/Accounts.ts"
 import { DatabaseLive } from "../db/client.ts"
 import { migrate } from "../db/migrate.ts"
 import { CliLoggingLive } from "../logging.ts"
 import { ApiKeysRepo } from "../repos/ApiKeysRepo.ts"
+import { AuditRepo } from "../repos/AuditRepo.ts"
+import { ConsoleUsersRepo } from "../repos/ConsoleUsersRepo.ts"
 import { EventsRepo } from "../repos/EventsRepo.ts"
 import { IncidentsRepo } from "../repos/IncidentsRepo.ts"
 import { OrgsRepo } from "../repos/OrgsRepo.ts"
@@ -13,6 +16,7 @@ import { SensorsRepo } from "../repos/SensorsRepo.ts"
 import { TransitionsRepo } from "../repos/TransitionsRepo.ts"
 import { WebhooksRepo } from "../repos/WebhooksRepo.ts"
 import { WebhookSender } from "../webhooks/WebhookSender.ts"
+import { AdminActions } from "./AdminActions.ts"
 import { AdminError, AdminOperations } from "./operations.ts"
 import { WebhookAdmin } from "./webhookOperations.ts"
 
@@ -40,6 +44,11 @@ const USAGE = `usage: bun run admin <command> [options] [--json]
   webhook deliveries <channel-id> [--status pending|failed|succeeded|dead]
                                             the delivery log (attempts, status codes, errors, times)
   webhook redeliver <delivery-id>           queue a delivery again now (e.g. a dead one)
+  user create --org <org-id> --email <email> --role admin|analyst
+                                            create a console user; prints a one-time link (24 h) to set a password
+  user list --org <org-id>                  console users (never a password)
+  user disable <user-id>                    disable a user; their sessions end
+  user reset <user-id>                      new set-password link; all their sessions end
   secrets reseal                            after a SECRET_KEY rotation (old key in SECRET_KEY_PREVIOUS):
                                             seal every stored secret under the current SECRET_KEY
 `
@@ -61,6 +70,8 @@ const parse = (argv: ReadonlyArray<string>) =>
       "min-severity": { type: "string" },
       grace: { type: "string" },
       status: { type: "string" },
+      email: { type: "string" },
+      role: { type: "string" },
       help: { type: "boolean", short: "h" },
     },
   })
@@ -111,12 +122,12 @@ const run = (argv: ReadonlyArray<string>) =>
         return yield* print(json, rows, () => table(rows))
       }
       case "key create": {
-        const key = yield* admin.createKey({
-          orgId: yield* requireFlag(values.org, "--org"),
-          name: values.name,
-          scopes: values.scopes,
-          expires: values.expires,
-        })
+        // D31: through the audited actions, as the console's Settings → API and export.
+        const key = yield* (yield* AdminActions).createKey(
+          yield* requireFlag(values.org, "--org"),
+          { name: values.name, scopes: values.scopes, expires: values.expires },
+          CLI_ACTOR,
+        )
         return yield* print(json, key, () => `key ${key.id} created. Store it now; it is not shown again:\n${key.key}`)
       }
       case "key list": {
@@ -124,7 +135,11 @@ const run = (argv: ReadonlyArray<string>) =>
         return yield* print(json, keys, () => table(keys))
       }
       case "key revoke": {
-        const result = yield* admin.revokeKey(yield* requireFlag(rest[0], "<key-id>"))
+        const result = yield* (yield* AdminActions).revokeKey(
+          undefined,
+          yield* requireFlag(rest[0], "<key-id>"),
+          CLI_ACTOR,
+        )
         return yield* print(json, result, () => `key ${result.id} revoked`)
       }
       case "sensor create": {
@@ -150,8 +165,51 @@ const run = (argv: ReadonlyArray<string>) =>
         return yield* print(json, rows, () => table(rows))
       }
       case "incident close": {
-        const result = yield* admin.closeIncident(yield* requireFlag(rest[0], "<incident-id>"))
+        const result = yield* (yield* AdminActions).closeIncident(
+          undefined,
+          yield* requireFlag(rest[0], "<incident-id>"),
+          CLI_ACTOR,
+        )
         return yield* print(json, result, () => `incident ${result.id} closed at ${result.resolvedAt}`)
+      }
+      case "user create": {
+        const created = yield* (yield* Accounts).createUser(
+          {
+            orgId: yield* requireFlag(values.org, "--org"),
+            email: yield* requireFlag(values.email, "--email"),
+            role: yield* requireFlag(values.role, "--role"),
+          },
+          CLI_ACTOR,
+        )
+        return yield* print(
+          json,
+          created,
+          () =>
+            `user ${created.id} (${created.email}, ${created.role}) created. One-time link to set a password, valid until ${created.linkExpiresAt}:\n${created.link}`,
+        )
+      }
+      case "user list": {
+        const orgId = yield* requireFlag(values.org, "--org")
+        yield* admin.requireOrg(orgId)
+        const rows = yield* (yield* Accounts).listUsers(orgId)
+        return yield* print(json, rows, () => table(rows))
+      }
+      case "user disable": {
+        const result = yield* (yield* Accounts).disableUser(
+          undefined,
+          yield* requireFlag(rest[0], "<user-id>"),
+          CLI_ACTOR,
+        )
+        return yield* print(json, result, () => `user ${result.id} disabled; their sessions ended`)
+      }
+      case "user reset": {
+        const reset = yield* (yield* Accounts).resetUser(undefined, yield* requireFlag(rest[0], "<user-id>"), CLI_ACTOR)
+        return yield* print(
+          json,
+          reset,
+          () =>
+            `sessions of ${reset.email} ended. One-time link to set a new password, valid until ${reset.linkExpiresAt}:\n${reset.link}`,
+        )
       }
       case "secrets reseal": {
         const orgKeys = yield* admin.resealFingerprintKeys
@@ -172,11 +230,11 @@ const run = (argv: ReadonlyArray<string>) =>
         return
       }
       case "webhook create": {
-        const created = yield* (yield* WebhookAdmin).create({
-          orgId: yield* requireFlag(values.org, "--org"),
-          url: values.url,
-          minSeverity: values["min-severity"],
-        })
+        const created = yield* (yield* AdminActions).createChannel(
+          yield* requireFlag(values.org, "--org"),
+          { url: values.url, minSeverity: values["min-severity"] },
+          CLI_ACTOR,
+        )
         return yield* print(
           json,
           created,
@@ -188,7 +246,7 @@ const run = (argv: ReadonlyArray<string>) =>
         return yield* print(json, rows, () => table(rows))
       }
       case "webhook rotate": {
-        const rotated = yield* (yield* WebhookAdmin).rotate(rest[0], values.grace)
+        const rotated = yield* (yield* AdminActions).rotateChannel(undefined, rest[0] ?? "", values.grace, CLI_ACTOR)
         return yield* print(
           json,
           { secret: rotated.secret, previousSecretValidUntil: rotated.previousSecretValidUntil },
@@ -201,7 +259,12 @@ const run = (argv: ReadonlyArray<string>) =>
       }
       case "webhook disable":
       case "webhook enable": {
-        const result = yield* (yield* WebhookAdmin).setEnabled(rest[0], command === "enable")
+        const result = yield* (yield* AdminActions).setChannelEnabled(
+          undefined,
+          rest[0] ?? "",
+          command === "enable",
+          CLI_ACTOR,
+        )
         return yield* print(
           json,
           result,
@@ -209,7 +272,7 @@ const run = (argv: ReadonlyArray<string>) =>
         )
       }
       case "webhook test": {
-        const result = yield* (yield* WebhookAdmin).test(rest[0])
+        const result = yield* (yield* AdminActions).testChannel(undefined, rest[0] ?? "", CLI_ACTOR)
         yield* print(
           json,
           result,
@@ -242,7 +305,7 @@ const run = (argv: ReadonlyArray<string>) =>
         )
       }
       case "webhook redeliver": {
-        const result = yield* (yield* WebhookAdmin).redeliver(rest[0])
+        const result = yield* (yield* AdminActions).redeliver(undefined, rest[0] ?? "", CLI_ACTOR)
         return yield* print(json, result, () => `delivery ${result.id} queued again`)
       }
       default:
@@ -250,7 +313,8 @@ const run = (argv: ReadonlyArray<string>) =>
     }
   })
 
-export const AdminLive = WebhookAdmin.Default.pipe(
+export const AdminLive = Layer.mergeAll(AdminActions.Default, Accounts.Default).pipe(
+  Layer.provideMerge(WebhookAdmin.Default),
   Layer.provideMerge(Layer.mergeAll(AdminOperations.Default, WebhookSender.Default)),
   Layer.provideMerge(
     Layer.mergeAll(
@@ -261,6 +325,8 @@ export const AdminLive = WebhookAdmin.Default.pipe(
       TransitionsRepo.Default,
       WebhooksRepo.Default,
       EventsRepo.Default,
+      ConsoleUsersRepo.Default,
+      AuditRepo.Default,
     ),
   ),
   Layer.provideMerge(DatabaseLive),
@@ -279,7 +345,7 @@ if (import.meta.main) {
   if (Exit.isFailure(exit)) {
     const failure = Cause.failureOption(exit.cause)
     const error = Option.getOrUndefined(failure)
-    if (error instanceof AdminError) console.error(`error: ${error.message}`)
+    if (error instanceof AdminError || error instanceof AccountError) console.error(`error: ${error.message}`)
     else if (ConfigError.isConfigError(error)) console.error(formatConfigError(error))
     else if (error !== undefined && typeof error === "object" && "_tag" in error && error._tag === "SqlError") {
       // The driver's own message ("relation … does not exist", "connection terminated") says what went wrong.

@@ -3,6 +3,7 @@ import { BunContext } from "@effect/platform-bun"
 import { Cause, ConfigError, Data, Effect, Exit, Layer, Logger, LogLevel, Option } from "effect"
 import { SensorAuth } from "../auth/SensorAuth.ts"
 import { AppConfig, AppConfigLive, formatConfigError } from "../config.ts"
+import { Accounts, CLI_ACTOR } from "../console/Accounts.ts"
 import { DatabaseLive } from "../db/client.ts"
 import { migrate } from "../db/migrate.ts"
 import { Ingestor } from "../ingest/Ingestor.ts"
@@ -293,6 +294,11 @@ const program = (existingOrg: string | undefined) =>
       webhookLine = `\nWebhooks to ${channels} channel(s): ${counts.succeeded ?? 0} delivered, ${(counts.pending ?? 0) + (counts.failed ?? 0)} still retrying, ${counts.dead ?? 0} dead (see: bun run admin webhook deliveries <channel-id>).`
     }
 
+    // D26: an admin user of the demo organization, with the one-time link to set a password in the console.
+    const consoleUser = yield* (yield* Accounts).createUser(
+      { orgId: org.id, email: `admin+${org.id.slice(-8).toLowerCase()}@demo.example`, role: "admin" },
+      CLI_ACTOR,
+    )
     const base = config.baseUrl
     console.log(`Demo organization ${org.id} with sensor ${sensor.id} and ${sent} events, sent as OpenCanary and Cowrie log lines:
   ${ATTACKER} scanned ${scanPorts.length} ports, tried ${PASSWORDS.length} SSH passwords, logged in, ran ${COMMANDS.length} commands
@@ -304,6 +310,10 @@ API key (shown only now):
 Try:
   curl -H "Authorization: Bearer ${key.key}" ${base}/v1/incidents
   curl -H "Authorization: Bearer ${key.key}" "${base}/v1/events?sourceIp=${ATTACKER}&limit=5"
+
+Web console (${config.appUrl}, started by bun run start): set the password of ${consoleUser.email}
+with this one-time link (valid 24 h), then sign in:
+  ${consoleUser.link}
 ${webhookLine}`)
   })
 

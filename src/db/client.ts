@@ -17,7 +17,7 @@ const naming = {
  * D37: each listener has its own connection pool, so a flood of one (API requests, sensor posts) can never take the
  * other's connections. `application_name` names the pool in pg_stat_activity. The admin tool uses one pool.
  */
-export type PoolName = "api" | "ingest" | "admin"
+export type PoolName = "api" | "ingest" | "console" | "admin"
 export interface PoolSettings {
   readonly name: PoolName
   readonly maxConnections: number
@@ -118,5 +118,5 @@ export const DatabaseLiveWaiting = serverDatabase(undefined)
  * D37: the server's database layer for one listener's pool (`api`: the read API; `ingest`: the ingest listener, the
  * webhook dispatcher, the idle close and /readyz), sized by DATABASE_POOL_API / DATABASE_POOL_INGEST.
  */
-export const serverPool = (name: "api" | "ingest") =>
+export const serverPool = (name: "api" | "ingest" | "console") =>
   Layer.unwrapEffect(Effect.map(databasePoolConfig, (sizes) => serverDatabase({ name, maxConnections: sizes[name] })))

@@ -14,6 +14,8 @@ export const ID_PREFIXES = {
   webhookDelivery: "whd",
   transition: "itr",
   deliveryAttempt: "wha",
+  consoleUser: "usr",
+  auditEntry: "aud",
 } as const
 export type IdKind = keyof typeof ID_PREFIXES
 

@@ -16,6 +16,8 @@ export interface RunningServer {
   readonly ingestUrl: string
   /** The operations listener (/healthz, /readyz, /metrics). */
   readonly opsUrl: string
+  /** The web console (D25). */
+  readonly consoleUrl: string
   readonly env: Record<string, string>
   readonly logs: Array<string>
   readonly process: ReturnType<typeof Bun.spawn>
@@ -33,6 +35,7 @@ export const testEnv = (extra: Record<string, string> = {}): Record<string, stri
     PORT: "0",
     INGEST_PORT: "0",
     OPS_PORT: "0",
+    CONSOLE_PORT: "0",
     SECRET_KEY: TEST_SECRET_KEY,
     APP_URL,
     // Seeded incidents are dated in the past and "open": only the tests of D13 turn the idle close on.
@@ -65,12 +68,13 @@ export const startServer = async (options: { env?: Record<string, string> } = {}
   const env = options.env ?? testEnv()
   const logs: Array<string> = []
   const child = Bun.spawn(["bun", "src/main.ts"], { cwd: ROOT, env, stdout: "pipe", stderr: "pipe" })
-  const ports: { api?: number; ingest?: number; ops?: number } = {}
+  const ports: { api?: number; ingest?: number; ops?: number; console?: number } = {}
   const {
     api: port,
     ingest: ingestPort,
     ops: opsPort,
-  } = await new Promise<{ api: number; ingest: number; ops: number }>((resolve, reject) => {
+    console: consolePort,
+  } = await new Promise<{ api: number; ingest: number; ops: number; console: number }>((resolve, reject) => {
     // A server that does not come up is killed, not left running (and loading the machine) after the test failed.
     const timer = setTimeout(() => {
       child.kill("SIGKILL")
@@ -82,9 +86,10 @@ export const startServer = async (options: { env?: Record<string, string> } = {}
         if (entry.message === "api listening" && entry.annotations?.port) ports.api = entry.annotations.port
         if (entry.message === "ingest listening" && entry.annotations?.port) ports.ingest = entry.annotations.port
         if (entry.message === "ops listening" && entry.annotations?.port) ports.ops = entry.annotations.port
-        if (ports.api && ports.ingest && ports.ops) {
+        if (entry.message === "console listening" && entry.annotations?.port) ports.console = entry.annotations.port
+        if (ports.api && ports.ingest && ports.ops && ports.console) {
           clearTimeout(timer)
-          resolve({ api: ports.api, ingest: ports.ingest, ops: ports.ops })
+          resolve({ api: ports.api, ingest: ports.ingest, ops: ports.ops, console: ports.console })
         }
       } catch {}
     }
@@ -112,6 +117,7 @@ export const startServer = async (options: { env?: Record<string, string> } = {}
     port,
     ingestUrl: `http://127.0.0.1:${ingestPort}`,
     opsUrl: `http://127.0.0.1:${opsPort}`,
+    consoleUrl: `http://127.0.0.1:${consolePort}`,
     env,
     logs,
     process: child,

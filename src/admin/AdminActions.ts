@@ -1,0 +1,156 @@
+import { SqlClient } from "@effect/sql"
+import { Effect, Option } from "effect"
+import type { Actor } from "../console/Accounts.ts"
+import { isId } from "../domain/ids.ts"
+import { ApiKeysRepo } from "../repos/ApiKeysRepo.ts"
+import { AuditRepo } from "../repos/AuditRepo.ts"
+import { WebhooksRepo } from "../repos/WebhooksRepo.ts"
+import { AdminError, AdminOperations } from "./operations.ts"
+import { WebhookAdmin } from "./webhookOperations.ts"
+
+const refuse = (message: string) => Effect.fail(new AdminError({ message }))
+
+/**
+ * The administrative changes as both faces make them (ARCHITECTURE "two faces of one set of admin services"): the
+ * console's Settings pages and the admin CLI. Each one is scoped to an organization (another organization's id is
+ * "unknown", D30) and writes its audit row (D31) in the same transaction as the change. Secrets are returned once
+ * and never audited.
+ */
+export class AdminActions extends Effect.Service<AdminActions>()("AdminActions", {
+  effect: Effect.gen(function* () {
+    const admin = yield* AdminOperations
+    const webhooks = yield* WebhookAdmin
+    const keys = yield* ApiKeysRepo
+    const channels = yield* WebhooksRepo
+    const audit = yield* AuditRepo
+    const sql = yield* SqlClient.SqlClient
+
+    const record = (orgId: string, actor: Actor, action: string, target: string | null, detail: string | null) =>
+      audit.record({ orgId, actor: actor.id, action, target, ip: actor.ip, detail })
+
+    /**
+     * The organization a row belongs to, checked against the caller's: the console always passes its user's
+     * organization; the CLI passes none (an operator may act on any organization) and gets the row's own.
+     */
+    const ownerOf = (table: "api_keys" | "incidents", id: string, orgId: string | undefined) =>
+      Effect.gen(function* () {
+        const rows = yield* sql<{ orgId: string }>`select org_id from ${sql(table)} where id = ${id}`
+        const owner = rows[0]?.orgId
+        return owner !== undefined && (orgId === undefined || owner === orgId) ? owner : undefined
+      })
+
+    const requireKey = (orgId: string | undefined, keyId: string) =>
+      Effect.gen(function* () {
+        const owner = isId("apiKey", keyId) ? yield* ownerOf("api_keys", keyId, orgId) : undefined
+        const found = owner === undefined ? undefined : (yield* keys.listByOrg(owner)).find((k) => k.id === keyId)
+        if (owner === undefined || found === undefined) return yield* refuse(`unknown key: ${keyId}`)
+        return { ...found, orgId: owner }
+      })
+
+    const requireChannel = (orgId: string | undefined, channelId: string) =>
+      Effect.gen(function* () {
+        const found = isId("webhookChannel", channelId) ? yield* channels.findChannel(channelId) : Option.none()
+        if (Option.isNone(found) || (orgId !== undefined && found.value.orgId !== orgId)) {
+          return yield* refuse(`unknown webhook channel: ${channelId}`)
+        }
+        return found.value
+      })
+
+    return {
+      createKey: (
+        orgId: string,
+        input: { name: string | undefined; scopes: string | undefined; expires: string | undefined },
+        actor: Actor,
+      ) =>
+        sql.withTransaction(
+          Effect.tap(admin.createKey({ orgId, ...input }), (key) =>
+            record(orgId, actor, "key.create", key.id, `${input.name ?? ""} [${input.scopes ?? ""}]`),
+          ),
+        ),
+      listKeys: (orgId: string) => admin.listKeys(orgId),
+      /** Revoked and audited in one transaction; then every server's key cache is told (and waited for). */
+      revokeKey: (orgId: string | undefined, keyId: string, actor: Actor) =>
+        Effect.gen(function* () {
+          const key = yield* requireKey(orgId, keyId)
+          yield* sql.withTransaction(
+            Effect.zipRight(
+              sql`update api_keys set revoked_at = coalesce(revoked_at, ${new Date()}) where id = ${key.id}`,
+              record(key.orgId, actor, "key.revoke", key.id, key.name),
+            ),
+          )
+          yield* keys.revoke(key.id)
+          return { id: key.id, revoked: true }
+        }),
+
+      createChannel: (
+        orgId: string,
+        input: { url: string | undefined; minSeverity: string | undefined },
+        actor: Actor,
+      ) =>
+        sql.withTransaction(
+          Effect.tap(webhooks.create({ orgId, ...input }), (created) =>
+            record(
+              orgId,
+              actor,
+              "webhook.create",
+              created.id,
+              `${input.url ?? ""} (min ${input.minSeverity ?? "low"})`,
+            ),
+          ),
+        ),
+      listChannels: (orgId: string) => webhooks.list(orgId),
+      rotateChannel: (orgId: string | undefined, channelId: string, grace: string | undefined, actor: Actor) =>
+        Effect.flatMap(requireChannel(orgId, channelId), (channel) =>
+          sql.withTransaction(
+            Effect.tap(webhooks.rotate(channelId, grace), () =>
+              record(channel.orgId, actor, "webhook.rotate", channelId, grace ? `grace ${grace}` : null),
+            ),
+          ),
+        ),
+      setChannelEnabled: (orgId: string | undefined, channelId: string, enabled: boolean, actor: Actor) =>
+        Effect.flatMap(requireChannel(orgId, channelId), (channel) =>
+          sql.withTransaction(
+            Effect.tap(webhooks.setEnabled(channelId, enabled), () =>
+              record(channel.orgId, actor, enabled ? "webhook.enable" : "webhook.disable", channelId, null),
+            ),
+          ),
+        ),
+      /** The test is sent outside any transaction (a slow receiver must not hold one open); then audited. */
+      testChannel: (orgId: string | undefined, channelId: string, actor: Actor) =>
+        Effect.gen(function* () {
+          const channel = yield* requireChannel(orgId, channelId)
+          const result = yield* webhooks.test(channelId)
+          yield* record(
+            channel.orgId,
+            actor,
+            "webhook.test",
+            channelId,
+            `${result.ok ? "delivered" : "failed"}${result.status === null ? "" : ` HTTP ${result.status}`}`,
+          )
+          return result
+        }),
+      deliveries: (orgId: string | undefined, channelId: string, status: string | undefined) =>
+        Effect.zipRight(requireChannel(orgId, channelId), webhooks.deliveries(channelId, status)),
+      redeliver: (orgId: string | undefined, deliveryId: string, actor: Actor) =>
+        Effect.gen(function* () {
+          const found = isId("webhookDelivery", deliveryId) ? yield* channels.findDelivery(deliveryId) : Option.none()
+          if (Option.isNone(found) || (orgId !== undefined && found.value.orgId !== orgId)) {
+            return yield* refuse(`unknown delivery: ${deliveryId}`)
+          }
+          return yield* sql.withTransaction(
+            Effect.tap(webhooks.redeliver(deliveryId), () =>
+              record(found.value.orgId, actor, "webhook.redeliver", deliveryId, found.value.channelId),
+            ),
+          )
+        }),
+      closeIncident: (orgId: string | undefined, incidentId: string, actor: Actor) =>
+        Effect.gen(function* () {
+          const owner = isId("incident", incidentId) ? yield* ownerOf("incidents", incidentId, orgId) : undefined
+          if (owner === undefined) return yield* refuse(`no open incident ${incidentId}`)
+          return yield* sql.withTransaction(
+            Effect.tap(admin.closeIncident(incidentId), () => record(owner, actor, "incident.close", incidentId, null)),
+          )
+        }),
+    } as const
+  }),
+}) {}

@@ -1,0 +1,330 @@
+import { randomBytes } from "node:crypto"
+import { SqlClient } from "@effect/sql"
+import { Data, Effect, Option } from "effect"
+import { AppConfig } from "../config.ts"
+import { sha256 } from "../domain/crypto.ts"
+import { isId, newId } from "../domain/ids.ts"
+import { AuditRepo } from "../repos/AuditRepo.ts"
+import { ConsoleUsersRepo, ROLES, type Role, type SessionRow } from "../repos/ConsoleUsersRepo.ts"
+import { OrgsRepo } from "../repos/OrgsRepo.ts"
+
+/** A refused account operation; the message is shown to the person as is (never a secret). */
+export class AccountError extends Data.TaggedError("AccountError")<{ readonly message: string }> {}
+
+/** Who made a change (D31): a console user's id or `cli`, and from which address. */
+export interface Actor {
+  readonly id: string
+  readonly ip: string | null
+}
+export const CLI_ACTOR: Actor = { id: "cli", ip: null }
+
+/** D26 and D27, in one place. */
+export const PASSWORD_MIN = 12
+export const PASSWORD_MAX = 256
+export const LINK_VALID_MS = 24 * 3_600_000
+export const SESSION_IDLE_MS = 12 * 3_600_000
+export const SESSION_ABSOLUTE_MS = 7 * 86_400_000
+export const THROTTLE_WINDOW_MS = 15 * 60_000
+export const MAX_FAILURES_PER_EMAIL = 5
+export const MAX_FAILURES_PER_IP = 20
+/** last_seen_at is written at most this often per session (a page load is not a write each time). */
+const TOUCH_EVERY_MS = 60_000
+
+const refuse = (message: string) => Effect.fail(new AccountError({ message }))
+const newToken = () => randomBytes(32).toString("base64url")
+const hashToken = (token: string) => sha256(token)
+const normalizeEmail = (email: string) => email.trim().toLowerCase()
+const EMAIL = /^[^\s@\p{Cc}\p{Cf}]{1,64}@[^\s@\p{Cc}\p{Cf}]{1,255}$/u
+
+/**
+ * Verified when the email is unknown, so an unknown email and a wrong password take the same time (D27). Made on
+ * first use, not at import: the admin CLI imports this module for every command.
+ */
+let dummyHash: Promise<string> | undefined
+const DUMMY_HASH = () => {
+  dummyHash ??= Bun.password.hash("not a real password, only for timing", { algorithm: "argon2id" })
+  return dummyHash
+}
+
+/** The console computes the dummy hash as it starts, so even its first unknown-email sign-in takes the usual time. */
+export const prepareSignIn = () => void DUMMY_HASH()
+
+export type SignInResult =
+  | { readonly _tag: "SignedIn"; readonly token: string; readonly userId: string; readonly orgId: string }
+  | { readonly _tag: "Refused" }
+  | { readonly _tag: "Throttled"; readonly retryAfterSeconds: number }
+
+export type LinkState = "valid" | "expired" | "unknown"
+
+/**
+ * Console users, passwords, sign-in and sessions (D26, D27), shared by the admin CLI (`admin user …`) and the
+ * console's Settings → Users. Every change is audited in the same transaction (D31).
+ */
+export class Accounts extends Effect.Service<Accounts>()("Accounts", {
+  effect: Effect.gen(function* () {
+    const users = yield* ConsoleUsersRepo
+    const audit = yield* AuditRepo
+    const orgs = yield* OrgsRepo
+    const sql = yield* SqlClient.SqlClient
+    const { appUrl } = yield* AppConfig
+
+    const linkFor = (userId: string, at: Date) =>
+      Effect.gen(function* () {
+        const token = newToken()
+        yield* users.expireLinks(userId, at)
+        yield* users.insertLink({
+          tokenHash: hashToken(token),
+          userId,
+          expiresAt: new Date(at.getTime() + LINK_VALID_MS),
+          createdAt: at,
+        })
+        return { link: `${appUrl}/set-password/${token}`, expiresAt: new Date(at.getTime() + LINK_VALID_MS) }
+      })
+
+    /** A user of this organization (another organization's user is unknown, as for D30's ids). */
+    const requireUser = (orgId: string | undefined, userId: string) =>
+      Effect.gen(function* () {
+        const found = isId("consoleUser", userId) ? yield* users.findById(userId) : Option.none()
+        if (Option.isNone(found) || (orgId !== undefined && found.value.orgId !== orgId)) {
+          return yield* refuse(`unknown user: ${userId}`)
+        }
+        return found.value
+      })
+
+    const createUser = (input: { orgId: string; email: string; role: string }, actor: Actor) =>
+      sql.withTransaction(
+        Effect.gen(function* () {
+          const org = isId("organization", input.orgId) ? yield* orgs.findById(input.orgId) : Option.none()
+          if (Option.isNone(org)) return yield* refuse(`unknown organization: ${input.orgId}`)
+          const email = normalizeEmail(input.email)
+          if (!EMAIL.test(email) || email.length > 254)
+            return yield* refuse("the email must be an address like a@b.example")
+          if (!ROLES.includes(input.role as Role)) return yield* refuse(`the role must be one of ${ROLES.join(", ")}`)
+          if (Option.isSome(yield* users.findByEmail(email)))
+            return yield* refuse(`a user with the email ${email} exists`)
+          const at = new Date()
+          const id = newId("consoleUser", at.getTime())
+          yield* users.insertUser({ id, orgId: input.orgId, email, role: input.role as Role, createdAt: at })
+          const link = yield* linkFor(id, at)
+          yield* audit.record({
+            orgId: input.orgId,
+            actor: actor.id,
+            action: "user.create",
+            target: id,
+            ip: actor.ip,
+            detail: `${email} (${input.role})`,
+          })
+          return { id, email, role: input.role as Role, link: link.link, linkExpiresAt: link.expiresAt.toISOString() }
+        }),
+      )
+
+    const listUsers = (orgId: string) =>
+      Effect.map(users.listByOrg(orgId), (rows) =>
+        rows.map((u) => ({
+          id: u.id,
+          email: u.email,
+          role: u.role,
+          status: u.disabledAt !== null ? "disabled" : u.passwordHash === null ? "invited" : "active",
+          createdAt: u.createdAt.toISOString(),
+        })),
+      )
+
+    /** D27: a disabled user's sessions end at once. */
+    const disableUser = (orgId: string | undefined, userId: string, actor: Actor) =>
+      sql.withTransaction(
+        Effect.gen(function* () {
+          const user = yield* requireUser(orgId, userId)
+          if (user.id === actor.id) return yield* refuse("you cannot disable yourself")
+          const at = new Date()
+          yield* users.setDisabled(user.id, at)
+          yield* users.deleteSessionsOf(user.id)
+          yield* users.expireLinks(user.id, at)
+          yield* audit.record({
+            orgId: user.orgId,
+            actor: actor.id,
+            action: "user.disable",
+            target: user.id,
+            ip: actor.ip,
+            detail: user.email,
+          })
+          return { id: user.id, disabled: true }
+        }),
+      )
+
+    /** D26: a new one-time link; the old password stays until it is used, but every session ends now. */
+    const resetUser = (orgId: string | undefined, userId: string, actor: Actor) =>
+      sql.withTransaction(
+        Effect.gen(function* () {
+          const user = yield* requireUser(orgId, userId)
+          const at = new Date()
+          yield* users.deleteSessionsOf(user.id)
+          yield* users.setDisabled(user.id, null)
+          const link = yield* linkFor(user.id, at)
+          yield* audit.record({
+            orgId: user.orgId,
+            actor: actor.id,
+            action: "user.reset",
+            target: user.id,
+            ip: actor.ip,
+            detail: user.email,
+          })
+          return { id: user.id, email: user.email, link: link.link, linkExpiresAt: link.expiresAt.toISOString() }
+        }),
+      )
+
+    const linkState = (token: string) =>
+      Effect.gen(function* () {
+        const found = yield* users.findLink(hashToken(token))
+        if (Option.isNone(found)) return "unknown" as LinkState
+        if (found.value.usedAt !== null || found.value.expiresAt.getTime() <= Date.now()) return "expired" as LinkState
+        return "valid" as LinkState
+      })
+
+    /** D26: 12–256 characters, argon2id; the link is spent and every session of the user ends. */
+    const setPassword = (token: string, password: string, ip: string) =>
+      Effect.gen(function* () {
+        const length = [...password].length
+        if (length < PASSWORD_MIN || length > PASSWORD_MAX) {
+          return yield* refuse(`The password must be ${PASSWORD_MIN} to ${PASSWORD_MAX} characters long.`)
+        }
+        const hash = yield* Effect.promise(() => Bun.password.hash(password, { algorithm: "argon2id" }))
+        return yield* sql.withTransaction(
+          Effect.gen(function* () {
+            const tokenHash = hashToken(token)
+            const link = yield* users.findLink(tokenHash)
+            const at = new Date()
+            if (Option.isNone(link) || !(yield* users.useLink(tokenHash, at))) {
+              return yield* refuse("This link has expired or was already used. Ask an administrator for a new one.")
+            }
+            const user = yield* requireUser(undefined, link.value.userId)
+            if (user.disabledAt !== null) return yield* refuse("This account is disabled.")
+            yield* users.setPasswordHash(user.id, hash)
+            yield* users.deleteSessionsOf(user.id)
+            yield* audit.record({
+              orgId: user.orgId,
+              actor: user.id,
+              action: "user.password_set",
+              target: user.id,
+              ip,
+              detail: null,
+            })
+            return { userId: user.id, email: user.email }
+          }),
+        )
+      })
+
+    const startSession = (userId: string, ip: string) =>
+      Effect.gen(function* () {
+        const token = newToken()
+        const at = new Date()
+        yield* users.insertSession({
+          tokenHash: hashToken(token),
+          userId,
+          csrfToken: newToken(),
+          createdAt: at,
+          expiresAt: new Date(at.getTime() + SESSION_ABSOLUTE_MS),
+          ip,
+        })
+        return token
+      })
+
+    /**
+     * D27: throttled first (more than 5 failures for the email or 20 for the IP in 15 minutes: 429), then the same
+     * answer and the same work for an unknown email and a wrong password. A fresh session on every sign-in.
+     */
+    const signIn = (emailInput: string, password: string, ip: string) =>
+      Effect.gen(function* () {
+        const email = normalizeEmail(emailInput).slice(0, 320)
+        const now = new Date()
+        const since = new Date(now.getTime() - THROTTLE_WINDOW_MS)
+        const failures = yield* users.failuresSince(email, ip, since)
+        const waits: Array<number> = []
+        if (failures.byEmail >= MAX_FAILURES_PER_EMAIL && failures.oldestEmail !== null) {
+          waits.push(failures.oldestEmail.getTime() + THROTTLE_WINDOW_MS - now.getTime())
+        }
+        if (failures.byIp >= MAX_FAILURES_PER_IP && failures.oldestIp !== null) {
+          waits.push(failures.oldestIp.getTime() + THROTTLE_WINDOW_MS - now.getTime())
+        }
+        if (waits.length > 0) {
+          yield* Effect.logWarning("console sign-in throttled").pipe(Effect.annotateLogs({ ip }))
+          return {
+            _tag: "Throttled",
+            retryAfterSeconds: Math.max(1, Math.ceil(Math.max(...waits) / 1000)),
+          } as SignInResult
+        }
+        const user = yield* users.findByEmail(email)
+        const candidate = Option.getOrUndefined(user)
+        const matches = yield* Effect.promise(async () =>
+          Bun.password
+            .verify(password.slice(0, PASSWORD_MAX * 4), candidate?.passwordHash ?? (await DUMMY_HASH()))
+            .catch(() => false),
+        )
+        if (!candidate || candidate.passwordHash === null || candidate.disabledAt !== null || !matches) {
+          yield* users.recordFailure(email, ip, now, since)
+          yield* audit.record({
+            orgId: candidate?.orgId ?? null,
+            actor: candidate?.id ?? "unknown",
+            action: "signin.failed",
+            target: candidate?.id ?? null,
+            ip,
+            detail: null,
+          })
+          yield* Effect.logWarning("console sign-in failed").pipe(
+            Effect.annotateLogs({ userId: candidate?.id ?? null, ip }),
+          )
+          return { _tag: "Refused" } as SignInResult
+        }
+        const token = yield* sql.withTransaction(
+          Effect.gen(function* () {
+            yield* users.pruneSessions(now, new Date(now.getTime() - SESSION_IDLE_MS))
+            const token = yield* startSession(candidate.id, ip)
+            yield* users.clearFailures(email, since)
+            yield* audit.record({
+              orgId: candidate.orgId,
+              actor: candidate.id,
+              action: "signin",
+              target: candidate.id,
+              ip,
+              detail: null,
+            })
+            return token
+          }),
+        )
+        yield* Effect.logInfo("console sign-in").pipe(Effect.annotateLogs({ userId: candidate.id, ip }))
+        return { _tag: "SignedIn", token, userId: candidate.id, orgId: candidate.orgId } as SignInResult
+      })
+
+    /** The live session of a cookie value (idle 12 h, absolute 7 d, user enabled); touches last_seen_at. */
+    const session = (token: string) =>
+      Effect.gen(function* () {
+        if (token.length < 16 || token.length > 100) return Option.none<SessionRow>()
+        const now = new Date()
+        const tokenHash = hashToken(token)
+        const found = yield* users.findSession(tokenHash, now, new Date(now.getTime() - SESSION_IDLE_MS))
+        if (Option.isSome(found) && now.getTime() - found.value.lastSeenAt.getTime() > TOUCH_EVERY_MS) {
+          yield* users.touchSession(tokenHash, now)
+        }
+        return found
+      })
+
+    const signOut = (token: string, actor: Actor, orgId: string) =>
+      sql.withTransaction(
+        Effect.zipRight(
+          users.deleteSession(hashToken(token)),
+          audit.record({ orgId, actor: actor.id, action: "signout", target: actor.id, ip: actor.ip, detail: null }),
+        ),
+      )
+
+    return {
+      createUser,
+      listUsers,
+      disableUser,
+      resetUser,
+      linkState,
+      setPassword,
+      signIn,
+      session,
+      signOut,
+    } as const
+  }),
+}) {}

@@ -1,0 +1,24 @@
+import { readFileSync } from "node:fs"
+import { join } from "node:path"
+import { sha256 } from "../domain/crypto.ts"
+
+/**
+ * D29: the console's static files, served under names that carry a hash of their content, so they can be cached
+ * for a year and a new release never mixes with an old file.
+ */
+export interface Asset {
+  readonly path: string
+  readonly body: Uint8Array
+  readonly contentType: string
+}
+
+const load = (file: string, contentType: string): Asset => {
+  const body = new Uint8Array(readFileSync(join(import.meta.dir, "static", file)))
+  const hash = sha256(body).toString("hex").slice(0, 12)
+  const dot = file.lastIndexOf(".")
+  return { path: `/static/${file.slice(0, dot)}.${hash}${file.slice(dot)}`, body, contentType }
+}
+
+export const STYLESHEET = load("console.css", "text/css; charset=utf-8")
+export const SCRIPT = load("console.js", "text/javascript; charset=utf-8")
+export const ASSETS: ReadonlyArray<Asset> = [STYLESHEET, SCRIPT]

@@ -1,0 +1,94 @@
+import { Layout, type Viewer } from "./components.tsx"
+
+/** Sign-in (D27). `next` is a same-site path the form returns to (the `url` of an incident, D25). */
+export const SignInPage = (props: {
+  next: string
+  csrf: string
+  error?: string | undefined
+  notice?: string | undefined
+  email?: string
+}) => (
+  <Layout title="Sign in" section="none">
+    <div class="signin panel">
+      <h1>Sign in</h1>
+      {props.notice && (
+        <div class="notice notice-ok" role="status">
+          {props.notice}
+        </div>
+      )}
+      {props.error && (
+        <div class="notice notice-error" role="alert">
+          {props.error}
+        </div>
+      )}
+      <form method="post" action="/sign-in">
+        <input type="hidden" name="csrf" value={props.csrf} />
+        <input type="hidden" name="next" value={props.next} />
+        <div class="field">
+          <label for="email">Email</label>
+          <input id="email" name="email" type="email" autocomplete="username" required value={props.email ?? ""} />
+        </div>
+        <div class="field">
+          <label for="password">Password</label>
+          <input id="password" name="password" type="password" autocomplete="current-password" required />
+        </div>
+        <button type="submit">Sign in</button>
+      </form>
+    </div>
+  </Layout>
+)
+
+export const SetPasswordPage = (props: { token: string; csrf: string; error?: string | undefined }) => (
+  <Layout title="Set your password" section="none">
+    <div class="signin panel">
+      <h1>Set your password</h1>
+      <p class="muted">12 to 256 characters. A passphrase of several words is easiest.</p>
+      {props.error && (
+        <div class="notice notice-error" role="alert">
+          {props.error}
+        </div>
+      )}
+      <form method="post" action={`/set-password/${props.token}`}>
+        <input type="hidden" name="csrf" value={props.csrf} />
+        <div class="field">
+          <label for="password">New password</label>
+          <input
+            id="password"
+            name="password"
+            type="password"
+            autocomplete="new-password"
+            minLength={12}
+            maxLength={256}
+            required
+          />
+        </div>
+        <button type="submit">Set password</button>
+      </form>
+    </div>
+  </Layout>
+)
+
+/** A plain message page: expired links, sessions, refusals, unknown ids. */
+export const MessagePage = (props: {
+  title: string
+  text: string
+  viewer?: Viewer | undefined
+  link?: { href: string; label: string } | undefined
+}) => (
+  <Layout title={props.title} viewer={props.viewer} section="none">
+    <div class="panel">
+      <h1>{props.title}</h1>
+      <p>{props.text}</p>
+      {props.link && <a href={props.link.href}>{props.link.label}</a>}
+    </div>
+  </Layout>
+)
+
+export const NotFoundPage = ({ viewer }: { viewer?: Viewer | undefined }) => (
+  <MessagePage
+    title="Not found"
+    text="There is nothing here, or it belongs to another organization. Check the link, or look it up in the incident list."
+    viewer={viewer}
+    link={{ href: "/incidents", label: "Go to the incidents" }}
+  />
+)

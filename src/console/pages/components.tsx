@@ -1,0 +1,172 @@
+import type { Child } from "hono/jsx"
+import { SCRIPT, STYLESHEET } from "../assets.ts"
+
+/**
+ * The pieces every page is built from. Hono's JSX escapes every string it renders (text and attributes), and no
+ * page uses its escape hatches (`raw`, `html`, `dangerouslySetInnerHTML`; D29): test/console/render.test.ts checks both.
+ */
+
+export type Role = "admin" | "analyst"
+export interface Viewer {
+  readonly email: string
+  readonly role: Role
+  readonly csrfToken: string
+}
+
+export type Section = "overview" | "incidents" | "events" | "settings" | "none"
+
+export const Csrf = ({ token }: { token: string }) => <input type="hidden" name="csrf" value={token} />
+
+const NAV: ReadonlyArray<readonly [Section, string, string]> = [
+  ["overview", "/", "Overview"],
+  ["incidents", "/incidents", "Incidents"],
+  ["events", "/events", "Events"],
+  ["settings", "/settings/api", "Settings"],
+]
+
+export const Layout = (props: { title: string; viewer?: Viewer | undefined; section: Section; children: Child }) => (
+  <html lang="en">
+    <head>
+      <meta charset="utf-8" />
+      <meta name="viewport" content="width=device-width, initial-scale=1" />
+      <title>{`${props.title} · Decoy console`}</title>
+      <link rel="stylesheet" href={STYLESHEET.path} />
+      <script src={SCRIPT.path} defer />
+    </head>
+    <body>
+      <a class="skip" href="#main">
+        Skip to content
+      </a>
+      <header class="top">
+        <a class="brand" href="/">
+          Decoy console
+        </a>
+        {props.viewer && (
+          <>
+            <nav aria-label="Main">
+              {NAV.map(([section, href, label]) => (
+                <a href={href} aria-current={props.section === section ? "page" : undefined}>
+                  {label}
+                </a>
+              ))}
+            </nav>
+            <div class="who">
+              <span>
+                {props.viewer.email} ({props.viewer.role})
+              </span>
+              <form class="inline" method="post" action="/sign-out">
+                <Csrf token={props.viewer.csrfToken} />
+                <button type="submit">Sign out</button>
+              </form>
+            </div>
+          </>
+        )}
+      </header>
+      <main id="main">{props.children}</main>
+    </body>
+  </html>
+)
+
+export const SeverityBadge = ({ severity }: { severity: string }) => (
+  <span class={`sev sev-${severity}`}>{severity}</span>
+)
+
+export const StatusBadge = ({ status }: { status: string }) => <span class={`status status-${status}`}>{status}</span>
+
+const UNITS: ReadonlyArray<readonly [number, string]> = [
+  [86_400_000, "d"],
+  [3_600_000, "h"],
+  [60_000, "min"],
+  [1000, "s"],
+]
+export const relative = (at: Date, now: Date = new Date()): string => {
+  const ms = now.getTime() - at.getTime()
+  const abs = Math.abs(ms)
+  if (abs < 5000) return "just now"
+  const [unit, name] = UNITS.find(([u]) => abs >= u) ?? [1000, "s"]
+  const n = Math.floor(abs / unit)
+  return ms >= 0 ? `${n} ${name} ago` : `in ${n} ${name}`
+}
+
+/** Relative time, with the absolute UTC time beside it (machine-readable in `datetime`). */
+export const Time = ({ at, now }: { at: Date | string | null; now?: Date }) => {
+  if (at === null) return <span class="muted">—</span>
+  const date = typeof at === "string" ? new Date(at) : at
+  const iso = date.toISOString()
+  return (
+    <time datetime={iso} title={iso}>
+      {relative(date, now)} <span class="muted small">({iso.replace("T", " ").slice(0, 19)} UTC)</span>
+    </time>
+  )
+}
+
+/** Longer attacker text is cut, with a <details> to read the rest (D29). */
+export const ATTACKER_CUT = 160
+
+/** Attacker-supplied text: shown as text, monospace, marked as such (D29). */
+export const Attacker = ({ value }: { value: unknown }) => {
+  const text = typeof value === "string" ? value : JSON.stringify(value)
+  const chars = [...text]
+  if (chars.length <= ATTACKER_CUT) {
+    return (
+      <code class="atk" title="Attacker-supplied text">
+        {text}
+      </code>
+    )
+  }
+  return (
+    <details class="long">
+      <summary>
+        <code class="atk" title="Attacker-supplied text">
+          {`${chars.slice(0, ATTACKER_CUT).join("")}…`}
+        </code>{" "}
+        <span class="muted small">({chars.length} characters, show all)</span>
+      </summary>
+      <code class="atk">{text}</code>
+    </details>
+  )
+}
+
+export interface Flash {
+  readonly kind: "ok" | "error"
+  readonly text: string
+  /** A secret shown once (a new API key, a signing secret), with what it is. */
+  readonly secret?: { readonly label: string; readonly value: string } | undefined
+}
+
+export const FlashNotice = ({ flash }: { flash: Flash | undefined }) =>
+  flash ? (
+    <div class={`notice notice-${flash.kind}`} role={flash.kind === "error" ? "alert" : "status"}>
+      <p>{flash.text}</p>
+      {flash.secret && (
+        <>
+          <p>
+            <strong>{flash.secret.label}</strong> It is shown only now: store it in your secret manager.
+          </p>
+          <code class="secret" id="secret-value">
+            {flash.secret.value}
+          </code>
+          <button type="button" class="secondary" data-copy="secret-value">
+            Copy
+          </button>
+        </>
+      )}
+    </div>
+  ) : null
+
+export const Techniques = ({ techniques }: { techniques: ReadonlyArray<{ id: string; name: string }> }) =>
+  techniques.length === 0 ? (
+    <span class="muted">—</span>
+  ) : (
+    <span>
+      {techniques.map((t, i) => (
+        <>
+          {i > 0 && ", "}
+          <a href={`https://attack.mitre.org/techniques/${t.id.replace(".", "/")}/`} rel="noreferrer noopener">
+            {t.id}
+          </a>{" "}
+          {t.name}
+        </>
+      ))}
+    </span>
+  )

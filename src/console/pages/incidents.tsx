@@ -1,0 +1,288 @@
+import type { Event, Incident, IncidentSummary } from "../../domain/models.ts"
+import {
+  Attacker,
+  Csrf,
+  type Flash,
+  FlashNotice,
+  Layout,
+  SeverityBadge,
+  StatusBadge,
+  Techniques,
+  Time,
+  type Viewer,
+} from "./components.tsx"
+
+export interface IncidentFilters {
+  readonly status: "open" | "closed" | undefined
+  readonly severity: string | undefined
+}
+
+const query = (filters: IncidentFilters, extra: Record<string, string> = {}) => {
+  const params = new URLSearchParams()
+  if (filters.status) params.set("status", filters.status)
+  if (filters.severity) params.set("severity", filters.severity)
+  for (const [k, v] of Object.entries(extra)) params.set(k, v)
+  const text = params.toString()
+  return text === "" ? "" : `?${text}`
+}
+
+export const IncidentTable = ({ rows, now }: { rows: ReadonlyArray<IncidentSummary>; now: Date }) => (
+  <div class="table-wrap">
+    <table>
+      <thead>
+        <tr>
+          <th scope="col">Severity</th>
+          <th scope="col">Incident</th>
+          <th scope="col">Source</th>
+          <th scope="col" class="hide-sm">
+            Sensor
+          </th>
+          <th scope="col" class="hide-sm">
+            Events
+          </th>
+          <th scope="col">Last seen</th>
+          <th scope="col" class="hide-sm">
+            Status
+          </th>
+        </tr>
+      </thead>
+      <tbody>
+        {rows.length === 0 && (
+          <tr>
+            <td colSpan={7} class="muted">
+              No incidents.
+            </td>
+          </tr>
+        )}
+        {rows.map((i) => (
+          <tr>
+            <td>
+              <SeverityBadge severity={i.severity} />
+            </td>
+            <td>
+              <a href={`/incidents/${i.id}`}>{i.title}</a>
+              <div class="muted small mono hide-sm">{i.id}</div>
+            </td>
+            <td class="mono">{i.sourceIp}</td>
+            <td class="hide-sm">{i.sensor.name}</td>
+            <td class="hide-sm">{i.eventCount}</td>
+            <td>
+              <Time at={i.lastSeenAt} now={now} />
+            </td>
+            <td class="hide-sm">
+              <StatusBadge status={i.status} />
+            </td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  </div>
+)
+
+/** D30 Incidents: status and severity filters, keyset paging, live refresh by the console's script. */
+export const IncidentsPage = (props: {
+  viewer: Viewer
+  rows: ReadonlyArray<IncidentSummary>
+  filters: IncidentFilters
+  next: string | undefined
+  first: boolean
+  now: Date
+}) => (
+  <Layout title="Incidents" viewer={props.viewer} section="incidents">
+    <h1>Incidents</h1>
+    <form class="filters" method="get" action="/incidents">
+      <div>
+        <label for="status">Status</label>
+        <select id="status" name="status">
+          <option value="">Any</option>
+          <option value="open" selected={props.filters.status === "open"}>
+            Open
+          </option>
+          <option value="closed" selected={props.filters.status === "closed"}>
+            Closed
+          </option>
+        </select>
+      </div>
+      <div>
+        <label for="severity">Severity</label>
+        <select id="severity" name="severity">
+          <option value="">Any</option>
+          {["critical", "high", "medium", "low"].map((s) => (
+            <option value={s} selected={props.filters.severity === s}>
+              {s}
+            </option>
+          ))}
+        </select>
+      </div>
+      <button type="submit">Filter</button>
+      {props.first && (
+        <span
+          class="live"
+          id="live-status"
+          data-live-since={props.rows[0]?.lastSeenAt.toISOString() ?? new Date(0).toISOString()}
+        />
+      )}
+    </form>
+    <IncidentTable rows={props.rows} now={props.now} />
+    <div class="pager">
+      {!props.first && <a href={`/incidents${query(props.filters)}`}>First page</a>}
+      {props.next && <a href={`/incidents${query(props.filters, { after: props.next })}`}>Next page</a>}
+    </div>
+  </Layout>
+)
+
+/** An event's attacker input, member by member, every value shown as attacker text. */
+const AttackerInputList = ({ input }: { input: Event["attackerInput"] }) => {
+  const entries = Object.entries(input)
+  if (entries.length === 0) return <span class="muted">none</span>
+  return (
+    <dl class="facts">
+      {entries.map(([name, value]) => (
+        <>
+          <dt>
+            <Attacker value={name} />
+          </dt>
+          <dd>
+            {typeof value === "object" && value !== null && "masked" in value && "fingerprint" in value ? (
+              <span class="mono">
+                {String((value as Record<string, unknown>).masked)}{" "}
+                <span class="muted small">
+                  masked, {String((value as Record<string, unknown>).length)} characters, fingerprint{" "}
+                  {String((value as Record<string, unknown>).fingerprint)}
+                </span>
+              </span>
+            ) : (
+              <Attacker value={value} />
+            )}
+          </dd>
+        </>
+      ))}
+    </dl>
+  )
+}
+
+export const EventTable = ({ events, now }: { events: ReadonlyArray<Event>; now: Date }) => (
+  <div class="table-wrap">
+    <table>
+      <thead>
+        <tr>
+          <th scope="col">Time</th>
+          <th scope="col">Severity</th>
+          <th scope="col">Type</th>
+          <th scope="col">Summary and attacker input</th>
+          <th scope="col" class="hide-sm">
+            Source
+          </th>
+        </tr>
+      </thead>
+      <tbody>
+        {events.length === 0 && (
+          <tr>
+            <td colSpan={5} class="muted">
+              No events.
+            </td>
+          </tr>
+        )}
+        {events.map((e) => (
+          <tr id={e.id}>
+            <td>
+              <Time at={e.time} now={now} />
+            </td>
+            <td>
+              <SeverityBadge severity={e.severity} />
+            </td>
+            <td class="mono">{e.type}</td>
+            <td>
+              <div>{e.summary}</div>
+              <AttackerInputList input={e.attackerInput} />
+            </td>
+            <td class="hide-sm mono">
+              {e.sourceIp}:{e.sourcePort} → {e.service}/{e.port}
+            </td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  </div>
+)
+
+/** D30 Incident, the `url` target (D25): everything the API shows, the timeline, Close. */
+export const IncidentPage = (props: {
+  viewer: Viewer
+  incident: Incident
+  more: string | undefined
+  now: Date
+  flash: Flash | undefined
+}) => {
+  const i = props.incident
+  return (
+    <Layout title={i.title} viewer={props.viewer} section="incidents">
+      <FlashNotice flash={props.flash} />
+      <p class="small">
+        <a href="/incidents">← Incidents</a>
+      </p>
+      <h1>
+        <SeverityBadge severity={i.severity} /> {i.title}
+      </h1>
+      <div class="panel">
+        <dl class="facts">
+          <dt>Id</dt>
+          <dd class="mono">{i.id}</dd>
+          <dt>Status</dt>
+          <dd>
+            <StatusBadge status={i.status} />
+            {i.status === "open" && (
+              <form class="inline" method="post" action={`/incidents/${i.id}/close`}>
+                <Csrf token={props.viewer.csrfToken} />{" "}
+                <button type="submit" class="secondary">
+                  Close incident
+                </button>
+              </form>
+            )}
+          </dd>
+          <dt>Source</dt>
+          <dd class="mono">{i.sourceIp}</dd>
+          <dt>Sensor</dt>
+          <dd>
+            {i.sensor.name} <span class="muted mono small">{i.sensor.id}</span>
+          </dd>
+          <dt>Events</dt>
+          <dd>
+            {i.eventCount} ({i.eventTypes.join(", ")})
+          </dd>
+          <dt>Confidence</dt>
+          <dd>{i.highConfidence ? "High (at least one high-confidence event)" : "Normal"}</dd>
+          <dt>First seen</dt>
+          <dd>
+            <Time at={i.firstSeenAt} now={props.now} />
+          </dd>
+          <dt>Last seen</dt>
+          <dd>
+            <Time at={i.lastSeenAt} now={props.now} />
+          </dd>
+          <dt>Resolved</dt>
+          <dd>
+            <Time at={i.resolvedAt} now={props.now} />
+          </dd>
+          <dt>Techniques</dt>
+          <dd>
+            <Techniques techniques={i.techniques} />
+          </dd>
+        </dl>
+      </div>
+      <div class="panel">
+        <h2>What happened</h2>
+        <p>{i.narrative}</p>
+        <h2>Recommended action</h2>
+        <p>{i.recommendedAction}</p>
+      </div>
+      <h2>Timeline (oldest first)</h2>
+      <EventTable events={i.events} now={props.now} />
+      {props.more && (
+        <p>
+          <a href={props.more}>More events of this incident</a>
+        </p>
+      )}
+    </Layout>
+  )
+}

@@ -1,0 +1,482 @@
+import type { Child } from "hono/jsx"
+import { Csrf, type Flash, FlashNotice, Layout, Time, type Viewer } from "./components.tsx"
+
+type Tab = "api" | "alerts" | "users" | "audit"
+const TABS: ReadonlyArray<readonly [Tab, string, string]> = [
+  ["api", "/settings/api", "API and export"],
+  ["alerts", "/settings/alerts", "Alerts"],
+  ["users", "/settings/users", "Users"],
+  ["audit", "/settings/audit", "Audit log"],
+]
+
+const SettingsLayout = (props: {
+  viewer: Viewer
+  tab: Tab
+  title: string
+  flash: Flash | undefined
+  children: Child
+}) => (
+  <Layout title={props.title} viewer={props.viewer} section="settings">
+    <nav aria-label="Settings" class="panel small">
+      {TABS.map(([tab, href, label], i) => (
+        <>
+          {i > 0 && " · "}
+          <a href={href} aria-current={props.tab === tab ? "page" : undefined}>
+            {label}
+          </a>
+        </>
+      ))}
+    </nav>
+    <h1>{props.title}</h1>
+    <FlashNotice flash={props.flash} />
+    {props.viewer.role !== "admin" && (
+      <p class="notice notice-ok">You can read these settings; only an administrator can change them.</p>
+    )}
+    {props.children}
+  </Layout>
+)
+
+const isAdmin = (viewer: Viewer) => viewer.role === "admin"
+
+export interface KeyView {
+  readonly id: string
+  readonly name: string
+  readonly scopes: ReadonlyArray<string>
+  readonly createdAt: string
+  readonly expiresAt: string | null
+  readonly revokedAt: string | null
+  readonly lastUsedAt: string | null
+}
+
+export const ApiSettingsPage = (props: {
+  viewer: Viewer
+  keys: ReadonlyArray<KeyView>
+  flash: Flash | undefined
+  now: Date
+  apiUrl: string
+}) => (
+  <SettingsLayout viewer={props.viewer} tab="api" title="API and export" flash={props.flash}>
+    <p>
+      Keys for the read API at <code>{props.apiUrl}</code> (<code>Authorization: Bearer …</code>). A key is shown once,
+      when it is created.
+    </p>
+    {isAdmin(props.viewer) && (
+      <form class="panel" method="post" action="/settings/api/keys">
+        <h2>Create a key</h2>
+        <Csrf token={props.viewer.csrfToken} />
+        <div class="field">
+          <label for="key-name">Name</label>
+          <input id="key-name" name="name" type="text" required maxLength={200} placeholder="SOAR integration" />
+        </div>
+        <fieldset class="field">
+          <legend class="small muted">Scopes</legend>
+          <input id="scope-incidents" type="checkbox" name="scope" value="incidents:read" checked />{" "}
+          <label for="scope-incidents" class="inline-label">
+            incidents:read
+          </label>{" "}
+          <input id="scope-events" type="checkbox" name="scope" value="events:read" checked />{" "}
+          <label for="scope-events" class="inline-label">
+            events:read
+          </label>
+        </fieldset>
+        <div class="field">
+          <label for="key-expires">Expires (optional, end of this UTC day)</label>
+          <input id="key-expires" name="expires" type="date" />
+        </div>
+        <button type="submit">Create key</button>
+      </form>
+    )}
+    <h2>Keys</h2>
+    <div class="table-wrap">
+      <table>
+        <thead>
+          <tr>
+            <th scope="col">Name</th>
+            <th scope="col">Scopes</th>
+            <th scope="col">Created</th>
+            <th scope="col">Last used</th>
+            <th scope="col">Expires</th>
+            <th scope="col">State</th>
+          </tr>
+        </thead>
+        <tbody>
+          {props.keys.length === 0 && (
+            <tr>
+              <td colSpan={6} class="muted">
+                No keys yet.
+              </td>
+            </tr>
+          )}
+          {props.keys.map((k) => (
+            <tr>
+              <td>
+                {k.name}
+                <div class="mono small muted">{k.id}</div>
+              </td>
+              <td class="mono small">{k.scopes.join(", ")}</td>
+              <td>
+                <Time at={k.createdAt} now={props.now} />
+              </td>
+              <td>{k.lastUsedAt ? <Time at={k.lastUsedAt} now={props.now} /> : <span class="muted">never</span>}</td>
+              <td>{k.expiresAt ? <Time at={k.expiresAt} now={props.now} /> : <span class="muted">never</span>}</td>
+              <td>
+                {k.revokedAt ? (
+                  <span class="status">revoked</span>
+                ) : isAdmin(props.viewer) ? (
+                  <a href={`/settings/api/keys/${k.id}/revoke`}>Revoke…</a>
+                ) : (
+                  <span class="status status-closed">active</span>
+                )}
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  </SettingsLayout>
+)
+
+export const RevokeKeyPage = (props: { viewer: Viewer; key_: KeyView }) => (
+  <SettingsLayout viewer={props.viewer} tab="api" title="Revoke a key" flash={undefined}>
+    <div class="panel">
+      <p>
+        Revoke <strong>{props.key_.name}</strong> (<span class="mono">{props.key_.id}</span>)? Requests with it are
+        refused (401) from now on. This cannot be undone.
+      </p>
+      <form method="post" action={`/settings/api/keys/${props.key_.id}/revoke`}>
+        <Csrf token={props.viewer.csrfToken} />
+        <button type="submit" class="danger">
+          Revoke the key
+        </button>{" "}
+        <a href="/settings/api">Cancel</a>
+      </form>
+    </div>
+  </SettingsLayout>
+)
+
+export interface ChannelView {
+  readonly id: string
+  readonly url: string
+  readonly minSeverity: string
+  readonly enabled: boolean
+  readonly createdAt: string
+  readonly previousSecretValidUntil: string | null
+}
+
+export const AlertsPage = (props: {
+  viewer: Viewer
+  channels: ReadonlyArray<ChannelView>
+  flash: Flash | undefined
+  now: Date
+}) => (
+  <SettingsLayout viewer={props.viewer} tab="alerts" title="Alerts" flash={props.flash}>
+    <p>
+      Webhook channels receive <code>incident.created</code>, <code>incident.escalated</code> and{" "}
+      <code>incident.reopened</code>, signed with the channel's secret. The URL must be <code>https://</code> and
+      resolve to public addresses only.
+    </p>
+    {isAdmin(props.viewer) && (
+      <form class="panel" method="post" action="/settings/alerts/channels">
+        <h2>Add channel: Webhook</h2>
+        <Csrf token={props.viewer.csrfToken} />
+        <div class="field">
+          <label for="channel-url">URL</label>
+          <input id="channel-url" name="url" type="url" required placeholder="https://soar.example.com/hooks/decoy" />
+        </div>
+        <div class="field">
+          <label for="channel-min">Minimum severity</label>
+          <select id="channel-min" name="minSeverity">
+            {["low", "medium", "high", "critical"].map((s) => (
+              <option value={s}>{s}</option>
+            ))}
+          </select>
+        </div>
+        <button type="submit">Add channel</button>
+      </form>
+    )}
+    <h2>Channels</h2>
+    {props.channels.length === 0 && <p class="muted">No channels yet.</p>}
+    {props.channels.map((c) => (
+      <div class="panel">
+        <dl class="facts">
+          <dt>URL</dt>
+          <dd class="mono">{c.url}</dd>
+          <dt>Id</dt>
+          <dd class="mono small">{c.id}</dd>
+          <dt>Minimum severity</dt>
+          <dd>{c.minSeverity}</dd>
+          <dt>State</dt>
+          <dd>{c.enabled ? "enabled" : "disabled"}</dd>
+          <dt>Created</dt>
+          <dd>
+            <Time at={c.createdAt} now={props.now} />
+          </dd>
+          {c.previousSecretValidUntil && (
+            <>
+              <dt>Previous secret</dt>
+              <dd>
+                also signs until <Time at={c.previousSecretValidUntil} now={props.now} />
+              </dd>
+            </>
+          )}
+        </dl>
+        <p>
+          <a href={`/settings/alerts/channels/${c.id}`}>Delivery log</a>
+        </p>
+        {isAdmin(props.viewer) && (
+          <div class="actions">
+            <form method="post" action={`/settings/alerts/channels/${c.id}/test`}>
+              <Csrf token={props.viewer.csrfToken} />
+              <button type="submit">Send test</button>
+            </form>
+            <form method="post" action={`/settings/alerts/channels/${c.id}/${c.enabled ? "disable" : "enable"}`}>
+              <Csrf token={props.viewer.csrfToken} />
+              <button type="submit" class="secondary">
+                {c.enabled ? "Disable" : "Enable"}
+              </button>
+            </form>
+            <form method="post" action={`/settings/alerts/channels/${c.id}/rotate`}>
+              <Csrf token={props.viewer.csrfToken} />
+              <div>
+                <label for={`grace-${c.id}`}>Old secret also signs for</label>
+                <select id={`grace-${c.id}`} name="grace">
+                  <option value="">no grace</option>
+                  <option value="1h">1 hour</option>
+                  <option value="24h">24 hours</option>
+                  <option value="7d">7 days</option>
+                </select>
+              </div>
+              <button type="submit" class="secondary">
+                Rotate secret
+              </button>
+            </form>
+          </div>
+        )}
+      </div>
+    ))}
+  </SettingsLayout>
+)
+
+export interface DeliveryView {
+  readonly id: string
+  readonly type: string
+  readonly status: string
+  readonly attempts: number
+  readonly lastStatus: number | null
+  readonly lastError: string | null
+  readonly createdAt: string
+  readonly nextAttemptAt: string | null
+  readonly deliveredAt: string | null
+}
+
+export const DeliveryLogPage = (props: {
+  viewer: Viewer
+  channel: ChannelView
+  deliveries: ReadonlyArray<DeliveryView>
+  flash: Flash | undefined
+  now: Date
+}) => (
+  <SettingsLayout viewer={props.viewer} tab="alerts" title="Delivery log" flash={props.flash}>
+    <p>
+      <a href="/settings/alerts">← Alerts</a> · <span class="mono">{props.channel.url}</span>
+    </p>
+    {isAdmin(props.viewer) && (
+      <form method="post" action={`/settings/alerts/channels/${props.channel.id}/test`}>
+        <Csrf token={props.viewer.csrfToken} />
+        <button type="submit">Send test</button>
+      </form>
+    )}
+    <h2>Latest deliveries</h2>
+    <div class="table-wrap">
+      <table>
+        <thead>
+          <tr>
+            <th scope="col">Created</th>
+            <th scope="col">Type</th>
+            <th scope="col">Status</th>
+            <th scope="col">Attempts</th>
+            <th scope="col">Response</th>
+            <th scope="col">Next retry</th>
+            <th scope="col">Action</th>
+          </tr>
+        </thead>
+        <tbody>
+          {props.deliveries.length === 0 && (
+            <tr>
+              <td colSpan={7} class="muted">
+                No deliveries yet.
+              </td>
+            </tr>
+          )}
+          {props.deliveries.map((d) => (
+            <tr>
+              <td>
+                <Time at={d.createdAt} now={props.now} />
+                <div class="mono small muted">{d.id}</div>
+              </td>
+              <td class="mono">{d.type}</td>
+              <td class={`status delivery-${d.status}`}>{d.status}</td>
+              <td>{d.attempts}</td>
+              <td class="mono">
+                {d.lastStatus === null ? "—" : `HTTP ${d.lastStatus}`}
+                {d.lastError && <div class="small muted">{d.lastError}</div>}
+              </td>
+              <td>{d.nextAttemptAt ? <Time at={d.nextAttemptAt} now={props.now} /> : "—"}</td>
+              <td>
+                {isAdmin(props.viewer) && (
+                  <form class="inline" method="post" action={`/settings/alerts/deliveries/${d.id}/redeliver`}>
+                    <Csrf token={props.viewer.csrfToken} />
+                    <button type="submit" class="secondary">
+                      Redeliver
+                    </button>
+                  </form>
+                )}
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  </SettingsLayout>
+)
+
+export interface UserView {
+  readonly id: string
+  readonly email: string
+  readonly role: string
+  readonly status: string
+  readonly createdAt: string
+}
+
+export const UsersPage = (props: {
+  viewer: Viewer & { readonly userId: string }
+  users: ReadonlyArray<UserView>
+  flash: Flash | undefined
+  now: Date
+}) => (
+  <SettingsLayout viewer={props.viewer} tab="users" title="Users" flash={props.flash}>
+    {isAdmin(props.viewer) && (
+      <form class="panel" method="post" action="/settings/users">
+        <h2>Invite a user</h2>
+        <Csrf token={props.viewer.csrfToken} />
+        <div class="field">
+          <label for="user-email">Email</label>
+          <input id="user-email" name="email" type="email" required />
+        </div>
+        <div class="field">
+          <label for="user-role">Role</label>
+          <select id="user-role" name="role">
+            <option value="analyst">analyst (reads, closes incidents)</option>
+            <option value="admin">admin (everything)</option>
+          </select>
+        </div>
+        <button type="submit">Create user and link</button>
+      </form>
+    )}
+    <div class="table-wrap">
+      <table>
+        <thead>
+          <tr>
+            <th scope="col">Email</th>
+            <th scope="col">Role</th>
+            <th scope="col">State</th>
+            <th scope="col">Created</th>
+            <th scope="col">Actions</th>
+          </tr>
+        </thead>
+        <tbody>
+          {props.users.map((u) => (
+            <tr>
+              <td>
+                {u.email}
+                <div class="mono small muted">{u.id}</div>
+              </td>
+              <td>{u.role}</td>
+              <td>{u.status}</td>
+              <td>
+                <Time at={u.createdAt} now={props.now} />
+              </td>
+              <td>
+                {isAdmin(props.viewer) && u.id !== props.viewer.userId && (
+                  <>
+                    <form class="inline" method="post" action={`/settings/users/${u.id}/reset`}>
+                      <Csrf token={props.viewer.csrfToken} />
+                      <button type="submit" class="secondary">
+                        New link
+                      </button>
+                    </form>{" "}
+                    {u.status !== "disabled" && (
+                      <form class="inline" method="post" action={`/settings/users/${u.id}/disable`}>
+                        <Csrf token={props.viewer.csrfToken} />
+                        <button type="submit" class="danger">
+                          Disable
+                        </button>
+                      </form>
+                    )}
+                  </>
+                )}
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  </SettingsLayout>
+)
+
+export interface AuditView {
+  readonly id: string
+  readonly actor: string
+  readonly action: string
+  readonly target: string | null
+  readonly ip: string | null
+  readonly detail: string | null
+  readonly at: Date
+}
+
+export const AuditPage = (props: {
+  viewer: Viewer
+  rows: ReadonlyArray<AuditView>
+  actors: Readonly<Record<string, string>>
+  next: string | undefined
+  now: Date
+}) => (
+  <SettingsLayout viewer={props.viewer} tab="audit" title="Audit log" flash={undefined}>
+    <div class="table-wrap">
+      <table>
+        <thead>
+          <tr>
+            <th scope="col">Time</th>
+            <th scope="col">Actor</th>
+            <th scope="col">Action</th>
+            <th scope="col">Target</th>
+            <th scope="col">IP</th>
+            <th scope="col">Detail</th>
+          </tr>
+        </thead>
+        <tbody>
+          {props.rows.length === 0 && (
+            <tr>
+              <td colSpan={6} class="muted">
+                Nothing recorded yet.
+              </td>
+            </tr>
+          )}
+          {props.rows.map((r) => (
+            <tr>
+              <td>
+                <Time at={r.at} now={props.now} />
+              </td>
+              <td>{props.actors[r.actor] ?? r.actor}</td>
+              <td class="mono">{r.action}</td>
+              <td class="mono small">{r.target ?? "—"}</td>
+              <td class="mono small">{r.ip ?? "—"}</td>
+              <td class="small">{r.detail ?? ""}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+    <div class="pager">{props.next && <a href={props.next}>Older entries</a>}</div>
+  </SettingsLayout>
+)

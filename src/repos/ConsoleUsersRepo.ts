@@ -1,0 +1,159 @@
+import { SqlClient } from "@effect/sql"
+import { Effect, Option } from "effect"
+import { dbErrors } from "./errors.ts"
+
+export type Role = "admin" | "analyst"
+export const ROLES: ReadonlyArray<Role> = ["admin", "analyst"]
+
+export interface UserRow {
+  readonly id: string
+  readonly orgId: string
+  readonly email: string
+  readonly role: Role
+  readonly passwordHash: string | null
+  readonly disabledAt: Date | null
+  readonly createdAt: Date
+}
+
+/** A live session with its user, as the console reads it on every request. */
+export interface SessionRow {
+  readonly userId: string
+  readonly orgId: string
+  readonly email: string
+  readonly role: Role
+  readonly csrfToken: string
+  readonly createdAt: Date
+  readonly lastSeenAt: Date
+  readonly expiresAt: Date
+}
+
+/**
+ * Console users, their one-time password links, sessions and sign-in failures (D26, D27). Tokens are stored as
+ * SHA-256 hashes only. Every list takes the organization id.
+ */
+export class ConsoleUsersRepo extends Effect.Service<ConsoleUsersRepo>()("ConsoleUsersRepo", {
+  effect: Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const userColumns = sql`id, org_id, email, role, password_hash, disabled_at, created_at`
+
+    return {
+      insertUser: (row: { id: string; orgId: string; email: string; role: Role; createdAt: Date }) =>
+        sql`insert into console_users (id, org_id, email, role, created_at)
+            values (${row.id}, ${row.orgId}, ${row.email}, ${row.role}, ${row.createdAt})`.pipe(
+          Effect.asVoid,
+          dbErrors,
+        ),
+      findByEmail: (email: string) =>
+        sql<UserRow>`select ${userColumns} from console_users where email = ${email}`.pipe(
+          Effect.map((rows) => Option.fromNullable(rows[0])),
+          dbErrors,
+        ),
+      findById: (id: string) =>
+        sql<UserRow>`select ${userColumns} from console_users where id = ${id}`.pipe(
+          Effect.map((rows) => Option.fromNullable(rows[0])),
+          dbErrors,
+        ),
+      listByOrg: (orgId: string) =>
+        sql<UserRow>`select ${userColumns} from console_users where org_id = ${orgId} order by created_at, id`.pipe(
+          dbErrors,
+        ),
+      setDisabled: (id: string, at: Date | null) =>
+        sql`update console_users set disabled_at = ${at} where id = ${id}`.pipe(Effect.asVoid, dbErrors),
+      setPasswordHash: (id: string, hash: string) =>
+        sql`update console_users set password_hash = ${hash} where id = ${id}`.pipe(Effect.asVoid, dbErrors),
+
+      insertLink: (row: { tokenHash: Uint8Array; userId: string; expiresAt: Date; createdAt: Date }) =>
+        sql`insert into console_password_links (token_hash, user_id, expires_at, created_at)
+            values (${row.tokenHash}, ${row.userId}, ${row.expiresAt}, ${row.createdAt})`.pipe(Effect.asVoid, dbErrors),
+      /** Earlier links of the user stop working when a new one is made. */
+      expireLinks: (userId: string, at: Date) =>
+        sql`update console_password_links set used_at = ${at} where user_id = ${userId} and used_at is null`.pipe(
+          Effect.asVoid,
+          dbErrors,
+        ),
+      findLink: (tokenHash: Uint8Array) =>
+        sql<{ userId: string; expiresAt: Date; usedAt: Date | null }>`
+          select user_id, expires_at, used_at from console_password_links where token_hash = ${tokenHash}`.pipe(
+          Effect.map((rows) => Option.fromNullable(rows[0])),
+          dbErrors,
+        ),
+      /** Marks the link used; false when it already was (two tabs, a replay). */
+      useLink: (tokenHash: Uint8Array, at: Date) =>
+        sql<{ userId: string }>`update console_password_links set used_at = ${at}
+          where token_hash = ${tokenHash} and used_at is null and expires_at > ${at} returning user_id`.pipe(
+          Effect.map((rows) => rows.length === 1),
+          dbErrors,
+        ),
+
+      insertSession: (row: {
+        tokenHash: Uint8Array
+        userId: string
+        csrfToken: string
+        createdAt: Date
+        expiresAt: Date
+        ip: string
+      }) =>
+        sql`insert into console_sessions (token_hash, user_id, csrf_token, created_at, last_seen_at, expires_at, ip)
+            values (${row.tokenHash}, ${row.userId}, ${row.csrfToken}, ${row.createdAt}, ${row.createdAt},
+                    ${row.expiresAt}, ${row.ip})`.pipe(Effect.asVoid, dbErrors),
+      /** The session if it is neither past its absolute end nor idle since `idleSince`, and its user is enabled. */
+      findSession: (tokenHash: Uint8Array, now: Date, idleSince: Date) =>
+        sql<SessionRow>`
+          select s.user_id, u.org_id, u.email, u.role, s.csrf_token, s.created_at, s.last_seen_at, s.expires_at
+          from console_sessions s join console_users u on u.id = s.user_id
+          where s.token_hash = ${tokenHash} and s.expires_at > ${now} and s.last_seen_at > ${idleSince}
+            and u.disabled_at is null`.pipe(
+          Effect.map((rows) => Option.fromNullable(rows[0])),
+          dbErrors,
+        ),
+      touchSession: (tokenHash: Uint8Array, at: Date) =>
+        sql`update console_sessions set last_seen_at = ${at} where token_hash = ${tokenHash}`.pipe(
+          Effect.asVoid,
+          dbErrors,
+        ),
+      deleteSession: (tokenHash: Uint8Array) =>
+        sql`delete from console_sessions where token_hash = ${tokenHash}`.pipe(Effect.asVoid, dbErrors),
+      /** Sessions past their absolute end or idle since `idleSince`: they can never open a page again. */
+      pruneSessions: (now: Date, idleSince: Date) =>
+        sql`delete from console_sessions where expires_at < ${now} or last_seen_at < ${idleSince}`.pipe(
+          Effect.asVoid,
+          dbErrors,
+        ),
+      deleteSessionsOf: (userId: string) =>
+        sql`delete from console_sessions where user_id = ${userId}`.pipe(Effect.asVoid, dbErrors),
+
+      insertFlash: (row: { id: string; sessionHash: Uint8Array; body: string; expiresAt: Date }) =>
+        sql`insert into console_flashes (id, session_hash, body, expires_at)
+            values (${row.id}, ${row.sessionHash}, ${row.body}, ${row.expiresAt})`.pipe(Effect.asVoid, dbErrors),
+      /** Read once: the row is deleted as it is read; only the session that made it can read it. */
+      takeFlash: (id: string, sessionHash: Uint8Array, now: Date) =>
+        sql<{ body: string }>`delete from console_flashes
+          where id = ${id} and session_hash = ${sessionHash} and expires_at > ${now} returning body`.pipe(
+          Effect.map((rows) => Option.fromNullable(rows[0]?.body)),
+          dbErrors,
+        ),
+      pruneFlashes: (now: Date) =>
+        sql`delete from console_flashes where expires_at < ${now}`.pipe(Effect.asVoid, dbErrors),
+
+      /** Also forgets failures older than `forgetBefore` (outside every throttle window). */
+      recordFailure: (email: string, ip: string, at: Date, forgetBefore: Date) =>
+        Effect.zipRight(
+          sql`delete from console_signin_failures where at < ${forgetBefore}`,
+          sql`insert into console_signin_failures (email, ip, at) values (${email}, ${ip}, ${at})`,
+        ).pipe(Effect.asVoid, dbErrors),
+      /** Failures since `since` for this email and for this IP, with the oldest of each (for Retry-After). */
+      failuresSince: (email: string, ip: string, since: Date) =>
+        sql<{ byEmail: number; byIp: number; oldestEmail: Date | null; oldestIp: Date | null }>`
+          select
+            (select count(*)::int from console_signin_failures where email = ${email} and at > ${since}) as by_email,
+            (select count(*)::int from console_signin_failures where ip = ${ip} and at > ${since}) as by_ip,
+            (select min(at) from console_signin_failures where email = ${email} and at > ${since}) as oldest_email,
+            (select min(at) from console_signin_failures where ip = ${ip} and at > ${since}) as oldest_ip`.pipe(
+          Effect.map((rows) => rows[0] ?? { byEmail: 0, byIp: 0, oldestEmail: null, oldestIp: null }),
+          dbErrors,
+        ),
+      clearFailures: (email: string, before: Date) =>
+        sql`delete from console_signin_failures where email = ${email} or at < ${before}`.pipe(Effect.asVoid, dbErrors),
+    } as const
+  }),
+}) {}
