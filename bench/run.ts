@@ -35,13 +35,48 @@ import { loadManifest, type SeedManifest, seed } from "./lib/seed.ts"
 import { ensureWrk } from "./lib/wrk.ts"
 import { runApi, runScale } from "./parts/api.ts"
 import { runIngest } from "./parts/ingest.ts"
+import { runScale10m } from "./parts/scale10m.ts"
 import { runWebhooks } from "./parts/webhooks.ts"
-import { formatProfile, type ProfileSummary, summarizeProfile } from "./profile-summary.ts"
+import { formatProfile, formatStageTable, type ProfileSummary, summarizeProfile } from "./profile-summary.ts"
 
-const PARTS = ["seed", "api", "scale", "ingest", "webhooks", "ratelimit-memory"] as const
+const PARTS = [
+  "seed",
+  "api",
+  "scale",
+  "sweep",
+  "ingest",
+  "webhooks",
+  "ratelimit-memory",
+  "scale10m",
+  "soak",
+  "rss-curve",
+] as const
 type Part = (typeof PARTS)[number]
-const DB_PARTS: ReadonlyArray<Part> = ["seed", "api", "scale", "ingest", "webhooks"]
-const WRK_PARTS: ReadonlyArray<Part> = ["api", "scale"]
+/** `bun run bench` with no part: these. The long ones (scale10m, soak, rss-curve) run when named, or with `full`. */
+const DEFAULT_PARTS: ReadonlyArray<Part> = ["seed", "api", "scale", "sweep", "ingest", "webhooks", "ratelimit-memory"]
+const DB_PARTS: ReadonlyArray<Part> = [
+  "seed",
+  "api",
+  "scale",
+  "sweep",
+  "ingest",
+  "webhooks",
+  "scale10m",
+  "soak",
+  "rss-curve",
+]
+/** Parts that need the main dataset (scale10m seeds organizations of its own). */
+const MAIN_SEED_PARTS: ReadonlyArray<Part> = [
+  "seed",
+  "api",
+  "scale",
+  "sweep",
+  "ingest",
+  "webhooks",
+  "soak",
+  "rss-curve",
+]
+const WRK_PARTS: ReadonlyArray<Part> = ["api", "scale", "sweep", "scale10m", "rss-curve"]
 
 const args = process.argv.slice(2)
 const flag = (name: string) => args.includes(name)
@@ -49,14 +84,33 @@ const option = (name: string) => {
   const i = args.indexOf(name)
   return i >= 0 ? args[i + 1] : undefined
 }
-const positional = args.filter((a, i) => !a.startsWith("--") && args[i - 1] !== "--db")
-const unknown = positional.filter((p) => !(PARTS as ReadonlyArray<string>).includes(p))
+// Options that take a value (the value is not a part's name).
+const VALUE_OPTIONS = ["--db", "--seed-events", "--scale-events", "--soak-minutes", "--soak-rate", "--sweep-path"]
+const positional = args.filter((a, i) => !a.startsWith("--") && !VALUE_OPTIONS.includes(args[i - 1] ?? ""))
+const unknown = positional.filter((p) => p !== "full" && !(PARTS as ReadonlyArray<string>).includes(p))
 if (unknown.length > 0) {
-  console.error(`unknown benchmark ${unknown.join(", ")}; known: ${PARTS.join(", ")}`)
+  console.error(`unknown benchmark ${unknown.join(", ")}; known: ${PARTS.join(", ")}, full`)
   process.exit(2)
 }
-const parts: ReadonlyArray<Part> = positional.length > 0 ? (positional as Array<Part>) : PARTS
+const parts: ReadonlyArray<Part> = positional.includes("full")
+  ? PARTS
+  : positional.length > 0
+    ? (positional as Array<Part>)
+    : DEFAULT_PARTS
 const quick = flag("--quick")
+// The large dataset's events (default 1,000,000): fewer to try the suite on a busy machine, not to report.
+const seedEvents = Number(option("--seed-events") ?? 1_000_000)
+// scale10m: events in its one organization (default 10,000,000).
+const scaleEvents = Number(option("--scale-events") ?? 10_000_000)
+// soak: minutes at a steady rate (default 30) and that rate in requests/s (default 200).
+const soakMinutes = Number(option("--soak-minutes") ?? 30)
+const soakRate = Number(option("--soak-rate") ?? 200)
+for (const [name, value] of Object.entries({ seedEvents, scaleEvents, soakMinutes, soakRate })) {
+  if (!Number.isFinite(value) || value <= 0) {
+    console.error(`${name} must be a positive number`)
+    process.exit(2)
+  }
+}
 const timing = quick ? { seconds: 3, warmupSeconds: 1 } : { seconds: 8, warmupSeconds: 3 }
 const webhookSizes = quick ? { latencyEvents: 30, burstEvents: 200 } : { latencyEvents: 100, burstEvents: 1000 }
 
@@ -115,22 +169,26 @@ try {
     } else {
       await createDatabase(database)
       log(`database ${database}`)
-    }
-    ctx = { database, databaseUrl: url, secretKey, workDir, profile: flag("--profile") }
-    manifest = reuse !== undefined ? await loadManifest(ctx) : undefined
-    if (manifest === undefined) {
-      manifest = await seed(ctx)
+      // The secret first: a part that seeds on its own (scale10m) leaves a database --db can reuse.
       const sql = new SQL({ url, max: 1 })
+      await sql.unsafe("create table if not exists bench_manifest (name text primary key, value jsonb not null)")
       await sql`insert into bench_manifest (name, value) values ('secret', (${JSON.stringify({ key: secretKey })}::text)::jsonb)`
       await sql.close()
     }
-    results.seed = manifest.stats
+    ctx = { database, databaseUrl: url, secretKey, workDir, profile: flag("--profile") }
+    if (parts.some((p) => MAIN_SEED_PARTS.includes(p))) {
+      manifest = reuse !== undefined ? await loadManifest(ctx) : undefined
+      if (manifest === undefined) manifest = await seed(ctx, seedEvents)
+      results.seed = manifest.stats
+    }
   }
   for (const part of parts) {
     log(`== ${part}`)
     const partStarted = performance.now()
     if (part === "seed") continue
     if (part === "ratelimit-memory") results[part] = await ratelimitMemory()
+    else if (part === "scale10m" && ctx !== undefined)
+      results.scale10m = await runScale10m(ctx, timing, { events: scaleEvents })
     else if (ctx !== undefined && manifest !== undefined) {
       if (part === "api") results.api = await runApi(ctx, manifest, timing)
       if (part === "scale") results.scale = await runScale(ctx, manifest, timing)
@@ -205,6 +263,34 @@ if (results.api) {
         .map((c: Json) => c.same)
         .join(", ")}`,
   )
+  if (results.api.floor) {
+    const f = results.api.floor
+    sections.push(
+      `HttpApi floor (bench/httpapi-floor.ts: the service's HttpApi + BunHttpServer stack, no database, the baseline's ${f.bodyBytes}-byte first page of GET /v1/incidents as a constant)\n` +
+        table(
+          [
+            "conns",
+            "floor req/s",
+            "floor p50",
+            "floor p99",
+            "baseline list req/s",
+            "floor/base",
+            "svc list req/s",
+            "svc/floor",
+          ],
+          f.rows.map((r: Json) => [
+            r.connections,
+            r.floor.rps,
+            ms(r.floor.latencyMs.p50),
+            ms(r.floor.latencyMs.p99),
+            r.baselineRps ?? "-",
+            r.floorVsBaseline?.toFixed(2) ?? "-",
+            r.serviceRps ?? "-",
+            r.serviceVsFloor?.toFixed(2) ?? "-",
+          ]),
+        ),
+    )
+  }
 }
 if (results.scale) {
   sections.push(
@@ -230,6 +316,51 @@ if (results.scale) {
           results.scale.ratios[i].p50VsFirst10k.toFixed(2),
           results.scale.ratios[i].baselineP50VsFirst10k.toFixed(2),
         ]),
+      ),
+  )
+}
+if (results.scale10m) {
+  const x = results.scale10m
+  const seedLine = Object.entries(x.seed)
+    .filter(([k]) => k.endsWith("Seconds") || k === "eventsPerSecond" || k === "verified")
+    .map(([k, v]) => `${k} ${v}`)
+    .join(", ")
+  sections.push(
+    `scale10m: GET /v1/events with ${x.events.toLocaleString("en")} events in one organization, ${x.connections} connections (ms; "vs first@10k" = ÷ the first page at 10k)\n` +
+      `seed: ${seedLine}\n` +
+      table(
+        [
+          "case",
+          "svc req/s",
+          "svc p50",
+          "svc p99",
+          "base req/s",
+          "base p50",
+          "base p99",
+          "p50 vs first@10k",
+          "p99 vs first@10k",
+        ],
+        x.rows.map((r: Json, i: number) => [
+          r.case,
+          r.service.rps,
+          ms(r.service.latencyMs.p50),
+          ms(r.service.latencyMs.p99),
+          r.baseline?.rps ?? "-",
+          r.baseline ? ms(r.baseline.latencyMs.p50) : "-",
+          r.baseline ? ms(r.baseline.latencyMs.p99) : "-",
+          x.ratios[i].p50VsFirst10k.toFixed(2),
+          x.ratios[i].p99VsFirst10k.toFixed(2),
+        ]),
+      ) +
+      `\nchange feed: ${x.feed.available ? `measured (followed through ${x.feed.walked} rows${x.feed.ended ? ", where it ended" : ""})` : `GET /v1/events/changes answered ${x.feed.status}, not measured`}; same body as baseline: ${Object.values(
+        x.checks,
+      )
+        .map((c: Json) => c.same)
+        .join(", ")}\n` +
+      `events table (all organizations, about ${x.sizes.estimatedRows.toLocaleString("en")} rows): table ${x.sizes.tableMiB} MiB, indexes ${x.sizes.indexesMiB} MiB, total with TOAST ${x.sizes.totalMiB} MiB; incidents total ${x.sizes.incidentsTotalMiB} MiB\n` +
+      table(
+        ["index", "MiB"],
+        x.sizes.indexes.map((i: Json) => [i.name, i.MiB]),
       ),
   )
 }
@@ -279,7 +410,7 @@ if (results.webhooks) {
   )
 }
 const memoryRows: Array<Array<string | number>> = []
-for (const part of ["api", "scale", "ingest", "webhooks"]) {
+for (const part of ["api", "scale", "sweep", "ingest", "webhooks", "scale10m", "soak"]) {
   const m = results[part]?.memory
   if (m) {
     memoryRows.push([
@@ -327,6 +458,15 @@ if (results.scale) {
     })
   })
 }
+if (results.scale10m) {
+  for (const r of results.scale10m.ratios.slice(1)) {
+    targets.push({
+      target: `scale10m ${r.case}: p50 <= 1.5x the first page at 10k`,
+      figure: `p50 x${r.p50VsFirst10k.toFixed(2)}`,
+      met: r.p50VsFirst10k <= 1.5,
+    })
+  }
+}
 if (results.ingest) {
   const r = results.ingest.rows.find((x: Json) => x.batch === 100)
   if (r)
@@ -373,6 +513,33 @@ for (const part of ["api", "scale", "ingest", "webhooks"]) {
     sections.push(`Profile of the service during ${part}\n${formatProfile(profiles[part] as ProfileSummary)}`)
   } catch (error) {
     sections.push(`Profile of ${part}: ${file} could not be read (${error})`)
+  }
+}
+// The per-request stage breakdown of the api part: the service, the baseline and the HttpApi floor side by side.
+if (results.api?.profile && results.api?.baselineProfile) {
+  try {
+    const columns: Array<{ name: string; summary: ProfileSummary; requests?: number }> = [
+      {
+        name: "service",
+        summary: profiles.api ?? summarizeProfile(results.api.profile, 20),
+        requests: results.api.requestsServed?.service,
+      },
+      {
+        name: "baseline",
+        summary: summarizeProfile(results.api.baselineProfile, 20),
+        requests: results.api.requestsServed?.baseline,
+      },
+    ]
+    profiles.apiBaseline = columns[1]?.summary as ProfileSummary
+    if (results.api.floor?.profile) {
+      profiles.apiFloor = summarizeProfile(results.api.floor.profile, 20)
+      columns.push({ name: "floor", summary: profiles.apiFloor, requests: results.api.floor.requestsServed })
+    }
+    sections.push(
+      `Per-request stages during api (share of each process's busy CPU; µs of CPU per request = stage time ÷ requests wrk made to it, warm-ups included)\n${formatStageTable(columns)}`,
+    )
+  } catch (error) {
+    sections.push(`Stage table of api: profiles could not be read (${error})`)
   }
 }
 
