@@ -1,19 +1,32 @@
 /**
  * `bun run bench [part …] [options]`: the performance suite against real PostgreSQL.
  *
- * Parts (all of them when none is named; each also runs alone and seeds what it needs):
+ * Parts (seed … ratelimit-memory when none is named; `full` for all; each also runs alone and seeds what it needs):
  *   seed              orgs, sensors, 8,000 API keys, 100k incidents, 10k + 1M events (timings, verification)
- *   api               req/s and p50/p99 of three endpoints at 16 and 64 connections, service vs baseline (wrk)
+ *   api               req/s and p50/p99 of three endpoints at 16 and 64 connections, service vs baseline (wrk),
+ *                     and the HttpApi floor (bench/httpapi-floor.ts: the framework alone, no database)
  *   scale             first page and a deep page (after 10,000 rows) at 10k and 1M events, service vs baseline
+ *   sweep             GET /v1/incidents at 1, 16, 64 and 256 connections, service vs baseline; writes
+ *                     bench/results/<date>-chart.svg
  *   ingest            events/s through POST /ingest/v1/events in batches of 1, 100 and 1000
  *   webhooks          deliveries/s and event-to-receipt latency, without and with a dead second channel
  *   ratelimit-memory  heap of the in-memory rate limit store (bench/ratelimit-memory.ts, no database)
+ *   scale10m          (long) 10,000,000 events in one organization: first page, page after 1M rows, the change
+ *                     feed if the service has it, table and index sizes (bench/parts/scale10m.ts)
+ *   soak              (long) 30 minutes at a fixed rate: RSS every 10 s, growth after 5 minutes, errors
+ *   rss-curve         (long) peak RSS against req/s for runtime settings (--smol, BUN_JSC_forceRAMSize, the
+ *                     container's command); writes bench/results/<date>-rss-curve.svg
  *
  * Options:
  *   --quick           short runs (3 s instead of 8 s, fewer webhook events): to try the suite, not to report
- *   --profile         run the service under `bun --cpu-prof`; each part's profile is summarised
+ *   --profile         run the service (and the baseline and the floor in the api part) under `bun --cpu-prof`;
+ *                     each profile is summarised, with a per-request stage table for the api part
  *   --keep-db         do not drop the database at the end (its name is printed; reuse it with --db)
  *   --db <name>       use an existing dsvc_bench_* database seeded by an earlier --keep-db run
+ *   --seed-events N   events of the large dataset (default 1,000,000): fewer to try the suite cheaply
+ *   --scale-events N  events of the scale10m organization (default 10,000,000)
+ *   --soak-minutes M  length of the soak (default 30); --soak-rate R its requests/s (default 200)
+ *   --sweep-path P    the endpoint of the sweep (default /v1/incidents)
  *
  * A fresh database `dsvc_bench_<timestamp>` is created on BENCH_PG_URL (default postgres://postgres@127.0.0.1:5432)
  * and dropped at the end. The table is printed and the figures written to bench/results/<date>.json.
@@ -481,7 +494,7 @@ if (results["rss-curve"]) {
           title: "Peak RSS against req/s",
           xLabel: "requests/s",
           yLabel: "peak RSS (VmHWM), MiB",
-          reference: { y: 200 / 1.048576, label: "200 MB" },
+          reference: { y: 200, label: "200 MiB (target)" },
           series: [
             {
               name: "service",
