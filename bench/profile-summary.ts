@@ -33,8 +33,9 @@ export interface ProfileLine {
 
 export interface ProfileSummary {
   readonly file: string
-  /** Sampled time, idle excluded. */
+  /** Sampled time with JavaScript on the stack (the event loop's waits and stack-less native work excluded). */
   readonly busyMs: number
+  /** The event loop waiting, or native work with no JavaScript on the stack. */
   readonly idleMs: number
   readonly selfTop: ReadonlyArray<ProfileLine>
   /** Inclusive time of the service's own functions (src/). */
@@ -50,8 +51,8 @@ export interface ProfileSummary {
  * The stages of a request, for the per-request breakdown (performance issue #15). A sample belongs to the stage
  * of the innermost frame of its stack that a rule recognises, looking no further down than the first frame of
  * Effect's fiber run loop (below it is only what resumed the fiber, e.g. the pg socket's data handler, not the
- * work). Schema's functions are decoding when src/api/params.ts is below them, encoding otherwise; JSON under the
- * pg driver is the driver's (jsonb parameters and columns). The rules match file paths and function names, so a
+ * work). Schema's functions are decoding when src/api/params.ts is below them, row decoding under @effect/sql's
+ * SqlSchema, encoding otherwise; JSON under the pg driver is the driver's (jsonb parameters and columns). The rules match file paths and function names, so a
  * renamed file moves its time to "our code, other" or "Effect runtime": check the top functions when a stage
  * looks empty.
  */
@@ -65,6 +66,7 @@ export const STAGES = [
   "JSON (stringify, parse)",
   "logging, metrics, tracing",
   "handlers and repos (our code)",
+  "background (webhook dispatcher, idle closer)",
   "our code, other",
   "Effect runtime (fibers, scheduler, fiber refs)",
   "Bun HTTP server and built-ins",
@@ -73,8 +75,23 @@ export const STAGES = [
 ] as const
 export type Stage = (typeof STAGES)[number]
 
-const [ROUTING, AUTH, PARAMS, SQL_TRIP, ROWS, ENCODE, JSON_STAGE, OBSERVE, HANDLERS, OURS, EFFECT, BUN, GC, OTHER] =
-  STAGES
+const [
+  ROUTING,
+  AUTH,
+  PARAMS,
+  SQL_TRIP,
+  ROWS,
+  ENCODE,
+  JSON_STAGE,
+  OBSERVE,
+  HANDLERS,
+  BACKGROUND,
+  OURS,
+  EFFECT,
+  BUN,
+  GC,
+  OTHER,
+] = STAGES
 
 /** The stage of one frame, or undefined (look further down the stack); "schema" and "json" are decided by context. */
 const frameStage = (frame: CallFrame): Stage | "schema" | "json" | "runloop" | undefined => {
@@ -88,6 +105,8 @@ const frameStage = (frame: CallFrame): Stage | "schema" | "json" | "runloop" | u
   // The pg driver and its Effect client: the SQL round trip; its parsers of column values: row decoding.
   if (/^(pg-types|postgres-array|postgres-date|postgres-interval|postgres-bytea|pg-numeric)\//.test(url)) return ROWS
   if (/^pg\/lib\/result\.js/.test(url) && /parseRow|_parsers|addRow/.test(fn)) return ROWS
+  // pg-protocol's DataRow messages: the columns' bytes to strings.
+  if (/^pg-protocol\/dist\/buffer-reader\.js/.test(url) || fn === "parseDataRowMessage") return ROWS
   if (/^(pg|pg-pool|pg-protocol|pg-cursor|@effect\/sql|@effect\/sql-pg)\//.test(url)) return SQL_TRIP
   // Observability: Effect's logger, metrics and tracer, our log format and metrics.
   if (/^effect\/dist\/(cjs|esm)\/(internal\/)?(logger|Logger|metric|Metric|tracer|Tracer|internal\/metric)/.test(url))
@@ -105,6 +124,7 @@ const frameStage = (frame: CallFrame): Stage | "schema" | "json" | "runloop" | u
   if (/^src\/api\/params\.ts/.test(url)) return PARAMS
   if (/^src\/domain\/(present|cursor)\.ts/.test(url)) return ENCODE
   if (/^src\/(api\/handlers\.ts|repos\/)/.test(url)) return HANDLERS
+  if (/^src\/(webhooks\/|ingest\/IdleCloser\.ts|db\/listen\.ts)/.test(url)) return BACKGROUND
   if (/^src\//.test(url)) return OURS
   // The baseline: its own file is its routing and handlers; Bun's SQL client is its SQL round trip.
   if (/^bench\/baseline\.ts/.test(url)) return HANDLERS
@@ -127,6 +147,8 @@ const sampleStage = (stack: ReadonlyArray<CallFrame>): Stage => {
         const below = frameStage(stack[j] as CallFrame)
         if (below === undefined || below === "json" || below === "schema" || below === EFFECT) continue
         if (below === "runloop") break
+        // Schema under @effect/sql (SqlSchema: the repos' row schemas) decodes rows.
+        if (stage === "schema" && /^@effect\/sql\//.test(shortUrl((stack[j] as CallFrame).url))) return ROWS
         if (below === SQL_TRIP || below === ROWS) return below
         if (stage === "schema") return below === PARAMS ? PARAMS : ENCODE
         break
@@ -204,7 +226,16 @@ export const summarizeProfile = (file: string, top = 25): ProfileSummary => {
     const delta = (profile.timeDeltas[i] ?? 0) / 1000
     const node = byId.get(id)
     if (node === undefined) return
-    if (node.callFrame.functionName === "(idle)") {
+    // Bun's sampler puts the event loop's waits (and native work with no JavaScript on the stack: socket I/O,
+    // HTTP parsing, Bun's SQL protocol) in an anonymous native frame right under the root: not JavaScript time.
+    const top = parent.get(id)
+    if (
+      node.callFrame.functionName === "(idle)" ||
+      ((node.callFrame.functionName === "" || node.callFrame.functionName === "(anonymous)") &&
+        node.callFrame.url === "" &&
+        top !== undefined &&
+        byId.get(top)?.callFrame.functionName === "(root)")
+    ) {
       idle += delta
       return
     }
@@ -265,7 +296,7 @@ export const formatProfile = (s: ProfileSummary): string => {
       ...rows.map((r) => `  ${String(r.percent.toFixed(1)).padStart(5)} %  ${String(r.ms).padStart(7)} ms  ${r.name}`),
     ].join("\n")
   return [
-    `profile ${s.file}: ${s.busyMs} ms busy, ${s.idleMs} ms idle (percentages of busy time)`,
+    `profile ${s.file}: ${s.busyMs} ms with JavaScript on the stack, ${s.idleMs} ms idle or native without it (percentages of the first)`,
     block("by stage of a request:", s.stages),
     block("self time by origin:", s.byOrigin),
     block("top functions by self time:", s.selfTop),
@@ -285,7 +316,13 @@ export const formatProfile = (s: ProfileSummary): string => {
  * load): share of busy CPU and, with `requests`, CPU microseconds per request of each stage.
  */
 export const formatStageTable = (
-  columns: ReadonlyArray<{ readonly name: string; readonly summary: ProfileSummary; readonly requests?: number }>,
+  columns: ReadonlyArray<{
+    readonly name: string
+    readonly summary: ProfileSummary
+    readonly requests?: number
+    /** The process's CPU time (utime + stime from /proc) over its life, for the true total per request. */
+    readonly cpuSeconds?: number
+  }>,
 ): string => {
   const header = ["stage", ...columns.flatMap((c) => [`${c.name} %`, ...(c.requests ? [`${c.name} µs/req`] : [])])]
   const rows = STAGES.map((stage) => [
@@ -297,10 +334,24 @@ export const formatStageTable = (
     }),
   ])
   rows.push([
-    "total busy",
+    "total with JavaScript on the stack",
     ...columns.flatMap((c) => [
       "100.0",
       ...(c.requests ? [String(Math.round((c.summary.busyMs * 1000) / c.requests))] : []),
+    ]),
+  ])
+  rows.push([
+    "idle or native without JavaScript (not in %)",
+    ...columns.flatMap((c) => [
+      "",
+      ...(c.requests ? [String(Math.round((c.summary.idleMs * 1000) / c.requests))] : []),
+    ]),
+  ])
+  rows.push([
+    "process CPU (/proc utime+stime, all threads)",
+    ...columns.flatMap((c) => [
+      "",
+      ...(c.requests ? [c.cpuSeconds !== undefined ? String(Math.round((c.cpuSeconds * 1e6) / c.requests)) : "-"] : []),
     ]),
   ])
   const widths = header.map((_, i) => Math.max(...[header, ...rows].map((r) => (r[i] ?? "").length)))

@@ -692,22 +692,29 @@ for (const part of ["api", "scale", "ingest", "webhooks"]) {
 // The per-request stage breakdown of the api part: the service, the baseline and the HttpApi floor side by side.
 if (results.api?.profile && results.api?.baselineProfile) {
   try {
-    const columns: Array<{ name: string; summary: ProfileSummary; requests?: number }> = [
+    const columns: Array<{ name: string; summary: ProfileSummary; requests?: number; cpuSeconds?: number }> = [
       {
         name: "service",
         summary: profiles.api ?? summarizeProfile(results.api.profile, 20),
         requests: results.api.requestsServed?.service,
+        cpuSeconds: results.api.memory?.service?.cpuSeconds,
       },
       {
         name: "baseline",
         summary: summarizeProfile(results.api.baselineProfile, 20),
         requests: results.api.requestsServed?.baseline,
+        cpuSeconds: results.api.memory?.baseline?.cpuSeconds,
       },
     ]
     profiles.apiBaseline = columns[1]?.summary as ProfileSummary
     if (results.api.floor?.profile) {
       profiles.apiFloor = summarizeProfile(results.api.floor.profile, 20)
-      columns.push({ name: "floor", summary: profiles.apiFloor, requests: results.api.floor.requestsServed })
+      columns.push({
+        name: "floor",
+        summary: profiles.apiFloor,
+        requests: results.api.floor.requestsServed,
+        cpuSeconds: results.api.floor.memory?.cpuSeconds,
+      })
     }
     sections.push(
       `Per-request stages during api (share of each process's busy CPU; µs of CPU per request = stage time ÷ requests wrk made to it, warm-ups included)\n${formatStageTable(columns)}`,

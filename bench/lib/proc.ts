@@ -15,6 +15,8 @@ export interface MemorySample {
   readonly peakRssMiB: number
   /** Highest VmRSS seen by the 100 ms poller, in MiB. */
   readonly maxPolledRssMiB: number
+  /** CPU time of the process so far (user + system, all threads), in seconds. */
+  readonly cpuSeconds?: number
 }
 
 export interface Spawned {
@@ -34,6 +36,17 @@ const statusKb = (pid: number, field: string): number => {
     return match ? Number(match[1]) : 0
   } catch {
     return 0
+  }
+}
+
+/** utime + stime of a process from /proc/<pid>/stat, in seconds (fields 14 and 15, in clock ticks of 1/100 s). */
+const cpuSecondsOf = (pid: number): number | undefined => {
+  try {
+    const text = readFileSync(`/proc/${pid}/stat`, "utf8")
+    const fields = text.slice(text.lastIndexOf(")") + 2).split(" ")
+    return (Number(fields[11]) + Number(fields[12])) / 100
+  } catch {
+    return undefined
   }
 }
 
@@ -93,10 +106,17 @@ export const spawnListening = async (options: SpawnOptions): Promise<Spawned> =>
     maxPolled = Math.max(maxPolled, statusKb(child.pid, "VmRSS"))
   }, 100)
   let hwm = 0
+  let cpu: number | undefined
   const memory = (): MemorySample => {
     hwm = Math.max(hwm, statusKb(child.pid, "VmHWM"))
     maxPolled = Math.max(maxPolled, statusKb(child.pid, "VmRSS"))
-    return { startRssMiB, peakRssMiB: mib(hwm), maxPolledRssMiB: mib(maxPolled) }
+    cpu = cpuSecondsOf(child.pid) ?? cpu
+    return {
+      startRssMiB,
+      peakRssMiB: mib(hwm),
+      maxPolledRssMiB: mib(maxPolled),
+      ...(cpu !== undefined ? { cpuSeconds: cpu } : {}),
+    }
   }
 
   const stop = async () => {
@@ -192,4 +212,5 @@ export const memoryFigures = (m: MemorySample): MemorySample => ({
   startRssMiB: m.startRssMiB,
   peakRssMiB: m.peakRssMiB,
   maxPolledRssMiB: m.maxPolledRssMiB,
+  ...(m.cpuSeconds !== undefined ? { cpuSeconds: m.cpuSeconds } : {}),
 })
