@@ -324,35 +324,36 @@ export const formatStageTable = (
     readonly cpuSeconds?: number
   }>,
 ): string => {
+  // µs per request: the stage's share of the sampled time × the process's CPU per request (from /proc). The
+  // sampled time itself is wall time (on a loaded machine a preempted thread's wait lands in the next sample), so
+  // it is used only when the CPU time is unknown.
+  const perRequest = (c: (typeof columns)[number], share: number, sampledMs: number) =>
+    c.requests
+      ? [
+          String(
+            Math.round(
+              c.cpuSeconds !== undefined
+                ? (share / 100) * ((c.cpuSeconds * 1e6) / c.requests)
+                : (sampledMs * 1000) / c.requests,
+            ),
+          ),
+        ]
+      : []
   const header = ["stage", ...columns.flatMap((c) => [`${c.name} %`, ...(c.requests ? [`${c.name} µs/req`] : [])])]
   const rows = STAGES.map((stage) => [
     stage,
     ...columns.flatMap((c) => {
       const line = c.summary.stages.find((l) => l.name === stage)
-      const ms = line?.ms ?? 0
-      return [(line?.percent ?? 0).toFixed(1), ...(c.requests ? [String(Math.round((ms * 1000) / c.requests))] : [])]
+      return [(line?.percent ?? 0).toFixed(1), ...perRequest(c, line?.percent ?? 0, line?.ms ?? 0)]
     }),
   ])
   rows.push([
-    "total with JavaScript on the stack",
-    ...columns.flatMap((c) => [
-      "100.0",
-      ...(c.requests ? [String(Math.round((c.summary.busyMs * 1000) / c.requests))] : []),
-    ]),
+    "total (process CPU per request, /proc utime+stime)",
+    ...columns.flatMap((c) => ["100.0", ...perRequest(c, 100, c.summary.busyMs)]),
   ])
   rows.push([
-    "idle or native without JavaScript (not in %)",
-    ...columns.flatMap((c) => [
-      "",
-      ...(c.requests ? [String(Math.round((c.summary.idleMs * 1000) / c.requests))] : []),
-    ]),
-  ])
-  rows.push([
-    "process CPU (/proc utime+stime, all threads)",
-    ...columns.flatMap((c) => [
-      "",
-      ...(c.requests ? [c.cpuSeconds !== undefined ? String(Math.round((c.cpuSeconds * 1e6) / c.requests)) : "-"] : []),
-    ]),
+    "sampled: JavaScript on the stack / idle or native (ms)",
+    ...columns.flatMap((c) => [`${c.summary.busyMs} / ${c.summary.idleMs}`, ...(c.requests ? [""] : [])]),
   ])
   const widths = header.map((_, i) => Math.max(...[header, ...rows].map((r) => (r[i] ?? "").length)))
   const line = (r: ReadonlyArray<string>) =>

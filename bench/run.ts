@@ -569,12 +569,13 @@ for (const part of ["api", "scale", "sweep", "ingest", "webhooks", "scale10m", "
     ])
   }
 }
+const floorMemory = results.api?.floor?.memory
 if (memoryRows.length > 0) {
   sections.push(
     `Memory: peak RSS (VmHWM) in MiB, and RSS right after start-up\n${table(
       ["part", "service peak", "service at start", "baseline peak", "baseline at start"],
       memoryRows,
-    )}`,
+    )}${floorMemory ? `\nthe HttpApi floor (api part, no database): peak ${floorMemory.peakRssMiB} MiB, at start ${floorMemory.startRssMiB} MiB` : ""}`,
   )
 }
 if (results["ratelimit-memory"])
@@ -717,7 +718,7 @@ if (results.api?.profile && results.api?.baselineProfile) {
       })
     }
     sections.push(
-      `Per-request stages during api (share of each process's busy CPU; µs of CPU per request = stage time ÷ requests wrk made to it, warm-ups included)\n${formatStageTable(columns)}`,
+      `Per-request stages during api (share of the samples with JavaScript on the stack; µs/req = that share × the process's CPU time ÷ the requests wrk made to it, warm-ups included; native work with no JavaScript on the stack, e.g. Bun's SQL client decoding rows, is in the CPU total but in no stage)\n${formatStageTable(columns)}`,
     )
   } catch (error) {
     sections.push(`Stage table of api: profiles could not be read (${error})`)
@@ -733,7 +734,9 @@ console.log(
 
 if (Object.keys(results).length > 0) {
   mkdirSync(RESULTS_DIR, { recursive: true })
-  const file = join(RESULTS_DIR, `${stamp}${parts.length === PARTS.length ? "" : `-${parts.join("-")}`}.json`)
+  const suffix =
+    parts.length === PARTS.length ? "-full" : parts.join() === DEFAULT_PARTS.join() ? "" : `-${parts.join("-")}`
+  const file = join(RESULTS_DIR, `${stamp}${suffix}.json`)
   const profileOut = Object.fromEntries(
     Object.entries(profiles).map(([k, p]) => [
       k,
