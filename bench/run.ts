@@ -347,9 +347,17 @@ if (results.scale) {
 }
 if (results.scale10m) {
   const x = results.scale10m
-  const seedLine = Object.entries(x.seed)
-    .filter(([k]) => k.endsWith("Seconds") || k === "eventsPerSecond" || k === "verified")
-    .map(([k, v]) => `${k} ${v}`)
+  const seedLine = [
+    "loadSeconds",
+    "eventsPerSecond",
+    "indexBuildSeconds",
+    "vacuumAnalyzeSeconds",
+    "verifySeconds",
+    "verified",
+    "totalSeconds",
+  ]
+    .filter((k) => x.seed[k] !== undefined)
+    .map((k) => `${k} ${x.seed[k]}`)
     .join(", ")
   sections.push(
     `scale10m: GET /v1/events with ${x.events.toLocaleString("en")} events in one organization, ${x.connections} connections (ms; "vs first@10k" = ÷ the first page at 10k)\n` +
@@ -680,7 +688,7 @@ if (targets.length > 0) {
 
 // Profiles (with --profile).
 const profiles: Record<string, ProfileSummary> = {}
-for (const part of ["api", "scale", "ingest", "webhooks"]) {
+for (const part of ["api", "scale", "sweep", "ingest", "webhooks", "scale10m", "soak"]) {
   const file = results[part]?.profile
   if (typeof file !== "string") continue
   try {
