@@ -128,6 +128,11 @@ for (const [name, value] of Object.entries({ seedEvents, scaleEvents, soakMinute
     process.exit(2)
   }
 }
+// Each seeded organization has a 200-event incident and about 10 events per incident.
+if (seedEvents < 10_000 || scaleEvents < 10_000) {
+  console.error("--seed-events and --scale-events must be at least 10000")
+  process.exit(2)
+}
 const timing = quick ? { seconds: 3, warmupSeconds: 1 } : { seconds: 8, warmupSeconds: 3 }
 const webhookSizes = quick ? { latencyEvents: 30, burstEvents: 200 } : { latencyEvents: 100, burstEvents: 1000 }
 

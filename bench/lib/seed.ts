@@ -366,11 +366,13 @@ export const seedDataset = async (
   let fatIncidentId = ""
   let incidentSeconds = 0
   let eventSeconds = 0
-  const chunks = Math.ceil(d.incidents / chunkIncidents)
+  // A chunk of one incident could not be nudged to its share of events: the last chunk takes it.
+  let chunks = Math.ceil(d.incidents / chunkIncidents)
+  if (chunks > 1 && d.incidents % chunkIncidents === 1) chunks--
   let eventsLeft = d.events
   for (let c = 0; c < chunks; c++) {
     const offset = c * chunkIncidents
-    const count = Math.min(chunkIncidents, d.incidents - offset)
+    const count = c === chunks - 1 ? d.incidents - offset : chunkIncidents
     const events = c === chunks - 1 ? eventsLeft : Math.round((d.events * count) / d.incidents)
     eventsLeft -= events
     const plan = planIncidents(org, sensors, count, events, datasetIndex, nowMs, offset)
