@@ -122,12 +122,18 @@ const frameStage = (frame: CallFrame): Stage | "schema" | "json" | "runloop" | u
   if (/^src\/api\/(edge|requestContext|problems|server|definition)\.ts/.test(url)) return ROUTING
   if (/^src\/(api\/auth\.ts|api\/clientIp\.ts|auth\/|ratelimit\/)/.test(url)) return AUTH
   if (/^src\/api\/params\.ts/.test(url)) return PARAMS
+  // A cursor read from the query is parameter decoding; one written into the answer is encoding.
+  if (/^src\/domain\/cursor\.ts/.test(url) && /decode|verify|parse/i.test(fn)) return PARAMS
   if (/^src\/domain\/(present|cursor)\.ts/.test(url)) return ENCODE
   if (/^src\/(api\/handlers\.ts|repos\/)/.test(url)) return HANDLERS
   if (/^src\/(webhooks\/|ingest\/IdleCloser\.ts|db\/listen\.ts)/.test(url)) return BACKGROUND
   if (/^src\//.test(url)) return OURS
   // The baseline: its own file is its routing and handlers; Bun's SQL client is its SQL round trip.
-  if (/^bench\/baseline\.ts/.test(url)) return HANDLERS
+  if (/^bench\/baseline\.ts/.test(url)) {
+    if (fn === "fetch") return ROUTING
+    if (fn === "limitOf") return PARAMS
+    return HANDLERS
+  }
   if (/^bench\/httpapi-floor\.ts/.test(url)) return HANDLERS
   if (/sql/i.test(url) && !url.includes("node_modules")) return SQL_TRIP
   return undefined
@@ -324,36 +330,32 @@ export const formatStageTable = (
     readonly cpuSeconds?: number
   }>,
 ): string => {
-  // µs per request: the stage's share of the sampled time × the process's CPU per request (from /proc). The
-  // sampled time itself is wall time (on a loaded machine a preempted thread's wait lands in the next sample), so
-  // it is used only when the CPU time is unknown.
-  const perRequest = (c: (typeof columns)[number], share: number, sampledMs: number) =>
-    c.requests
-      ? [
-          String(
-            Math.round(
-              c.cpuSeconds !== undefined
-                ? (share / 100) * ((c.cpuSeconds * 1e6) / c.requests)
-                : (sampledMs * 1000) / c.requests,
-            ),
-          ),
-        ]
-      : []
+  // µs per request: the stage's sampled time ÷ requests. The sampler measures wall time between samples, so it is
+  // CPU time only while the machine is quiet; the last row (the process's CPU from /proc) shows whether it was.
+  const perRequest = (c: (typeof columns)[number], sampledMs: number) =>
+    c.requests ? [String(Math.round((sampledMs * 1000) / c.requests))] : []
   const header = ["stage", ...columns.flatMap((c) => [`${c.name} %`, ...(c.requests ? [`${c.name} µs/req`] : [])])]
   const rows = STAGES.map((stage) => [
     stage,
     ...columns.flatMap((c) => {
       const line = c.summary.stages.find((l) => l.name === stage)
-      return [(line?.percent ?? 0).toFixed(1), ...perRequest(c, line?.percent ?? 0, line?.ms ?? 0)]
+      return [(line?.percent ?? 0).toFixed(1), ...perRequest(c, line?.ms ?? 0)]
     }),
   ])
   rows.push([
-    "total (process CPU per request, /proc utime+stime)",
-    ...columns.flatMap((c) => ["100.0", ...perRequest(c, 100, c.summary.busyMs)]),
+    "total sampled with JavaScript on the stack",
+    ...columns.flatMap((c) => ["100.0", ...perRequest(c, c.summary.busyMs)]),
   ])
   rows.push([
-    "sampled: JavaScript on the stack / idle or native (ms)",
-    ...columns.flatMap((c) => [`${c.summary.busyMs} / ${c.summary.idleMs}`, ...(c.requests ? [""] : [])]),
+    "sampled idle, or native with no JavaScript on the stack",
+    ...columns.flatMap((c) => ["", ...perRequest(c, c.summary.idleMs)]),
+  ])
+  rows.push([
+    "process CPU (/proc utime+stime, all threads)",
+    ...columns.flatMap((c) => [
+      "",
+      ...(c.requests ? [c.cpuSeconds !== undefined ? String(Math.round((c.cpuSeconds * 1e6) / c.requests)) : "-"] : []),
+    ]),
   ])
   const widths = header.map((_, i) => Math.max(...[header, ...rows].map((r) => (r[i] ?? "").length)))
   const line = (r: ReadonlyArray<string>) =>

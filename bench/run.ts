@@ -731,7 +731,7 @@ if (results.api?.profile && results.api?.baselineProfile) {
       })
     }
     sections.push(
-      `Per-request stages during api (share of the samples with JavaScript on the stack; µs/req = that share × the process's CPU time ÷ the requests wrk made to it, warm-ups included; native work with no JavaScript on the stack, e.g. Bun's SQL client decoding rows, is in the CPU total but in no stage)\n${formatStageTable(columns)}`,
+      `Per-request stages during api (share of the samples with JavaScript on the stack; µs/req = sampled time ÷ the requests wrk made to that process, warm-ups included: CPU time only if the sampled total is close to the process's CPU in the last row, i.e. on a quiet machine; native work with no JavaScript on the stack, e.g. Bun's SQL client decoding rows, is in no stage)\n${formatStageTable(columns)}`,
     )
   } catch (error) {
     sections.push(`Stage table of api: profiles could not be read (${error})`)
