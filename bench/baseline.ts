@@ -155,4 +155,10 @@ const server = Bun.serve({
   },
 })
 
+// Exit on SIGTERM (the runner's stop) through process.exit, so `bun --cpu-prof` writes the profile.
+process.on("SIGTERM", () => {
+  server.stop(true)
+  process.exit(0)
+})
+
 console.log(JSON.stringify({ message: "baseline listening", annotations: { port: server.port } }))

@@ -15,6 +15,8 @@ export interface MemorySample {
   readonly peakRssMiB: number
   /** Highest VmRSS seen by the 100 ms poller, in MiB. */
   readonly maxPolledRssMiB: number
+  /** CPU time of the process so far (user + system, all threads), in seconds. */
+  readonly cpuSeconds?: number
 }
 
 export interface Spawned {
@@ -34,6 +36,17 @@ const statusKb = (pid: number, field: string): number => {
     return match ? Number(match[1]) : 0
   } catch {
     return 0
+  }
+}
+
+/** utime + stime of a process from /proc/<pid>/stat, in seconds (fields 14 and 15, in clock ticks of 1/100 s). */
+const cpuSecondsOf = (pid: number): number | undefined => {
+  try {
+    const text = readFileSync(`/proc/${pid}/stat`, "utf8")
+    const fields = text.slice(text.lastIndexOf(")") + 2).split(" ")
+    return (Number(fields[11]) + Number(fields[12])) / 100
+  } catch {
+    return undefined
   }
 }
 
@@ -93,10 +106,17 @@ export const spawnListening = async (options: SpawnOptions): Promise<Spawned> =>
     maxPolled = Math.max(maxPolled, statusKb(child.pid, "VmRSS"))
   }, 100)
   let hwm = 0
+  let cpu: number | undefined
   const memory = (): MemorySample => {
     hwm = Math.max(hwm, statusKb(child.pid, "VmHWM"))
     maxPolled = Math.max(maxPolled, statusKb(child.pid, "VmRSS"))
-    return { startRssMiB, peakRssMiB: mib(hwm), maxPolledRssMiB: mib(maxPolled) }
+    cpu = cpuSecondsOf(child.pid) ?? cpu
+    return {
+      startRssMiB,
+      peakRssMiB: mib(hwm),
+      maxPolledRssMiB: mib(maxPolled),
+      ...(cpu !== undefined ? { cpuSeconds: cpu } : {}),
+    }
   }
 
   const stop = async () => {
@@ -128,12 +148,17 @@ const safeRead = (file: string) => {
 
 const tail = (file: string) => safeRead(file).split("\n").slice(-30).join("\n")
 
-/** The service with the benchmark's environment. */
+/**
+ * The service with the benchmark's environment. The command is the default start command (`bun src/main.ts`,
+ * what `bun run start` and the container's `bun run src/main.ts` run); `bunFlags` (default: BENCH_SERVICE_BUN_FLAGS,
+ * e.g. "--smol") compares a setting of the runtime without touching the service.
+ */
 export const startService = (
   workDir: string,
   env: Record<string, string>,
   profile: boolean,
   name = "service",
+  bunFlags: ReadonlyArray<string> = (process.env.BENCH_SERVICE_BUN_FLAGS ?? "").split(" ").filter((f) => f !== ""),
 ): Promise<Spawned> =>
   spawnListening({
     name,
@@ -142,19 +167,39 @@ export const startService = (
     workDir,
     listeners: ["api", "ingest", "ops"],
     profile,
-    // BENCH_SERVICE_BUN_FLAGS="--smol" compares a setting of the runtime without touching the service.
-    bunFlags: (process.env.BENCH_SERVICE_BUN_FLAGS ?? "").split(" ").filter((f) => f !== ""),
+    bunFlags,
   })
 
 /** bench/baseline.ts: a bare Bun.serve with Bun's SQL client running the service's queries. */
-export const startBaseline = (workDir: string, env: Record<string, string>): Promise<Spawned> =>
+export const startBaseline = (workDir: string, env: Record<string, string>, profile = false): Promise<Spawned> =>
   spawnListening({
     name: "baseline",
     args: ["bench/baseline.ts"],
     env,
     workDir,
     listeners: ["baseline"],
+    profile,
   })
+
+/** bench/httpapi-floor.ts: the HttpApi stack alone, answering a constant page (the body in `bodyFile`). */
+export const startFloor = (workDir: string, bodyFile: string, profile = false): Promise<Spawned> =>
+  spawnListening({
+    name: "floor",
+    args: ["bench/httpapi-floor.ts"],
+    env: {
+      PATH: process.env.PATH ?? "",
+      HOME: process.env.HOME ?? "/tmp",
+      HOST: "127.0.0.1",
+      PORT: "0",
+      FLOOR_BODY_FILE: bodyFile,
+    },
+    workDir,
+    listeners: ["floor"],
+    profile,
+  })
+
+/** VmRSS of a process now, in MiB (0 once it has exited). */
+export const rssMiB = (pid: number) => mib(statusKb(pid, "VmRSS"))
 
 /** Number of lines of the log file that contain `needle` (e.g. failed webhook attempts). */
 export const countLogLines = (file: string, needle: string) =>
@@ -167,4 +212,5 @@ export const memoryFigures = (m: MemorySample): MemorySample => ({
   startRssMiB: m.startRssMiB,
   peakRssMiB: m.peakRssMiB,
   maxPolledRssMiB: m.maxPolledRssMiB,
+  ...(m.cpuSeconds !== undefined ? { cpuSeconds: m.cpuSeconds } : {}),
 })

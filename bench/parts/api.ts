@@ -1,6 +1,8 @@
+import { writeFileSync } from "node:fs"
+import { join } from "node:path"
 import { SQL } from "bun"
 import { type BenchContext, log, round, serviceEnv, sleep } from "../lib/common.ts"
-import { memoryFigures, type Spawned, startBaseline, startService } from "../lib/proc.ts"
+import { memoryFigures, type Spawned, startBaseline, startFloor, startService } from "../lib/proc.ts"
 import { type Dataset, type SeedManifest, writeKeysFile } from "../lib/seed.ts"
 import { errorCount, runWrk, type WrkResult } from "../lib/wrk.ts"
 
@@ -30,7 +32,7 @@ export interface Targets {
   readonly baseline: Spawned
 }
 
-const baselineEnv = (ctx: BenchContext): Record<string, string> => ({
+export const baselineEnv = (ctx: BenchContext): Record<string, string> => ({
   PATH: process.env.PATH ?? "",
   HOME: process.env.HOME ?? "/tmp",
   HOST: "127.0.0.1",
@@ -42,17 +44,18 @@ const baselineEnv = (ctx: BenchContext): Record<string, string> => ({
 
 export const startTargets = async (ctx: BenchContext, name: string): Promise<Targets> => {
   const service = await startService(ctx.workDir, serviceEnv(ctx), ctx.profile, `service-${name}`)
-  const baseline = await startBaseline(ctx.workDir, baselineEnv(ctx))
+  // With --profile the baseline runs under --cpu-prof too, so its stages can be set beside the service's.
+  const baseline = await startBaseline(ctx.workDir, baselineEnv(ctx), ctx.profile)
   return { service, baseline }
 }
 
-const serviceUrl = (t: Targets) => `http://127.0.0.1:${t.service.ports.api}`
-const baselineUrl = (t: Targets) => `http://127.0.0.1:${t.baseline.ports.baseline}`
-const withOrg = (path: string, orgId: string) => `${path}${path.includes("?") ? "&" : "?"}org=${orgId}`
+export const serviceUrl = (t: Targets) => `http://127.0.0.1:${t.service.ports.api}`
+export const baselineUrl = (t: Targets) => `http://127.0.0.1:${t.baseline.ports.baseline}`
+export const withOrg = (path: string, orgId: string) => `${path}${path.includes("?") ? "&" : "?"}org=${orgId}`
 
 let xff = 0
 /** One request as a client would make it (its own key and address), for checks and cursor walks. */
-const get = async (url: string, key?: string) => {
+export const get = async (url: string, key?: string) => {
   xff++
   const headers: Record<string, string> = { "x-forwarded-for": `10.250.${(xff >> 8) & 255}.${xff & 255}` }
   if (key !== undefined) headers.authorization = `Bearer ${key}`
@@ -64,7 +67,7 @@ const get = async (url: string, key?: string) => {
 
 /** The service and the baseline answer the same body (the baseline is only a baseline if it does the same work). */
 let checkKey = 0
-const sameBody = async (t: Targets, dataset: Dataset, path: string) => {
+export const sameBody = async (t: Targets, dataset: Dataset, path: string) => {
   const fromService = await get(`${serviceUrl(t)}${path}`, dataset.keys[checkKey++ % 50])
   const fromBaseline = await get(`${baselineUrl(t)}${withOrg(path, dataset.orgId)}`)
   const same = Bun.deepEquals(fromService, fromBaseline)
@@ -94,6 +97,10 @@ export const keyPool = (ctx: BenchContext, dataset: Dataset): KeyPool => {
 
 const THREADS = 2
 
+/** Requests wrk made per target URL in this run (for CPU per request from a profile). */
+const served = new Map<string, number>()
+export const servedRequests = (url: string) => served.get(url) ?? 0
+
 export const load = async (
   url: string,
   path: string,
@@ -109,6 +116,7 @@ export const load = async (
     script: "api.lua",
     args: keys === undefined ? [path] : [path, keys.file, String(keys.next), String(THREADS)],
   })
+  served.set(url, (served.get(url) ?? 0) + result.requests)
   // Each thread moved one key on per 100 of its requests; a thread may have made all of them.
   if (keys !== undefined) keys.next += (Math.floor(result.requests / 100) + 2) * THREADS
   if (errorCount(result) > 0) log(`WARNING: ${url}${path} at ${connections}: errors ${JSON.stringify(result.errors)}`)
@@ -150,7 +158,7 @@ const compare = async (
 }
 
 /** 429s and 200s the service counted (http_requests_total), to prove the limits were on and never hit. */
-const statusCounts = async (t: Targets) => {
+export const statusCounts = async (t: Targets) => {
   const text = await (await fetch(`http://127.0.0.1:${t.service.ports.ops}/metrics`)).text()
   const counts: Record<string, number> = {}
   for (const line of text.split("\n")) {
@@ -160,7 +168,7 @@ const statusCounts = async (t: Targets) => {
   return counts
 }
 
-const stopTargets = async (t: Targets) => {
+export const stopTargets = async (t: Targets) => {
   const [service, baseline] = await Promise.all([t.service.stop(), t.baseline.stop()])
   return { service, baseline }
 }
@@ -181,20 +189,84 @@ export const runApi = async (ctx: BenchContext, manifest: SeedManifest, timing: 
       checks[e.endpoint] = await sameBody(t, large, e.path)
       rows.push(...(await compare(t, large, keys, e.endpoint, e.path, [16, 64], timing)))
     }
+    const floor = await measureFloor(ctx, t, large, rows, timing)
     const statuses = await statusCounts(t)
+    const requestsServed = { service: servedRequests(serviceUrl(t)), baseline: servedRequests(baselineUrl(t)) }
     const memory = await stopTargets(t)
     const statements = await statementsPerRequest(ctx, large, endpoints)
     return {
       dataset: { events: large.events, incidents: large.incidents, apiKeys: large.keys.length },
       checks,
       rows,
+      floor,
+      requestsServed,
       statementsPerRequest: statements,
       serviceStatuses: statuses,
       memory: { service: memoryFigures(memory.service), baseline: memoryFigures(memory.baseline) },
       ...(memory.service.profile ? { profile: memory.service.profile } : {}),
+      ...(memory.baseline.profile ? { baselineProfile: memory.baseline.profile } : {}),
     }
   } catch (error) {
     await stopTargets(t).catch(() => undefined)
+    throw error
+  }
+}
+
+/**
+ * The framework's floor (bench/httpapi-floor.ts): the HttpApi stack answering the baseline's first page of
+ * GET /v1/incidents as a constant (same bytes, serialized per request), no database, at 16 and 64 connections;
+ * set against the baseline's and the service's req/s on that list from the rows just measured.
+ */
+const measureFloor = async (
+  ctx: BenchContext,
+  t: Targets,
+  dataset: Dataset,
+  rows: ReadonlyArray<LoadRow>,
+  timing: Timing,
+) => {
+  const response = await fetch(`${baselineUrl(t)}${withOrg("/v1/incidents", dataset.orgId)}`)
+  const text = await response.text()
+  const bodyFile = join(ctx.workDir, "floor-body.json")
+  writeFileSync(bodyFile, text)
+  const floor = await startFloor(ctx.workDir, bodyFile, ctx.profile)
+  try {
+    const url = `http://127.0.0.1:${floor.ports.floor}`
+    const served = await (await fetch(`${url}/v1/floor`)).text()
+    if (served !== text) log("WARNING: the floor's body differs from the baseline's page")
+    if (timing.warmupSeconds > 0) await load(url, "/v1/floor", 16, timing.warmupSeconds, undefined)
+    const out: Array<{
+      connections: number
+      floor: WrkResult
+      baselineRps: number | undefined
+      serviceRps: number | undefined
+      floorVsBaseline: number | undefined
+      serviceVsFloor: number | undefined
+    }> = []
+    for (const connections of [16, 64]) {
+      const result = await load(url, "/v1/floor", connections, timing.seconds, undefined)
+      const list = rows.find((r) => r.endpoint === "GET /v1/incidents" && r.connections === connections)
+      log(
+        `HttpApi floor c=${connections}: ${result.rps} req/s p50 ${result.latencyMs.p50} p99 ${result.latencyMs.p99} ms`,
+      )
+      out.push({
+        connections,
+        floor: result,
+        baselineRps: list?.baseline.rps,
+        serviceRps: list?.service.rps,
+        floorVsBaseline: list ? round(result.rps / list.baseline.rps, 2) : undefined,
+        serviceVsFloor: list ? round(list.service.rps / result.rps, 2) : undefined,
+      })
+    }
+    const stopped = await floor.stop()
+    return {
+      bodyBytes: Buffer.byteLength(text),
+      requestsServed: servedRequests(url),
+      rows: out,
+      memory: memoryFigures(stopped),
+      ...(stopped.profile ? { profile: stopped.profile } : {}),
+    }
+  } catch (error) {
+    await floor.stop().catch(() => undefined)
     throw error
   }
 }
