@@ -2,24 +2,28 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { copyFileSync, mkdirSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { type Browser, chromium } from "playwright-core"
+import type { Browser } from "playwright-core"
+import { launchBrowser } from "../support/browser.ts"
 import { type RunningServer, shutdown, startServer } from "../support/server.ts"
 
 /**
- * D38 in a real browser (Debian's Chromium through playwright-core): the API reference at /docs lists the four
- * endpoints, with no Content-Security-Policy violation, and requests nothing from another host (script, styles,
+ * D38 in a real browser (Debian's Chromium through playwright-core): the API reference at /docs lists the six
+ * endpoints (the spec's four and the two change feeds of D32), with no Content-Security-Policy violation, and requests nothing from another host (script, styles,
  * fonts and WebAssembly all come from the service). Its relaxed CSP is for /docs exactly.
  *
  * With SCREENSHOTS=1 the page's screenshot is copied to docs/screenshots/api-reference.png (the README's).
  */
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium"
 const ROOT = join(import.meta.dir, "..", "..")
 
-const SUMMARIES = [
+const INCIDENT_SUMMARIES = [
   "List incidents, most recent activity first",
+  "Incidents in the order they changed: the feed for pollers (D32)",
   "One incident with its first 200 member events, oldest first",
+]
+const EVENT_SUMMARIES = [
   "List decoy events, newest first",
+  "Events in the order they were stored: the feed for pollers (D32)",
   "One event",
 ]
 
@@ -28,17 +32,7 @@ let browser: Browser
 
 beforeAll(async () => {
   server = await startServer()
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: [
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-      "--no-first-run",
-    ],
-  })
+  browser = await launchBrowser()
 })
 
 afterAll(async () => {
@@ -47,7 +41,7 @@ afterAll(async () => {
 })
 
 describe("D38 /docs", () => {
-  test("lists the four endpoints, no CSP violation, nothing requested from another host", async () => {
+  test("lists the six endpoints, no CSP violation, nothing requested from another host", async () => {
     const page = await browser.newPage({ viewport: { width: 1280, height: 900 } })
     const violations: Array<string> = []
     const foreign: Array<string> = []
@@ -71,13 +65,14 @@ describe("D38 /docs", () => {
     expect(response?.status()).toBe(200)
     expect(response?.headers()["content-security-policy"]).toContain("'wasm-unsafe-eval'")
     // The sidebar lists the Incidents group open; the Events group opens with a click (Scalar renders lazily).
-    const [incidentsList, incidentGet, eventsList, eventGet] = SUMMARIES as [string, string, string, string]
     const sidebarEntry = (text: string) => page.getByText(text, { exact: true }).first()
-    await sidebarEntry(incidentsList).waitFor({ state: "visible", timeout: 60_000 })
-    await sidebarEntry(incidentGet).waitFor({ state: "visible", timeout: 10_000 })
+    for (const [i, summary] of INCIDENT_SUMMARIES.entries()) {
+      await sidebarEntry(summary).waitFor({ state: "visible", timeout: i === 0 ? 60_000 : 10_000 })
+    }
     await page.getByText("Events", { exact: true }).first().click()
-    await sidebarEntry(eventsList).waitFor({ state: "visible", timeout: 30_000 })
-    await sidebarEntry(eventGet).waitFor({ state: "visible", timeout: 10_000 })
+    for (const [i, summary] of EVENT_SUMMARIES.entries()) {
+      await sidebarEntry(summary).waitFor({ state: "visible", timeout: i === 0 ? 30_000 : 10_000 })
+    }
     // Let late loads (fonts, lazy chunks) happen before judging.
     await page.waitForLoadState("networkidle", { timeout: 30_000 }).catch(() => undefined)
     expect(violations).toEqual([])
