@@ -43,6 +43,16 @@ const MigrationsLive = Layer.effectDiscard(
   ),
 )
 
+/** The repositories every face reads and writes through (each built on the pool of the face it is given to). */
+const ReposLive = Layer.mergeAll(
+  OrgsRepo.Default,
+  IncidentsRepo.Default,
+  EventsRepo.Default,
+  TransitionsRepo.Default,
+  SensorsRepo.Default,
+  WebhooksRepo.Default,
+)
+
 /** Sensors report here (INGEST_PORT); the idle-close fiber runs beside it; the dispatcher sends the webhooks. */
 const IngestionLive = Layer.mergeAll(
   IngestServerLive,
@@ -53,17 +63,7 @@ const IngestionLive = Layer.mergeAll(
   Layer.provide(Layer.mergeAll(Ingestor.Default, SensorAuth.Default, WebhookSender.Default)),
   // One cache of the organizations' keys for the Ingestor and the honeypot routes.
   Layer.provide(Layer.mergeAll(WebhookOutbox.Default, OrgKeys.Default)),
-  Layer.provideMerge(
-    Layer.mergeAll(
-      OrgsRepo.Default,
-      IncidentsRepo.Default,
-      EventsRepo.Default,
-      TransitionsRepo.Default,
-      SensorsRepo.Default,
-      WebhooksRepo.Default,
-      CowrieSessionsRepo.Default,
-    ),
-  ),
+  Layer.provideMerge(Layer.mergeAll(ReposLive, CowrieSessionsRepo.Default)),
 )
 
 /** D11 counts: in memory, or shared through Redis when REDIS_URL is set. */
@@ -82,17 +82,7 @@ const OpsLive = OpsServerLive.pipe(Layer.provide(WebhooksRepo.Default))
 /** D25: the web console on CONSOLE_PORT, on the same repos and admin services as the API and the admin CLI. */
 const ConsoleLive = ConsoleServerLive.pipe(
   Layer.provide(ConsoleServicesLive),
-  Layer.provide(
-    Layer.mergeAll(
-      OrgsRepo.Default,
-      IncidentsRepo.Default,
-      EventsRepo.Default,
-      TransitionsRepo.Default,
-      SensorsRepo.Default,
-      WebhooksRepo.Default,
-      WebhookSender.Default,
-    ),
-  ),
+  Layer.provide(Layer.mergeAll(ReposLive, WebhookSender.Default)),
 )
 
 /** The only place the service's layers are composed. */
