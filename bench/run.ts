@@ -3,6 +3,8 @@
  *
  * Parts (seed … ratelimit-memory when none is named; `full` for all; each also runs alone and seeds what it needs):
  *   seed              orgs, sensors, 8,000 API keys, 100k incidents, 10k + 1M events (timings, verification)
+ *   console           the web console signed in (session cookie): GET /incidents and GET /incidents/<id> (200
+ *                     events) at 16 and 64 connections beside GET /v1/incidents and /v1/incidents/{id}, same process
  *   api               req/s and p50/p99 of three endpoints at 16 and 64 connections, service vs baseline (wrk),
  *                     and the HttpApi floor (bench/httpapi-floor.ts: the framework alone, no database)
  *   scale             first page and a deep page (after 10,000 rows) at 10k and 1M events, service vs baseline
@@ -53,6 +55,7 @@ import {
 import { loadManifest, type SeedManifest, seed } from "./lib/seed.ts"
 import { ensureWrk } from "./lib/wrk.ts"
 import { runApi, runScale } from "./parts/api.ts"
+import { runConsole } from "./parts/console.ts"
 import { runFeeds } from "./parts/feeds.ts"
 import { runFlood } from "./parts/flood.ts"
 import { runIngest } from "./parts/ingest.ts"
@@ -66,6 +69,7 @@ import { formatProfile, formatStageTable, type ProfileSummary, summarizeProfile 
 const PARTS = [
   "seed",
   "api",
+  "console",
   "scale",
   "sweep",
   "feeds",
@@ -83,6 +87,7 @@ type Part = (typeof PARTS)[number]
 const DEFAULT_PARTS: ReadonlyArray<Part> = [
   "seed",
   "api",
+  "console",
   "scale",
   "sweep",
   "feeds",
@@ -95,6 +100,7 @@ const DEFAULT_PARTS: ReadonlyArray<Part> = [
 const DB_PARTS: ReadonlyArray<Part> = [
   "seed",
   "api",
+  "console",
   "scale",
   "sweep",
   "feeds",
@@ -109,6 +115,7 @@ const DB_PARTS: ReadonlyArray<Part> = [
 const MAIN_SEED_PARTS: ReadonlyArray<Part> = [
   "seed",
   "api",
+  "console",
   "scale",
   "sweep",
   "feeds",
@@ -117,7 +124,7 @@ const MAIN_SEED_PARTS: ReadonlyArray<Part> = [
   "soak",
   "rss-curve",
 ]
-const WRK_PARTS: ReadonlyArray<Part> = ["api", "scale", "sweep", "feeds", "scale10m", "rss-curve"]
+const WRK_PARTS: ReadonlyArray<Part> = ["api", "console", "scale", "sweep", "feeds", "scale10m", "rss-curve"]
 
 const args = process.argv.slice(2)
 const flag = (name: string) => args.includes(name)
@@ -240,6 +247,7 @@ try {
       results.scale10m = await runScale10m(ctx, timing, { events: scaleEvents })
     else if (ctx !== undefined && manifest !== undefined) {
       if (part === "api") results.api = await runApi(ctx, manifest, timing)
+      if (part === "console") results.console = await runConsole(ctx, manifest, timing)
       if (part === "scale") results.scale = await runScale(ctx, manifest, timing)
       if (part === "feeds") results.feeds = await runFeeds(ctx, manifest, timing)
       if (part === "rss-curve") results["rss-curve"] = await runRssCurve(ctx, manifest, timing, quick)
@@ -350,6 +358,46 @@ if (results.api) {
         ),
     )
   }
+}
+if (results.console) {
+  const c = results.console
+  sections.push(
+    `Console pages (wrk, 2 threads, ${timing.seconds} s per run; signed in with a session cookie; beside the API endpoint reading the same rows, same process, run just before; "checks failed" = responses that were not a 200 with the signed-in page or the API's JSON)\n` +
+      table(
+        [
+          "page",
+          "conns",
+          "page req/s",
+          "page p50",
+          "page p99",
+          "API endpoint",
+          "API req/s",
+          "API p50",
+          "API p99",
+          "page/API",
+          "checks failed",
+        ],
+        c.rows.map((r: Json) => [
+          r.page,
+          r.connections,
+          r.console.rps,
+          ms(r.console.latencyMs.p50),
+          ms(r.console.latencyMs.p99),
+          r.api,
+          r.apiResult.rps,
+          ms(r.apiResult.latencyMs.p50),
+          ms(r.apiResult.latencyMs.p99),
+          r.rpsRatio.toFixed(2),
+          `${r.console.failedChecks} of ${r.console.checked} / ${r.apiResult.failedChecks} of ${r.apiResult.checked}`,
+        ]),
+      ) +
+      `\npages: ${Object.entries(c.checks)
+        .map(
+          ([page, x]: [string, Json]) =>
+            `${page} ${x.signedIn.bytes} bytes, ${x.signedIn.count} rows (signed out: ${x.signedOutStatus})`,
+        )
+        .join("; ")}; API statuses counted: ${JSON.stringify(c.apiStatuses)}`,
+  )
 }
 if (results.feeds) {
   sections.push(
@@ -647,7 +695,7 @@ if (results.flood) {
   )
 }
 const memoryRows: Array<Array<string | number>> = []
-for (const part of ["api", "scale", "sweep", "ingest", "webhooks", "scale10m", "soak"]) {
+for (const part of ["api", "console", "scale", "sweep", "ingest", "webhooks", "scale10m", "soak"]) {
   const m = results[part]?.memory
   if (m) {
     memoryRows.push([
@@ -690,6 +738,16 @@ if (results.api) {
         met: r.p99Ratio <= 1.5,
       })
   }
+}
+if (results.console) {
+  const rows = results.console.rows
+  const failed = rows.reduce((n: number, r: Json) => n + r.console.failedChecks + r.apiResult.failedChecks, 0)
+  const checked = rows.reduce((n: number, r: Json) => n + r.console.checked + r.apiResult.checked, 0)
+  targets.push({
+    target: "console and API under load: every response a 200 with the signed-in page (or the API's JSON)",
+    figure: `${failed} of ${checked} failed`,
+    met: failed === 0 && checked > 0,
+  })
 }
 if (results.scale) {
   results.scale.ratios.slice(1).forEach((r: Json) => {
@@ -779,7 +837,7 @@ if (targets.length > 0) {
 
 // Profiles (with --profile).
 const profiles: Record<string, ProfileSummary> = {}
-for (const part of ["api", "scale", "sweep", "ingest", "webhooks", "scale10m", "soak"]) {
+for (const part of ["api", "console", "scale", "sweep", "ingest", "webhooks", "scale10m", "soak"]) {
   const file = results[part]?.profile
   if (typeof file !== "string") continue
   try {

@@ -30,6 +30,8 @@ export const serviceEnv = (ctx: BenchContext, extra: Record<string, string> = {}
   PORT: "0",
   INGEST_PORT: "0",
   OPS_PORT: "0",
+  // The console listens too (D25): on a free port, read from its "console listening" line, never a fixed 3000.
+  CONSOLE_PORT: "0",
   DATABASE_URL: ctx.databaseUrl,
   SECRET_KEY: ctx.secretKey,
   APP_URL,

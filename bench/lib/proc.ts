@@ -165,7 +165,7 @@ export const startService = (
     args: ["src/main.ts"],
     env,
     workDir,
-    listeners: ["api", "ingest", "ops"],
+    listeners: ["api", "ingest", "ops", "console"],
     profile,
     bunFlags,
   })

@@ -15,6 +15,9 @@ export interface WrkResult {
     readonly timeout: number
   }
   readonly latencyMs: { readonly p50: number; readonly p90: number; readonly p99: number; readonly max: number }
+  /** With a body check (bench/wrk/api.lua's <must contain>): responses checked, and those not 200 with it. */
+  readonly checked?: number
+  readonly failedChecks?: number
 }
 
 /** Installs wrk from Debian's packages when missing; returns its version line or throws with apt's answer. */
@@ -82,6 +85,8 @@ export const runWrk = async (options: WrkOptions): Promise<WrkResult> => {
     durationUs: number
     errors: WrkResult["errors"]
     latencyUs: { p50: number; p90: number; p99: number; max: number }
+    checked?: number
+    failedChecks?: number
   }
   const seconds = raw.durationUs / 1e6
   const ms = (us: number) => round(us / 1000, 2)
@@ -96,8 +101,9 @@ export const runWrk = async (options: WrkOptions): Promise<WrkResult> => {
       p99: ms(raw.latencyUs.p99),
       max: ms(raw.latencyUs.max),
     },
+    ...(raw.checked !== undefined ? { checked: raw.checked, failedChecks: raw.failedChecks ?? 0 } : {}),
   }
 }
 
 export const errorCount = (r: WrkResult) =>
-  r.errors.connect + r.errors.read + r.errors.write + r.errors.status + r.errors.timeout
+  r.errors.connect + r.errors.read + r.errors.write + r.errors.status + r.errors.timeout + (r.failedChecks ?? 0)

@@ -101,20 +101,33 @@ const THREADS = 2
 const served = new Map<string, number>()
 export const servedRequests = (url: string) => served.get(url) ?? 0
 
+/** A body check for every response (bench/wrk/api.lua): a 200 whose body contains `mustContain`; `cookie` is sent. */
+export interface ResponseCheck {
+  readonly mustContain: string
+  readonly cookie?: string
+}
+
 export const load = async (
   url: string,
   path: string,
   connections: number,
   seconds: number,
   keys: KeyPool | undefined,
+  check?: ResponseCheck,
 ): Promise<WrkResult> => {
+  const keyArgs = keys === undefined ? ["", "0", String(THREADS)] : [keys.file, String(keys.next), String(THREADS)]
   const result = await runWrk({
     url,
     connections,
     seconds,
     threads: THREADS,
     script: "api.lua",
-    args: keys === undefined ? [path] : [path, keys.file, String(keys.next), String(THREADS)],
+    args:
+      check !== undefined
+        ? [path, ...keyArgs, check.mustContain, check.cookie ?? ""]
+        : keys === undefined
+          ? [path]
+          : [path, ...keyArgs],
   })
   served.set(url, (served.get(url) ?? 0) + result.requests)
   // Each thread moved one key on per 100 of its requests; a thread may have made all of them.
