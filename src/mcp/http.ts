@@ -1,5 +1,4 @@
 import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js"
 import { type Context, Effect, Either, Runtime } from "effect"
 import { authenticateRequest } from "../api/auth.ts"
 import type { Caller, EventListParams, IncidentListParams } from "../api/definition.ts"
@@ -10,7 +9,26 @@ import { mcpMaxResultCharsConfig } from "../config.ts"
 import { problemBody } from "../domain/problem.ts"
 import { RateLimiter } from "../ratelimit/RateLimiter.ts"
 import { SCOPES } from "../repos/ApiKeysRepo.ts"
-import { type Backend, makeMcpServer, type ProblemBody, type ToolArgs, type ToolName } from "./tools.ts"
+import type { Backend, ProblemBody, ToolArgs, ToolName } from "./tools.ts"
+
+/**
+ * The MCP SDK (and zod beneath it) is loaded by the first POST /mcp, not at start-up: about 16 MiB of resident
+ * memory that a server no agent talks to need not hold.
+ */
+let sdk:
+  | Promise<{
+      readonly makeMcpServer: typeof import("./tools.ts").makeMcpServer
+      readonly Transport: typeof import("@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js").WebStandardStreamableHTTPServerTransport
+    }>
+  | undefined
+const loadSdk = () =>
+  (sdk ??= Promise.all([
+    import("./tools.ts"),
+    import("@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js"),
+  ]).then(([tools, http]) => ({
+    makeMcpServer: tools.makeMcpServer,
+    Transport: http.WebStandardStreamableHTTPServerTransport,
+  })))
 
 /**
  * `POST /mcp` on the API listener (D39): MCP Streamable HTTP, stateless (no session: every POST stands alone) with
@@ -110,8 +128,9 @@ export const McpRouteLive = HttpApiBuilder.Router.use((router) =>
       const backend = localBackend(queries, caller, runtime)
       // Stateless (no sessionIdGenerator): each POST is a whole exchange; the body is the API's JSON, serialized.
       const answer = yield* Effect.promise(async () => {
+        const { makeMcpServer, Transport } = await loadSdk()
         const server = makeMcpServer(backend, caller.scopes, maxChars)
-        const transport = new WebStandardStreamableHTTPServerTransport({
+        const transport = new Transport({
           enableJsonResponse: true,
           maxRequestBodySize: MAX_BODY_BYTES,
         })
