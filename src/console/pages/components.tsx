@@ -67,6 +67,74 @@ export const Layout = (props: { title: string; viewer?: Viewer | undefined; sect
   </html>
 )
 
+/** A column header: its label, or its label and a class (`hide-sm`: not shown on a phone). */
+export type Column = string | { readonly label: string; readonly class: string }
+
+/**
+ * The console's one table: column headers (`scope="col"`), then a row per item, or one muted cell across every
+ * column when there are none (`empty`; left out where the list can never be empty). Scrolls sideways in its wrap.
+ */
+export const DataTable = <T,>(props: {
+  columns: ReadonlyArray<Column>
+  empty?: string | undefined
+  rows: ReadonlyArray<T>
+  children: (row: T) => Child
+}) => (
+  <div class="table-wrap">
+    <table>
+      <thead>
+        <tr>
+          {props.columns.map((column) =>
+            typeof column === "string" ? (
+              <th scope="col">{column}</th>
+            ) : (
+              <th scope="col" class={column.class}>
+                {column.label}
+              </th>
+            ),
+          )}
+        </tr>
+      </thead>
+      <tbody>
+        {props.rows.length === 0 && props.empty !== undefined && (
+          <tr>
+            <td colSpan={props.columns.length} class="muted">
+              {props.empty}
+            </td>
+          </tr>
+        )}
+        {props.rows.map((row) => props.children(row))}
+      </tbody>
+    </table>
+  </div>
+)
+
+/**
+ * A list filter: a labelled select named as its id, "Any" first (no filter), then each option (a value shown as
+ * itself, or a value and its label), the current one selected.
+ */
+export const FilterSelect = (props: {
+  id: string
+  label: string
+  options: ReadonlyArray<string | readonly [value: string, label: string]>
+  selected: string | undefined
+}) => (
+  <div>
+    <label for={props.id}>{props.label}</label>
+    <select id={props.id} name={props.id}>
+      <option value="">Any</option>
+      {props.options.map((option) => {
+        const [value, label] = typeof option === "string" ? [option, option] : option
+        return (
+          <option value={value} selected={props.selected === value}>
+            {label}
+          </option>
+        )
+      })}
+    </select>
+  </div>
+)
+
 export const SeverityBadge = ({ severity }: { severity: string }) => (
   <span class={`sev sev-${severity}`}>{severity}</span>
 )

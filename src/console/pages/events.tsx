@@ -1,5 +1,5 @@
 import type { Event } from "../../domain/models.ts"
-import { Layout, type Viewer } from "./components.tsx"
+import { FilterSelect, Layout, type Viewer } from "./components.tsx"
 import { EventTable } from "./incidents.tsx"
 
 export interface EventFiltersForm {
@@ -22,17 +22,7 @@ export const EventsPage = (props: {
   <Layout title="Events" viewer={props.viewer} section="events">
     <h1>Events</h1>
     <form class="filters" method="get" action="/events">
-      <div>
-        <label for="type">Type</label>
-        <select id="type" name="type">
-          <option value="">Any</option>
-          {props.types.map((t) => (
-            <option value={t} selected={props.filters.type === t}>
-              {t}
-            </option>
-          ))}
-        </select>
-      </div>
+      <FilterSelect id="type" label="Type" options={props.types} selected={props.filters.type} />
       <div>
         <label for="from">From (UTC, RFC 3339)</label>
         <input id="from" name="from" type="text" placeholder="2026-11-20T00:00:00Z" value={props.filters.from} />

@@ -2,6 +2,8 @@ import type { Event, Incident, IncidentSummary } from "../../domain/models.ts"
 import {
   Attacker,
   Csrf,
+  DataTable,
+  FilterSelect,
   type Flash,
   FlashNotice,
   Layout,
@@ -27,56 +29,40 @@ const query = (filters: IncidentFilters, extra: Record<string, string> = {}) => 
 }
 
 export const IncidentTable = ({ rows, now }: { rows: ReadonlyArray<IncidentSummary>; now: Date }) => (
-  <div class="table-wrap">
-    <table>
-      <thead>
-        <tr>
-          <th scope="col">Severity</th>
-          <th scope="col">Incident</th>
-          <th scope="col">Source</th>
-          <th scope="col" class="hide-sm">
-            Sensor
-          </th>
-          <th scope="col" class="hide-sm">
-            Events
-          </th>
-          <th scope="col">Last seen</th>
-          <th scope="col" class="hide-sm">
-            Status
-          </th>
-        </tr>
-      </thead>
-      <tbody>
-        {rows.length === 0 && (
-          <tr>
-            <td colSpan={7} class="muted">
-              No incidents.
-            </td>
-          </tr>
-        )}
-        {rows.map((i) => (
-          <tr>
-            <td>
-              <SeverityBadge severity={i.severity} />
-            </td>
-            <td>
-              <a href={`/incidents/${i.id}`}>{i.title}</a>
-              <div class="muted small mono hide-sm">{i.id}</div>
-            </td>
-            <td class="mono">{i.sourceIp}</td>
-            <td class="hide-sm">{i.sensor.name}</td>
-            <td class="hide-sm">{i.eventCount}</td>
-            <td>
-              <Time at={i.lastSeenAt} now={now} />
-            </td>
-            <td class="hide-sm">
-              <StatusBadge status={i.status} />
-            </td>
-          </tr>
-        ))}
-      </tbody>
-    </table>
-  </div>
+  <DataTable
+    columns={[
+      "Severity",
+      "Incident",
+      "Source",
+      { label: "Sensor", class: "hide-sm" },
+      { label: "Events", class: "hide-sm" },
+      "Last seen",
+      { label: "Status", class: "hide-sm" },
+    ]}
+    empty="No incidents."
+    rows={rows}
+  >
+    {(i) => (
+      <tr>
+        <td>
+          <SeverityBadge severity={i.severity} />
+        </td>
+        <td>
+          <a href={`/incidents/${i.id}`}>{i.title}</a>
+          <div class="muted small mono hide-sm">{i.id}</div>
+        </td>
+        <td class="mono">{i.sourceIp}</td>
+        <td class="hide-sm">{i.sensor.name}</td>
+        <td class="hide-sm">{i.eventCount}</td>
+        <td>
+          <Time at={i.lastSeenAt} now={now} />
+        </td>
+        <td class="hide-sm">
+          <StatusBadge status={i.status} />
+        </td>
+      </tr>
+    )}
+  </DataTable>
 )
 
 /** D30 Incidents: status and severity filters, keyset paging, live refresh by the console's script. */
@@ -91,29 +77,21 @@ export const IncidentsPage = (props: {
   <Layout title="Incidents" viewer={props.viewer} section="incidents">
     <h1>Incidents</h1>
     <form class="filters" method="get" action="/incidents">
-      <div>
-        <label for="status">Status</label>
-        <select id="status" name="status">
-          <option value="">Any</option>
-          <option value="open" selected={props.filters.status === "open"}>
-            Open
-          </option>
-          <option value="closed" selected={props.filters.status === "closed"}>
-            Closed
-          </option>
-        </select>
-      </div>
-      <div>
-        <label for="severity">Severity</label>
-        <select id="severity" name="severity">
-          <option value="">Any</option>
-          {["critical", "high", "medium", "low"].map((s) => (
-            <option value={s} selected={props.filters.severity === s}>
-              {s}
-            </option>
-          ))}
-        </select>
-      </div>
+      <FilterSelect
+        id="status"
+        label="Status"
+        options={[
+          ["open", "Open"],
+          ["closed", "Closed"],
+        ]}
+        selected={props.filters.status}
+      />
+      <FilterSelect
+        id="severity"
+        label="Severity"
+        options={["critical", "high", "medium", "low"]}
+        selected={props.filters.severity}
+      />
       <button type="submit">Filter</button>
       {props.first && (
         <span
@@ -162,48 +140,30 @@ const AttackerInputList = ({ input }: { input: Event["attackerInput"] }) => {
 }
 
 export const EventTable = ({ events, now }: { events: ReadonlyArray<Event>; now: Date }) => (
-  <div class="table-wrap">
-    <table>
-      <thead>
-        <tr>
-          <th scope="col">Time</th>
-          <th scope="col">Severity</th>
-          <th scope="col">Type</th>
-          <th scope="col">Summary and attacker input</th>
-          <th scope="col" class="hide-sm">
-            Source
-          </th>
-        </tr>
-      </thead>
-      <tbody>
-        {events.length === 0 && (
-          <tr>
-            <td colSpan={5} class="muted">
-              No events.
-            </td>
-          </tr>
-        )}
-        {events.map((e) => (
-          <tr id={e.id}>
-            <td>
-              <Time at={e.time} now={now} />
-            </td>
-            <td>
-              <SeverityBadge severity={e.severity} />
-            </td>
-            <td class="mono">{e.type}</td>
-            <td>
-              <div>{e.summary}</div>
-              <AttackerInputList input={e.attackerInput} />
-            </td>
-            <td class="hide-sm mono">
-              {e.sourceIp}:{e.sourcePort} → {e.service}/{e.port}
-            </td>
-          </tr>
-        ))}
-      </tbody>
-    </table>
-  </div>
+  <DataTable
+    columns={["Time", "Severity", "Type", "Summary and attacker input", { label: "Source", class: "hide-sm" }]}
+    empty="No events."
+    rows={events}
+  >
+    {(e) => (
+      <tr id={e.id}>
+        <td>
+          <Time at={e.time} now={now} />
+        </td>
+        <td>
+          <SeverityBadge severity={e.severity} />
+        </td>
+        <td class="mono">{e.type}</td>
+        <td>
+          <div>{e.summary}</div>
+          <AttackerInputList input={e.attackerInput} />
+        </td>
+        <td class="hide-sm mono">
+          {e.sourceIp}:{e.sourcePort} → {e.service}/{e.port}
+        </td>
+      </tr>
+    )}
+  </DataTable>
 )
 
 /** D30 Incident, the `url` target (D25): everything the API shows, the timeline, Close. */

@@ -1,5 +1,5 @@
 import type { Child } from "hono/jsx"
-import { Csrf, type Flash, FlashNotice, Layout, Time, type Viewer } from "./components.tsx"
+import { Csrf, DataTable, type Flash, FlashNotice, Layout, Time, type Viewer } from "./components.tsx"
 
 type Tab = "api" | "alerts" | "users" | "audit"
 const TABS: ReadonlyArray<readonly [Tab, string, string]> = [
@@ -87,52 +87,35 @@ export const ApiSettingsPage = (props: {
       </form>
     )}
     <h2>Keys</h2>
-    <div class="table-wrap">
-      <table>
-        <thead>
-          <tr>
-            <th scope="col">Name</th>
-            <th scope="col">Scopes</th>
-            <th scope="col">Created</th>
-            <th scope="col">Last used</th>
-            <th scope="col">Expires</th>
-            <th scope="col">State</th>
-          </tr>
-        </thead>
-        <tbody>
-          {props.keys.length === 0 && (
-            <tr>
-              <td colSpan={6} class="muted">
-                No keys yet.
-              </td>
-            </tr>
-          )}
-          {props.keys.map((k) => (
-            <tr>
-              <td>
-                {k.name}
-                <div class="mono small muted">{k.id}</div>
-              </td>
-              <td class="mono small">{k.scopes.join(", ")}</td>
-              <td>
-                <Time at={k.createdAt} now={props.now} />
-              </td>
-              <td>{k.lastUsedAt ? <Time at={k.lastUsedAt} now={props.now} /> : <span class="muted">never</span>}</td>
-              <td>{k.expiresAt ? <Time at={k.expiresAt} now={props.now} /> : <span class="muted">never</span>}</td>
-              <td>
-                {k.revokedAt ? (
-                  <span class="status">revoked</span>
-                ) : isAdmin(props.viewer) ? (
-                  <a href={`/settings/api/keys/${k.id}/revoke`}>Revoke…</a>
-                ) : (
-                  <span class="status status-closed">active</span>
-                )}
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    </div>
+    <DataTable
+      columns={["Name", "Scopes", "Created", "Last used", "Expires", "State"]}
+      empty="No keys yet."
+      rows={props.keys}
+    >
+      {(k) => (
+        <tr>
+          <td>
+            {k.name}
+            <div class="mono small muted">{k.id}</div>
+          </td>
+          <td class="mono small">{k.scopes.join(", ")}</td>
+          <td>
+            <Time at={k.createdAt} now={props.now} />
+          </td>
+          <td>{k.lastUsedAt ? <Time at={k.lastUsedAt} now={props.now} /> : <span class="muted">never</span>}</td>
+          <td>{k.expiresAt ? <Time at={k.expiresAt} now={props.now} /> : <span class="muted">never</span>}</td>
+          <td>
+            {k.revokedAt ? (
+              <span class="status">revoked</span>
+            ) : isAdmin(props.viewer) ? (
+              <a href={`/settings/api/keys/${k.id}/revoke`}>Revoke…</a>
+            ) : (
+              <span class="status status-closed">active</span>
+            )}
+          </td>
+        </tr>
+      )}
+    </DataTable>
   </SettingsLayout>
 )
 
@@ -287,56 +270,38 @@ export const DeliveryLogPage = (props: {
       </form>
     )}
     <h2>Latest deliveries</h2>
-    <div class="table-wrap">
-      <table>
-        <thead>
-          <tr>
-            <th scope="col">Created</th>
-            <th scope="col">Type</th>
-            <th scope="col">Status</th>
-            <th scope="col">Attempts</th>
-            <th scope="col">Response</th>
-            <th scope="col">Next retry</th>
-            <th scope="col">Action</th>
-          </tr>
-        </thead>
-        <tbody>
-          {props.deliveries.length === 0 && (
-            <tr>
-              <td colSpan={7} class="muted">
-                No deliveries yet.
-              </td>
-            </tr>
-          )}
-          {props.deliveries.map((d) => (
-            <tr>
-              <td>
-                <Time at={d.createdAt} now={props.now} />
-                <div class="mono small muted">{d.id}</div>
-              </td>
-              <td class="mono">{d.type}</td>
-              <td class={`status delivery-${d.status}`}>{d.status}</td>
-              <td>{d.attempts}</td>
-              <td class="mono">
-                {d.lastStatus === null ? "—" : `HTTP ${d.lastStatus}`}
-                {d.lastError && <div class="small muted">{d.lastError}</div>}
-              </td>
-              <td>{d.nextAttemptAt ? <Time at={d.nextAttemptAt} now={props.now} /> : "—"}</td>
-              <td>
-                {isAdmin(props.viewer) && (
-                  <form class="inline" method="post" action={`/settings/alerts/deliveries/${d.id}/redeliver`}>
-                    <Csrf token={props.viewer.csrfToken} />
-                    <button type="submit" class="secondary">
-                      Redeliver
-                    </button>
-                  </form>
-                )}
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    </div>
+    <DataTable
+      columns={["Created", "Type", "Status", "Attempts", "Response", "Next retry", "Action"]}
+      empty="No deliveries yet."
+      rows={props.deliveries}
+    >
+      {(d) => (
+        <tr>
+          <td>
+            <Time at={d.createdAt} now={props.now} />
+            <div class="mono small muted">{d.id}</div>
+          </td>
+          <td class="mono">{d.type}</td>
+          <td class={`status delivery-${d.status}`}>{d.status}</td>
+          <td>{d.attempts}</td>
+          <td class="mono">
+            {d.lastStatus === null ? "—" : `HTTP ${d.lastStatus}`}
+            {d.lastError && <div class="small muted">{d.lastError}</div>}
+          </td>
+          <td>{d.nextAttemptAt ? <Time at={d.nextAttemptAt} now={props.now} /> : "—"}</td>
+          <td>
+            {isAdmin(props.viewer) && (
+              <form class="inline" method="post" action={`/settings/alerts/deliveries/${d.id}/redeliver`}>
+                <Csrf token={props.viewer.csrfToken} />
+                <button type="submit" class="secondary">
+                  Redeliver
+                </button>
+              </form>
+            )}
+          </td>
+        </tr>
+      )}
+    </DataTable>
   </SettingsLayout>
 )
 
@@ -373,54 +338,42 @@ export const UsersPage = (props: {
         <button type="submit">Create user and link</button>
       </form>
     )}
-    <div class="table-wrap">
-      <table>
-        <thead>
-          <tr>
-            <th scope="col">Email</th>
-            <th scope="col">Role</th>
-            <th scope="col">State</th>
-            <th scope="col">Created</th>
-            <th scope="col">Actions</th>
-          </tr>
-        </thead>
-        <tbody>
-          {props.users.map((u) => (
-            <tr>
-              <td>
-                {u.email}
-                <div class="mono small muted">{u.id}</div>
-              </td>
-              <td>{u.role}</td>
-              <td>{u.status}</td>
-              <td>
-                <Time at={u.createdAt} now={props.now} />
-              </td>
-              <td>
-                {isAdmin(props.viewer) && u.id !== props.viewer.userId && (
-                  <>
-                    <form class="inline" method="post" action={`/settings/users/${u.id}/reset`}>
-                      <Csrf token={props.viewer.csrfToken} />
-                      <button type="submit" class="secondary">
-                        New link
-                      </button>
-                    </form>{" "}
-                    {u.status !== "disabled" && (
-                      <form class="inline" method="post" action={`/settings/users/${u.id}/disable`}>
-                        <Csrf token={props.viewer.csrfToken} />
-                        <button type="submit" class="danger">
-                          Disable
-                        </button>
-                      </form>
-                    )}
-                  </>
+    {/* No empty message: the list holds at least the viewer. */}
+    <DataTable columns={["Email", "Role", "State", "Created", "Actions"]} rows={props.users}>
+      {(u) => (
+        <tr>
+          <td>
+            {u.email}
+            <div class="mono small muted">{u.id}</div>
+          </td>
+          <td>{u.role}</td>
+          <td>{u.status}</td>
+          <td>
+            <Time at={u.createdAt} now={props.now} />
+          </td>
+          <td>
+            {isAdmin(props.viewer) && u.id !== props.viewer.userId && (
+              <>
+                <form class="inline" method="post" action={`/settings/users/${u.id}/reset`}>
+                  <Csrf token={props.viewer.csrfToken} />
+                  <button type="submit" class="secondary">
+                    New link
+                  </button>
+                </form>{" "}
+                {u.status !== "disabled" && (
+                  <form class="inline" method="post" action={`/settings/users/${u.id}/disable`}>
+                    <Csrf token={props.viewer.csrfToken} />
+                    <button type="submit" class="danger">
+                      Disable
+                    </button>
+                  </form>
                 )}
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    </div>
+              </>
+            )}
+          </td>
+        </tr>
+      )}
+    </DataTable>
   </SettingsLayout>
 )
 
@@ -442,41 +395,24 @@ export const AuditPage = (props: {
   now: Date
 }) => (
   <SettingsLayout viewer={props.viewer} tab="audit" title="Audit log" flash={undefined}>
-    <div class="table-wrap">
-      <table>
-        <thead>
-          <tr>
-            <th scope="col">Time</th>
-            <th scope="col">Actor</th>
-            <th scope="col">Action</th>
-            <th scope="col">Target</th>
-            <th scope="col">IP</th>
-            <th scope="col">Detail</th>
-          </tr>
-        </thead>
-        <tbody>
-          {props.rows.length === 0 && (
-            <tr>
-              <td colSpan={6} class="muted">
-                Nothing recorded yet.
-              </td>
-            </tr>
-          )}
-          {props.rows.map((r) => (
-            <tr>
-              <td>
-                <Time at={r.at} now={props.now} />
-              </td>
-              <td>{props.actors[r.actor] ?? r.actor}</td>
-              <td class="mono">{r.action}</td>
-              <td class="mono small">{r.target ?? "—"}</td>
-              <td class="mono small">{r.ip ?? "—"}</td>
-              <td class="small">{r.detail ?? ""}</td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    </div>
+    <DataTable
+      columns={["Time", "Actor", "Action", "Target", "IP", "Detail"]}
+      empty="Nothing recorded yet."
+      rows={props.rows}
+    >
+      {(r) => (
+        <tr>
+          <td>
+            <Time at={r.at} now={props.now} />
+          </td>
+          <td>{props.actors[r.actor] ?? r.actor}</td>
+          <td class="mono">{r.action}</td>
+          <td class="mono small">{r.target ?? "—"}</td>
+          <td class="mono small">{r.ip ?? "—"}</td>
+          <td class="small">{r.detail ?? ""}</td>
+        </tr>
+      )}
+    </DataTable>
     <div class="pager">{props.next && <a href={props.next}>Older entries</a>}</div>
   </SettingsLayout>
 )
