@@ -11,7 +11,7 @@ import { type RunningServer, shutdown, startServer } from "../support/server.ts"
  * endpoints (the spec's four and the two change feeds of D32), with no Content-Security-Policy violation, and requests nothing from another host (script, styles,
  * fonts and WebAssembly all come from the service). Its relaxed CSP is for /docs exactly.
  *
- * With SCREENSHOTS=1 the page's screenshot is copied to docs/screenshots/api-reference.png (the README's).
+ * With UPDATE_SCREENSHOTS=1 (as for the console's) the page's screenshot is copied to docs/screenshots/api-reference.png (the README's).
  */
 
 const ROOT = join(import.meta.dir, "..", "..")
@@ -81,7 +81,7 @@ describe("D38 /docs", () => {
 
     const shot = join(tmpdir(), `api-reference-${process.pid}.png`)
     await page.screenshot({ path: shot })
-    if (process.env.SCREENSHOTS === "1") {
+    if (process.env.UPDATE_SCREENSHOTS === "1") {
       mkdirSync(join(ROOT, "docs", "screenshots"), { recursive: true })
       copyFileSync(shot, join(ROOT, "docs", "screenshots", "api-reference.png"))
     }
