@@ -90,9 +90,17 @@ const retrying =
   (client: HttpClient.HttpClient): HttpClient.HttpClient =>
     HttpClient.transform(client, (effect) => {
       const backoff = (n: number) => Math.min(maxDelayMs, baseDelayMs * 2 ** n * (0.75 + Math.random() * 0.5))
+      // Each attempt decides from its own request's outcome only (Effect.either), so a failure that comes back
+      // from a deeper attempt is never caught again here: at most maxRetries + 1 requests in all.
       const attempt = (n: number): typeof effect =>
-        effect.pipe(
-          Effect.flatMap((response) => {
+        Effect.either(effect).pipe(
+          Effect.flatMap((outcome) => {
+            if (outcome._tag === "Left") {
+              const error = outcome.left
+              if (n >= maxRetries || error._tag !== "RequestError") return Effect.fail(error)
+              return Effect.sleep(Duration.millis(backoff(n))).pipe(Effect.zipRight(attempt(n + 1)))
+            }
+            const response = outcome.right
             if (n >= maxRetries || (response.status !== 429 && response.status !== 503)) return Effect.succeed(response)
             const told = retryAfterMs(response.headers["retry-after"])
             const wait = response.status === 429 ? (told ?? backoff(n)) : Math.max(told ?? 0, backoff(n))
@@ -102,10 +110,6 @@ const retrying =
               Effect.zipRight(attempt(n + 1)),
             )
           }),
-          Effect.catchIf(
-            (error) => n < maxRetries && error._tag === "RequestError",
-            () => Effect.sleep(Duration.millis(backoff(n))).pipe(Effect.zipRight(attempt(n + 1))),
-          ),
         )
       return attempt(0)
     })

@@ -45,9 +45,17 @@ const embeddedClient = (dataDir: string, queryTimeoutMs: number | undefined, poo
   )
 
 /**
+ * D33: the feeds' horizon is the cluster's oldest open writing transaction, so none of the service's sessions may sit
+ * idle inside a transaction for long: PostgreSQL ends such a session after this long (every pool, also the admin
+ * tool's). A transaction that is working (a long migration) is not idle and is never cut.
+ */
+export const IDLE_IN_TRANSACTION_TIMEOUT_MS = 15_000
+
+/**
  * PostgreSQL by URL. A connection attempt gives up after 2 s; with `queryTimeoutMs` (the server) a query gets no
  * answer after that long fails too, so a hung database means a 503 within seconds instead of a hung request
- * (`query_timeout` is the pg driver's client-side timer; @effect/sql-pg does not expose it, the URL does).
+ * (`query_timeout` is the pg driver's client-side timer; @effect/sql-pg does not expose it, the URL does). The
+ * driver sends `idle_in_transaction_session_timeout` from the URL as a session setting at connect.
  */
 const postgresClient = (
   url: Redacted.Redacted<string>,
@@ -55,14 +63,17 @@ const postgresClient = (
   pool: PoolSettings = ADMIN_POOL,
 ) => {
   let effective = url
-  if (queryTimeoutMs !== undefined) {
-    try {
-      const parsed = new URL(Redacted.value(url))
-      if (!parsed.searchParams.has("query_timeout")) parsed.searchParams.set("query_timeout", String(queryTimeoutMs))
-      effective = Redacted.make(parsed.toString())
-    } catch {
-      // Not a URL the WHATWG parser takes: leave it to the driver as given.
+  try {
+    const parsed = new URL(Redacted.value(url))
+    if (queryTimeoutMs !== undefined && !parsed.searchParams.has("query_timeout")) {
+      parsed.searchParams.set("query_timeout", String(queryTimeoutMs))
     }
+    if (!parsed.searchParams.has("idle_in_transaction_session_timeout")) {
+      parsed.searchParams.set("idle_in_transaction_session_timeout", String(IDLE_IN_TRANSACTION_TIMEOUT_MS))
+    }
+    effective = Redacted.make(parsed.toString())
+  } catch {
+    // Not a URL the WHATWG parser takes: leave it to the driver as given.
   }
   return PgClient.layer({
     url: effective,

@@ -300,6 +300,8 @@ const postmaster = (dataDir: string): { readonly pid: number; readonly status: s
   return { pid, status: (lines[7] ?? "").trim() }
 }
 
+/** D33: a session idle inside a transaction holds back every change feed; PostgreSQL ends it after 15 s. */
+const IDLE_TX_SETTING = "idle_in_transaction_session_timeout = 15000"
 const SETTINGS = `
 # --- decoy incident service: the embedded database (src/db/embedded.ts) ---
 # Unix socket only, in this directory (the postmaster runs in PGDATA): no TCP port.
@@ -307,6 +309,7 @@ listen_addresses = ''
 unix_socket_directories = '.'
 unix_socket_permissions = 0700
 max_connections = 200
+${IDLE_TX_SETTING}
 `
 
 /** initdb into DATA_DIR/pg.new, then rename: a start killed half-way leaves no half-made cluster behind. */
@@ -329,6 +332,11 @@ const start = async (dataDir: string, bin: Binaries, account: Account | undefine
   const pg = clusterDir(dataDir)
   // A postmaster.pid whose process is gone (or is another program now) would make postgres refuse to start.
   if (existsSync(join(pg, "postmaster.pid"))) rmSync(join(pg, "postmaster.pid"), { force: true })
+  // A cluster made by an earlier version lacks the later settings: added once, before it starts.
+  const conf = join(pg, "postgresql.conf")
+  if (existsSync(conf) && !readFileSync(conf, "utf8").includes(IDLE_TX_SETTING)) {
+    writeFileSync(conf, `${IDLE_TX_SETTING}\n`, { flag: "a" })
+  }
   const log = join(pg, "postgresql.log")
   const result = await run(
     [bin.pgCtl, "start", "-D", pg, "-l", log, "-w", "-t", String(START_TIMEOUT_S), "-s"],

@@ -149,9 +149,21 @@ const paramName = (raw: string): string => {
   }
 }
 
+/** A member name as written inside JSON text, its escapes decoded for the D19 check ("p\\u0061ssword"). */
+const jsonName = (raw: string): string => {
+  if (!raw.includes("\\")) return raw
+  try {
+    const name: unknown = JSON.parse(`"${raw}"`)
+    return typeof name === "string" ? name : raw
+  } catch {
+    return raw
+  }
+}
+
 // `name=value` in a URL's query, a path's `;` parameters, a query string or a form body: the name starts the text
-// or follows `?`, `&`, `;` or white space; the value runs to the next `&`, `;`, `?`, `#` or white space.
-const PARAM = /(^|[?&;\s])([^\s=&?#;]{1,128})=([^\s&#;?]*)/g
+// or follows `?`, `&`, `;` or white space; the value runs to the next `&`, `;`, `#` or white space (a `?` inside a
+// value is part of it: `password=abc?def`).
+const PARAM = /(^|[?&;\s])([^\s=&?#;]{1,128})=([^\s&#;]*)/g
 // A header line (`Authorization: Basic …`, `Cookie: …`, `X-Api-Key: …`) at the start of the text or of a line.
 const HEADER_LINE = /(^|[\r\n])([A-Za-z0-9_-]{1,64})([ \t]*:[ \t]*)([^\r\n]*)/g
 // An authentication scheme kept in front of a masked header value ("Bearer ****").
@@ -183,7 +195,7 @@ export const maskSecretsInText = (text: string): string => {
     })
     if (out.includes('"')) {
       out = out.replace(JSON_MEMBER, (whole, head: string, name: string, value: string) =>
-        value !== "" && isPasswordLikeKey(name) ? `${head}${stars(value)}"` : whole,
+        value !== "" && isPasswordLikeKey(jsonName(name)) ? `${head}${stars(value)}"` : whole,
       )
     }
     if (out.includes("@") && out.includes("://")) {
@@ -249,6 +261,36 @@ const entryRule =
     return undefined
   }
 
+/**
+ * D19 for headers or fields captured as pairs: the value of a `[name, value]` pair (an item of a list of pairs) or of
+ * a `{name, value}` object (HAR) whose name is password-like (Authorization, Proxy-Authorization, Cookie, password,
+ * ...) is masked like a password-like member's value.
+ */
+const pairRule =
+  (rules: EntryRules) =>
+  (value: object): object | undefined => {
+    const masked = (secret: unknown): unknown =>
+      secret === null || secret === undefined || (rules.trustMasked && isMaskedSecretShape(secret))
+        ? secret
+        : rules.mask(typeof secret === "string" ? secret : jsonText(secret))
+    if (Array.isArray(value)) {
+      let out: Array<unknown> | undefined
+      for (let i = 0; i < value.length && i < ATTACKER_INPUT_MAX_ITEMS; i++) {
+        const item: unknown = value[i]
+        if (Array.isArray(item) && item.length === 2 && typeof item[0] === "string" && isPasswordLikeKey(item[0])) {
+          out ??= [...value]
+          out[i] = [item[0], masked(item[1])]
+        }
+      }
+      return out
+    }
+    const record = value as Record<string, unknown>
+    if (typeof record.name === "string" && Object.hasOwn(record, "value") && isPasswordLikeKey(record.name)) {
+      return { ...record, value: masked(record.value) }
+    }
+    return undefined
+  }
+
 const walkAttackerInput = (input: unknown, rules: EntryRules): Record<string, unknown> => {
   if (!isRecord(input)) return {}
   const out = walkRoot(input, {
@@ -257,6 +299,7 @@ const walkAttackerInput = (input: unknown, rules: EntryRules): Record<string, un
     maxKeys: ATTACKER_INPUT_MAX_KEYS,
     maxItems: ATTACKER_INPUT_MAX_ITEMS,
     onEntry: entryRule(rules),
+    onValue: pairRule(rules),
   })
   return isRecord(out) ? out : {}
 }

@@ -93,6 +93,8 @@ export interface WalkOptions {
    * walked); returning `OMIT` leaves the entry out.
    */
   readonly onEntry?: (key: string, rawKey: string, value: unknown, depth: number) => unknown
+  /** Called for every array and object (within maxDepth) before it is walked; a value returned is walked instead. */
+  readonly onValue?: (value: object, depth: number) => object | undefined
 }
 
 const DROP: unique symbol = Symbol("drop")
@@ -110,6 +112,7 @@ const walk = (v: unknown, depth: number, options: WalkOptions): unknown => {
     case "object": {
       if (v === null) return null
       if (depth > options.maxDepth) return TOO_DEEP
+      if (options.onValue !== undefined) v = options.onValue(v, depth) ?? v
       if (Array.isArray(v)) {
         const out: Array<unknown> = []
         for (let i = 0; i < v.length && out.length < options.maxItems; i++) {

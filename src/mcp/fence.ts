@@ -102,6 +102,9 @@ const isTrusted = (parent: string | undefined, key: string, value: string) =>
   (TRUSTED_KEYS.has(key) || (parent !== undefined && TRUSTED_PAIRS.has(`${parent}.${key}`))) &&
   TRUSTED_VALUE.test(value)
 
+/** A page's own fields (D7 cursor, D32 token): printed before the data. */
+const PAGING_KEYS: ReadonlySet<string> = new Set(["nextCursor", "nextToken", "hasMore"])
+
 /** A key that may be shown bare: an identifier, and one of the schema's keys when those are given. */
 const IDENTIFIER = /^[A-Za-z][A-Za-z0-9_]{0,63}$/
 
@@ -156,7 +159,10 @@ export const renderLines = (
     for (const [k, x] of Object.entries(v)) walk(name, k, x, `${indent}  `)
   }
   if (json !== null && typeof json === "object" && !Array.isArray(json) && Object.keys(json).every(safeKey)) {
-    for (const [k, x] of Object.entries(json)) walk(undefined, k, x, "")
+    // The paging fields come first, right under the heading: a text cut at its bound removes data, never them.
+    const entries = Object.entries(json)
+    const paging = entries.filter(([k]) => PAGING_KEYS.has(k))
+    for (const [k, x] of [...paging, ...entries.filter(([k]) => !PAGING_KEYS.has(k))]) walk(undefined, k, x, "")
   } else {
     lines.push(scalar(undefined, "value", json))
   }

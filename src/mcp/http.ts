@@ -19,15 +19,18 @@ let sdk:
   | Promise<{
       readonly makeMcpServer: typeof import("./tools.ts").makeMcpServer
       readonly Transport: typeof import("@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js").WebStandardStreamableHTTPServerTransport
+      readonly readRequestBody: typeof import("@modelcontextprotocol/sdk/server/requestBody.js").readRequestBody
     }>
   | undefined
 const loadSdk = () =>
   (sdk ??= Promise.all([
     import("./tools.ts"),
     import("@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js"),
-  ]).then(([tools, http]) => ({
+    import("@modelcontextprotocol/sdk/server/requestBody.js"),
+  ]).then(([tools, http, body]) => ({
     makeMcpServer: tools.makeMcpServer,
     Transport: http.WebStandardStreamableHTTPServerTransport,
+    readRequestBody: body.readRequestBody,
   })))
 
 /**
@@ -98,7 +101,7 @@ const localBackend = (queries: ReadQueries, caller: CallerInfo, runtime: Runtime
 
 /** HTTP statuses the MCP transport answers itself, as problem documents with our own words (never its echo). */
 const TRANSPORT_PROBLEMS: Record<number, readonly [string, string, string]> = {
-  400: ["Bad Request", "invalid_request", "The body must be a JSON-RPC 2.0 message or batch (MCP Streamable HTTP)."],
+  400: ["Bad Request", "invalid_request", "The body must be one JSON-RPC 2.0 message (MCP Streamable HTTP)."],
   405: ["Method Not Allowed", "method_not_allowed", "The MCP endpoint takes POST only (stateless, no SSE stream)."],
   406: [
     "Not Acceptable",
@@ -128,7 +131,18 @@ export const McpRouteLive = HttpApiBuilder.Router.use((router) =>
       const backend = localBackend(queries, caller, runtime)
       // Stateless (no sessionIdGenerator): each POST is a whole exchange; the body is the API's JSON, serialized.
       const answer = yield* Effect.promise(async () => {
-        const { makeMcpServer, Transport } = await loadSdk()
+        const { makeMcpServer, Transport, readRequestBody } = await loadSdk()
+        // The body is read here (bounded) to refuse a JSON-RPC batch: one POST carrying up to 100 messages would
+        // count once against the D11 limits. Protocol 2025-06-18 removed batching; the SDK's client never sends one.
+        const read = await readRequestBody(web, MAX_BODY_BYTES)
+        if (read.tooLarge) return { status: 413, body: "" }
+        let parsedBody: unknown
+        try {
+          parsedBody = JSON.parse(read.text ?? "")
+        } catch {
+          return { status: 400, body: "" }
+        }
+        if (Array.isArray(parsedBody)) return { status: 400, body: "", batch: true }
         const server = makeMcpServer(backend, caller.scopes, maxChars)
         const transport = new Transport({
           enableJsonResponse: true,
@@ -136,19 +150,26 @@ export const McpRouteLive = HttpApiBuilder.Router.use((router) =>
         })
         await server.connect(transport)
         try {
-          const response = await transport.handleRequest(web)
+          const response = await transport.handleRequest(web, { parsedBody })
           return { status: response.status, body: await response.text() }
         } finally {
           await server.close()
         }
       })
+      if ("batch" in answer) {
+        const detail = "JSON-RPC batches are not accepted: send one message per POST (MCP 2025-06-18 removed batching)."
+        return problem(400, "Bad Request", "invalid_request", detail)
+      }
       if (answer.status >= 400) {
         const [title, code, detail] = TRANSPORT_PROBLEMS[answer.status] ?? TRANSPORT_PROBLEMS[400] ?? ["", "", ""]
         const status = TRANSPORT_PROBLEMS[answer.status] ? answer.status : 400
         return problem(status, title, code, detail, status === 405 ? { allow: "POST" } : {})
       }
       if (answer.body === "") return HttpServerResponse.empty({ status: answer.status })
-      return HttpServerResponse.text(answer.body, { status: answer.status, contentType: "application/json" })
+      return HttpServerResponse.text(answer.body, {
+        status: answer.status,
+        contentType: "application/json; charset=utf-8",
+      })
     }).pipe(
       Effect.catchTag("RequestError", () =>
         Effect.succeed(problem(400, "Bad Request", "invalid_request", "The request body could not be read.")),

@@ -37,11 +37,11 @@ type Args = Readonly<Record<string, string | ReadonlyArray<string> | undefined>>
 const asFilters = <F>(args: Args): F => args as unknown as F
 
 /**
- * The endpoint behind each tool, through the client. An id is one path segment: the client puts path parameters into
- * the URL as they are, so it is escaped here (`../` must not walk to another endpoint).
+ * The endpoint behind each tool, through the client. The id is passed as it came: the client escapes it as one path
+ * segment (`../` never walks to another endpoint), so escaping it here too would send it encoded twice.
  */
 const request = (api: Api, tool: ToolName, args: Args): Effect.Effect<unknown, ApiError> => {
-  const id = encodeURIComponent(String(args.id ?? ""))
+  const id = String(args.id ?? "")
   const cursor = typeof args.cursor === "string" ? args.cursor : undefined
   switch (tool) {
     case "list_incidents":

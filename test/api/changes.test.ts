@@ -1,4 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { SqlClient } from "@effect/sql"
+import { Effect } from "effect"
 import { admin } from "../support/cli.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
 import { createKey, createSensor, createTenant, get } from "../support/fixtures.ts"
@@ -154,6 +156,30 @@ describe("GET /v1/incidents/changes and /v1/events/changes (D32)", () => {
     expect(incidents.items).toHaveLength(4)
     const since = await get(server.url, `/v1/incidents/changes?from=${cut}`, key)
     expect(since.body.data.map((i: Json) => i.sourceIp).sort()).toEqual(["192.0.2.21", "192.0.2.22", "192.0.2.23"])
+  })
+
+  test("D32 from: a change written after from by a transaction that began before it is in the feed", async () => {
+    const { orgId, key } = await createTenant(db, "D32 From Tx")
+    const sensor = await createSensor(db, orgId, "web-from-tx")
+    await ingest(server.ingestUrl, "events", sensor.token, nativeEvent({ sourceIp: "198.51.100.77" }))
+    const incidentId = (await get(server.url, "/v1/incidents", key)).body.data[0].id as string
+    let from = ""
+    await db.run(
+      Effect.flatMap(SqlClient.SqlClient, (sql) =>
+        sql.withTransaction(
+          Effect.gen(function* () {
+            yield* sql`select 1` // the transaction has begun: now() is fixed from here
+            yield* Effect.sleep("300 millis")
+            from = new Date().toISOString()
+            yield* Effect.sleep("300 millis")
+            yield* sql`update incidents set status = 'closed', resolved_at = last_seen_at where id = ${incidentId}`
+          }),
+        ),
+      ),
+    )
+    const page = await get(server.url, `/v1/incidents/changes?from=${from}`, key)
+    expect(page.status).toBe(200)
+    expect(page.body.data.map((c: Json) => [c.id, c.status])).toEqual([[incidentId, "closed"]])
   })
 
   test("D33/D5: a malformed, tampered or foreign token, after with from, and a bad limit get 400 invalid_request", async () => {

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { existsSync, readdirSync, readFileSync } from "node:fs"
 import { join } from "node:path"
 import { FetchHttpClient } from "@effect/platform"
-import { Effect, Stream } from "effect"
+import { Effect, Layer, Stream } from "effect"
 import { makeClient } from "../../src/client/effect.ts"
 import { ApiError, createClient } from "../../src/client/index.ts"
 import { admin } from "../support/cli.ts"
@@ -119,6 +119,40 @@ describe("D34 client", () => {
     expect(error).toMatchObject({ status: 0, code: "connection_failed" })
     // Three waits of about 100, 200 and 400 ms (with jitter, at least three quarters of each).
     expect(Date.now() - started).toBeGreaterThanOrEqual(500)
+  })
+
+  test("D34 retries are bounded: 503s then a closed port make at most maxRetries + 1 requests", async () => {
+    // A real server that refuses with 503 three times, then goes away: later attempts meet a closed port.
+    let served = 0
+    const flaky = Bun.serve({
+      port: 0,
+      fetch: () => {
+        served++
+        if (served >= 3) setTimeout(() => void flaky.stop(true), 0)
+        return new Response("{}", { status: 503, headers: { "retry-after": "0" } })
+      },
+    })
+    let sent = 0
+    const counting = ((input: Parameters<typeof fetch>[0], init?: RequestInit) => {
+      sent++
+      return fetch(input, init)
+    }) as typeof fetch
+    const error = await Effect.runPromise(
+      Effect.gen(function* () {
+        const client = yield* makeClient({
+          baseUrl: `http://127.0.0.1:${flaky.port}`,
+          apiKey: tenant.key,
+          maxRetries: 6,
+          baseDelayMs: 10,
+          maxDelayMs: 40,
+        })
+        return yield* Effect.flip(client.incidents.get("inc_x"))
+      }).pipe(Effect.provide(FetchHttpClient.layer), Effect.provide(Layer.succeed(FetchHttpClient.Fetch, counting))),
+    )
+    await flaky.stop(true)
+    expect(error).toMatchObject({ status: 0, code: "connection_failed" })
+    expect(served).toBe(3)
+    expect(sent).toBe(7)
   })
 
   test("the Effect flavour: the same calls as Effects and Streams, failures as ApiError", async () => {

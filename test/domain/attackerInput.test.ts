@@ -348,8 +348,9 @@ describe("D19 (widened) secrets inside attacker text keep the name and the rest,
       "https://x.example/login?user=bob&password=*******&next=/#f",
     ],
     ["path", "/login?password=hunter2", "/login?password=*******"],
-    // A value runs to the next & ; ? # or space (a token may hold "/": base64).
+    // A value runs to the next & ; # or space (a token may hold "/": base64, and "?").
     ["path parameter", "/a;token=abc/b;x=1", "/a;token=*****;x=1"],
+    ["? inside a value", "/login?password=abc?def&u=1", "/login?password=*******&u=1"],
     ["query string", "access_token=abc123&page=2", "access_token=******&page=2"],
     ["form body", "username=bob&passwd=hunter2&remember=on", "username=bob&passwd=*******&remember=on"],
     ["percent-encoded name", "pass%77ord=hunter2", "pass%77ord=*******"],
@@ -361,6 +362,7 @@ describe("D19 (widened) secrets inside attacker text keep the name and the rest,
     ],
     ["cookie header", "Cookie: sid=abc; theme=dark", "Cookie: *******************"],
     ["JSON body", '{"user":"bob","password":"hun\\"ter"}', '{"user":"bob","password":"********"}'],
+    ["JSON escapes in a member name", '{"p\\u0061ssword":"hunter2"}', '{"p\\u0061ssword":"*******"}'],
     ["URL credentials", "ftp://bob:hunter2@files.example/", "ftp://bob:*******@files.example/"],
     ["long value", `?token=${"x".repeat(100)}`, `?token=${"*".repeat(32)}`],
   ]
@@ -376,6 +378,45 @@ describe("D19 (widened) secrets inside attacker text keep the name and the rest,
     for (const text of ["/search?q=password&page=2", "keyboard=qwerty", "a=b", "no secrets here", "Host: example"]) {
       expect(maskSecretsInText(text)).toBe(text)
     }
+  })
+
+  test("D19 headers captured as [name, value] pairs or HAR {name, value} objects: the secret values are masked", () => {
+    const out = prepareAttackerInput(
+      {
+        headers: [
+          ["Authorization", "Bearer abc123"],
+          ["Host", "x.example"],
+          ["Proxy-Authorization", "Basic dXNlcjpwYXNz"],
+        ],
+        har: {
+          headers: [
+            { name: "Cookie", value: "sid=s3cret" },
+            { name: "Accept", value: "*/*" },
+          ],
+        },
+        field: { name: "password", value: 12345 },
+      },
+      orgKeyA,
+    )
+    const headers = out.headers as Array<[string, unknown]>
+    expect(headers[0]?.[0]).toBe("Authorization")
+    expectMasked(headers[0]?.[1], "Bearer abc123".length)
+    expect(headers[1]).toEqual(["Host", "x.example"])
+    expectMasked(headers[2]?.[1], "Basic dXNlcjpwYXNz".length)
+    const har = (out.har as { headers: Array<{ name: string; value: unknown }> }).headers
+    expect(har[0]?.name).toBe("Cookie")
+    expectMasked(har[0]?.value, "sid=s3cret".length)
+    expect(har[1]).toEqual({ name: "Accept", value: "*/*" })
+    expectMasked((out.field as { value: unknown }).value, 5)
+    const text = JSON.stringify(out)
+    for (const secret of ["abc123", "dXNlcjpwYXNz", "s3cret", "12345"]) expect(text).not.toContain(secret)
+    // Stored, the masked pairs read back unchanged; a pair still in clear is masked on read.
+    expect(readableAttackerInput(out)).toEqual(out)
+    expect(readableAttackerInput({ h: [["Cookie", "a=b"]] })).toEqual({
+      h: [["Cookie", { masked: "***", length: 3, fingerprint: "" }]],
+    })
+    // A two-item list that is not in a list of pairs is left alone.
+    expect(prepareAttackerInput({ tags: ["password", "admin"] }, orgKeyA).tags).toEqual(["password", "admin"])
   })
 
   test("D19 a header line is masked although D20 then removes its line breaks", () => {

@@ -154,6 +154,15 @@ describe("the untrusted-text fence (D40)", () => {
     expect(tight.fits).toBe(false)
     expect(tight.text.length).toBeLessThanOrEqual(3000)
     expect(tight.text.endsWith("the complete result is in structuredContent]")).toBe(true)
+    // D7/D32: the paging fields come before the data, so a cut never takes them away.
+    const cursorPage = { data: page.data, nextCursor: "eyJjIjoxMjN9" }
+    const cutCursor = renderResult("Events", cursorPage, nonce, 3000)
+    expect(cutCursor.fits).toBe(false)
+    expect(cutCursor.text).toContain("\nnextCursor: eyJjIjoxMjN9\n")
+    const tokenPage = { data: page.data, nextToken: "tok.abc-123", hasMore: true }
+    const cutToken = renderResult("Changes", tokenPage, nonce, 3000)
+    expect(cutToken.fits).toBe(false)
+    expect(cutToken.text).toContain("\nnextToken: tok.abc-123\nhasMore: true\n")
     // Every fence that was opened is closed: the cut falls between lines.
     for (const line of tight.text.split("\n")) {
       expect(line.split(fenceOpen(nonce)).length).toBe(line.split(fenceClose(nonce)).length)

@@ -261,6 +261,21 @@ describe("D39, D10, D11: the MCP endpoint sits behind the API edge", () => {
     expect(noAccept.status).toBe(406)
     const huge = await mcpPost(server.url, { ...INITIALIZE, pad: "x".repeat(200_000) }, auth)
     expect(huge.status).toBe(413)
+    // D39/D11: a JSON-RPC batch would be many calls for one request against the limits: refused as a whole.
+    const batch = await mcpPost(
+      server.url,
+      [INITIALIZE, { jsonrpc: "2.0", id: 2, method: "tools/list" }, { jsonrpc: "2.0", id: 3, method: "ping" }],
+      auth,
+    )
+    expect(batch.status).toBe(400)
+    expect(batch.headers.get("content-type")).toBe("application/problem+json; charset=utf-8")
+    expect(await batch.json()).toMatchObject({
+      status: 400,
+      code: "invalid_request",
+      detail: expect.stringContaining("batch"),
+    })
+    const oneBatched = await mcpPost(server.url, [INITIALIZE], auth)
+    expect(oneBatched.status).toBe(400)
     // A raw initialize over plain fetch answers JSON (stateless: no session header).
     const ok = await mcpPost(server.url, INITIALIZE, auth)
     expect(ok.status).toBe(200)
