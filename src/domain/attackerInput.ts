@@ -174,6 +174,18 @@ const JSON_MEMBER = /("((?:[^"\\\r\n]|\\.){1,128})"\s*:\s*")((?:[^"\\]|\\.)*)"/g
 const URL_USERINFO = /(\b[a-z][a-z0-9+.-]{0,31}:\/\/[^\s/?#:@]*:)([^\s/?#@]*)@/gi
 
 /**
+ * Password-like parameters: a secret's value runs to the next `&`, `;`, `#` or space (a `?` inside it is part of the
+ * secret); any other value stops at a `?`, which may start a query of its own (`;jsessionid=abc?api_key=…`).
+ */
+const maskParams = (text: string): string =>
+  text.replace(PARAM, (whole, lead: string, name: string, value: string) => {
+    if (value === "") return whole
+    if (isPasswordLikeKey(paramName(name))) return `${lead}${name}=${stars(value)}`
+    const query = value.indexOf("?")
+    return query < 0 ? whole : `${lead}${name}=${value.slice(0, query)}${maskParams(value.slice(query))}`
+  })
+
+/**
  * D19 inside attacker text: the value of a password-like parameter in a URL, path, query string or form body
  * (`/login?password=hunter2` → `/login?password=*******`), of a password-like header line (`Authorization: Bearer x`
  * → `Authorization: Bearer *`), of a password-like member of JSON text, and the password of URL credentials become
@@ -182,11 +194,7 @@ const URL_USERINFO = /(\b[a-z][a-z0-9+.-]{0,31}:\/\/[^\s/?#:@]*:)([^\s/?#@]*)@/g
 export const maskSecretsInText = (text: string): string => {
   if (!text.includes("=") && !text.includes(":")) return text
   let out = text
-  if (out.includes("=")) {
-    out = out.replace(PARAM, (whole, lead: string, name: string, value: string) =>
-      value !== "" && isPasswordLikeKey(paramName(name)) ? `${lead}${name}=${stars(value)}` : whole,
-    )
-  }
+  if (out.includes("=")) out = maskParams(out)
   if (out.includes(":")) {
     out = out.replace(HEADER_LINE, (whole, lead: string, name: string, sep: string, value: string) => {
       if (value === "" || !isPasswordLikeKey(name)) return whole

@@ -188,7 +188,8 @@ const FORBIDDEN_KEYS: ReadonlySet<string> = new Set(["__proto__", "constructor",
 /** attackerInput keeps at most this many members per event. */
 export const MAX_ATTACKER_INPUT_KEYS = 64
 
-const isCredentialKey = (key: string): boolean => key === "username" || isPasswordLikeKey(key)
+/** D20: username and password-like members keep a non-scalar value too (it becomes its JSON text at ingest). */
+export const isCredentialKey = (key: string): boolean => key === "username" || isPasswordLikeKey(key)
 
 /** A value that may be copied into attackerInput: a string, a finite number or a boolean. */
 export const isScalar = (v: unknown): v is string | number | boolean =>
