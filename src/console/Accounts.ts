@@ -230,22 +230,31 @@ export class Accounts extends Effect.Service<Accounts>()("Accounts", {
 
     /**
      * D27: throttled first (more than 5 failures for the email or 20 for the IP in 15 minutes: 429), then the same
-     * answer and the same work for an unknown email and a wrong password. A fresh session on every sign-in.
+     * answer and the same work for an unknown email and a wrong password. A fresh session on every sign-in, and the
+     * browser's previous session (its cookie, when it sent one) ends.
+     *
+     * Parallel attempts must not all read the count before any of them records a failure: each attempt is written
+     * first (committed on its own), then the window is counted with it and every attempt still in flight. Over the
+     * limit, the attempt removes its row and gets 429; otherwise its row stands as the failure unless the password
+     * is right. So at most 5 (or 20) attempts are ever verified per window, however many arrive at once.
      */
     const signIn = (emailInput: string, password: string, ip: string) =>
       Effect.gen(function* () {
         const email = normalizeEmail(emailInput).slice(0, 320)
         const now = new Date()
         const since = new Date(now.getTime() - THROTTLE_WINDOW_MS)
+        const attemptId = newToken()
+        yield* users.recordAttempt(attemptId, email, ip, now, since)
         const failures = yield* users.failuresSince(email, ip, since)
         const waits: Array<number> = []
-        if (failures.byEmail >= MAX_FAILURES_PER_EMAIL && failures.oldestEmail !== null) {
+        if (failures.byEmail > MAX_FAILURES_PER_EMAIL && failures.oldestEmail !== null) {
           waits.push(failures.oldestEmail.getTime() + THROTTLE_WINDOW_MS - now.getTime())
         }
-        if (failures.byIp >= MAX_FAILURES_PER_IP && failures.oldestIp !== null) {
+        if (failures.byIp > MAX_FAILURES_PER_IP && failures.oldestIp !== null) {
           waits.push(failures.oldestIp.getTime() + THROTTLE_WINDOW_MS - now.getTime())
         }
         if (waits.length > 0) {
+          yield* users.forgetAttempt(attemptId)
           yield* Effect.logWarning("console sign-in throttled").pipe(Effect.annotateLogs({ ip }))
           return {
             _tag: "Throttled",
@@ -260,7 +269,6 @@ export class Accounts extends Effect.Service<Accounts>()("Accounts", {
             .catch(() => false),
         )
         if (!candidate || candidate.passwordHash === null || candidate.disabledAt !== null || !matches) {
-          yield* users.recordFailure(email, ip, now, since)
           yield* audit.record({
             orgId: candidate?.orgId ?? null,
             actor: candidate?.id ?? "unknown",

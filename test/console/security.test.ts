@@ -1,0 +1,162 @@
+import { afterAll, beforeAll, expect, test } from "bun:test"
+import { SqlClient } from "@effect/sql"
+import { Effect } from "effect"
+import { admin, adminJson } from "../support/cli.ts"
+import { type TestDatabase, testDatabase } from "../support/db.ts"
+import { type RunningServer, shutdown, startServer, testEnv } from "../support/server.ts"
+
+/**
+ * The console's security model over plain HTTP (D26–D31): one server for the file, a browser is not needed. The
+ * server trusts 127.0.0.1 as a proxy, so each test signs in from its own X-Forwarded-For address and the per-IP
+ * throttle of one test never meets another's.
+ */
+
+const PASSWORD = "a long enough passphrase 1"
+const FORM_CSRF = /name="csrf" value="([^"]+)"/
+
+let server: RunningServer
+let db: TestDatabase
+let consoleUrl: string
+let orgA: string
+let orgB: string
+let adminA: { id: string; email: string }
+let ipCounter = 0
+/** A fresh client address (documentation range 198.18.0.0/15) for one test. */
+const newIp = () => `198.18.${Math.floor(++ipCounter / 250)}.${(ipCounter % 250) + 1}`
+
+const cookieOf = (response: Response, name: string) =>
+  response.headers
+    .getSetCookie()
+    .find((c) => c.startsWith(`${name}=`))
+    ?.split(";")[0]
+
+const query = <A extends object>(text: string, params: ReadonlyArray<unknown> = []) =>
+  db.run(Effect.flatMap(SqlClient.SqlClient, (sql) => sql.unsafe<A>(text, params as Array<unknown>)))
+
+/** GET a no-session form (sign-in, set-password): its CSRF token and double-submit cookie. */
+const openForm = async (path: string) => {
+  const form = await fetch(`${consoleUrl}${path}`)
+  const text = await form.text()
+  return { status: form.status, csrf: FORM_CSRF.exec(text)?.[1] ?? "", cookie: cookieOf(form, "__Host-form") ?? "" }
+}
+
+const postForm = (path: string, fields: Record<string, string>, cookie: string, ip?: string) =>
+  fetch(`${consoleUrl}${path}`, {
+    method: "POST",
+    redirect: "manual",
+    headers: {
+      cookie,
+      "content-type": "application/x-www-form-urlencoded",
+      origin: consoleUrl,
+      ...(ip ? { "x-forwarded-for": ip } : {}),
+    },
+    body: new URLSearchParams(fields),
+  })
+
+/** Sets a password through a one-time link as the user would; the POST's response. */
+const setPassword = async (link: string, password: string) => {
+  const path = new URL(link).pathname
+  const form = await openForm(path)
+  return postForm(path, { csrf: form.csrf, password }, form.cookie)
+}
+
+/** Signs in over HTTP; `previous` is a session cookie the browser already holds. */
+const signIn = async (email: string, password: string, ip: string, previous?: string) => {
+  const form = await openForm("/sign-in")
+  const cookie = previous ? `${form.cookie}; ${previous}` : form.cookie
+  const response = await postForm("/sign-in", { csrf: form.csrf, email, password, next: "/" }, cookie, ip)
+  return { status: response.status, response, cookie: cookieOf(response, "__Host-session") }
+}
+
+/** A user made with the admin CLI, its password set through its link. */
+const newUser = async (orgId: string, role: "admin" | "analyst", password = PASSWORD) => {
+  const email = `user-${Date.now()}-${Math.random().toString(36).slice(2, 8)}@sec.example`
+  const created = (await adminJson(server.env, [
+    "user",
+    "create",
+    "--org",
+    orgId,
+    "--email",
+    email,
+    "--role",
+    role,
+  ])) as {
+    id: string
+    link: string
+  }
+  expect((await setPassword(created.link, password)).status).toBe(303)
+  return { id: created.id, email }
+}
+
+/** A signed-in session: its cookie and the CSRF token of its forms (read from a page). */
+const session = async (email: string, password = PASSWORD) => {
+  const signed = await signIn(email, password, newIp())
+  expect(signed.status).toBe(303)
+  const cookie = signed.cookie ?? ""
+  const page = await fetch(`${consoleUrl}/settings/users`, { headers: { cookie }, redirect: "manual" })
+  const csrf = FORM_CSRF.exec(await page.text())?.[1] ?? ""
+  return { cookie, csrf }
+}
+
+const act = (s: { cookie: string; csrf: string }, path: string, fields: Record<string, string> = {}) =>
+  postForm(path, { csrf: s.csrf, ...fields }, s.cookie)
+
+beforeAll(async () => {
+  server = await startServer({ env: testEnv({ TRUST_PROXY: "127.0.0.1" }) })
+  consoleUrl = server.consoleUrl
+  db = testDatabase(server.env)
+  orgA = (await adminJson(server.env, ["org", "create", "--name", "Security A"])).id
+  orgB = (await adminJson(server.env, ["org", "create", "--name", "Security B"])).id
+  adminA = await newUser(orgA, "admin")
+}, 120_000)
+
+afterAll(async () => {
+  await shutdown(server, db)
+})
+
+test("D27: parallel wrong-password sign-ins for one email: at most 5 are verified, the rest 429, then the right password is throttled too", async () => {
+  const user = await newUser(orgA, "analyst")
+  const ip = newIp()
+  const forms = await Promise.all(Array.from({ length: 30 }, () => openForm("/sign-in")))
+  const answers = await Promise.all(
+    forms.map((form) =>
+      postForm(
+        "/sign-in",
+        { csrf: form.csrf, email: user.email, password: "wrong password guess", next: "/" },
+        form.cookie,
+        ip,
+      ),
+    ),
+  )
+  const statuses = answers.map((a) => a.status)
+  expect(statuses.filter((s) => s === 401).length).toBeLessThanOrEqual(5)
+  expect(statuses.filter((s) => s !== 401 && s !== 429)).toEqual([])
+  for (const a of answers.filter((a) => a.status === 429)) {
+    expect(Number(a.headers.get("retry-after"))).toBeGreaterThan(0)
+  }
+  // Fill the window up to exactly 5 failures (sequentially), then even the right password is refused.
+  for (let i = statuses.filter((s) => s === 401).length; i < 5; i++) {
+    expect((await signIn(user.email, "wrong password guess", ip)).status).toBe(401)
+  }
+  const right = await signIn(user.email, PASSWORD, newIp())
+  expect(right.status).toBe(429)
+  expect(right.cookie).toBeUndefined()
+}, 60_000)
+
+test("D27: parallel wrong-password sign-ins from one IP for many emails: at most 20 are verified", async () => {
+  const ip = newIp()
+  const forms = await Promise.all(Array.from({ length: 40 }, () => openForm("/sign-in")))
+  const answers = await Promise.all(
+    forms.map((form, i) =>
+      postForm(
+        "/sign-in",
+        { csrf: form.csrf, email: `nobody-${i}@sec.example`, password: "wrong password guess", next: "/" },
+        form.cookie,
+        ip,
+      ),
+    ),
+  )
+  const statuses = answers.map((a) => a.status)
+  expect(statuses.filter((s) => s === 401).length).toBeLessThanOrEqual(20)
+  expect(statuses.filter((s) => s !== 401 && s !== 429)).toEqual([])
+}, 60_000)
