@@ -151,14 +151,18 @@ export class Accounts extends Effect.Service<Accounts>()("Accounts", {
         }),
       )
 
-    /** D26: a new one-time link; the old password stays until it is used, but every session ends now. */
+    /**
+     * D26: a new one-time link, and every session ends now. The old password stops working at once (a reset is what
+     * an admin does when it may be known to someone else): the user signs in again only after using the link. A
+     * disabled user stays disabled until the link is used.
+     */
     const resetUser = (orgId: string | undefined, userId: string, actor: Actor) =>
       sql.withTransaction(
         Effect.gen(function* () {
           const user = yield* requireUser(orgId, userId)
           const at = new Date()
           yield* users.deleteSessionsOf(user.id)
-          yield* users.setDisabled(user.id, null)
+          yield* users.setPasswordHash(user.id, null)
           const link = yield* linkFor(user.id, at)
           yield* audit.record({
             orgId: user.orgId,
@@ -180,7 +184,7 @@ export class Accounts extends Effect.Service<Accounts>()("Accounts", {
         return "valid" as LinkState
       })
 
-    /** D26: 12–256 characters, argon2id; the link is spent and every session of the user ends. */
+    /** D26: 12–256 characters, argon2id; the link is spent, every session of the user ends, the user is enabled. */
     const setPassword = (token: string, password: string, ip: string) =>
       Effect.gen(function* () {
         const length = [...password].length
@@ -197,8 +201,10 @@ export class Accounts extends Effect.Service<Accounts>()("Accounts", {
               return yield* refuse("This link has expired or was already used. Ask an administrator for a new one.")
             }
             const user = yield* requireUser(undefined, link.value.userId)
-            if (user.disabledAt !== null) return yield* refuse("This account is disabled.")
+            // A link is made by `user create` or `user reset` (disabling spends the user's links): using it is what
+            // brings a reset, disabled user back.
             yield* users.setPasswordHash(user.id, hash)
+            if (user.disabledAt !== null) yield* users.setDisabled(user.id, null)
             yield* users.deleteSessionsOf(user.id)
             yield* audit.record({
               orgId: user.orgId,

@@ -59,7 +59,7 @@ export class ConsoleUsersRepo extends Effect.Service<ConsoleUsersRepo>()("Consol
         ),
       setDisabled: (id: string, at: Date | null) =>
         sql`update console_users set disabled_at = ${at} where id = ${id}`.pipe(Effect.asVoid, dbErrors),
-      setPasswordHash: (id: string, hash: string) =>
+      setPasswordHash: (id: string, hash: string | null) =>
         sql`update console_users set password_hash = ${hash} where id = ${id}`.pipe(Effect.asVoid, dbErrors),
 
       insertLink: (row: { tokenHash: Uint8Array; userId: string; expiresAt: Date; createdAt: Date }) =>

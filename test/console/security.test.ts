@@ -1,7 +1,5 @@
 import { afterAll, beforeAll, expect, test } from "bun:test"
-import { SqlClient } from "@effect/sql"
-import { Effect } from "effect"
-import { admin, adminJson } from "../support/cli.ts"
+import { adminJson } from "../support/cli.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
 import { type RunningServer, shutdown, startServer, testEnv } from "../support/server.ts"
 
@@ -18,7 +16,6 @@ let server: RunningServer
 let db: TestDatabase
 let consoleUrl: string
 let orgA: string
-let orgB: string
 let adminA: { id: string; email: string }
 let ipCounter = 0
 /** A fresh client address (documentation range 198.18.0.0/15) for one test. */
@@ -29,9 +26,6 @@ const cookieOf = (response: Response, name: string) =>
     .getSetCookie()
     .find((c) => c.startsWith(`${name}=`))
     ?.split(";")[0]
-
-const query = <A extends object>(text: string, params: ReadonlyArray<unknown> = []) =>
-  db.run(Effect.flatMap(SqlClient.SqlClient, (sql) => sql.unsafe<A>(text, params as Array<unknown>)))
 
 /** GET a no-session form (sign-in, set-password): its CSRF token and double-submit cookie. */
 const openForm = async (path: string) => {
@@ -106,7 +100,6 @@ beforeAll(async () => {
   consoleUrl = server.consoleUrl
   db = testDatabase(server.env)
   orgA = (await adminJson(server.env, ["org", "create", "--name", "Security A"])).id
-  orgB = (await adminJson(server.env, ["org", "create", "--name", "Security B"])).id
   adminA = await newUser(orgA, "admin")
 }, 120_000)
 
@@ -159,4 +152,42 @@ test("D27: parallel wrong-password sign-ins from one IP for many emails: at most
   const statuses = answers.map((a) => a.status)
   expect(statuses.filter((s) => s === 401).length).toBeLessThanOrEqual(20)
   expect(statuses.filter((s) => s !== 401 && s !== 429)).toEqual([])
+}, 60_000)
+
+const statusOf = async (userId: string, orgId = orgA) =>
+  ((await adminJson(server.env, ["user", "list", "--org", orgId])) as Array<{ id: string; status: string }>).find(
+    (u) => u.id === userId,
+  )?.status
+
+test("D26/D27: `user reset` of a disabled user keeps it disabled and ends its old password; the new link enables it", async () => {
+  const user = await newUser(orgA, "analyst")
+  await adminJson(server.env, ["user", "disable", user.id])
+  const reset = (await adminJson(server.env, ["user", "reset", user.id])) as { link: string }
+  expect(await statusOf(user.id)).toBe("disabled")
+  expect((await signIn(user.email, PASSWORD, newIp())).status).toBe(401)
+  const newPassword = "the new passphrase after reset"
+  expect((await setPassword(reset.link, newPassword)).status).toBe(303)
+  expect(await statusOf(user.id)).toBe("active")
+  expect((await signIn(user.email, PASSWORD, newIp())).status).toBe(401)
+  expect((await signIn(user.email, newPassword, newIp())).status).toBe(303)
+}, 60_000)
+
+test("D26/D27: Settings → Users reset ends the old password at once; only the new link lets the user in", async () => {
+  const user = await newUser(orgA, "analyst")
+  const before = await signIn(user.email, PASSWORD, newIp())
+  expect(before.status).toBe(303)
+  const s = await session(adminA.email)
+  const reset = await act(s, `/settings/users/${user.id}/reset`)
+  expect(reset.status).toBe(303)
+  // The session ended and the old password no longer opens one.
+  const page = await fetch(`${consoleUrl}/`, { headers: { cookie: before.cookie ?? "" }, redirect: "manual" })
+  expect(page.status).toBe(303)
+  expect((await signIn(user.email, PASSWORD, newIp())).status).toBe(401)
+  expect(await statusOf(user.id)).toBe("invited")
+  // The link from the flash notice sets a new password.
+  const notice = await fetch(`${consoleUrl}${reset.headers.get("location")}`, { headers: { cookie: s.cookie } })
+  const link = /(https?:\/\/[^\s"<]+\/set-password\/[A-Za-z0-9_-]+)/.exec(await notice.text())?.[1]
+  expect(link).toBeDefined()
+  expect((await setPassword(link ?? "", PASSWORD)).status).toBe(303)
+  expect((await signIn(user.email, PASSWORD, newIp())).status).toBe(303)
 }, 60_000)
