@@ -308,14 +308,22 @@ export class Accounts extends Effect.Service<Accounts>()("Accounts", {
         return { _tag: "SignedIn", token, userId: candidate.id, orgId: candidate.orgId } as SignInResult
       })
 
-    /** The live session of a cookie value (idle 12 h, absolute 7 d, user enabled); touches last_seen_at. */
-    const session = (token: string) =>
+    /**
+     * The live session of a cookie value (idle 12 h, absolute 7 d, user enabled). A page load touches last_seen_at;
+     * a background read (`touch: false`, the live refresh a tab polls every 10 s) does not, so an unattended tab
+     * still idles out after 12 h (D27).
+     */
+    const session = (token: string, options: { readonly touch: boolean } = { touch: true }) =>
       Effect.gen(function* () {
         if (token.length < 16 || token.length > 100) return Option.none<SessionRow>()
         const now = new Date()
         const tokenHash = hashToken(token)
         const found = yield* users.findSession(tokenHash, now, new Date(now.getTime() - SESSION_IDLE_MS))
-        if (Option.isSome(found) && now.getTime() - found.value.lastSeenAt.getTime() > TOUCH_EVERY_MS) {
+        if (
+          options.touch &&
+          Option.isSome(found) &&
+          now.getTime() - found.value.lastSeenAt.getTime() > TOUCH_EVERY_MS
+        ) {
           yield* users.touchSession(tokenHash, now)
         }
         return found

@@ -75,21 +75,24 @@ const makeRouter = Effect.gen(function* () {
   const ipOf = (req: HttpServerRequest.HttpServerRequest) =>
     clientIp(Option.getOrUndefined(req.remoteAddress), req.headers["x-forwarded-for"], config.trustProxy)
 
-  const currentSession = Effect.gen(function* () {
-    const req = yield* request
-    const token = req.cookies[SESSION_COOKIE]
-    if (token === undefined) return Option.none<SignedIn>()
-    const found = yield* accounts.session(token)
-    return Option.map(
-      found,
-      (s): SignedIn => ({
-        ...s,
-        token,
-        viewer: { email: s.email, role: s.role, csrfToken: s.csrfToken, userId: s.userId },
-        actor: { id: s.userId, ip: ipOf(req) },
-      }),
-    )
-  })
+  /** The signed-in session; `touch: false` for background reads that must not keep a session alive (D27). */
+  const sessionOf = (options: { readonly touch: boolean }) =>
+    Effect.gen(function* () {
+      const req = yield* request
+      const token = req.cookies[SESSION_COOKIE]
+      if (token === undefined) return Option.none<SignedIn>()
+      const found = yield* accounts.session(token, options)
+      return Option.map(
+        found,
+        (s): SignedIn => ({
+          ...s,
+          token,
+          viewer: { email: s.email, role: s.role, csrfToken: s.csrfToken, userId: s.userId },
+          actor: { id: s.userId, ip: ipOf(req) },
+        }),
+      )
+    })
+  const currentSession = sessionOf({ touch: true })
 
   /** To sign-in and back here after it; a cookie that no longer opens a session says so on the sign-in page. */
   const toSignIn = Effect.map(request, (req) => {
@@ -368,7 +371,8 @@ const makeRouter = Effect.gen(function* () {
     HttpRouter.get(
       "/live/incidents",
       Effect.gen(function* () {
-        const session = yield* currentSession
+        // Polled by an open tab every 10 s: reads the session without touching it, so the tab idles out (D27).
+        const session = yield* sessionOf({ touch: false })
         if (Option.isNone(session)) return HttpServerResponse.unsafeJson({ changed: false }, { status: 401 })
         const since = parseTimestamp((yield* query).get("since") ?? "")
         const changed = since === undefined ? false : yield* reads.changedSince(session.value.orgId, since)

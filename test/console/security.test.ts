@@ -1,4 +1,6 @@
 import { afterAll, beforeAll, expect, test } from "bun:test"
+import { SqlClient } from "@effect/sql"
+import { Effect } from "effect"
 import { adminJson } from "../support/cli.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
 import { type RunningServer, shutdown, startServer, testEnv } from "../support/server.ts"
@@ -26,6 +28,9 @@ const cookieOf = (response: Response, name: string) =>
     .getSetCookie()
     .find((c) => c.startsWith(`${name}=`))
     ?.split(";")[0]
+
+const query = <A extends object>(text: string, params: ReadonlyArray<unknown> = []) =>
+  db.run(Effect.flatMap(SqlClient.SqlClient, (sql) => sql.unsafe<A>(text, params as Array<unknown>)))
 
 /** GET a no-session form (sign-in, set-password): its CSRF token and double-submit cookie. */
 const openForm = async (path: string) => {
@@ -190,4 +195,26 @@ test("D26/D27: Settings → Users reset ends the old password at once; only the 
   expect(link).toBeDefined()
   expect((await setPassword(link ?? "", PASSWORD)).status).toBe(303)
   expect((await signIn(user.email, PASSWORD, newIp())).status).toBe(303)
+}, 60_000)
+
+test("D27: the live refresh does not move a session's last_seen_at (an unattended tab idles out); a page load does", async () => {
+  const user = await newUser(orgA, "analyst")
+  const signed = await signIn(user.email, PASSWORD, newIp())
+  const cookie = signed.cookie ?? ""
+  const lastSeen = async () =>
+    (
+      await query<{ seen: Date }>("select last_seen_at as seen from console_sessions where user_id = $1", [user.id])
+    )[0]?.seen.getTime() ?? 0
+  await query("update console_sessions set last_seen_at = now() - interval '2 hours' where user_id = $1", [user.id])
+  const aged = await lastSeen()
+  for (let i = 0; i < 3; i++) {
+    const live = await fetch(`${consoleUrl}/live/incidents?since=${encodeURIComponent(new Date().toISOString())}`, {
+      headers: { cookie },
+    })
+    expect(live.status).toBe(200)
+    expect(await live.json()).toEqual({ changed: false })
+  }
+  expect(await lastSeen()).toBe(aged)
+  expect((await fetch(`${consoleUrl}/`, { headers: { cookie }, redirect: "manual" })).status).toBe(200)
+  expect(await lastSeen()).toBeGreaterThan(Date.now() - 10 * 60_000)
 }, 60_000)
