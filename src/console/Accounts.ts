@@ -9,7 +9,11 @@ import { ConsoleUsersRepo, ROLES, type Role, type SessionRow } from "../repos/Co
 import { OrgsRepo } from "../repos/OrgsRepo.ts"
 
 /** A refused account operation; the message is shown to the person as is (never a secret). */
-export class AccountError extends Data.TaggedError("AccountError")<{ readonly message: string }> {}
+export class AccountError extends Data.TaggedError("AccountError")<{
+  readonly message: string
+  /** `unknown`: no such id in the caller's organization (D30: a 404); `link`: a dead set-password link. */
+  readonly kind?: "unknown" | "link"
+}> {}
 
 /** Who made a change (D31): a console user's id or `cli`, and from which address. */
 export interface Actor {
@@ -176,8 +180,16 @@ export class Accounts extends Effect.Service<Accounts>()("Accounts", {
         }),
       )
 
+    const deadLink = Effect.fail(
+      new AccountError({
+        message: "This link has expired or was already used. Ask an administrator for a new one.",
+        kind: "link",
+      }),
+    )
+
     const linkState = (token: string) =>
       Effect.gen(function* () {
+        if (token.length > 100) return "unknown" as LinkState
         const found = yield* users.findLink(hashToken(token))
         if (Option.isNone(found)) return "unknown" as LinkState
         if (found.value.usedAt !== null || found.value.expiresAt.getTime() <= Date.now()) return "expired" as LinkState
@@ -187,6 +199,9 @@ export class Accounts extends Effect.Service<Accounts>()("Accounts", {
     /** D26: 12–256 characters, argon2id; the link is spent, every session of the user ends, the user is enabled. */
     const setPassword = (token: string, password: string, ip: string) =>
       Effect.gen(function* () {
+        // The link first: hashing (argon2id, 64 MiB) is done only for a live link, never for anyone who POSTs to
+        // an unknown or spent one. The link is checked again, and spent, in the transaction below.
+        if ((yield* linkState(token)) !== "valid") return yield* deadLink
         const length = [...password].length
         if (length < PASSWORD_MIN || length > PASSWORD_MAX) {
           return yield* refuse(`The password must be ${PASSWORD_MIN} to ${PASSWORD_MAX} characters long.`)
@@ -197,9 +212,7 @@ export class Accounts extends Effect.Service<Accounts>()("Accounts", {
             const tokenHash = hashToken(token)
             const link = yield* users.findLink(tokenHash)
             const at = new Date()
-            if (Option.isNone(link) || !(yield* users.useLink(tokenHash, at))) {
-              return yield* refuse("This link has expired or was already used. Ask an administrator for a new one.")
-            }
+            if (Option.isNone(link) || !(yield* users.useLink(tokenHash, at))) return yield* deadLink
             const user = yield* requireUser(undefined, link.value.userId)
             // A link is made by `user create` or `user reset` (disabling spends the user's links): using it is what
             // brings a reset, disabled user back.

@@ -53,6 +53,15 @@ const decodeAfter = (text: string | undefined, kind: "incident" | "event") => {
   return { time: new Date(Number(match[1])), id: match[2] as string }
 }
 
+/** D26: an unknown, used or expired set-password link, for GET and POST alike. */
+const linkExpired = () =>
+  html(
+    <MessagePage
+      title="Link expired"
+      text="This link has expired or was already used. Ask an administrator for a new one (Settings → Users, or `bun run admin user reset`)."
+    />,
+    410,
+  )
 const notFound = (viewer?: Viewer) => html(<NotFoundPage viewer={viewer} />, 404)
 const forbidden = (text: string, viewer?: Viewer) =>
   html(<MessagePage title="Not allowed" text={text} viewer={viewer} />, 403)
@@ -265,16 +274,8 @@ const makeRouter = Effect.gen(function* () {
       "/set-password/:token",
       Effect.gen(function* () {
         const { token } = yield* HttpRouter.params
-        const state = token === undefined || token.length > 100 ? "unknown" : yield* accounts.linkState(token)
-        if (state !== "valid") {
-          return html(
-            <MessagePage
-              title="Link expired"
-              text="This link has expired or was already used. Ask an administrator for a new one (Settings → Users, or `bun run admin user reset`)."
-            />,
-            410,
-          )
-        }
+        const state = token === undefined ? "unknown" : yield* accounts.linkState(token)
+        if (state !== "valid") return linkExpired()
         const csrf = formCookie()
         return yield* HttpServerResponse.setCookie(
           html(<SetPasswordPage token={token as string} csrf={csrf} />),
@@ -297,6 +298,7 @@ const makeRouter = Effect.gen(function* () {
         return yield* accounts.setPassword(token, form.password ?? "", ipOf(req)).pipe(
           Effect.as(seeOther("/sign-in?done=password")),
           Effect.catchTag("AccountError", (e) => {
+            if (e.kind === "link") return Effect.succeed(linkExpired())
             const csrf = formCookie()
             return HttpServerResponse.setCookie(
               html(<SetPasswordPage token={token} csrf={csrf} error={e.message} />, 400),

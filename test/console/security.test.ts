@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, expect, test } from "bun:test"
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
+import { Accounts } from "../../src/console/Accounts.ts"
 import { adminJson } from "../support/cli.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
 import { type RunningServer, shutdown, startServer, testEnv } from "../support/server.ts"
@@ -217,4 +218,48 @@ test("D27: the live refresh does not move a session's last_seen_at (an unattende
   expect(await lastSeen()).toBe(aged)
   expect((await fetch(`${consoleUrl}/`, { headers: { cookie }, redirect: "manual" })).status).toBe(200)
   expect(await lastSeen()).toBeGreaterThan(Date.now() - 10 * 60_000)
+}, 60_000)
+
+test("D26: a set-password POST to an unknown or spent link answers the expired-link page before any password is hashed", async () => {
+  const form = await openForm("/sign-in")
+  for (const password of ["a valid length password", "short"]) {
+    const unknown = await postForm(`/set-password/${"A".repeat(43)}`, { csrf: form.csrf, password }, form.cookie)
+    expect(unknown.status).toBe(410)
+    expect(await unknown.text()).toContain("expired or was already used")
+  }
+  // A spent link: the same page.
+  const email = `spent-${Date.now()}@sec.example`
+  const created = (await adminJson(server.env, [
+    "user",
+    "create",
+    "--org",
+    orgA,
+    "--email",
+    email,
+    "--role",
+    "analyst",
+  ])) as {
+    link: string
+  }
+  expect((await setPassword(created.link, PASSWORD)).status).toBe(303)
+  const spent = await postForm(new URL(created.link).pathname, { csrf: form.csrf, password: PASSWORD }, form.cookie)
+  expect(spent.status).toBe(410)
+  // In process: the service never calls the hash for a dead link.
+  const original = Bun.password.hash
+  let hashes = 0
+  Bun.password.hash = ((...args: Parameters<typeof original>) => {
+    hashes++
+    return original(...args)
+  }) as typeof original
+  try {
+    const outcome = await db.run(
+      Effect.flip(
+        Effect.flatMap(Accounts, (a) => a.setPassword("B".repeat(43), "a valid length password", "127.0.0.1")),
+      ),
+    )
+    expect(outcome).toMatchObject({ _tag: "AccountError", kind: "link" })
+    expect(hashes).toBe(0)
+  } finally {
+    Bun.password.hash = original
+  }
 }, 60_000)
