@@ -90,7 +90,7 @@ export class Accounts extends Effect.Service<Accounts>()("Accounts", {
       Effect.gen(function* () {
         const found = isId("consoleUser", userId) ? yield* users.findById(userId) : Option.none()
         if (Option.isNone(found) || (orgId !== undefined && found.value.orgId !== orgId)) {
-          return yield* refuse(`unknown user: ${userId}`)
+          return yield* Effect.fail(new AccountError({ message: `unknown user: ${userId}`, kind: "unknown" }))
         }
         return found.value
       })

@@ -184,20 +184,25 @@ const makeRouter = Effect.gen(function* () {
 
   const query = Effect.map(request, (req) => new URL(req.url, "http://console").searchParams)
 
-  /** An AdminError (or AccountError) becomes the page's error notice; the message never holds a secret. */
+  /**
+   * An AdminError (or AccountError) becomes the page's error notice; the message never holds a secret. An unknown
+   * id, or another organization's, gets the 404 page as a GET of it would (D30).
+   */
   const refused =
     (s: SignedIn, path: string) =>
     <A, R>(effect: Effect.Effect<A, { _tag: string; message?: string }, R>) =>
       Effect.catchIf(
         effect,
-        (e): e is { _tag: "AdminError" | "AccountError"; message: string } =>
+        (e): e is { _tag: "AdminError" | "AccountError"; message: string; kind?: string } =>
           e._tag === "AdminError" || e._tag === "AccountError",
         // The services' messages name the CLI's flags ("--name must be …"): here they name the form's fields.
         (e) =>
-          flashTo(s, path, {
-            kind: "error",
-            text: e.message.replace(/--([a-z-]+)/g, (_, flag: string) => `the ${flag.replace("-", " ")}`),
-          }),
+          e.kind === "unknown"
+            ? Effect.succeed(notFound(s.viewer))
+            : flashTo(s, path, {
+                kind: "error",
+                text: e.message.replace(/--([a-z-]+)/g, (_, flag: string) => `the ${flag.replace("-", " ")}`),
+              }),
       )
 
   const formCookie = () => randomBytes(24).toString("base64url")

@@ -19,6 +19,7 @@ let server: RunningServer
 let db: TestDatabase
 let consoleUrl: string
 let orgA: string
+let orgB: string
 let adminA: { id: string; email: string }
 let ipCounter = 0
 /** A fresh client address (documentation range 198.18.0.0/15) for one test. */
@@ -102,10 +103,11 @@ const act = (s: { cookie: string; csrf: string }, path: string, fields: Record<s
   postForm(path, { csrf: s.csrf, ...fields }, s.cookie)
 
 beforeAll(async () => {
-  server = await startServer({ env: testEnv({ TRUST_PROXY: "127.0.0.1" }) })
+  server = await startServer({ env: testEnv({ TRUST_PROXY: "127.0.0.1", WEBHOOK_ALLOW_PRIVATE: "127.0.0.0/8" }) })
   consoleUrl = server.consoleUrl
   db = testDatabase(server.env)
   orgA = (await adminJson(server.env, ["org", "create", "--name", "Security A"])).id
+  orgB = (await adminJson(server.env, ["org", "create", "--name", "Security B"])).id
   adminA = await newUser(orgA, "admin")
 }, 120_000)
 
@@ -262,4 +264,45 @@ test("D26: a set-password POST to an unknown or spent link answers the expired-l
   } finally {
     Bun.password.hash = original
   }
+}, 60_000)
+
+test("D30: POST actions on another organization's id, or an unknown id, get the same 404 page as a GET", async () => {
+  const s = await session(adminA.email)
+  const foreignKey = (
+    await adminJson(server.env, ["key", "create", "--org", orgB, "--name", "b key", "--scopes", "incidents:read"])
+  ).id as string
+  const foreignChannel = (
+    await adminJson(server.env, ["webhook", "create", "--org", orgB, "--url", "https://127.0.0.1:9/hook"])
+  ).id as string
+  const foreignUser = await newUser(orgB, "analyst")
+  const posts = [
+    `/settings/api/keys/${foreignKey}/revoke`,
+    "/settings/api/keys/key_unknown/revoke",
+    `/settings/alerts/channels/${foreignChannel}/test`,
+    `/settings/alerts/channels/${foreignChannel}/disable`,
+    `/settings/alerts/channels/${foreignChannel}/enable`,
+    `/settings/alerts/channels/${foreignChannel}/rotate`,
+    "/settings/alerts/channels/whc_unknown/rotate",
+    "/settings/alerts/deliveries/whd_unknown/redeliver",
+    `/settings/users/${foreignUser.id}/disable`,
+    `/settings/users/${foreignUser.id}/reset`,
+    "/settings/users/usr_unknown/reset",
+  ]
+  const unknownGet = await fetch(`${consoleUrl}/settings/alerts/channels/${foreignChannel}`, {
+    headers: { cookie: s.cookie },
+  })
+  expect(unknownGet.status).toBe(404)
+  const notFoundTitle = /<h1[^>]*>([^<]*)<\/h1>/.exec(await unknownGet.text())?.[1]
+  for (const path of posts) {
+    const answer = await act(s, path)
+    expect({ path, status: answer.status }).toEqual({ path, status: 404 })
+    expect(/<h1[^>]*>([^<]*)<\/h1>/.exec(await answer.text())?.[1]).toBe(notFoundTitle)
+  }
+  // Nothing of organization B changed.
+  expect(await statusOf(foreignUser.id, orgB)).toBe("active")
+  const keys = (await adminJson(server.env, ["key", "list", "--org", orgB])) as Array<{
+    id: string
+    revokedAt: unknown
+  }>
+  expect(keys.find((k) => k.id === foreignKey)?.revokedAt).toBeNull()
 }, 60_000)
