@@ -104,8 +104,10 @@ export class Accounts extends Effect.Service<Accounts>()("Accounts", {
           if (!EMAIL.test(email) || email.length > 254)
             return yield* refuse("the email must be an address like a@b.example")
           if (!ROLES.includes(input.role as Role)) return yield* refuse(`the role must be one of ${ROLES.join(", ")}`)
+          // Emails are unique across organizations (sign-in is by email alone). The refusal is the same whether
+          // the address is taken here or elsewhere: it never tells an admin another organization's users.
           if (Option.isSome(yield* users.findByEmail(email)))
-            return yield* refuse(`a user with the email ${email} exists`)
+            return yield* refuse("this email cannot be used for a new user; choose another address")
           const at = new Date()
           const id = newId("consoleUser", at.getTime())
           yield* users.insertUser({ id, orgId: input.orgId, email, role: input.role as Role, createdAt: at })

@@ -306,3 +306,21 @@ test("D30: POST actions on another organization's id, or an unknown id, get the 
   }>
   expect(keys.find((k) => k.id === foreignKey)?.revokedAt).toBeNull()
 }, 60_000)
+
+test("D30: creating a user whose email another organization uses gets a refusal that does not say so", async () => {
+  const s = await session(adminA.email)
+  const elsewhere = await newUser(orgB, "analyst")
+  const here = await newUser(orgA, "analyst")
+  const notices: Array<string> = []
+  for (const email of [elsewhere.email, here.email]) {
+    const answer = await act(s, "/settings/users", { email, role: "analyst" })
+    expect(answer.status).toBe(303)
+    const page = await fetch(`${consoleUrl}${answer.headers.get("location")}`, { headers: { cookie: s.cookie } })
+    const text = await page.text()
+    expect(text).toContain("cannot be used")
+    expect(text).not.toMatch(/exists|another organi[sz]ation/i)
+    notices.push(/cannot be used[^<]*/.exec(text)?.[0] ?? "")
+  }
+  expect(notices[0]).toBe(notices[1] as string)
+  expect(await statusOf(elsewhere.id, orgB)).toBe("active")
+}, 60_000)
