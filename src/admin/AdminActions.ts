@@ -8,6 +8,17 @@ import { WebhooksRepo } from "../repos/WebhooksRepo.ts"
 import { AdminError, AdminOperations } from "./operations.ts"
 import { WebhookAdmin } from "./webhookOperations.ts"
 
+/**
+ * D31: never a secret in the audit log. Incoming-webhook URLs often carry a token in their path or query (and
+ * D18 refuses credentials in the authority), so only scheme://host[:port] is recorded, beside the channel id.
+ */
+export const originOf = (url: string | undefined): string => {
+  try {
+    return new URL(url ?? "").origin
+  } catch {
+    return "(invalid URL)"
+  }
+}
 /** D30: an id that is unknown, or another organization's: the same answer. */
 const unknown = (message: string) => Effect.fail(new AdminError({ message, kind: "unknown" }))
 
@@ -95,7 +106,7 @@ export class AdminActions extends Effect.Service<AdminActions>()("AdminActions",
               actor,
               "webhook.create",
               created.id,
-              `${input.url ?? ""} (min ${input.minSeverity ?? "low"})`,
+              `${originOf(input.url)} (min ${input.minSeverity ?? "low"})`,
             ),
           ),
         ),

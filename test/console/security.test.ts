@@ -324,3 +324,18 @@ test("D30: creating a user whose email another organization uses gets a refusal 
   expect(notices[0]).toBe(notices[1] as string)
   expect(await statusOf(elsewhere.id, orgB)).toBe("active")
 }, 60_000)
+
+test("D31: the audit row of a channel created in the console holds the URL's origin, never its path or query", async () => {
+  const s = await session(adminA.email)
+  const url = "https://127.0.0.1:9/services/T000/B000/XXXXsecretpath?token=querysecret"
+  const answer = await act(s, "/settings/alerts/channels", { url, minSeverity: "high" })
+  expect(answer.status).toBe(303)
+  const rows = await query<{ target: string; detail: string }>(
+    "select target, detail from audit_log where org_id = $1 and action = 'webhook.create' order by at desc limit 1",
+    [orgA],
+  )
+  expect(rows[0]?.target).toStartWith("whc_")
+  expect(rows[0]?.detail).toBe("https://127.0.0.1:9 (min high)")
+  const all = await query<{ detail: string | null }>("select detail from audit_log")
+  expect(all.filter((r) => r.detail?.includes("secretpath") || r.detail?.includes("querysecret"))).toEqual([])
+}, 60_000)
