@@ -259,7 +259,7 @@ export class Accounts extends Effect.Service<Accounts>()("Accounts", {
      * limit, the attempt removes its row and gets 429; otherwise its row stands as the failure unless the password
      * is right. So at most 5 (or 20) attempts are ever verified per window, however many arrive at once.
      */
-    const signIn = (emailInput: string, password: string, ip: string) =>
+    const signIn = (emailInput: string, password: string, ip: string, previousToken?: string) =>
       Effect.gen(function* () {
         const email = normalizeEmail(emailInput).slice(0, 320)
         const now = new Date()
@@ -306,6 +306,10 @@ export class Accounts extends Effect.Service<Accounts>()("Accounts", {
         const token = yield* sql.withTransaction(
           Effect.gen(function* () {
             yield* users.pruneSessions(now, new Date(now.getTime() - SESSION_IDLE_MS))
+            // The session this browser held before (whoever's it was) ends: one browser, one session.
+            if (previousToken !== undefined && previousToken.length <= 100) {
+              yield* users.deleteSession(hashToken(previousToken))
+            }
             const token = yield* startSession(candidate.id, ip)
             yield* users.clearFailures(email, since)
             yield* audit.record({

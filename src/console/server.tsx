@@ -249,7 +249,12 @@ const makeRouter = Effect.gen(function* () {
         if (!tokensEqual(form.csrf, req.cookies[FORM_COOKIE])) {
           return yield* again(403, "The sign-in form expired. Please try again.")
         }
-        const result = yield* accounts.signIn(form.email ?? "", form.password ?? "", ipOf(req))
+        const result = yield* accounts.signIn(
+          form.email ?? "",
+          form.password ?? "",
+          ipOf(req),
+          req.cookies[SESSION_COOKIE],
+        )
         if (result._tag === "Throttled") {
           return yield* again(
             429,

@@ -339,3 +339,19 @@ test("D31: the audit row of a channel created in the console holds the URL's ori
   const all = await query<{ detail: string | null }>("select detail from audit_log")
   expect(all.filter((r) => r.detail?.includes("secretpath") || r.detail?.includes("querysecret"))).toEqual([])
 }, 60_000)
+
+test("D27: signing in ends the session the browser sent with the sign-in form", async () => {
+  const user = await newUser(orgA, "analyst")
+  const first = await signIn(user.email, PASSWORD, newIp())
+  const open = (cookie: string | undefined) =>
+    fetch(`${consoleUrl}/`, { headers: { cookie: cookie ?? "" }, redirect: "manual" })
+  expect((await open(first.cookie)).status).toBe(200)
+  const second = await signIn(user.email, PASSWORD, newIp(), first.cookie)
+  expect(second.status).toBe(303)
+  expect(second.cookie).not.toBe(first.cookie)
+  expect((await open(first.cookie)).status).toBe(303)
+  expect((await open(second.cookie)).status).toBe(200)
+  // A failed sign-in ends nothing.
+  expect((await signIn(user.email, "wrong password guess", newIp(), second.cookie)).status).toBe(401)
+  expect((await open(second.cookie)).status).toBe(200)
+}, 60_000)
