@@ -21,7 +21,7 @@ import { EventsRepo } from "../repos/EventsRepo.ts"
 import { IncidentsRepo } from "../repos/IncidentsRepo.ts"
 import { Accounts, type Actor, prepareSignIn } from "./Accounts.ts"
 import { ASSETS } from "./assets.ts"
-import { formFields, html, isCrossSite, SECURITY_HEADERS, safeNext, seeOther, tokensEqual } from "./http.ts"
+import { formFields, html, isCrossSite, redactPath, SECURITY_HEADERS, safeNext, seeOther, tokensEqual } from "./http.ts"
 import { MessagePage, NotFoundPage, SetPasswordPage, SignInPage } from "./pages/auth.tsx"
 import type { Flash, Viewer } from "./pages/components.tsx"
 import { EventsPage } from "./pages/events.tsx"
@@ -740,7 +740,7 @@ const makeRouter = Effect.gen(function* () {
           const session = yield* Effect.orElseSucceed(currentSession, () => Option.none<SignedIn>())
           return notFound(Option.getOrUndefined(session)?.viewer)
         }
-        yield* Effect.logError("console request failed", cause).pipe(Effect.annotateLogs({ path: req.url }))
+        yield* Effect.logError("console request failed", cause).pipe(Effect.annotateLogs({ path: redactPath(req.url) }))
         return html(
           <MessagePage title="Something went wrong" text="The request could not be completed. It has been logged." />,
           500,

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, expect, test } from "bun:test"
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import { Accounts } from "../../src/console/Accounts.ts"
+import { redactPath } from "../../src/console/http.ts"
 import { adminJson } from "../support/cli.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
 import { type RunningServer, shutdown, startServer, testEnv } from "../support/server.ts"
@@ -355,3 +356,18 @@ test("D27: signing in ends the session the browser sent with the sign-in form", 
   expect((await signIn(user.email, "wrong password guess", newIp(), second.cookie)).status).toBe(401)
   expect((await open(second.cookie)).status).toBe(200)
 }, 60_000)
+
+test("D26/D31: a console log line never holds a set-password token (the path is redacted)", () => {
+  const token = "Zq3xV9-abcDEF_0123456789abcdefghijklmnopqrs"
+  for (const url of [
+    `/set-password/${token}`,
+    `/set-password/${token}?x=1`,
+    `http://console.test/set-password/${token}#frag`,
+    `/SET-PASSWORD/${token}/extra`,
+  ]) {
+    const logged = redactPath(url)
+    expect(logged).not.toContain(token)
+    expect(logged.toLowerCase()).toContain("/set-password/…")
+  }
+  expect(redactPath("/incidents/inc_1?flash=abc")).toBe("/incidents/inc_1?flash=abc")
+})
