@@ -7,6 +7,7 @@ import { isId, newId } from "../domain/ids.ts"
 import { AuditRepo } from "../repos/AuditRepo.ts"
 import { ConsoleUsersRepo, ROLES, type Role, type SessionRow } from "../repos/ConsoleUsersRepo.ts"
 import { OrgsRepo } from "../repos/OrgsRepo.ts"
+import { addressBucketKey } from "../ratelimit/core.ts"
 
 /** A refused account operation; the message is shown to the person as is (never a secret). */
 export class AccountError extends Data.TaggedError("AccountError")<{
@@ -265,8 +266,10 @@ export class Accounts extends Effect.Service<Accounts>()("Accounts", {
         const now = new Date()
         const since = new Date(now.getTime() - THROTTLE_WINDOW_MS)
         const attemptId = newToken()
-        yield* users.recordAttempt(attemptId, email, ip, now, since)
-        const failures = yield* users.failuresSince(email, ip, since)
+        // Per IP as the API's rate limiter counts (D11): an IPv6 client per /64, which it can rotate through at will.
+        const ipBucket = addressBucketKey(ip)
+        yield* users.recordAttempt(attemptId, email, ipBucket, now, since)
+        const failures = yield* users.failuresSince(email, ipBucket, since)
         const waits: Array<number> = []
         if (failures.byEmail > MAX_FAILURES_PER_EMAIL && failures.oldestEmail !== null) {
           waits.push(failures.oldestEmail.getTime() + THROTTLE_WINDOW_MS - now.getTime())

@@ -371,3 +371,16 @@ test("D26/D31: a console log line never holds a set-password token (the path is 
   }
   expect(redactPath("/incidents/inc_1?flash=abc")).toBe("/incidents/inc_1?flash=abc")
 })
+
+test("D27: the per-IP sign-in throttle counts an IPv6 client per /64, as the API's rate limiter does", async () => {
+  const prefix = "2001:db8:77:1"
+  for (let i = 0; i < 20; i++) {
+    const answer = await signIn(`v6-${i}@sec.example`, "wrong password guess", `${prefix}::${(i + 1).toString(16)}`)
+    expect(answer.status).toBe(401)
+  }
+  // Another address of the same /64, another email: throttled; another /64: not.
+  const same = await signIn("v6-next@sec.example", "wrong password guess", `${prefix}:ffff:1:2:3`)
+  expect(same.status).toBe(429)
+  expect(Number(same.response.headers.get("retry-after"))).toBeGreaterThan(0)
+  expect((await signIn("v6-next@sec.example", "wrong password guess", "2001:db8:77:2::1")).status).toBe(401)
+}, 120_000)
