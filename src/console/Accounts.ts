@@ -4,10 +4,10 @@ import { Data, Effect, Option } from "effect"
 import { AppConfig } from "../config.ts"
 import { sha256 } from "../domain/crypto.ts"
 import { isId, newId } from "../domain/ids.ts"
+import { addressBucketKey } from "../ratelimit/core.ts"
 import { AuditRepo } from "../repos/AuditRepo.ts"
 import { ConsoleUsersRepo, ROLES, type Role, type SessionRow } from "../repos/ConsoleUsersRepo.ts"
 import { OrgsRepo } from "../repos/OrgsRepo.ts"
-import { addressBucketKey } from "../ratelimit/core.ts"
 
 /** A refused account operation; the message is shown to the person as is (never a secret). */
 export class AccountError extends Data.TaggedError("AccountError")<{
