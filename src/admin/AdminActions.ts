@@ -8,7 +8,19 @@ import { WebhooksRepo } from "../repos/WebhooksRepo.ts"
 import { AdminError, AdminOperations } from "./operations.ts"
 import { WebhookAdmin } from "./webhookOperations.ts"
 
-const refuse = (message: string) => Effect.fail(new AdminError({ message }))
+/**
+ * D31: never a secret in the audit log. Incoming-webhook URLs often carry a token in their path or query (and
+ * D18 refuses credentials in the authority), so only scheme://host[:port] is recorded, beside the channel id.
+ */
+export const originOf = (url: string | undefined): string => {
+  try {
+    return new URL(url ?? "").origin
+  } catch {
+    return "(invalid URL)"
+  }
+}
+/** D30: an id that is unknown, or another organization's: the same answer. */
+const unknown = (message: string) => Effect.fail(new AdminError({ message, kind: "unknown" }))
 
 /**
  * The administrative changes as both faces make them (ARCHITECTURE "two faces of one set of admin services"): the
@@ -43,7 +55,7 @@ export class AdminActions extends Effect.Service<AdminActions>()("AdminActions",
       Effect.gen(function* () {
         const owner = isId("apiKey", keyId) ? yield* ownerOf("api_keys", keyId, orgId) : undefined
         const found = owner === undefined ? undefined : (yield* keys.listByOrg(owner)).find((k) => k.id === keyId)
-        if (owner === undefined || found === undefined) return yield* refuse(`unknown key: ${keyId}`)
+        if (owner === undefined || found === undefined) return yield* unknown(`unknown key: ${keyId}`)
         return { ...found, orgId: owner }
       })
 
@@ -51,7 +63,7 @@ export class AdminActions extends Effect.Service<AdminActions>()("AdminActions",
       Effect.gen(function* () {
         const found = isId("webhookChannel", channelId) ? yield* channels.findChannel(channelId) : Option.none()
         if (Option.isNone(found) || (orgId !== undefined && found.value.orgId !== orgId)) {
-          return yield* refuse(`unknown webhook channel: ${channelId}`)
+          return yield* unknown(`unknown webhook channel: ${channelId}`)
         }
         return found.value
       })
@@ -94,7 +106,7 @@ export class AdminActions extends Effect.Service<AdminActions>()("AdminActions",
               actor,
               "webhook.create",
               created.id,
-              `${input.url ?? ""} (min ${input.minSeverity ?? "low"})`,
+              `${originOf(input.url)} (min ${input.minSeverity ?? "low"})`,
             ),
           ),
         ),
@@ -135,7 +147,7 @@ export class AdminActions extends Effect.Service<AdminActions>()("AdminActions",
         Effect.gen(function* () {
           const found = isId("webhookDelivery", deliveryId) ? yield* channels.findDelivery(deliveryId) : Option.none()
           if (Option.isNone(found) || (orgId !== undefined && found.value.orgId !== orgId)) {
-            return yield* refuse(`unknown delivery: ${deliveryId}`)
+            return yield* unknown(`unknown delivery: ${deliveryId}`)
           }
           return yield* sql.withTransaction(
             Effect.tap(webhooks.redeliver(deliveryId), () =>
@@ -146,7 +158,7 @@ export class AdminActions extends Effect.Service<AdminActions>()("AdminActions",
       closeIncident: (orgId: string | undefined, incidentId: string, actor: Actor) =>
         Effect.gen(function* () {
           const owner = isId("incident", incidentId) ? yield* ownerOf("incidents", incidentId, orgId) : undefined
-          if (owner === undefined) return yield* refuse(`no open incident ${incidentId}`)
+          if (owner === undefined) return yield* unknown(`no open incident ${incidentId}`)
           return yield* sql.withTransaction(
             Effect.tap(admin.closeIncident(incidentId), () => record(owner, actor, "incident.close", incidentId, null)),
           )

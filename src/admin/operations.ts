@@ -13,7 +13,11 @@ import { SensorsRepo } from "../repos/SensorsRepo.ts"
 import { TransitionsRepo } from "../repos/TransitionsRepo.ts"
 
 /** A refused admin command: the message is shown to the operator as is. */
-export class AdminError extends Data.TaggedError("AdminError")<{ readonly message: string }> {}
+export class AdminError extends Data.TaggedError("AdminError")<{
+  readonly message: string
+  /** No such id in the caller's organization: the console answers its 404 page (D30), the CLI the message. */
+  readonly kind?: "unknown"
+}> {}
 
 const refuse = (message: string) => Effect.fail(new AdminError({ message }))
 

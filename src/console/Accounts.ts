@@ -4,12 +4,17 @@ import { Data, Effect, Option } from "effect"
 import { AppConfig } from "../config.ts"
 import { sha256 } from "../domain/crypto.ts"
 import { isId, newId } from "../domain/ids.ts"
+import { addressBucketKey } from "../ratelimit/core.ts"
 import { AuditRepo } from "../repos/AuditRepo.ts"
 import { ConsoleUsersRepo, ROLES, type Role, type SessionRow } from "../repos/ConsoleUsersRepo.ts"
 import { OrgsRepo } from "../repos/OrgsRepo.ts"
 
 /** A refused account operation; the message is shown to the person as is (never a secret). */
-export class AccountError extends Data.TaggedError("AccountError")<{ readonly message: string }> {}
+export class AccountError extends Data.TaggedError("AccountError")<{
+  readonly message: string
+  /** `unknown`: no such id in the caller's organization (D30: a 404); `link`: a dead set-password link. */
+  readonly kind?: "unknown" | "link"
+}> {}
 
 /** Who made a change (D31): a console user's id or `cli`, and from which address. */
 export interface Actor {
@@ -86,7 +91,7 @@ export class Accounts extends Effect.Service<Accounts>()("Accounts", {
       Effect.gen(function* () {
         const found = isId("consoleUser", userId) ? yield* users.findById(userId) : Option.none()
         if (Option.isNone(found) || (orgId !== undefined && found.value.orgId !== orgId)) {
-          return yield* refuse(`unknown user: ${userId}`)
+          return yield* Effect.fail(new AccountError({ message: `unknown user: ${userId}`, kind: "unknown" }))
         }
         return found.value
       })
@@ -100,8 +105,10 @@ export class Accounts extends Effect.Service<Accounts>()("Accounts", {
           if (!EMAIL.test(email) || email.length > 254)
             return yield* refuse("the email must be an address like a@b.example")
           if (!ROLES.includes(input.role as Role)) return yield* refuse(`the role must be one of ${ROLES.join(", ")}`)
+          // Emails are unique across organizations (sign-in is by email alone). The refusal is the same whether
+          // the address is taken here or elsewhere: it never tells an admin another organization's users.
           if (Option.isSome(yield* users.findByEmail(email)))
-            return yield* refuse(`a user with the email ${email} exists`)
+            return yield* refuse("this email cannot be used for a new user; choose another address")
           const at = new Date()
           const id = newId("consoleUser", at.getTime())
           yield* users.insertUser({ id, orgId: input.orgId, email, role: input.role as Role, createdAt: at })
@@ -151,14 +158,18 @@ export class Accounts extends Effect.Service<Accounts>()("Accounts", {
         }),
       )
 
-    /** D26: a new one-time link; the old password stays until it is used, but every session ends now. */
+    /**
+     * D26: a new one-time link, and every session ends now. The old password stops working at once (a reset is what
+     * an admin does when it may be known to someone else): the user signs in again only after using the link. A
+     * disabled user stays disabled until the link is used.
+     */
     const resetUser = (orgId: string | undefined, userId: string, actor: Actor) =>
       sql.withTransaction(
         Effect.gen(function* () {
           const user = yield* requireUser(orgId, userId)
           const at = new Date()
           yield* users.deleteSessionsOf(user.id)
-          yield* users.setDisabled(user.id, null)
+          yield* users.setPasswordHash(user.id, null)
           const link = yield* linkFor(user.id, at)
           yield* audit.record({
             orgId: user.orgId,
@@ -172,17 +183,28 @@ export class Accounts extends Effect.Service<Accounts>()("Accounts", {
         }),
       )
 
+    const deadLink = Effect.fail(
+      new AccountError({
+        message: "This link has expired or was already used. Ask an administrator for a new one.",
+        kind: "link",
+      }),
+    )
+
     const linkState = (token: string) =>
       Effect.gen(function* () {
+        if (token.length > 100) return "unknown" as LinkState
         const found = yield* users.findLink(hashToken(token))
         if (Option.isNone(found)) return "unknown" as LinkState
         if (found.value.usedAt !== null || found.value.expiresAt.getTime() <= Date.now()) return "expired" as LinkState
         return "valid" as LinkState
       })
 
-    /** D26: 12–256 characters, argon2id; the link is spent and every session of the user ends. */
+    /** D26: 12–256 characters, argon2id; the link is spent, every session of the user ends, the user is enabled. */
     const setPassword = (token: string, password: string, ip: string) =>
       Effect.gen(function* () {
+        // The link first: hashing (argon2id, 64 MiB) is done only for a live link, never for anyone who POSTs to
+        // an unknown or spent one. The link is checked again, and spent, in the transaction below.
+        if ((yield* linkState(token)) !== "valid") return yield* deadLink
         const length = [...password].length
         if (length < PASSWORD_MIN || length > PASSWORD_MAX) {
           return yield* refuse(`The password must be ${PASSWORD_MIN} to ${PASSWORD_MAX} characters long.`)
@@ -193,12 +215,12 @@ export class Accounts extends Effect.Service<Accounts>()("Accounts", {
             const tokenHash = hashToken(token)
             const link = yield* users.findLink(tokenHash)
             const at = new Date()
-            if (Option.isNone(link) || !(yield* users.useLink(tokenHash, at))) {
-              return yield* refuse("This link has expired or was already used. Ask an administrator for a new one.")
-            }
+            if (Option.isNone(link) || !(yield* users.useLink(tokenHash, at))) return yield* deadLink
             const user = yield* requireUser(undefined, link.value.userId)
-            if (user.disabledAt !== null) return yield* refuse("This account is disabled.")
+            // A link is made by `user create` or `user reset` (disabling spends the user's links): using it is what
+            // brings a reset, disabled user back.
             yield* users.setPasswordHash(user.id, hash)
+            if (user.disabledAt !== null) yield* users.setDisabled(user.id, null)
             yield* users.deleteSessionsOf(user.id)
             yield* audit.record({
               orgId: user.orgId,
@@ -230,22 +252,33 @@ export class Accounts extends Effect.Service<Accounts>()("Accounts", {
 
     /**
      * D27: throttled first (more than 5 failures for the email or 20 for the IP in 15 minutes: 429), then the same
-     * answer and the same work for an unknown email and a wrong password. A fresh session on every sign-in.
+     * answer and the same work for an unknown email and a wrong password. A fresh session on every sign-in, and the
+     * browser's previous session (its cookie, when it sent one) ends.
+     *
+     * Parallel attempts must not all read the count before any of them records a failure: each attempt is written
+     * first (committed on its own), then the window is counted with it and every attempt still in flight. Over the
+     * limit, the attempt removes its row and gets 429; otherwise its row stands as the failure unless the password
+     * is right. So at most 5 (or 20) attempts are ever verified per window, however many arrive at once.
      */
-    const signIn = (emailInput: string, password: string, ip: string) =>
+    const signIn = (emailInput: string, password: string, ip: string, previousToken?: string) =>
       Effect.gen(function* () {
         const email = normalizeEmail(emailInput).slice(0, 320)
         const now = new Date()
         const since = new Date(now.getTime() - THROTTLE_WINDOW_MS)
-        const failures = yield* users.failuresSince(email, ip, since)
+        const attemptId = newToken()
+        // Per IP as the API's rate limiter counts (D11): an IPv6 client per /64, which it can rotate through at will.
+        const ipBucket = addressBucketKey(ip)
+        yield* users.recordAttempt(attemptId, email, ipBucket, now, since)
+        const failures = yield* users.failuresSince(email, ipBucket, since)
         const waits: Array<number> = []
-        if (failures.byEmail >= MAX_FAILURES_PER_EMAIL && failures.oldestEmail !== null) {
+        if (failures.byEmail > MAX_FAILURES_PER_EMAIL && failures.oldestEmail !== null) {
           waits.push(failures.oldestEmail.getTime() + THROTTLE_WINDOW_MS - now.getTime())
         }
-        if (failures.byIp >= MAX_FAILURES_PER_IP && failures.oldestIp !== null) {
+        if (failures.byIp > MAX_FAILURES_PER_IP && failures.oldestIp !== null) {
           waits.push(failures.oldestIp.getTime() + THROTTLE_WINDOW_MS - now.getTime())
         }
         if (waits.length > 0) {
+          yield* users.forgetAttempt(attemptId)
           yield* Effect.logWarning("console sign-in throttled").pipe(Effect.annotateLogs({ ip }))
           return {
             _tag: "Throttled",
@@ -260,7 +293,6 @@ export class Accounts extends Effect.Service<Accounts>()("Accounts", {
             .catch(() => false),
         )
         if (!candidate || candidate.passwordHash === null || candidate.disabledAt !== null || !matches) {
-          yield* users.recordFailure(email, ip, now, since)
           yield* audit.record({
             orgId: candidate?.orgId ?? null,
             actor: candidate?.id ?? "unknown",
@@ -277,6 +309,10 @@ export class Accounts extends Effect.Service<Accounts>()("Accounts", {
         const token = yield* sql.withTransaction(
           Effect.gen(function* () {
             yield* users.pruneSessions(now, new Date(now.getTime() - SESSION_IDLE_MS))
+            // The session this browser held before (whoever's it was) ends: one browser, one session.
+            if (previousToken !== undefined && previousToken.length <= 100) {
+              yield* users.deleteSession(hashToken(previousToken))
+            }
             const token = yield* startSession(candidate.id, ip)
             yield* users.clearFailures(email, since)
             yield* audit.record({
@@ -294,14 +330,22 @@ export class Accounts extends Effect.Service<Accounts>()("Accounts", {
         return { _tag: "SignedIn", token, userId: candidate.id, orgId: candidate.orgId } as SignInResult
       })
 
-    /** The live session of a cookie value (idle 12 h, absolute 7 d, user enabled); touches last_seen_at. */
-    const session = (token: string) =>
+    /**
+     * The live session of a cookie value (idle 12 h, absolute 7 d, user enabled). A page load touches last_seen_at;
+     * a background read (`touch: false`, the live refresh a tab polls every 10 s) does not, so an unattended tab
+     * still idles out after 12 h (D27).
+     */
+    const session = (token: string, options: { readonly touch: boolean } = { touch: true }) =>
       Effect.gen(function* () {
         if (token.length < 16 || token.length > 100) return Option.none<SessionRow>()
         const now = new Date()
         const tokenHash = hashToken(token)
         const found = yield* users.findSession(tokenHash, now, new Date(now.getTime() - SESSION_IDLE_MS))
-        if (Option.isSome(found) && now.getTime() - found.value.lastSeenAt.getTime() > TOUCH_EVERY_MS) {
+        if (
+          options.touch &&
+          Option.isSome(found) &&
+          now.getTime() - found.value.lastSeenAt.getTime() > TOUCH_EVERY_MS
+        ) {
           yield* users.touchSession(tokenHash, now)
         }
         return found

@@ -71,3 +71,9 @@ export const formFields = Effect.flatMap(HttpServerRequest.HttpServerRequest, (r
     Effect.orElseSucceed(() => ({}) as Record<string, string>),
   ),
 )
+
+/**
+ * A request path as the console logs it: the token of a set-password link is a live credential for 24 h, so its
+ * path segment never reaches a log line (D26, D31). Everything else is kept.
+ */
+export const redactPath = (url: string): string => url.replace(/\/set-password\/[^/?#]*/gi, "/set-password/…")

@@ -21,7 +21,7 @@ import { EventsRepo } from "../repos/EventsRepo.ts"
 import { IncidentsRepo } from "../repos/IncidentsRepo.ts"
 import { Accounts, type Actor, prepareSignIn } from "./Accounts.ts"
 import { ASSETS } from "./assets.ts"
-import { formFields, html, isCrossSite, SECURITY_HEADERS, safeNext, seeOther, tokensEqual } from "./http.ts"
+import { formFields, html, isCrossSite, redactPath, SECURITY_HEADERS, safeNext, seeOther, tokensEqual } from "./http.ts"
 import { MessagePage, NotFoundPage, SetPasswordPage, SignInPage } from "./pages/auth.tsx"
 import type { Flash, Viewer } from "./pages/components.tsx"
 import { EventsPage } from "./pages/events.tsx"
@@ -53,6 +53,15 @@ const decodeAfter = (text: string | undefined, kind: "incident" | "event") => {
   return { time: new Date(Number(match[1])), id: match[2] as string }
 }
 
+/** D26: an unknown, used or expired set-password link, for GET and POST alike. */
+const linkExpired = () =>
+  html(
+    <MessagePage
+      title="Link expired"
+      text="This link has expired or was already used. Ask an administrator for a new one (Settings → Users, or `bun run admin user reset`)."
+    />,
+    410,
+  )
 const notFound = (viewer?: Viewer) => html(<NotFoundPage viewer={viewer} />, 404)
 const forbidden = (text: string, viewer?: Viewer) =>
   html(<MessagePage title="Not allowed" text={text} viewer={viewer} />, 403)
@@ -75,21 +84,24 @@ const makeRouter = Effect.gen(function* () {
   const ipOf = (req: HttpServerRequest.HttpServerRequest) =>
     clientIp(Option.getOrUndefined(req.remoteAddress), req.headers["x-forwarded-for"], config.trustProxy)
 
-  const currentSession = Effect.gen(function* () {
-    const req = yield* request
-    const token = req.cookies[SESSION_COOKIE]
-    if (token === undefined) return Option.none<SignedIn>()
-    const found = yield* accounts.session(token)
-    return Option.map(
-      found,
-      (s): SignedIn => ({
-        ...s,
-        token,
-        viewer: { email: s.email, role: s.role, csrfToken: s.csrfToken, userId: s.userId },
-        actor: { id: s.userId, ip: ipOf(req) },
-      }),
-    )
-  })
+  /** The signed-in session; `touch: false` for background reads that must not keep a session alive (D27). */
+  const sessionOf = (options: { readonly touch: boolean }) =>
+    Effect.gen(function* () {
+      const req = yield* request
+      const token = req.cookies[SESSION_COOKIE]
+      if (token === undefined) return Option.none<SignedIn>()
+      const found = yield* accounts.session(token, options)
+      return Option.map(
+        found,
+        (s): SignedIn => ({
+          ...s,
+          token,
+          viewer: { email: s.email, role: s.role, csrfToken: s.csrfToken, userId: s.userId },
+          actor: { id: s.userId, ip: ipOf(req) },
+        }),
+      )
+    })
+  const currentSession = sessionOf({ touch: true })
 
   /** To sign-in and back here after it; a cookie that no longer opens a session says so on the sign-in page. */
   const toSignIn = Effect.map(request, (req) => {
@@ -172,20 +184,25 @@ const makeRouter = Effect.gen(function* () {
 
   const query = Effect.map(request, (req) => new URL(req.url, "http://console").searchParams)
 
-  /** An AdminError (or AccountError) becomes the page's error notice; the message never holds a secret. */
+  /**
+   * An AdminError (or AccountError) becomes the page's error notice; the message never holds a secret. An unknown
+   * id, or another organization's, gets the 404 page as a GET of it would (D30).
+   */
   const refused =
     (s: SignedIn, path: string) =>
     <A, R>(effect: Effect.Effect<A, { _tag: string; message?: string }, R>) =>
       Effect.catchIf(
         effect,
-        (e): e is { _tag: "AdminError" | "AccountError"; message: string } =>
+        (e): e is { _tag: "AdminError" | "AccountError"; message: string; kind?: string } =>
           e._tag === "AdminError" || e._tag === "AccountError",
         // The services' messages name the CLI's flags ("--name must be …"): here they name the form's fields.
         (e) =>
-          flashTo(s, path, {
-            kind: "error",
-            text: e.message.replace(/--([a-z-]+)/g, (_, flag: string) => `the ${flag.replace("-", " ")}`),
-          }),
+          e.kind === "unknown"
+            ? Effect.succeed(notFound(s.viewer))
+            : flashTo(s, path, {
+                kind: "error",
+                text: e.message.replace(/--([a-z-]+)/g, (_, flag: string) => `the ${flag.replace("-", " ")}`),
+              }),
       )
 
   const formCookie = () => randomBytes(24).toString("base64url")
@@ -232,7 +249,12 @@ const makeRouter = Effect.gen(function* () {
         if (!tokensEqual(form.csrf, req.cookies[FORM_COOKIE])) {
           return yield* again(403, "The sign-in form expired. Please try again.")
         }
-        const result = yield* accounts.signIn(form.email ?? "", form.password ?? "", ipOf(req))
+        const result = yield* accounts.signIn(
+          form.email ?? "",
+          form.password ?? "",
+          ipOf(req),
+          req.cookies[SESSION_COOKIE],
+        )
         if (result._tag === "Throttled") {
           return yield* again(
             429,
@@ -262,16 +284,8 @@ const makeRouter = Effect.gen(function* () {
       "/set-password/:token",
       Effect.gen(function* () {
         const { token } = yield* HttpRouter.params
-        const state = token === undefined || token.length > 100 ? "unknown" : yield* accounts.linkState(token)
-        if (state !== "valid") {
-          return html(
-            <MessagePage
-              title="Link expired"
-              text="This link has expired or was already used. Ask an administrator for a new one (Settings → Users, or `bun run admin user reset`)."
-            />,
-            410,
-          )
-        }
+        const state = token === undefined ? "unknown" : yield* accounts.linkState(token)
+        if (state !== "valid") return linkExpired()
         const csrf = formCookie()
         return yield* HttpServerResponse.setCookie(
           html(<SetPasswordPage token={token as string} csrf={csrf} />),
@@ -294,6 +308,7 @@ const makeRouter = Effect.gen(function* () {
         return yield* accounts.setPassword(token, form.password ?? "", ipOf(req)).pipe(
           Effect.as(seeOther("/sign-in?done=password")),
           Effect.catchTag("AccountError", (e) => {
+            if (e.kind === "link") return Effect.succeed(linkExpired())
             const csrf = formCookie()
             return HttpServerResponse.setCookie(
               html(<SetPasswordPage token={token} csrf={csrf} error={e.message} />, 400),
@@ -368,7 +383,8 @@ const makeRouter = Effect.gen(function* () {
     HttpRouter.get(
       "/live/incidents",
       Effect.gen(function* () {
-        const session = yield* currentSession
+        // Polled by an open tab every 10 s: reads the session without touching it, so the tab idles out (D27).
+        const session = yield* sessionOf({ touch: false })
         if (Option.isNone(session)) return HttpServerResponse.unsafeJson({ changed: false }, { status: 401 })
         const since = parseTimestamp((yield* query).get("since") ?? "")
         const changed = since === undefined ? false : yield* reads.changedSince(session.value.orgId, since)
@@ -724,7 +740,7 @@ const makeRouter = Effect.gen(function* () {
           const session = yield* Effect.orElseSucceed(currentSession, () => Option.none<SignedIn>())
           return notFound(Option.getOrUndefined(session)?.viewer)
         }
-        yield* Effect.logError("console request failed", cause).pipe(Effect.annotateLogs({ path: req.url }))
+        yield* Effect.logError("console request failed", cause).pipe(Effect.annotateLogs({ path: redactPath(req.url) }))
         return html(
           <MessagePage title="Something went wrong" text="The request could not be completed. It has been logged." />,
           500,

@@ -59,7 +59,7 @@ export class ConsoleUsersRepo extends Effect.Service<ConsoleUsersRepo>()("Consol
         ),
       setDisabled: (id: string, at: Date | null) =>
         sql`update console_users set disabled_at = ${at} where id = ${id}`.pipe(Effect.asVoid, dbErrors),
-      setPasswordHash: (id: string, hash: string) =>
+      setPasswordHash: (id: string, hash: string | null) =>
         sql`update console_users set password_hash = ${hash} where id = ${id}`.pipe(Effect.asVoid, dbErrors),
 
       insertLink: (row: { tokenHash: Uint8Array; userId: string; expiresAt: Date; createdAt: Date }) =>
@@ -135,12 +135,19 @@ export class ConsoleUsersRepo extends Effect.Service<ConsoleUsersRepo>()("Consol
       pruneFlashes: (now: Date) =>
         sql`delete from console_flashes where expires_at < ${now}`.pipe(Effect.asVoid, dbErrors),
 
-      /** Also forgets failures older than `forgetBefore` (outside every throttle window). */
-      recordFailure: (email: string, ip: string, at: Date, forgetBefore: Date) =>
+      /**
+       * D27: an attempt is written, in its own statement (committed at once), before its password is verified, so
+       * parallel attempts see each other when they count. Also forgets rows older than `forgetBefore`.
+       */
+      recordAttempt: (attemptId: string, email: string, ip: string, at: Date, forgetBefore: Date) =>
         Effect.zipRight(
           sql`delete from console_signin_failures where at < ${forgetBefore}`,
-          sql`insert into console_signin_failures (email, ip, at) values (${email}, ${ip}, ${at})`,
+          sql`insert into console_signin_failures (attempt_id, email, ip, at)
+              values (${attemptId}, ${email}, ${ip}, ${at})`,
         ).pipe(Effect.asVoid, dbErrors),
+      /** An attempt that was throttled (never verified) is not a failure: its row goes. */
+      forgetAttempt: (attemptId: string) =>
+        sql`delete from console_signin_failures where attempt_id = ${attemptId}`.pipe(Effect.asVoid, dbErrors),
       /** Failures since `since` for this email and for this IP, with the oldest of each (for Retry-After). */
       failuresSince: (email: string, ip: string, since: Date) =>
         sql<{ byEmail: number; byIp: number; oldestEmail: Date | null; oldestIp: Date | null }>`
