@@ -66,65 +66,36 @@ import { runSweep } from "./parts/sweep.ts"
 import { runWebhooks } from "./parts/webhooks.ts"
 import { formatProfile, formatStageTable, type ProfileSummary, summarizeProfile } from "./profile-summary.ts"
 
-const PARTS = [
-  "seed",
-  "api",
-  "console",
-  "scale",
-  "sweep",
-  "feeds",
-  "ingest",
-  "webhooks",
-  "ratelimit-memory",
-  "startup",
-  "flood",
-  "scale10m",
-  "soak",
-  "rss-curve",
-] as const
-type Part = (typeof PARTS)[number]
-/** `bun run bench` with no part: these. The long ones (scale10m, soak, rss-curve) run when named, or with `full`. */
-const DEFAULT_PARTS: ReadonlyArray<Part> = [
-  "seed",
-  "api",
-  "console",
-  "scale",
-  "sweep",
-  "feeds",
-  "ingest",
-  "webhooks",
-  "ratelimit-memory",
-  "startup",
-  "flood",
-]
-const DB_PARTS: ReadonlyArray<Part> = [
-  "seed",
-  "api",
-  "console",
-  "scale",
-  "sweep",
-  "feeds",
-  "ingest",
-  "webhooks",
-  "flood",
-  "scale10m",
-  "soak",
-  "rss-curve",
-]
-/** Parts that need the main dataset (scale10m and flood make organizations of their own; startup its databases). */
-const MAIN_SEED_PARTS: ReadonlyArray<Part> = [
-  "seed",
-  "api",
-  "console",
-  "scale",
-  "sweep",
-  "feeds",
-  "ingest",
-  "webhooks",
-  "soak",
-  "rss-curve",
-]
-const WRK_PARTS: ReadonlyArray<Part> = ["api", "console", "scale", "sweep", "feeds", "scale10m", "rss-curve"]
+/**
+ * Every part and what it needs, in the order a run takes them. long: only when named or with `full`; db: a
+ * PostgreSQL database; seed: the main dataset (scale10m and flood make organizations of their own, startup its own
+ * databases); wrk: the load generator.
+ */
+const PART_NEEDS = {
+  seed: { db: true, seed: true },
+  api: { db: true, seed: true, wrk: true },
+  console: { db: true, seed: true, wrk: true },
+  scale: { db: true, seed: true, wrk: true },
+  sweep: { db: true, seed: true, wrk: true },
+  feeds: { db: true, seed: true, wrk: true },
+  ingest: { db: true, seed: true },
+  webhooks: { db: true, seed: true },
+  "ratelimit-memory": {},
+  startup: {},
+  flood: { db: true },
+  scale10m: { long: true, db: true, wrk: true },
+  soak: { long: true, db: true, seed: true },
+  "rss-curve": { long: true, db: true, seed: true, wrk: true },
+} as const satisfies Record<string, { long?: true; db?: true; seed?: true; wrk?: true }>
+type Part = keyof typeof PART_NEEDS
+const PARTS = Object.keys(PART_NEEDS) as ReadonlyArray<Part>
+const partsWhere = (need: "long" | "db" | "seed" | "wrk", value = true): ReadonlyArray<Part> =>
+  PARTS.filter((p) => ((PART_NEEDS[p] as Partial<Record<typeof need, true>>)[need] === true) === value)
+/** `bun run bench` with no part: every part but the long ones (scale10m, soak, rss-curve). */
+const DEFAULT_PARTS = partsWhere("long", false)
+const DB_PARTS = partsWhere("db")
+const MAIN_SEED_PARTS = partsWhere("seed")
+const WRK_PARTS = partsWhere("wrk")
 
 const args = process.argv.slice(2)
 const flag = (name: string) => args.includes(name)
