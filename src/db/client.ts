@@ -108,7 +108,7 @@ export const SERVER_QUERY_TIMEOUT_MS = 4_000
  * 45 s, with a warning per try; after that start-up fails and the supervisor's restart policy takes over. The admin
  * tool uses DatabaseLive and fails at once instead. An embedded server that cannot be set up fails at once too.
  */
-const serverDatabase = (pool: PoolSettings | undefined) =>
+const serverDatabase = (pool: PoolSettings) =>
   databaseLayer(SERVER_QUERY_TIMEOUT_MS, pool).pipe(
     Layer.tapError((error) =>
       error instanceof EmbeddedDatabaseError ? Effect.void : Effect.logWarning("database not reachable yet; retrying"),
@@ -123,7 +123,6 @@ const serverDatabase = (pool: PoolSettings | undefined) =>
       ),
     ),
   )
-export const DatabaseLiveWaiting = serverDatabase(undefined)
 
 /**
  * D37: the server's database layer for one listener's pool (`api`: the read API; `ingest`: the ingest listener, the
