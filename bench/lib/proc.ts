@@ -73,9 +73,13 @@ export const spawnListening = async (options: SpawnOptions): Promise<Spawned> =>
     : []
   if (options.profile) mkdirSync(PROFILES_DIR, { recursive: true })
   const out = Bun.file(logFile)
-  const child = Bun.spawn(["bun", ...(options.bunFlags ?? []), ...profileArgs, ...options.args], {
+  // The service's start command (bin/serve) takes bun's flags from BUN_SERVE_FLAGS; anything else is run by bun.
+  const serve = options.args[0] === "bin/serve"
+  const flags = [...(options.bunFlags ?? []), ...profileArgs]
+  const command = serve ? ["sh", ...options.args] : ["bun", ...flags, ...options.args]
+  const child = Bun.spawn(command, {
     cwd: ROOT,
-    env: options.env,
+    env: serve ? { ...options.env, BUN_SERVE_FLAGS: flags.join(" ") } : options.env,
     stdout: out,
     stderr: out,
   })
@@ -149,26 +153,46 @@ const safeRead = (file: string) => {
 const tail = (file: string) => safeRead(file).split("\n").slice(-30).join("\n")
 
 /**
- * The service with the benchmark's environment. The command is the default start command (`bun src/main.ts`,
- * what `bun run start` and the container's `bun run src/main.ts` run); `bunFlags` (default: BENCH_SERVICE_BUN_FLAGS,
- * e.g. "--smol") compares a setting of the runtime without touching the service.
+ * The service's command: the start command of `bun run start` and the container (`bin/serve`: the bundle built by
+ * `bun run build:server`, which the bench runs first, with its heap sizing), or BENCH_SERVICE_ENTRY (e.g.
+ * `src/main.ts`, the sources as the tests run them, with bun's defaults).
  */
-export const startService = (
+export const SERVICE_ENTRY = process.env.BENCH_SERVICE_ENTRY ?? "bin/serve"
+
+/** Builds the bundle the service runs from (once per bench process). */
+let built: Promise<void> | undefined
+export const buildService = () => {
+  built ??= (async () => {
+    const child = Bun.spawn(["bun", "run", "build:server"], { cwd: ROOT, stdout: "ignore", stderr: "inherit" })
+    if ((await child.exited) !== 0) throw new Error("bun run build:server failed")
+  })()
+  return built
+}
+
+/**
+ * The service with the benchmark's environment. The command is the default start command (`sh bin/serve`, which
+ * execs `bun dist/server/main.js`: what `bun run start` and the container's CMD run); `bunFlags` (default:
+ * BENCH_SERVICE_BUN_FLAGS, e.g. "--smol") compares a setting of the runtime without touching the service.
+ */
+export const startService = async (
   workDir: string,
   env: Record<string, string>,
   profile: boolean,
   name = "service",
   bunFlags: ReadonlyArray<string> = (process.env.BENCH_SERVICE_BUN_FLAGS ?? "").split(" ").filter((f) => f !== ""),
-): Promise<Spawned> =>
-  spawnListening({
+  entry: string = SERVICE_ENTRY,
+): Promise<Spawned> => {
+  if (entry === "bin/serve" || entry.startsWith("dist/")) await buildService()
+  return spawnListening({
     name,
-    args: ["src/main.ts"],
+    args: [entry],
     env,
     workDir,
     listeners: ["api", "ingest", "ops", "console"],
     profile,
     bunFlags,
   })
+}
 
 /** bench/baseline.ts: a bare Bun.serve with Bun's SQL client running the service's queries. */
 export const startBaseline = (workDir: string, env: Record<string, string>, profile = false): Promise<Spawned> =>

@@ -349,12 +349,12 @@ describe("Dockerfile", () => {
     for (const port of [DEFAULTS.port, DEFAULTS.ingestPort, DEFAULTS.opsPort]) expect(exposed).toContain(port)
   })
 
-  test("starts the server as `bun run start` does", () => {
+  test("starts the server as `bun run start` does (issue #15: bin/serve, on the bundle the image builds)", () => {
     const cmd = execForm(one(RUNTIME, "CMD"))
-    const start = packageJson.scripts.start?.split(/\s+/) ?? []
-    expect(start.length).toBeGreaterThan(0)
-    expect(cmd).toEqual(start)
-    expect(cmd).toEqual(["bun", "run", "src/main.ts"])
+    // `bun run start` builds the bundle, then runs the same command as the image.
+    expect(packageJson.scripts.start).toBe(`bun run build:server && ${cmd.join(" ")}`)
+    expect(cmd).toEqual(["sh", "bin/serve"])
+    expect(all(RUNTIME, "RUN").some((i) => i.args === "bun run build:server")).toBe(true)
   })
 
   test("copies only paths that exist and that .dockerignore lets through, migrations included", () => {
@@ -365,6 +365,7 @@ describe("Dockerfile", () => {
         return parts.slice(0, -1)
       })
     expect(sources).toContain("src")
+    expect(sources).toContain("bin")
     expect(sources).toContain(relative(ROOT, MIGRATIONS_DIR))
     expect(sources).toContain("package.json")
     for (const source of sources) {

@@ -64,10 +64,18 @@ const readLines = async (stream: ReadableStream<Uint8Array>, sink: Array<string>
   }
 }
 
-export const startServer = async (options: { env?: Record<string, string> } = {}): Promise<RunningServer> => {
+/** `command`: how the server is started (default `bun src/main.ts`; test/deploy runs the start command, bin/serve). */
+export const startServer = async (
+  options: { env?: Record<string, string>; command?: ReadonlyArray<string> } = {},
+): Promise<RunningServer> => {
   const env = options.env ?? testEnv()
   const logs: Array<string> = []
-  const child = Bun.spawn(["bun", "src/main.ts"], { cwd: ROOT, env, stdout: "pipe", stderr: "pipe" })
+  const child = Bun.spawn([...(options.command ?? ["bun", "src/main.ts"])], {
+    cwd: ROOT,
+    env,
+    stdout: "pipe",
+    stderr: "pipe",
+  })
   const ports: { api?: number; ingest?: number; ops?: number; console?: number } = {}
   const {
     api: port,
