@@ -144,7 +144,10 @@ test("D32: a change feed page is one range scan of its position index, from the 
       for (const [name, { text, params }, index] of cases) {
         const plan = yield* sql.withTransaction(
           Effect.gen(function* () {
+            // As above: with few rows the planner may prefer a bitmap scan plus a sort; priced out, a sort shows
+            // only where the position index cannot give the order.
             yield* sql`set local enable_seqscan = off`
+            yield* sql`set local enable_sort = off`
             const rows = yield* sql.unsafe<Record<string, string>>(`explain ${text}`, params)
             return rows.map((r) => Object.values(r)[0]).join("\n")
           }),
@@ -159,4 +162,59 @@ test("D32: a change feed page is one range scan of its position index, from the 
     expect({ name, sorts: /\bSort\b/.test(plan) }).toEqual({ name, sorts: false })
     expect({ name, index: plan.includes(index) }).toEqual({ name, index: true })
   }
+})
+
+interface PlanNode {
+  readonly "Relation Name"?: string
+  readonly "Actual Rows": number
+  readonly Plans?: ReadonlyArray<PlanNode>
+}
+
+test("D32, issue #15: a deep feed page reads only its own rows even when one transaction wrote them all", async () => {
+  // A large load is one transaction, so every row has one change_xid; the statistics then take the rows after a
+  // token for very few, and a plan that joins before the limit hash-joined and sorted all of them (scale10m: 61 ms
+  // for 100 rows of 20,000). The page must be cut from the position index before anything else.
+  const tenant = await createTenant(db, "Bulk")
+  const sensor = (await createSensor(db, tenant.orgId)).id
+  const t0 = Date.now() - 3_600_000
+  await seedIncident(db, {
+    orgId: tenant.orgId,
+    sensorId: sensor,
+    sourceIp: "192.0.2.9",
+    events: Array.from({ length: 3000 }, (_, i) => ({ time: new Date(t0 + i) })),
+  })
+  const plan = await db.run(
+    Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      // A fleet of sensors (as in the bench's database): with a handful, a nested loop over them streams in order
+      // and hides the problem.
+      yield* sql`insert into sensors (id, org_id, name, profile, token_hash, created_at)
+        select 'sen_bulk' || g || ${tenant.orgId}, ${tenant.orgId}, 'bulk ' || g, 'linux-server',
+          sha256(convert_to(g::text || ${tenant.orgId}, 'UTF8')), now()
+        from generate_series(1, 300) g`
+      yield* sql`analyze events`
+      yield* sql`analyze sensors`
+      const [position] = yield* sql<{ xid: string; seq: string }>`
+        select change_xid::text as xid, change_seq::text as seq from events where org_id = ${tenant.orgId}
+        order by change_xid, change_seq offset 1000 limit 1`
+      if (position === undefined) throw new Error("no events")
+      const { text, params } = eventChangesStatement({
+        orgId: tenant.orgId,
+        after: { xid: position.xid, seq: position.seq, fromMs: null },
+        fetch: 101,
+      })
+      const rows = yield* sql.unsafe<Record<string, unknown>>(`explain (analyze, format json) ${text}`, params)
+      const value = Object.values(rows[0] ?? {})[0]
+      return (typeof value === "string" ? JSON.parse(value) : value) as Array<{ Plan: PlanNode }>
+    }),
+  )
+  // Rows each node reading `events` produced.
+  const scanned: Array<number> = []
+  const visit = (node: PlanNode) => {
+    if (node["Relation Name"] === "events") scanned.push(node["Actual Rows"])
+    for (const child of node.Plans ?? []) visit(child)
+  }
+  for (const root of plan) visit(root.Plan)
+  expect(scanned.length).toBeGreaterThan(0)
+  expect(Math.max(...scanned)).toBeLessThanOrEqual(101)
 })
