@@ -681,7 +681,7 @@ for (const part of ["api", "console", "scale", "sweep", "ingest", "webhooks", "s
 const floorMemory = results.api?.floor?.memory
 if (memoryRows.length > 0) {
   sections.push(
-    `Memory: peak RSS (VmHWM) in MiB, and RSS right after start-up\n${table(
+    `Memory: peak RSS (VmHWM) in MiB, and RSS right after start-up (1 s after the listeners are up, no load yet)\n${table(
       ["part", "service peak", "service at start", "baseline peak", "baseline at start"],
       memoryRows,
     )}${floorMemory ? `\nthe HttpApi floor (api part, no database): peak ${floorMemory.peakRssMiB} MiB, at start ${floorMemory.startRssMiB} MiB` : ""}`,

@@ -9,8 +9,10 @@ import { log, PROFILES_DIR, ROOT, sleep } from "./common.ts"
  */
 
 export interface MemorySample {
-  /** VmRSS right after the listeners were up, in MiB. */
+  /** VmRSS 1 s after the listeners were up (before any load), in MiB. */
   readonly startRssMiB: number
+  /** VmRSS at the moment the last listener was up, in MiB. */
+  readonly listenRssMiB?: number
   /** Peak resident set (VmHWM) in MiB, as the kernel counts it since the process started. */
   readonly peakRssMiB: number
   /** Highest VmRSS seen by the 100 ms poller, in MiB. */
@@ -104,6 +106,10 @@ export const spawnListening = async (options: SpawnOptions): Promise<Spawned> =>
     }
   }
 
+  // "Right after start-up": 1 s after the last listener is up, before any load (start-up's own work, migrations and
+  // the first collection, is over by then; the figure at the moment of listening is kept too).
+  const listenRssMiB = mib(statusKb(child.pid, "VmRSS"))
+  await sleep(1000)
   const startRssMiB = mib(statusKb(child.pid, "VmRSS"))
   let maxPolled = 0
   const poll = setInterval(() => {
@@ -117,6 +123,7 @@ export const spawnListening = async (options: SpawnOptions): Promise<Spawned> =>
     cpu = cpuSecondsOf(child.pid) ?? cpu
     return {
       startRssMiB,
+      listenRssMiB,
       peakRssMiB: mib(hwm),
       maxPolledRssMiB: mib(maxPolled),
       ...(cpu !== undefined ? { cpuSeconds: cpu } : {}),
