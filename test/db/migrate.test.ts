@@ -50,6 +50,17 @@ describe("migrations", () => {
     await db.close()
     expect(rows.map((r) => r.version)).toEqual(readMigrations().map((m) => m.version))
   })
+
+  test("issue #15: a new database queues no repair of old rows (0008 only when events were stored before it)", async () => {
+    const env = await freshEnv()
+    expect((await admin(env, ["migrate"])).code).toBe(0)
+    const db = testDatabase(env)
+    const tasks = await db.run(
+      Effect.flatMap(SqlClient.SqlClient, (sql) => sql<{ name: string }>`select name from maintenance_tasks`),
+    )
+    await db.close()
+    expect(tasks).toEqual([])
+  })
 })
 
 describe("migrations of stored rows", () => {

@@ -1,0 +1,123 @@
+/**
+ * `bun bench/driver-floor.ts --db <dsvc_bench_*> [--queries N] [--concurrency C]`
+ *
+ * What the database driver costs alone (issue #15: "the part of the stack that holds it and what that part costs
+ * alone"): the API's own list statement (incidentListStatement, the 1M-event organization's first page of 51 rows)
+ * run N times, C at a time, in this one process with no HTTP, through
+ *   1. Bun's built-in SQL client (what the baseline uses),
+ *   2. the `pg` driver's pool directly (the driver under @effect/sql-pg, its default type parsers),
+ *   3. @effect/sql-pg as the service runs it (`sql.unsafe(text, params).withoutTransform`, in Effect fibers),
+ * and prints, for each, queries/s and this process's CPU per query (process.cpuUsage), beside PostgreSQL's CPU per
+ * query (every `postgres` process, from /proc: keep the machine otherwise quiet).
+ */
+import { readdirSync, readFileSync } from "node:fs"
+import { Reactivity } from "@effect/experimental"
+import { PgClient } from "@effect/sql-pg"
+import { SQL } from "bun"
+import { Effect, Redacted } from "effect"
+import pg from "pg"
+import { incidentListStatement } from "../src/repos/IncidentsRepo.ts"
+import { round, table } from "./lib/common.ts"
+import { databaseUrl } from "./lib/pg.ts"
+
+const args = process.argv.slice(2)
+const option = (name: string, fallback: string) => {
+  const i = args.indexOf(name)
+  return i >= 0 ? (args[i + 1] ?? fallback) : fallback
+}
+const database = option("--db", "")
+if (database === "") {
+  console.error("usage: bun bench/driver-floor.ts --db <dsvc_bench_*> [--queries N] [--concurrency C]")
+  process.exit(2)
+}
+const queries = Number(option("--queries", "3000"))
+const concurrency = Number(option("--concurrency", "10"))
+const url = databaseUrl(database)
+
+const postgresCpuSeconds = () => {
+  let total = 0
+  for (const pid of readdirSync("/proc").filter((d) => /^\d+$/.test(d))) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
+      if (!stat.includes("(postgres)")) continue
+      const fields = stat.split(") ")[1]?.split(" ") ?? []
+      total += (Number(fields[11]) + Number(fields[12])) / 100
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return total
+}
+
+const setup = new SQL({ url, max: 1 })
+const [manifest] = await setup`select value from bench_manifest where name = 'seed'`
+await setup.close()
+const seedValue = (manifest as { value: unknown }).value
+const orgId = (typeof seedValue === "string" ? JSON.parse(seedValue) : seedValue).datasets.large.orgId as string
+const { text, params } = incidentListStatement({ orgId, status: undefined, after: undefined, fetch: 51 })
+
+/** N queries, C at a time; the CPU of this process and of PostgreSQL per query. */
+const measure = async (name: string, run: () => Promise<number>, warm = 300) => {
+  const loop = async (n: number) => {
+    let next = 0
+    let rows = 0
+    await Promise.all(
+      Array.from({ length: concurrency }, async () => {
+        while (next < n) {
+          next++
+          rows += await run()
+        }
+      }),
+    )
+    return rows
+  }
+  await loop(warm)
+  Bun.gc(true)
+  const cpu = process.cpuUsage()
+  const pgBefore = postgresCpuSeconds()
+  const started = performance.now()
+  const rows = await loop(queries)
+  const seconds = (performance.now() - started) / 1000
+  const used = process.cpuUsage(cpu)
+  const pgUs = ((postgresCpuSeconds() - pgBefore) * 1e6) / queries
+  return [
+    name,
+    round(queries / seconds, 0),
+    round((used.user + used.system) / queries, 0),
+    round(pgUs, 0),
+    round(rows / queries, 0),
+  ] as const
+}
+
+const results: Array<ReadonlyArray<string | number>> = []
+
+const bunSql = new SQL({ url, max: concurrency })
+results.push(
+  await measure("Bun.sql (the baseline's client)", async () => (await bunSql.unsafe(text, [...params])).length),
+)
+await bunSql.close()
+
+const pool = new pg.Pool({ connectionString: url, max: concurrency })
+results.push(
+  await measure("pg Pool (under @effect/sql-pg)", async () => (await pool.query(text, [...params])).rowCount ?? 0),
+)
+await pool.end()
+
+await Effect.runPromise(
+  Effect.scoped(
+    Effect.gen(function* () {
+      const sql = yield* PgClient.make({ url: Redacted.make(url), maxConnections: concurrency })
+      const once = sql.unsafe(text, [...params]).withoutTransform.pipe(Effect.map((rows) => rows.length))
+      results.push(
+        yield* Effect.promise(() =>
+          measure("@effect/sql-pg as the service runs it", () => Effect.runPromise(Effect.orDie(once))),
+        ),
+      )
+    }),
+  ).pipe(Effect.provide(Reactivity.layer)),
+)
+
+console.log(
+  `\nGET /v1/incidents's statement (first page, 51 rows of the 1M-event organization), ${queries} queries, ${concurrency} at a time, no HTTP\n`,
+)
+console.log(table(["client", "queries/s", "CPU µs/query", "PostgreSQL µs/query", "rows"], results))
