@@ -65,7 +65,9 @@ const measure = async (name: string, run: () => Promise<number>, warm = 300) => 
       Array.from({ length: concurrency }, async () => {
         while (next < n) {
           next++
-          rows += await run()
+          // Not `rows += await run()`: that reads `rows` before the await and loses the other workers' counts.
+          const got = await run()
+          rows += got
         }
       }),
     )
