@@ -14,6 +14,8 @@ export interface Series {
   readonly name: string
   readonly color: string
   readonly dashed?: boolean
+  /** Markers only, no line between them (points that are settings, not a sequence). */
+  readonly markersOnly?: boolean
   readonly points: ReadonlyArray<Point>
 }
 export interface Panel {
@@ -93,9 +95,11 @@ const panelSvg = (p: Panel, offsetX: number): string => {
     const dy = index % 2 === 1 ? 15 : -6
     const pts = [...s.points].sort((a, b) => a.x - b.x)
     const d = pts.map((pt, i) => `${i === 0 ? "M" : "L"}${sx(pt.x).toFixed(1)},${sy(pt.y).toFixed(1)}`).join(" ")
-    parts.push(
-      `<path d="${d}" fill="none" stroke="${s.color}" stroke-width="2.2"${s.dashed ? ' stroke-dasharray="6,4"' : ""}/>`,
-    )
+    if (!s.markersOnly) {
+      parts.push(
+        `<path d="${d}" fill="none" stroke="${s.color}" stroke-width="2.2"${s.dashed ? ' stroke-dasharray="6,4"' : ""}/>`,
+      )
+    }
     for (const pt of pts) {
       parts.push(
         `<circle cx="${sx(pt.x).toFixed(1)}" cy="${sy(pt.y).toFixed(1)}" r="3.5" fill="${s.color}"/>`,
@@ -114,18 +118,28 @@ const panelSvg = (p: Panel, offsetX: number): string => {
   return parts.join("\n")
 }
 
-/** An SVG document: a title line, a note line, then the panels side by side. */
-export const svgChart = (title: string, note: string, panels: ReadonlyArray<Panel>): string => {
+/**
+ * An SVG document: a title line, a note line, then the panels side by side, then `key` lines under them (what short
+ * point labels stand for).
+ */
+export const svgChart = (
+  title: string,
+  note: string,
+  panels: ReadonlyArray<Panel>,
+  key: ReadonlyArray<string> = [],
+): string => {
   const width = W * panels.length
   const top = 44
+  const height = H + top + key.length * 15
   return [
-    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${H + top}" viewBox="0 0 ${width} ${H + top}" font-family="Helvetica, Arial, sans-serif">`,
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="Helvetica, Arial, sans-serif">`,
     `<rect width="100%" height="100%" fill="#ffffff"/>`,
     `<text x="12" y="20" font-size="16" font-weight="bold">${esc(title)}</text>`,
     `<text x="12" y="37" font-size="11" fill="#555">${esc(note)}</text>`,
     `<g transform="translate(0,${top})">`,
     ...panels.map((p, i) => panelSvg(p, i * W)),
     "</g>",
+    ...key.map((line, i) => `<text x="12" y="${H + top + 12 + i * 15}" font-size="11" fill="#333">${esc(line)}</text>`),
     "</svg>",
     "",
   ].join("\n")
