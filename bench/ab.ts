@@ -9,13 +9,13 @@
  * BENCH_SERVICE_ENV ("BUN_FLAGS=--smol" gives bun's own flags, comma-separated; "ENTRY=src/main.ts" runs the sources instead of
  * the bundle); "-" is none. The baseline is not run: this compares two settings of the service.
  */
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
+import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { SQL } from "bun"
 import { type BenchContext, log, round, serviceEnv, table } from "./lib/common.ts"
 import { databaseUrl } from "./lib/pg.ts"
-import { startService } from "./lib/proc.ts"
+import { cpuSecondsOf, postgresCpuSeconds, startService } from "./lib/proc.ts"
 import { loadManifest } from "./lib/seed.ts"
 import { ensureWrk } from "./lib/wrk.ts"
 import { keyPool, load } from "./parts/api.ts"
@@ -64,27 +64,6 @@ const dataset = manifest.datasets.large
 const path = option("--path", "/v1/incidents").replace("{fat}", dataset.fatIncidentId)
 const keys = keyPool(ctx, dataset)
 
-const cpuSeconds = (pid: number) => {
-  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? []
-  return (Number(fields[11]) + Number(fields[12])) / 100
-}
-
-/** CPU seconds of every `postgres` process on the machine (the server's backends serving the load). */
-const postgresCpuSeconds = () => {
-  let total = 0
-  for (const pid of readdirSync("/proc").filter((d) => /^\d+$/.test(d))) {
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
-      if (!stat.includes("(postgres)")) continue
-      const fields = stat.split(") ")[1]?.split(" ") ?? []
-      total += (Number(fields[11]) + Number(fields[12])) / 100
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return total
-}
-
 const rows: Array<Array<string | number>> = []
 const figures: Record<string, Array<{ rps: number; cpuUs: number; pgUs: number }>> = { A: [], B: [] }
 try {
@@ -98,10 +77,10 @@ try {
       const service = await startService(workDir, serviceEnv(ctx, env), false, `ab-${label}`, flags, ENTRY)
       const base = `http://127.0.0.1:${service.ports.api}`
       await load(base, path, conns, 2, keys) // warm-up
-      const before = cpuSeconds(service.pid)
+      const before = cpuSecondsOf(service.pid) ?? 0
       const pgBefore = postgresCpuSeconds()
       const result = await load(base, path, conns, seconds, keys)
-      const cpuUs = ((cpuSeconds(service.pid) - before) * 1e6) / result.requests
+      const cpuUs = (((cpuSecondsOf(service.pid) ?? 0) - before) * 1e6) / result.requests
       const pgUs = ((postgresCpuSeconds() - pgBefore) * 1e6) / result.requests
       const memory = await service.stop()
       const rss = memory.peakRssMiB

@@ -10,7 +10,6 @@
  * and prints, for each, queries/s and this process's CPU per query (process.cpuUsage), beside PostgreSQL's CPU per
  * query (every `postgres` process, from /proc: keep the machine otherwise quiet).
  */
-import { readdirSync, readFileSync } from "node:fs"
 import { Reactivity } from "@effect/experimental"
 import { PgClient } from "@effect/sql-pg"
 import { SQL } from "bun"
@@ -19,6 +18,7 @@ import pg from "pg"
 import { incidentListStatement } from "../src/repos/IncidentsRepo.ts"
 import { round, table } from "./lib/common.ts"
 import { databaseUrl } from "./lib/pg.ts"
+import { postgresCpuSeconds } from "./lib/proc.ts"
 
 const args = process.argv.slice(2)
 const option = (name: string, fallback: string) => {
@@ -33,21 +33,6 @@ if (database === "") {
 const queries = Number(option("--queries", "3000"))
 const concurrency = Number(option("--concurrency", "10"))
 const url = databaseUrl(database)
-
-const postgresCpuSeconds = () => {
-  let total = 0
-  for (const pid of readdirSync("/proc").filter((d) => /^\d+$/.test(d))) {
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
-      if (!stat.includes("(postgres)")) continue
-      const fields = stat.split(") ")[1]?.split(" ") ?? []
-      total += (Number(fields[11]) + Number(fields[12])) / 100
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return total
-}
 
 const setup = new SQL({ url, max: 1 })
 const [manifest] = await setup`select value from bench_manifest where name = 'seed'`

@@ -1,4 +1,4 @@
-import { mkdirSync, readFileSync } from "node:fs"
+import { mkdirSync, readdirSync, readFileSync } from "node:fs"
 import { join } from "node:path"
 import { log, PROFILES_DIR, ROOT, sleep } from "./common.ts"
 
@@ -42,7 +42,7 @@ const statusKb = (pid: number, field: string): number => {
 }
 
 /** utime + stime of a process from /proc/<pid>/stat, in seconds (fields 14 and 15, in clock ticks of 1/100 s). */
-const cpuSecondsOf = (pid: number): number | undefined => {
+export const cpuSecondsOf = (pid: number): number | undefined => {
   try {
     const text = readFileSync(`/proc/${pid}/stat`, "utf8")
     const fields = text.slice(text.lastIndexOf(")") + 2).split(" ")
@@ -50,6 +50,20 @@ const cpuSecondsOf = (pid: number): number | undefined => {
   } catch {
     return undefined
   }
+}
+
+/** CPU seconds of every `postgres` process on the machine (the server's backends serving a load). */
+export const postgresCpuSeconds = (): number => {
+  let total = 0
+  for (const pid of readdirSync("/proc").filter((d) => /^\d+$/.test(d))) {
+    try {
+      if (!readFileSync(`/proc/${pid}/stat`, "utf8").includes("(postgres)")) continue
+    } catch {
+      continue // gone meanwhile
+    }
+    total += cpuSecondsOf(Number(pid)) ?? 0
+  }
+  return total
 }
 
 const mib = (kb: number) => Math.round((kb / 1024) * 10) / 10
