@@ -8,7 +8,18 @@
  * valid API value (readableAttackerInput), so no stored row can make a read fail (D20).
  */
 import { createHmac } from "node:crypto"
-import { DEFAULT_MAX_DEPTH, OMIT, sanitizeText, truncateCodePoints, walkRoot } from "./sanitize.ts"
+import {
+  CUT,
+  CUT_MEMBER,
+  DEFAULT_MAX_DEPTH,
+  newBudget,
+  OMIT,
+  sanitizeText,
+  truncateCodePoints,
+  type WalkBudget,
+  WEBHOOK_STRING_MAX,
+  walkRoot,
+} from "./sanitize.ts"
 
 /**
  * D19: the words that make a member name password-like (after splitting the name into words): any of these, `api` or
@@ -123,6 +134,23 @@ export const ATTACKER_INPUT_MAX_DEPTH = DEFAULT_MAX_DEPTH
 export const ATTACKER_INPUT_MAX_KEYS = 64
 export const ATTACKER_INPUT_MAX_ITEMS = 64
 export const ATTACKER_INPUT_MAX_STRING = 4096
+/**
+ * Issue "Hardening 2" item 4: the UTF-8 size of an event's stored attackerInput as compact JSON, cut mark included.
+ * Masking makes a short secret about 7 times larger (`{"pwd":"1"}` becomes an 80-byte object), so the bound applies
+ * after masking. 16 KiB keeps a single incident (200 events, D8) under the API's 4 MiB page bound.
+ */
+export const ATTACKER_INPUT_MAX_BYTES = 16 * 1024
+/** At most this many masked secrets per event; the rest is cut. */
+export const ATTACKER_INPUT_MAX_MASKED = 64
+/** Room kept for the cut mark: the content is cut at ATTACKER_INPUT_MAX_BYTES minus this. */
+const CUT_MARK_ROOM = 96
+
+/** Webhook bounds of one event's attackerInput (D20: strings at 256 code points; a body always under 256 KiB). */
+export const WEBHOOK_INPUT_MAX_BYTES = 4 * 1024
+export const WEBHOOK_INPUT_MAX_MASKED = 16
+export const WEBHOOK_INPUT_MAX_DEPTH = 6
+export const WEBHOOK_INPUT_MAX_KEYS = 32
+export const WEBHOOK_INPUT_MAX_ITEMS = 32
 
 /** D20: the compact JSON text of a non-string value (its String form for what JSON cannot encode). */
 const jsonText = (value: unknown): string => {
@@ -247,16 +275,35 @@ interface EntryRules {
   readonly trustMasked: boolean
 }
 
+/** The bounds of one walk: counts, and the size and masked-secret budget (see walkAttackerInput). */
+interface Bounds {
+  readonly maxDepth: number
+  readonly maxKeys: number
+  readonly maxItems: number
+  /** The budget of the content: the cut mark comes on top. */
+  readonly maxBytes: number
+  readonly maxMasked: number
+}
+
+/** A walk's mutable state: the size budget and the masked secrets still allowed. */
+interface WalkState {
+  readonly budget: WalkBudget
+  maskedLeft: number
+}
+
 /**
  * D19/D20 for one member: a password-like member becomes a MaskedSecret (a non-string through its compact JSON text;
  * null or absent leaves it out); the root's `username` becomes a string (its JSON text unless it is one; null leaves
  * it out). Anything else is walked as usual (undefined).
  */
 const entryRule =
-  (rules: EntryRules) =>
+  (rules: EntryRules, state: WalkState) =>
   (key: string, rawKey: string, value: unknown, depth: number): unknown => {
     if (isPasswordLikeKey(key) || isPasswordLikeKey(rawKey)) {
       if (value === null || value === undefined) return OMIT
+      // Past the last masked secret allowed, the rest of the value is cut (and no more HMACs are computed).
+      if (state.maskedLeft <= 0) return CUT
+      state.maskedLeft--
       if (rules.trustMasked && isMaskedSecretShape(value)) {
         return { masked: value.masked, length: value.length, fingerprint: value.fingerprint }
       }
@@ -275,18 +322,28 @@ const entryRule =
  * ...) is masked like a password-like member's value.
  */
 const pairRule =
-  (rules: EntryRules) =>
-  (value: object): object | undefined => {
+  (rules: EntryRules, state: WalkState, maxItems: number) =>
+  (value: object): object | typeof CUT | undefined => {
     const masked = (secret: unknown): unknown =>
       secret === null || secret === undefined || (rules.trustMasked && isMaskedSecretShape(secret))
         ? secret
         : rules.mask(typeof secret === "string" ? secret : jsonText(secret))
     if (Array.isArray(value)) {
       let out: Array<unknown> | undefined
-      for (let i = 0; i < value.length && i < ATTACKER_INPUT_MAX_ITEMS; i++) {
+      for (let i = 0; i < value.length && i < maxItems; i++) {
         const item: unknown = value[i]
         if (Array.isArray(item) && item.length === 2 && typeof item[0] === "string" && isPasswordLikeKey(item[0])) {
           out ??= [...value]
+          if (state.maskedLeft <= 0) {
+            // No more masked secrets allowed: the list ends here, the rest is left out (counted) and the walk cut.
+            for (let j = i; j < value.length; j++) {
+              state.budget.leftOut++
+              state.budget.leftOutBytes += jsonText(value[j]).length
+            }
+            state.budget.cut = true
+            return out.slice(0, i)
+          }
+          state.maskedLeft--
           out[i] = [item[0], masked(item[1])]
         }
       }
@@ -294,22 +351,60 @@ const pairRule =
     }
     const record = value as Record<string, unknown>
     if (typeof record.name === "string" && Object.hasOwn(record, "value") && isPasswordLikeKey(record.name)) {
+      if (record.value === null || record.value === undefined) return undefined
+      if (state.maskedLeft <= 0) return CUT
+      state.maskedLeft--
       return { ...record, value: masked(record.value) }
     }
     return undefined
   }
 
-const walkAttackerInput = (input: unknown, rules: EntryRules): Record<string, unknown> => {
+/** The bounds of a stored attackerInput at ingestion. */
+const STORED_BOUNDS: Bounds = {
+  maxDepth: ATTACKER_INPUT_MAX_DEPTH,
+  maxKeys: ATTACKER_INPUT_MAX_KEYS,
+  maxItems: ATTACKER_INPUT_MAX_ITEMS,
+  maxBytes: ATTACKER_INPUT_MAX_BYTES - CUT_MARK_ROOM,
+  maxMasked: ATTACKER_INPUT_MAX_MASKED,
+}
+/**
+ * The bounds of a stored attackerInput read back: a row stored within STORED_BOUNDS (its cut mark included) reads
+ * back unchanged; an older, larger row is cut to the same total size.
+ */
+const READ_BOUNDS: Bounds = { ...STORED_BOUNDS, maxBytes: ATTACKER_INPUT_MAX_BYTES }
+
+/** The cut mark's value: how many members and items were left out, and their size as compact JSON. */
+export const cutMark = (leftOut: number, bytes: number): string =>
+  `cut: ${leftOut} more member${leftOut === 1 ? "" : "s"}, ${bytes} bytes`
+
+const FIRST_KEYS: ReadonlyArray<string> = ["username", "password"]
+
+/**
+ * The walk behind every attackerInput rule. `username` and `password` are walked first (the spec's members survive a
+ * cut). Past the size budget or the masked-secret count, everything after that point is left out and the root gets
+ * one more member, CUT_MEMBER ("…"), whose value says how much was cut (cutMark); entries beyond maxKeys/maxItems
+ * are counted there too. A member the sensor itself named "…" gives way to the mark when there is a cut.
+ */
+const walkAttackerInput = (input: unknown, rules: EntryRules, bounds: Bounds): Record<string, unknown> => {
   if (!isRecord(input)) return {}
+  const state: WalkState = { budget: newBudget(bounds.maxBytes), maskedLeft: bounds.maxMasked }
   const out = walkRoot(input, {
     text: rules.text ?? storedText,
-    maxDepth: ATTACKER_INPUT_MAX_DEPTH,
-    maxKeys: ATTACKER_INPUT_MAX_KEYS,
-    maxItems: ATTACKER_INPUT_MAX_ITEMS,
-    onEntry: entryRule(rules),
-    onValue: pairRule(rules),
+    maxDepth: bounds.maxDepth,
+    maxKeys: bounds.maxKeys,
+    maxItems: bounds.maxItems,
+    onEntry: entryRule(rules, state),
+    onValue: pairRule(rules, state, bounds.maxItems),
+    firstKeys: FIRST_KEYS,
+    budget: state.budget,
   })
-  return isRecord(out) ? out : {}
+  const result = isRecord(out) ? out : {}
+  const { budget } = state
+  if (budget.cut || budget.leftOut > 0) {
+    delete result[CUT_MEMBER]
+    result[CUT_MEMBER] = cutMark(budget.leftOut, budget.leftOutBytes)
+  }
+  return result
 }
 
 /**
@@ -328,27 +423,58 @@ const walkAttackerInput = (input: unknown, rules: EntryRules): Record<string, un
  * A non-object input (including an array or null) gives {}.
  */
 export const prepareAttackerInput = (input: unknown, orgFingerprintKey: Uint8Array): Record<string, unknown> =>
-  walkAttackerInput(input, { mask: (raw) => maskSecret(raw, orgFingerprintKey), trustMasked: false })
+  walkAttackerInput(input, { mask: (raw) => maskSecret(raw, orgFingerprintKey), trustMasked: false }, STORED_BOUNDS)
 
 /**
  * D19/D20 for a stored attackerInput (the repair of rows written by older versions): as prepareAttackerInput, except
  * that a masked secret already stored is kept as it is (its fingerprint was computed at ingestion).
  */
 export const repairAttackerInput = (stored: unknown, orgFingerprintKey: Uint8Array): Record<string, unknown> =>
-  walkAttackerInput(stored, { mask: (raw) => maskSecret(raw, orgFingerprintKey), trustMasked: true })
+  walkAttackerInput(stored, { mask: (raw) => maskSecret(raw, orgFingerprintKey), trustMasked: true }, READ_BOUNDS)
 
 /**
  * D20 on read: any stored attackerInput (any jsonb) as a valid API value, so no stored row can make a read fail. As
  * repairAttackerInput, but with no key at hand: a secret still stored in clear (a row the repair has not reached) is
  * masked with an empty fingerprint. On a row in the stored shape it changes nothing.
  */
+const maskWithoutKey = (raw: string): MaskedSecret => {
+  const length = codePointLength(raw)
+  return { masked: "*".repeat(Math.min(length, MASK_MAX)), length, fingerprint: "" }
+}
+
 export const readableAttackerInput = (stored: unknown): Record<string, unknown> =>
-  walkAttackerInput(stored, {
-    // Stored text was cleaned at ingestion: one masking pass is enough here.
-    text: (s) => truncateCodePoints(maskSecretsInText(sanitizeText(s)), ATTACKER_INPUT_MAX_STRING),
-    mask: (raw) => {
-      const length = codePointLength(raw)
-      return { masked: "*".repeat(Math.min(length, MASK_MAX)), length, fingerprint: "" }
+  walkAttackerInput(
+    stored,
+    {
+      // Stored text was cleaned at ingestion: one masking pass is enough here.
+      text: (s) => truncateCodePoints(maskSecretsInText(sanitizeText(s)), ATTACKER_INPUT_MAX_STRING),
+      mask: maskWithoutKey,
+      trustMasked: true,
     },
-    trustMasked: true,
-  })
+    READ_BOUNDS,
+  )
+
+const WEBHOOK_BOUNDS: Bounds = {
+  maxDepth: WEBHOOK_INPUT_MAX_DEPTH,
+  maxKeys: WEBHOOK_INPUT_MAX_KEYS,
+  maxItems: WEBHOOK_INPUT_MAX_ITEMS,
+  maxBytes: WEBHOOK_INPUT_MAX_BYTES - CUT_MARK_ROOM,
+  maxMasked: WEBHOOK_INPUT_MAX_MASKED,
+}
+
+/**
+ * D20 for webhooks: any stored attackerInput as readableAttackerInput reads it, shortened: every string and member
+ * name cut to 256 code points (ending in "…"), at most 6 levels, 32 members per object and 32 items per array, 16
+ * masked secrets and 4 KiB of compact JSON, past which the rest is cut with the CUT_MEMBER mark. With at most 20
+ * events, this keeps a webhook body far under 256 KiB whatever was stored.
+ */
+export const webhookAttackerInput = (stored: unknown): Record<string, unknown> =>
+  walkAttackerInput(
+    stored,
+    {
+      text: (s) => truncateCodePoints(maskSecretsInText(sanitizeText(s)), WEBHOOK_STRING_MAX),
+      mask: maskWithoutKey,
+      trustMasked: true,
+    },
+    WEBHOOK_BOUNDS,
+  )

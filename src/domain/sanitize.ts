@@ -83,59 +83,247 @@ export interface WalkOptions {
   readonly text: (s: string) => string
   /** The root is at depth 0; an array or object at a depth greater than this is replaced by TOO_DEEP. */
   readonly maxDepth: number
-  /** At most this many entries are kept per object. */
+  /** At most this many entries are kept per object (CUT_MEMBER at the root is not counted). */
   readonly maxKeys: number
   /** At most this many items are kept per array. */
   readonly maxItems: number
   /**
    * Called for every entry of an object, with the already transformed key and the object's depth (the root is 0),
    * before its value is walked. Returning a value (not `undefined`) uses it as the entry's value as-is (it is not
-   * walked); returning `OMIT` leaves the entry out.
+   * walked); returning `OMIT` leaves the entry out; returning `CUT` says the budget ran out there.
    */
   readonly onEntry?: (key: string, rawKey: string, value: unknown, depth: number) => unknown
-  /** Called for every array and object (within maxDepth) before it is walked; a value returned is walked instead. */
-  readonly onValue?: (value: object, depth: number) => object | undefined
+  /**
+   * Called for every array and object (within maxDepth) before it is walked; a value returned is walked instead;
+   * `CUT` says the budget ran out there.
+   */
+  readonly onValue?: (value: object, depth: number) => object | typeof CUT | undefined
+  /** Members of the root walked first, in this order (when present), before the others in their own order. */
+  readonly firstKeys?: ReadonlyArray<string>
+  /** A size budget for the whole walk (see WalkBudget); without it only the counts above bound the value. */
+  readonly budget?: WalkBudget
 }
+
+/**
+ * @internal The size budget of one walk. `maxBytes` bounds the UTF-8 size of the result's compact JSON; once an
+ * entry does not fit (or onEntry/onValue say `CUT`), `cut` is set and every later entry, at every level, is left
+ * out. Entries left out by the budget or by maxKeys/maxItems are counted in `leftOut` and `leftOutBytes` (their
+ * compact JSON as given to the walk), so the caller can say what was cut.
+ */
+export interface WalkBudget {
+  readonly maxBytes: number
+  used: number
+  cut: boolean
+  leftOut: number
+  leftOutBytes: number
+}
+
+export const newBudget = (maxBytes: number): WalkBudget => ({
+  maxBytes,
+  used: 0,
+  cut: false,
+  leftOut: 0,
+  leftOutBytes: 0,
+})
+
+/** The member name of the visible mark that says an attackerInput was cut (its value says how much). */
+export const CUT_MEMBER = "…"
 
 const DROP: unique symbol = Symbol("drop")
 /** @internal What `WalkOptions.onEntry` returns to leave an entry out. */
 export const OMIT: typeof DROP = DROP
+/** @internal What `WalkOptions.onEntry`/`onValue` return when the budget runs out at that entry. */
+export const CUT: unique symbol = Symbol("cut")
+// An entry left out by the budget (internal to the walk).
+const LEFT: unique symbol = Symbol("left out")
+
+const encoder = new TextEncoder()
+/** UTF-8 length of a string (a lone surrogate counts 3, as U+FFFD). */
+export const utf8Length = (s: string): number => {
+  // ASCII-only strings (the common case) need no encoding.
+  let ascii = true
+  for (let i = 0; i < s.length; i++) {
+    if (s.charCodeAt(i) > 0x7f) {
+      ascii = false
+      break
+    }
+  }
+  return ascii ? s.length : encoder.encode(s).length
+}
+
+/** UTF-8 size of a value's compact JSON (0 for what JSON cannot encode). */
+export const jsonBytes = (value: unknown): number => {
+  try {
+    const json: unknown = JSON.stringify(value)
+    return typeof json === "string" ? utf8Length(json) : 0
+  } catch {
+    return 0
+  }
+}
+
+/** UTF-8 bytes of one code point inside a JSON string (an upper bound for escapes). */
+const jsonCodePointBytes = (cp: number): number => {
+  if (cp === 0x22 || cp === 0x5c) return 2
+  if (cp < 0x20 || (cp >= 0xd800 && cp <= 0xdfff)) return 6
+  if (cp < 0x80) return 1
+  if (cp < 0x800) return 2
+  if (cp < 0x10000) return 3
+  return 4
+}
+
+/**
+ * The longest start of `s`, ending in "…", whose compact JSON takes at most `maxBytes` bytes (undefined when not even
+ * "…" fits). Code points are never split.
+ */
+export const fitJsonString = (s: string, maxBytes: number): string | undefined => {
+  let room = maxBytes - 2 - 3 // the quotes and the "…"
+  if (room < 0) return undefined
+  let end = 0
+  for (const ch of s) {
+    const cost = jsonCodePointBytes(ch.codePointAt(0) ?? 0)
+    if (cost > room) break
+    room -= cost
+    end += ch.length
+  }
+  return `${s.slice(0, end)}${ELLIPSIS}`
+}
+
+const charge = (budget: WalkBudget, bytes: number): boolean => {
+  if (budget.cut || budget.used + bytes > budget.maxBytes) return false
+  budget.used += bytes
+  return true
+}
+
+const countLeftOut = (budget: WalkBudget | undefined, raw: unknown): void => {
+  if (budget === undefined) return
+  budget.leftOut++
+  budget.leftOutBytes += jsonBytes(raw)
+}
+
+/** A leaf (already transformed) within the budget: itself, a shortened string, or LEFT. */
+const leaf = (value: unknown, budget: WalkBudget | undefined): unknown => {
+  if (budget === undefined) return value
+  const size = jsonBytes(value)
+  if (charge(budget, size)) return value
+  // A string that does not fit whole keeps what fits (when that is a useful part of it).
+  if (typeof value === "string" && !budget.cut && budget.maxBytes - budget.used >= 64) {
+    const part = fitJsonString(value, budget.maxBytes - budget.used)
+    if (part !== undefined) {
+      const partSize = jsonBytes(part)
+      budget.used += partSize
+      budget.leftOutBytes += Math.max(0, size - partSize)
+      budget.cut = true
+      return part
+    }
+  }
+  budget.cut = true
+  return LEFT
+}
+
+const rootOrder = (keys: Array<string>, first: ReadonlyArray<string> | undefined): Array<string> => {
+  if (first === undefined || first.length === 0) return keys
+  const head = first.filter((k) => keys.includes(k))
+  if (head.length === 0) return keys
+  return [...head, ...keys.filter((k) => !head.includes(k))]
+}
 
 const walk = (v: unknown, depth: number, options: WalkOptions): unknown => {
+  const budget = options.budget
   switch (typeof v) {
     case "string":
-      return options.text(v)
+      return leaf(options.text(v), budget)
     case "number":
-      return Number.isFinite(v) ? v : null
+      return leaf(Number.isFinite(v) ? v : null, budget)
     case "boolean":
-      return v
+      return leaf(v, budget)
     case "object": {
-      if (v === null) return null
-      if (depth > options.maxDepth) return TOO_DEEP
-      if (options.onValue !== undefined) v = options.onValue(v, depth) ?? v
+      if (v === null) return leaf(null, budget)
+      if (depth > options.maxDepth) return leaf(TOO_DEEP, budget)
+      if (options.onValue !== undefined) {
+        const replaced = options.onValue(v, depth)
+        if (replaced === CUT) {
+          if (budget !== undefined) budget.cut = true
+          return LEFT
+        }
+        v = replaced ?? v
+      }
+      if (budget !== undefined && !charge(budget, 2)) {
+        budget.cut = true
+        return LEFT
+      }
+      // A container emptied by a cut at its first entry is left out whole (counted once, by the caller).
+      const before =
+        budget === undefined ? undefined : { used: budget.used - 2, n: budget.leftOut, b: budget.leftOutBytes }
+      const emptiedByCut = (empty: boolean): boolean => {
+        if (budget === undefined || before === undefined || !empty || !budget.cut) return false
+        budget.used = before.used
+        budget.leftOut = before.n
+        budget.leftOutBytes = before.b
+        return true
+      }
       if (Array.isArray(v)) {
         const out: Array<unknown> = []
-        for (let i = 0; i < v.length && out.length < options.maxItems; i++) {
+        for (let i = 0; i < v.length; i++) {
+          if (budget === undefined && out.length >= options.maxItems) break
+          if (out.length >= options.maxItems || budget?.cut) {
+            countLeftOut(budget, v[i])
+            continue
+          }
+          const comma = out.length > 0 ? 1 : 0
+          if (budget !== undefined && !charge(budget, comma)) {
+            budget.cut = true
+            countLeftOut(budget, v[i])
+            continue
+          }
           const item = walk(v[i], depth + 1, options)
-          if (item !== DROP) out.push(item)
+          if (item === LEFT) {
+            if (budget !== undefined) budget.used -= comma
+            countLeftOut(budget, v[i])
+          } else if (item !== DROP) out.push(item)
+          else if (budget !== undefined) budget.used -= comma
         }
-        return out
+        return emptiedByCut(out.length === 0 && v.length > 0) ? LEFT : out
       }
       const source = v as Record<string, unknown>
       const out: Record<string, unknown> = {}
       let kept = 0
-      for (const rawKey of Object.keys(source)) {
-        if (kept >= options.maxKeys) break
+      const keys = depth === 0 ? rootOrder(Object.keys(source), options.firstKeys) : Object.keys(source)
+      for (const rawKey of keys) {
+        if (budget === undefined && kept >= options.maxKeys) break
+        const value = source[rawKey]
+        if (budget?.cut) {
+          countLeftOut(budget, value)
+          continue
+        }
         const key = options.text(rawKey)
         if (FORBIDDEN_KEYS.has(key) || Object.hasOwn(out, key)) continue
-        const value = source[rawKey]
+        if (kept >= options.maxKeys && !(depth === 0 && key === CUT_MEMBER)) {
+          countLeftOut(budget, value)
+          continue
+        }
         const special = options.onEntry === undefined ? undefined : options.onEntry(key, rawKey, value, depth)
-        const result = special === undefined ? walk(value, depth + 1, options) : special
-        if (result === DROP) continue
+        if (special === DROP) continue
+        if (special === CUT) {
+          if (budget !== undefined) budget.cut = true
+          countLeftOut(budget, value)
+          continue
+        }
+        const keyCost = budget === undefined ? 0 : jsonBytes(key) + 1 + (kept > 0 ? 1 : 0)
+        if (budget !== undefined && !charge(budget, keyCost)) {
+          budget.cut = true
+          countLeftOut(budget, value)
+          continue
+        }
+        const result = special === undefined ? walk(value, depth + 1, options) : leaf(special, budget)
+        if (result === LEFT || result === DROP) {
+          if (budget !== undefined) budget.used -= keyCost
+          if (result === LEFT) countLeftOut(budget, value)
+          continue
+        }
         out[key] = result
-        kept++
+        if (!(depth === 0 && key === CUT_MEMBER)) kept++
       }
-      return out
+      return depth > 0 && emptiedByCut(kept === 0 && Object.keys(source).length > 0) ? LEFT : out
     }
     default:
       return DROP
@@ -150,7 +338,7 @@ const walk = (v: unknown, depth: number, options: WalkOptions): unknown => {
  */
 export const walkRoot = (v: unknown, options: WalkOptions): unknown => {
   const out = walk(v, 0, options)
-  return out === DROP ? undefined : out
+  return out === DROP || out === LEFT ? undefined : out
 }
 
 export const DEFAULT_MAX_DEPTH = 8

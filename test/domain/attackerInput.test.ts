@@ -2,9 +2,12 @@ import { describe, expect, test } from "bun:test"
 import { Schema } from "effect"
 import fc from "fast-check"
 import {
+  ATTACKER_INPUT_MAX_BYTES,
   ATTACKER_INPUT_MAX_ITEMS,
   ATTACKER_INPUT_MAX_KEYS,
+  ATTACKER_INPUT_MAX_MASKED,
   ATTACKER_INPUT_MAX_STRING,
+  cutMark,
   isPasswordLikeKey,
   type MaskedSecret,
   maskSecret,
@@ -14,9 +17,11 @@ import {
   prepareAttackerInput,
   readableAttackerInput,
   repairAttackerInput,
+  WEBHOOK_INPUT_MAX_BYTES,
+  webhookAttackerInput,
 } from "../../src/domain/attackerInput.ts"
 import { AttackerInput } from "../../src/domain/models.ts"
-import { sanitizeText, TOO_DEEP } from "../../src/domain/sanitize.ts"
+import { CUT_MEMBER, sanitizeText, TOO_DEEP } from "../../src/domain/sanitize.ts"
 
 const orgKeyA = new Uint8Array(32).fill(1)
 const orgKeyB = new Uint8Array(32).fill(2)
@@ -291,7 +296,11 @@ describe("D19/D20 prepareAttackerInput", () => {
     for (let i = 0; i < 100; i++) wide[`k${i}`] = i
     const items = Array.from({ length: 100 }, (_, i) => i)
     const out = prepareAttackerInput({ ...wide, nested: { ...wide }, items }, orgKeyA)
-    expect(Object.keys(out)).toHaveLength(ATTACKER_INPUT_MAX_KEYS)
+    // 64 members, and the mark saying that the other 38 were cut.
+    expect(Object.keys(out)).toHaveLength(ATTACKER_INPUT_MAX_KEYS + 1)
+    // k64..k99 (36 two-digit numbers), nested and items, counted with their JSON size.
+    const leftBytes = 36 * 2 + JSON.stringify(wide).length + JSON.stringify(items).length
+    expect(out[CUT_MEMBER]).toBe(cutMark(38, leftBytes))
     expect(ATTACKER_INPUT_MAX_KEYS).toBe(64)
     const inner = prepareAttackerInput({ nested: wide, items }, orgKeyA)
     expect(Object.keys(inner.nested as object)).toHaveLength(64)
@@ -301,10 +310,10 @@ describe("D19/D20 prepareAttackerInput", () => {
   })
 
   test("D19 bounds: each string at most 4096 code points", () => {
-    const out = prepareAttackerInput({ username: "😀".repeat(5000), ["k".repeat(5000)]: 1 }, orgKeyA)
+    const out = prepareAttackerInput({ username: "é".repeat(5000), ["k".repeat(5000)]: 1 }, orgKeyA)
     const username = out.username as string
     expect([...username]).toHaveLength(ATTACKER_INPUT_MAX_STRING)
-    expect(username.endsWith("😀…")).toBe(true)
+    expect(username.endsWith("é…")).toBe(true)
     expect(Object.keys(out).every((k) => [...k].length <= 4096)).toBe(true)
     // Sanitizing happens before cutting: invisible characters do not count.
     const exact = prepareAttackerInput({ username: `${"a".repeat(4096)}\u200b\u200b` }, orgKeyA)
@@ -465,5 +474,153 @@ describe("D20 readableAttackerInput: any stored jsonb reads back as a valid atta
         Schema.decodeUnknownSync(AttackerInput)(out)
       }),
     )
+  })
+})
+
+/** The issue's shape: 60 members, each 24 lists of 60 `{"pwd":"1"}` (1,440 per member), about 1 MB as JSON. */
+const manyShortSecrets = (): Record<string, unknown> => {
+  const input: Record<string, unknown> = { username: "root" }
+  for (let k = 0; k < 60; k++) {
+    input[`k${k}`] = Array.from({ length: 24 }, () => Array.from({ length: 60 }, () => ({ pwd: "1" })))
+  }
+  return input
+}
+
+const countMasked = (value: unknown): number => {
+  if (Array.isArray(value)) return value.reduce((n: number, v) => n + countMasked(v), 0)
+  if (typeof value !== "object" || value === null) return 0
+  if (Object.keys(value).join() === "masked,length,fingerprint") return 1
+  return Object.values(value).reduce((n: number, v) => n + countMasked(v), 0)
+}
+
+const bytes = (value: unknown): number => Buffer.byteLength(JSON.stringify(value))
+
+describe("Hardening 2 item 4: attackerInput bounded after masking, with a visible cut", () => {
+  test("D19 many short secrets (the 1 MB post that stored 7.8 M characters) store at most 16 KiB and 64 masked members, with the cut mark", () => {
+    const input = manyShortSecrets()
+    expect(bytes(input)).toBeGreaterThan(1_000_000)
+    const out = prepareAttackerInput(input, orgKeyA)
+    expect(bytes(out)).toBeLessThanOrEqual(ATTACKER_INPUT_MAX_BYTES)
+    expect(countMasked(out)).toBeLessThanOrEqual(ATTACKER_INPUT_MAX_MASKED)
+    expect(countMasked(out)).toBeGreaterThan(0)
+    expect(out.username).toBe("root")
+    const mark = out[CUT_MEMBER]
+    expect(typeof mark).toBe("string")
+    expect(mark as string).toMatch(/^cut: \d+ more members, \d+ bytes$/)
+    // Nearly everything the sensor sent is counted in the mark.
+    const [, left, leftBytes] = /^cut: (\d+) more members, (\d+) bytes$/.exec(mark as string) ?? []
+    expect(Number(left)).toBeGreaterThan(59)
+    expect(Number(leftBytes)).toBeGreaterThan(900_000)
+    // Valid per the schema, and it reads back unchanged (the mark included).
+    Schema.decodeUnknownSync(AttackerInput)(out)
+    expect(readableAttackerInput(out)).toEqual(out)
+    expect(repairAttackerInput(out, orgKeyA)).toEqual(out)
+  })
+
+  test("D19 the spec's members come first and survive a cut", () => {
+    const tokens = Array.from({ length: 50 }, () => ({ token: "x" }))
+    const out = prepareAttackerInput(
+      { a: tokens, b: tokens, c: "after", username: "admin", password: "hunter2" },
+      orgKeyA,
+    )
+    expect(Object.keys(out)).toEqual(["username", "password", "a", "b", CUT_MEMBER])
+    expectMasked(out.password, 7)
+    expect(countMasked(out)).toBe(ATTACKER_INPUT_MAX_MASKED)
+    expect(out.b).toHaveLength(ATTACKER_INPUT_MAX_MASKED - 1 - 50)
+    // b's last 37 items and c, with their JSON sizes.
+    expect(out[CUT_MEMBER]).toBe(cutMark(37 + 1, 37 * 13 + 7))
+  })
+
+  test("D19 past the size bound a long string keeps what fits, and the rest is cut", () => {
+    const input = {
+      username: "u",
+      a: "a".repeat(4000),
+      b: "b".repeat(4000),
+      c: "c".repeat(4000),
+      d: "d".repeat(4000),
+      e: "e".repeat(4000),
+      f: 1,
+    }
+    const out = prepareAttackerInput(input, orgKeyA)
+    expect(bytes(out)).toBeLessThanOrEqual(ATTACKER_INPUT_MAX_BYTES)
+    expect(out.a).toBe("a".repeat(4000))
+    expect((out.e as string).endsWith("…")).toBe(true)
+    expect(out.f).toBeUndefined()
+    expect(out[CUT_MEMBER]).toMatch(/^cut: 1 more member, \d+ bytes$/)
+  })
+
+  test("D19 secrets captured as header pairs count against the masked bound and are never left in clear", () => {
+    const headers = Array.from({ length: 64 }, (_, i) => ["Cookie", `session-${i}-s3cr3t`])
+    const out = prepareAttackerInput({ h1: headers, h2: headers, h3: headers }, orgKeyA)
+    expect(JSON.stringify(out)).not.toContain("s3cr3t")
+    expect(countMasked(out)).toBeLessThanOrEqual(ATTACKER_INPUT_MAX_MASKED)
+    expect(out[CUT_MEMBER]).toMatch(/^cut: /)
+  })
+
+  test("D20 an oversized row stored before the bound reads back bounded, with the cut mark", () => {
+    // What older versions stored for the issue's post: every member masked, 7.8 M characters.
+    const old: Record<string, unknown> = { username: "root" }
+    const masked = maskSecret("1", orgKeyA)
+    for (let k = 0; k < 60; k++) {
+      old[`k${k}`] = Array.from({ length: 24 }, () => Array.from({ length: 60 }, () => ({ pwd: masked })))
+    }
+    expect(bytes(old)).toBeGreaterThan(7_000_000)
+    const out = readableAttackerInput(old)
+    expect(bytes(out)).toBeLessThanOrEqual(ATTACKER_INPUT_MAX_BYTES)
+    expect(countMasked(out)).toBeLessThanOrEqual(ATTACKER_INPUT_MAX_MASKED)
+    expect(out[CUT_MEMBER]).toMatch(/^cut: \d+ more members, \d+ bytes$/)
+  })
+
+  test("D20 a member the sensor named like the cut mark gives way to the mark", () => {
+    const input: Record<string, unknown> = { [CUT_MEMBER]: "cut: 0 more members, 0 bytes" }
+    for (let i = 0; i < 100; i++) input[`k${i}`] = i
+    const out = prepareAttackerInput(input, orgKeyA)
+    expect(out[CUT_MEMBER]).toMatch(/^cut: 3[0-9] more members/)
+    expect(prepareAttackerInput({ [CUT_MEMBER]: "mine" }, orgKeyA)).toEqual({ [CUT_MEMBER]: "mine" })
+  })
+
+  test("D19/D20 any input stores within the bounds and reads back unchanged (property)", () => {
+    const wide = fc.oneof(
+      fc.jsonValue({ maxDepth: 4 }),
+      fc.array(fc.record({ pwd: fc.string(), note: fc.string({ maxLength: 600 }) }), { maxLength: 300 }),
+      fc.string({ minLength: 3000, maxLength: 5000 }),
+    )
+    fc.assert(
+      fc.property(fc.dictionary(fc.string({ maxLength: 8 }), wide, { maxKeys: 80 }), (input) => {
+        const stored = prepareAttackerInput(input, orgKeyA)
+        expect(bytes(stored)).toBeLessThanOrEqual(ATTACKER_INPUT_MAX_BYTES)
+        expect(countMasked(stored)).toBeLessThanOrEqual(ATTACKER_INPUT_MAX_MASKED)
+        expect(readableAttackerInput(stored)).toEqual(stored)
+        const hook = webhookAttackerInput(stored)
+        expect(bytes(hook)).toBeLessThanOrEqual(WEBHOOK_INPUT_MAX_BYTES)
+      }),
+      { numRuns: 60 },
+    )
+  })
+})
+
+describe("D20 webhookAttackerInput: shortened for webhooks", () => {
+  test("D20 strings and names cut to 256 code points, 16 masked members, 4 KiB, depth 6, with the cut mark", () => {
+    let deep: unknown = "leaf"
+    for (let i = 0; i < 10; i++) deep = { a: deep }
+    const stored = prepareAttackerInput({ ...manyShortSecrets(), ["n".repeat(400)]: "v".repeat(400), deep }, orgKeyA)
+    const out = webhookAttackerInput(stored)
+    expect(bytes(out)).toBeLessThanOrEqual(WEBHOOK_INPUT_MAX_BYTES)
+    expect(countMasked(out)).toBeLessThanOrEqual(16)
+    expect(out.username).toBe("root")
+    expect(out[CUT_MEMBER]).toMatch(/^cut: /)
+    const strings: Array<string> = []
+    const collect = (v: unknown): void => {
+      if (typeof v === "string") strings.push(v)
+      else if (typeof v === "object" && v !== null) {
+        for (const [k, x] of Object.entries(v)) {
+          strings.push(k)
+          collect(x)
+        }
+      }
+    }
+    collect(webhookAttackerInput({ ["n".repeat(400)]: "v".repeat(400), deep }))
+    expect(strings.every((s) => [...s].length <= 256)).toBe(true)
+    expect(JSON.stringify(webhookAttackerInput({ deep }))).toContain(TOO_DEEP)
   })
 })
