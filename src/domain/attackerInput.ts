@@ -11,6 +11,7 @@ import { createHmac } from "node:crypto"
 import {
   CUT,
   CUT_MEMBER,
+  countLeftOut,
   DEFAULT_MAX_DEPTH,
   newBudget,
   OMIT,
@@ -283,6 +284,8 @@ interface Bounds {
   /** The budget of the content: the cut mark comes on top. */
   readonly maxBytes: number
   readonly maxMasked: number
+  /** Whether what is cut is measured exactly (at ingestion) or within a bounded work (stored rows). */
+  readonly exact: boolean
 }
 
 /** A walk's mutable state: the size budget and the masked secrets still allowed. */
@@ -336,10 +339,7 @@ const pairRule =
           out ??= [...value]
           if (state.maskedLeft <= 0) {
             // No more masked secrets allowed: the list ends here, the rest is left out (counted) and the walk cut.
-            for (let j = i; j < value.length; j++) {
-              state.budget.leftOut++
-              state.budget.leftOutBytes += jsonText(value[j]).length
-            }
+            for (let j = i; j < value.length; j++) countLeftOut(state.budget, value[j])
             state.budget.cut = true
             return out.slice(0, i)
           }
@@ -366,16 +366,17 @@ const STORED_BOUNDS: Bounds = {
   maxItems: ATTACKER_INPUT_MAX_ITEMS,
   maxBytes: ATTACKER_INPUT_MAX_BYTES - CUT_MARK_ROOM,
   maxMasked: ATTACKER_INPUT_MAX_MASKED,
+  exact: true,
 }
 /**
  * The bounds of a stored attackerInput read back: a row stored within STORED_BOUNDS (its cut mark included) reads
  * back unchanged; an older, larger row is cut to the same total size.
  */
-const READ_BOUNDS: Bounds = { ...STORED_BOUNDS, maxBytes: ATTACKER_INPUT_MAX_BYTES }
+const READ_BOUNDS: Bounds = { ...STORED_BOUNDS, maxBytes: ATTACKER_INPUT_MAX_BYTES, exact: false }
 
 /** The cut mark's value: how many members and items were left out, and their size as compact JSON. */
-export const cutMark = (leftOut: number, bytes: number): string =>
-  `cut: ${leftOut} more member${leftOut === 1 ? "" : "s"}, ${bytes} bytes`
+export const cutMark = (leftOut: number, bytes: number, inexact = false): string =>
+  `cut: ${leftOut} more member${leftOut === 1 ? "" : "s"}, ${inexact ? "over " : ""}${bytes} bytes`
 
 const FIRST_KEYS: ReadonlyArray<string> = ["username", "password"]
 
@@ -387,7 +388,7 @@ const FIRST_KEYS: ReadonlyArray<string> = ["username", "password"]
  */
 const walkAttackerInput = (input: unknown, rules: EntryRules, bounds: Bounds): Record<string, unknown> => {
   if (!isRecord(input)) return {}
-  const state: WalkState = { budget: newBudget(bounds.maxBytes), maskedLeft: bounds.maxMasked }
+  const state: WalkState = { budget: newBudget(bounds.maxBytes, bounds.exact), maskedLeft: bounds.maxMasked }
   const out = walkRoot(input, {
     text: rules.text ?? storedText,
     maxDepth: bounds.maxDepth,
@@ -402,7 +403,7 @@ const walkAttackerInput = (input: unknown, rules: EntryRules, bounds: Bounds): R
   const { budget } = state
   if (budget.cut || budget.leftOut > 0) {
     delete result[CUT_MEMBER]
-    result[CUT_MEMBER] = cutMark(budget.leftOut, budget.leftOutBytes)
+    result[CUT_MEMBER] = cutMark(budget.leftOut, budget.leftOutBytes, budget.inexact)
   }
   return result
 }
@@ -460,6 +461,7 @@ const WEBHOOK_BOUNDS: Bounds = {
   maxItems: WEBHOOK_INPUT_MAX_ITEMS,
   maxBytes: WEBHOOK_INPUT_MAX_BYTES - CUT_MARK_ROOM,
   maxMasked: WEBHOOK_INPUT_MAX_MASKED,
+  exact: false,
 }
 
 /**

@@ -116,14 +116,28 @@ export interface WalkBudget {
   cut: boolean
   leftOut: number
   leftOutBytes: number
+  /**
+   * How left-out values are measured: exactly (JSON.stringify: at ingestion, where a request holds at most 1 MiB),
+   * or within `work` units (about one per value) for stored rows, which older versions let grow to megabytes: past
+   * it, leftOutBytes is a lower bound and `inexact` is set.
+   */
+  readonly exact: boolean
+  work: number
+  inexact: boolean
 }
 
-export const newBudget = (maxBytes: number): WalkBudget => ({
+/** Work allowed for measuring what a read leaves out of one stored value. */
+const MEASURE_WORK = 5_000
+
+export const newBudget = (maxBytes: number, exact: boolean): WalkBudget => ({
   maxBytes,
   used: 0,
   cut: false,
   leftOut: 0,
   leftOutBytes: 0,
+  exact,
+  work: MEASURE_WORK,
+  inexact: false,
 })
 
 /** The member name of the visible mark that says an attackerInput was cut (its value says how much). */
@@ -194,10 +208,55 @@ const charge = (budget: WalkBudget, bytes: number): boolean => {
   return true
 }
 
-const countLeftOut = (budget: WalkBudget | undefined, raw: unknown): void => {
+/** The size of `v` as compact JSON, measured within the budget's work (0 once it is spent). */
+const measure = (v: unknown, budget: WalkBudget): number => {
+  if (budget.work <= 0) {
+    budget.inexact = true
+    return 0
+  }
+  budget.work--
+  switch (typeof v) {
+    case "string":
+      budget.work -= v.length >> 6
+      return utf8Length(JSON.stringify(v))
+    case "number":
+      return Number.isFinite(v) ? String(v).length : 4
+    case "boolean":
+      return v ? 4 : 5
+    case "object": {
+      if (v === null) return 4
+      if (Array.isArray(v)) {
+        let size = 2 + Math.max(0, v.length - 1)
+        for (const item of v) {
+          const t = typeof item
+          size += t === "undefined" || t === "function" || t === "symbol" ? 4 : measure(item, budget)
+          if (budget.work <= 0) break
+        }
+        return size
+      }
+      let size = 2
+      let n = 0
+      for (const key in v) {
+        if (!Object.hasOwn(v, key)) continue
+        const item = (v as Record<string, unknown>)[key]
+        const t = typeof item
+        if (t === "undefined" || t === "function" || t === "symbol") continue
+        size += (n > 0 ? 1 : 0) + utf8Length(JSON.stringify(key)) + 1 + measure(item, budget)
+        n++
+        if (budget.work <= 0) break
+      }
+      return size
+    }
+    default:
+      return 0
+  }
+}
+
+/** @internal Counts one entry left out of a walk, with its size as compact JSON (within the budget's work). */
+export const countLeftOut = (budget: WalkBudget | undefined, raw: unknown): void => {
   if (budget === undefined) return
   budget.leftOut++
-  budget.leftOutBytes += jsonBytes(raw)
+  budget.leftOutBytes += budget.exact ? jsonBytes(raw) : measure(raw, budget)
 }
 
 /** A leaf (already transformed) within the budget: itself, a shortened string, or LEFT. */
@@ -296,7 +355,12 @@ const walk = (v: unknown, depth: number, options: WalkOptions): unknown => {
           continue
         }
         const key = options.text(rawKey)
-        if (FORBIDDEN_KEYS.has(key) || Object.hasOwn(out, key)) continue
+        if (FORBIDDEN_KEYS.has(key)) continue
+        if (Object.hasOwn(out, key)) {
+          // Two names that are one once cleaned or shortened: the first is kept, the other counted as cut.
+          countLeftOut(budget, value)
+          continue
+        }
         if (kept >= options.maxKeys && !(depth === 0 && key === CUT_MEMBER)) {
           countLeftOut(budget, value)
           continue

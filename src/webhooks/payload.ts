@@ -1,8 +1,8 @@
 import { ParseResult, Schema } from "effect"
+import { webhookAttackerInput } from "../domain/attackerInput.ts"
 import { techniquesForEventTypes } from "../domain/eventTypes.ts"
 import { AttackerInput, Technique, Timestamp } from "../domain/models.ts"
-import { presentAttackerInput } from "../domain/present.ts"
-import { shortenStrings } from "../domain/sanitize.ts"
+import { CUT_MEMBER, truncateCodePoints, utf8Length } from "../domain/sanitize.ts"
 import { Confidence, Severity } from "../domain/severity.ts"
 import { mergeTechniques, techniquesForTags } from "../domain/techniques.ts"
 import type { EventRow } from "../repos/EventsRepo.ts"
@@ -57,6 +57,11 @@ export const WebhookIncident = Schema.Struct({
   url: Schema.String,
   techniques: Schema.Array(Technique),
   events: Schema.Array(WebhookEvent),
+  /**
+   * Only when some of the most recent events were left out to keep the body under WEBHOOK_BODY_MAX_BYTES: how many
+   * (they are read with GET /v1/events?incidentId=…). Additive (spec "Versioning").
+   */
+  eventsLeftOut: Schema.optional(Schema.Int),
 }).annotations({ identifier: "WebhookIncident" })
 export type WebhookIncident = typeof WebhookIncident.Type
 
@@ -69,6 +74,11 @@ export const WebhookBody = Schema.Struct({
   type: Schema.Literal(...WEBHOOK_TYPES),
   createdAt: Timestamp,
   incident: WebhookIncident,
+  /**
+   * Only when something was cut for size beyond D20's 256 code points per string: an attackerInput carries the cut
+   * mark (member "…"), or events were left out (incident.eventsLeftOut), or the incident's texts were shortened.
+   */
+  truncated: Schema.optional(Schema.Literal(true)),
 }).annotations({ identifier: "WebhookBody" })
 export type WebhookBody = typeof WebhookBody.Type
 
@@ -91,9 +101,9 @@ export const webhookEvent = (row: EventRow): typeof WebhookEvent.Type => ({
   confidence: row.confidence,
   tags: row.tags,
   summary: row.summary,
-  // D20: any stored value read as a valid one (as the API does); in webhooks every attackerInput string (keys too) is
-  // cut to 256 code points.
-  attackerInput: shortenStrings(presentAttackerInput(row.attackerInput)) as typeof AttackerInput.Type,
+  // D20: any stored value read as a valid one (as the API does), shortened for webhooks: every string (keys too) cut
+  // to 256 code points, and the whole bounded in depth, members, items, masked secrets and bytes (with a cut mark).
+  attackerInput: webhookAttackerInput(row.attackerInput) as typeof AttackerInput.Type,
 })
 
 /**
@@ -128,8 +138,88 @@ export const webhookIncident = (
 
 const encodeBody = Schema.encodeSync(WebhookBody)
 
-/** The exact bytes sent and signed: compact JSON, keys in the spec's order. */
-export const serializeWebhookBody = (body: WebhookBody): string => JSON.stringify(encodeBody(body))
+/**
+ * The hard bound of a webhook body in UTF-8 bytes: well under 256 KiB, the smallest limit common receivers set, so an
+ * alert is always deliverable. The per-event bounds (webhookAttackerInput, at most 20 events) keep a body far below
+ * it; serializeWebhookBody enforces it whatever the content.
+ */
+export const WEBHOOK_BODY_MAX_BYTES = 240 * 1024
+
+const hasCutMark = (event: typeof WebhookEvent.Type): boolean => Object.hasOwn(event.attackerInput, CUT_MEMBER)
+
+const encodeText = (body: WebhookBody): string => JSON.stringify(encodeBody(body))
+
+/** Every string of the incident (but its events) cut to `max` code points, techniques to the first 64. */
+const shortenIncident = (incident: WebhookIncident, max: number): WebhookIncident => ({
+  ...incident,
+  id: truncateCodePoints(incident.id, max),
+  title: truncateCodePoints(incident.title, max),
+  narrative: truncateCodePoints(incident.narrative, max),
+  recommendedAction: truncateCodePoints(incident.recommendedAction, max),
+  sensor: {
+    id: truncateCodePoints(incident.sensor.id, max),
+    name: truncateCodePoints(incident.sensor.name, max),
+    profile: truncateCodePoints(incident.sensor.profile, max),
+  },
+  sourceIp: truncateCodePoints(incident.sourceIp, max),
+  url: truncateCodePoints(incident.url, max),
+  techniques: incident.techniques.slice(0, 64).map((t) => ({
+    id: truncateCodePoints(t.id, max),
+    name: truncateCodePoints(t.name, max),
+    tactics: t.tactics.slice(0, 16).map((tactic) => truncateCodePoints(tactic, max)),
+  })),
+})
+
+/**
+ * The exact bytes sent and signed: compact JSON, keys in the spec's order, at most WEBHOOK_BODY_MAX_BYTES. A body
+ * that would be larger loses its oldest events first (incident.eventsLeftOut says how many), then, with no event
+ * left, has the incident's texts shortened; `truncated: true` says that something was cut for size.
+ */
+export const serializeWebhookBody = (input: WebhookBody): string => {
+  const cut = input.incident.events.some(hasCutMark)
+  const body: WebhookBody = cut ? { ...input, truncated: true } : input
+  const text = encodeText(body)
+  if (utf8Length(text) <= WEBHOOK_BODY_MAX_BYTES) return text
+  // Leave out the oldest events until the rest fits (their sizes as encoded, one comma each).
+  const events = body.incident.events
+  const sizes = events.map((e) => utf8Length(JSON.stringify(Schema.encodeSync(WebhookEvent)(e))) + 1)
+  const already = body.incident.eventsLeftOut ?? 0
+  let total = utf8Length(text)
+  let drop = 0
+  while (drop < events.length && total > WEBHOOK_BODY_MAX_BYTES - 64) {
+    total -= sizes[drop] ?? 0
+    drop++
+  }
+  for (; drop <= events.length; drop++) {
+    const fewer: WebhookBody = {
+      ...body,
+      truncated: true,
+      incident: { ...body.incident, events: events.slice(drop), eventsLeftOut: already + drop },
+    }
+    const attempt = encodeText(fewer)
+    if (utf8Length(attempt) <= WEBHOOK_BODY_MAX_BYTES) return attempt
+  }
+  // Not even the incident alone fits: its texts are shortened, first to 1024 code points, then to 256.
+  for (const max of [1024, 256]) {
+    const attempt = encodeText({
+      ...body,
+      truncated: true,
+      incident: { ...shortenIncident(body.incident, max), events: [], eventsLeftOut: already + events.length },
+    })
+    if (utf8Length(attempt) <= WEBHOOK_BODY_MAX_BYTES) return attempt
+  }
+  return encodeText({
+    ...body,
+    id: truncateCodePoints(body.id, 64),
+    truncated: true,
+    incident: {
+      ...shortenIncident(body.incident, 64),
+      techniques: [],
+      events: [],
+      eventsLeftOut: already + events.length,
+    },
+  })
+}
 
 /**
  * D15 `webhook.test` ("the Send test action; carries a sample incident"): an obviously fictitious incident in the
