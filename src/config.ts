@@ -43,6 +43,11 @@ export interface Settings {
   readonly dataDir: string
   readonly baseUrl: string
   readonly appUrl: string
+  /**
+   * D43: the ingest listener's public address, as sensors reach it (INGEST_URL); filled into the set-up snippets
+   * shown with a new sensor token. Unset: APP_URL's host name on INGEST_PORT, over plain http.
+   */
+  readonly ingestUrl: string
   /** Master key: 32 bytes. Cursor signing and secret encryption keys are derived from it. */
   readonly secretKey: Redacted.Redacted<Uint8Array>
   /** Master keys being rotated out: sealed secrets still open under them until `admin secrets reseal`. */
@@ -354,6 +359,7 @@ export const settingsConfig = Config.all({
   baseUrl: envVar("BASE_URL", parseHttpUrl).pipe(Config.option),
   // D25: unset, the console's own address (CONSOLE_PORT, default 3000).
   appUrl: envVar("APP_URL", parseHttpUrl).pipe(Config.option),
+  ingestUrl: envVar("INGEST_URL", parseHttpUrl).pipe(Config.option),
   secretKey: secretKeyConfig,
   secretKeyPrevious: secretVar("SECRET_KEY_PREVIOUS", (raw) => {
     const parts = raw
@@ -570,6 +576,10 @@ export const loadSettings: Effect.Effect<Settings, ConfigError.ConfigError> = Ef
     dataDir,
     baseUrl: Option.getOrElse(raw.baseUrl, () => `http://localhost:${raw.port}`),
     appUrl: Option.getOrElse(raw.appUrl, () => `http://localhost:${raw.consolePort}`),
+    ingestUrl: Option.getOrElse(raw.ingestUrl, () => {
+      const host = Option.match(raw.appUrl, { onNone: () => "localhost", onSome: (url) => new URL(url).host })
+      return `http://${host.replace(/:\d+$/, "")}:${raw.ingestPort}`
+    }),
     secretKey,
     secretKeyPrevious: raw.secretKeyPrevious,
     reopenWindow: raw.reopenWindow,
@@ -624,6 +634,7 @@ export const describeSettings = (s: Settings) => {
     }),
     baseUrl: s.baseUrl,
     appUrl: s.appUrl,
+    ingestUrl: s.ingestUrl,
     secretKey: "<redacted>",
     secretKeyPrevious: s.secretKeyPrevious.length > 0 ? `${s.secretKeyPrevious.length} key(s), redacted` : "none",
     reopenWindow: ms(s.reopenWindow),

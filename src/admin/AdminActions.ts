@@ -59,6 +59,14 @@ export class AdminActions extends Effect.Service<AdminActions>()("AdminActions",
         return { ...found, orgId: owner }
       })
 
+    /** D30: another organization's sensor is the same "unknown" as a sensor that does not exist. */
+    const requireSensor = (orgId: string | undefined, sensorId: string) =>
+      Effect.gen(function* () {
+        const sensor = yield* admin.requireSensor(sensorId)
+        if (orgId !== undefined && sensor.orgId !== orgId) return yield* unknown(`unknown sensor: ${sensorId}`)
+        return sensor
+      })
+
     const requireChannel = (orgId: string | undefined, channelId: string) =>
       Effect.gen(function* () {
         const found = isId("webhookChannel", channelId) ? yield* channels.findChannel(channelId) : Option.none()
@@ -80,19 +88,98 @@ export class AdminActions extends Effect.Service<AdminActions>()("AdminActions",
           ),
         ),
       listKeys: (orgId: string) => admin.listKeys(orgId),
-      /** Revoked and audited in one transaction; then every server's key cache is told (and waited for). */
+      /**
+       * Revoked and audited in one transaction; then every server's key cache is told (and waited for). Revoking a
+       * key that is already revoked changes nothing and records nothing (one `key.revoke` per key).
+       */
       revokeKey: (orgId: string | undefined, keyId: string, actor: Actor) =>
         Effect.gen(function* () {
           const key = yield* requireKey(orgId, keyId)
-          yield* sql.withTransaction(
-            Effect.zipRight(
-              sql`update api_keys set revoked_at = coalesce(revoked_at, ${new Date()}) where id = ${key.id}`,
-              record(key.orgId, actor, "key.revoke", key.id, key.name),
-            ),
+          const changed = yield* sql.withTransaction(
+            Effect.gen(function* () {
+              const rows = yield* sql`update api_keys set revoked_at = ${new Date()}
+                where id = ${key.id} and revoked_at is null returning id`
+              if (rows.length > 0) yield* record(key.orgId, actor, "key.revoke", key.id, key.name)
+              return rows.length > 0
+            }),
           )
-          yield* keys.revoke(key.id)
+          if (changed) yield* keys.revoke(key.id)
           return { id: key.id, revoked: true }
         }),
+
+      // --- Organizations (D24), audited under the organization they concern (D31) ---------------------------------
+      createOrg: (name: string | undefined, actor: Actor) =>
+        sql.withTransaction(
+          Effect.tap(admin.createOrg(name), (org) => record(org.id, actor, "org.create", org.id, name?.trim() ?? null)),
+        ),
+      setDeception: (orgId: string, state: string | undefined, actor: Actor) =>
+        sql.withTransaction(
+          Effect.tap(admin.setDeception(orgId, state), (done) =>
+            record(done.id, actor, "org.deception", done.id, done.deception),
+          ),
+        ),
+
+      // --- Sensors (D43) ----------------------------------------------------------------------------------------------
+      createSensor: (
+        orgId: string,
+        input: { name: string | undefined; profile: string | undefined; heartbeatInterval: string | undefined },
+        actor: Actor,
+      ) =>
+        sql.withTransaction(
+          Effect.tap(admin.createSensor({ orgId, ...input }), (sensor) =>
+            Effect.flatMap(admin.requireSensor(sensor.id), (row) =>
+              record(orgId, actor, "sensor.create", sensor.id, `${row.name} (${row.profile})`),
+            ),
+          ),
+        ),
+      listSensors: (orgId: string) => admin.listSensors(orgId),
+      findSensor: (orgId: string | undefined, sensorId: string) => requireSensor(orgId, sensorId),
+      renameSensor: (orgId: string | undefined, sensorId: string, name: string | undefined, actor: Actor) =>
+        Effect.flatMap(requireSensor(orgId, sensorId), (sensor) =>
+          sql.withTransaction(
+            Effect.tap(admin.renameSensor(sensor.id, name), (done) =>
+              record(sensor.orgId, actor, "sensor.rename", sensor.id, `${done.previousName} → ${done.name}`),
+            ),
+          ),
+        ),
+      setSensorHeartbeat: (orgId: string | undefined, sensorId: string, interval: string | undefined, actor: Actor) =>
+        Effect.flatMap(requireSensor(orgId, sensorId), (sensor) =>
+          sql.withTransaction(
+            Effect.tap(admin.setSensorHeartbeat(sensor.id, interval), (done) =>
+              record(
+                sensor.orgId,
+                actor,
+                "sensor.heartbeat",
+                sensor.id,
+                done.heartbeatIntervalSeconds === null ? "off" : `every ${done.heartbeatIntervalSeconds}s`,
+              ),
+            ),
+          ),
+        ),
+      /** The new token is returned once and never audited; the grace is. */
+      rotateSensor: (orgId: string | undefined, sensorId: string, grace: string | undefined, actor: Actor) =>
+        Effect.flatMap(requireSensor(orgId, sensorId), (sensor) =>
+          sql.withTransaction(
+            Effect.tap(admin.rotateSensor(sensor.id, grace), (done) =>
+              record(
+                sensor.orgId,
+                actor,
+                "sensor.rotate",
+                sensor.id,
+                done.previousTokenValidUntil ? `grace until ${done.previousTokenValidUntil}` : "no grace",
+              ),
+            ),
+          ),
+        ),
+      /** Immediately 401 on every ingest route (no cache). A second revoke records nothing. */
+      revokeSensor: (orgId: string | undefined, sensorId: string, actor: Actor) =>
+        Effect.flatMap(requireSensor(orgId, sensorId), (sensor) =>
+          sql.withTransaction(
+            Effect.tap(admin.revokeSensor(sensor.id), (done) =>
+              done.changed ? record(sensor.orgId, actor, "sensor.revoke", sensor.id, sensor.name) : Effect.void,
+            ),
+          ),
+        ),
 
       createChannel: (
         orgId: string,

@@ -1,7 +1,7 @@
 import { parseArgs } from "node:util"
 import { BunContext } from "@effect/platform-bun"
 import { Cause, ConfigError, Effect, Exit, Layer, Logger, LogLevel, Option } from "effect"
-import { AppConfigLive, formatConfigError } from "../config.ts"
+import { AppConfig, AppConfigLive, formatConfigError } from "../config.ts"
 import { AccountError, Accounts, CLI_ACTOR } from "../console/Accounts.ts"
 import { DatabaseLive } from "../db/client.ts"
 import { migrate } from "../db/migrate.ts"
@@ -18,6 +18,7 @@ import { WebhooksRepo } from "../repos/WebhooksRepo.ts"
 import { WebhookSender } from "../webhooks/WebhookSender.ts"
 import { AdminActions } from "./AdminActions.ts"
 import { AdminError, AdminOperations } from "./operations.ts"
+import { SENSOR_PROFILES } from "./sensorSetup.ts"
 import { WebhookAdmin } from "./webhookOperations.ts"
 
 const USAGE = `usage: bun run admin <command> [options] [--json]
@@ -31,9 +32,15 @@ const USAGE = `usage: bun run admin <command> [options] [--json]
                                             create an API key; the key is printed only here
   key list --org <org-id>                   list keys (never the key value)
   key revoke <key-id>                       revoke a key; effective on the next request
-  sensor create --org <org-id> --name <name> [--profile <profile>]
+  sensor create --org <org-id> --name <name> [--profile <profile>] [--heartbeat-interval 60s|5m|…|off]
                                             create a sensor; its ingest token is printed only here
-  sensor list --org <org-id>
+  sensor profiles                           the profiles a sensor may have, with what each is
+  sensor list --org <org-id>                sensors with status (alive, silent, unknown, revoked) and last contact
+  sensor rename <sensor-id> --name <name>
+  sensor heartbeat <sensor-id> <interval|off>
+                                            the heartbeat it promises; three missed make it silent
+  sensor rotate <sensor-id> [--grace 24h]   new token, printed only here; the old one works during the grace
+  sensor revoke <sensor-id>                 refuse its token from the next request on (401)
   incident close <incident-id>              close an open incident (resolvedAt is set)
   webhook create --org <org-id> --url https://… [--min-severity low|medium|high|critical]
                                             create a channel; its signing secret is printed only here
@@ -66,6 +73,7 @@ const parse = (argv: ReadonlyArray<string>) =>
       scopes: { type: "string" },
       expires: { type: "string" },
       profile: { type: "string" },
+      "heartbeat-interval": { type: "string" },
       url: { type: "string" },
       "min-severity": { type: "string" },
       grace: { type: "string" },
@@ -109,11 +117,16 @@ const run = (argv: ReadonlyArray<string>) =>
     const admin = yield* AdminOperations
     switch (`${group} ${command ?? ""}`) {
       case "org create": {
-        const org = yield* admin.createOrg(values.name)
+        // D31: every CLI change is audited, through the same actions as the console.
+        const org = yield* (yield* AdminActions).createOrg(values.name, CLI_ACTOR)
         return yield* print(json, org, () => `organization ${org.id} created (Deception on)`)
       }
       case "org deception": {
-        const result = yield* admin.setDeception(yield* requireFlag(rest[0], "<org-id>"), rest[1])
+        const result = yield* (yield* AdminActions).setDeception(
+          yield* requireFlag(rest[0], "<org-id>"),
+          rest[1],
+          CLI_ACTOR,
+        )
         return yield* print(json, result, () => `Deception ${result.deception} for ${result.id}`)
       }
       case "org list": {
@@ -143,26 +156,90 @@ const run = (argv: ReadonlyArray<string>) =>
         return yield* print(json, result, () => `key ${result.id} revoked`)
       }
       case "sensor create": {
-        const sensor = yield* admin.createSensor({
-          orgId: yield* requireFlag(values.org, "--org"),
-          name: values.name,
-          profile: values.profile,
-        })
+        const sensor = yield* (yield* AdminActions).createSensor(
+          yield* requireFlag(values.org, "--org"),
+          { name: values.name, profile: values.profile, heartbeatInterval: values["heartbeat-interval"] },
+          CLI_ACTOR,
+        )
+        const config = yield* AppConfig
         return yield* print(
           json,
           sensor,
-          () => `sensor ${sensor.id} created. Its ingest token, shown only now:\n${sensor.token}`,
+          () =>
+            `sensor ${sensor.id} created. Its ingest token, shown only now:\n${sensor.token}\n` +
+            `It reports to ${config.ingestUrl} (README "Sensors" has ready-to-paste configuration; the console shows it filled in).`,
         )
       }
+      case "sensor profiles": {
+        const rows = SENSOR_PROFILES.map((p) => ({ id: p.id, description: p.description }))
+        return yield* print(json, rows, () => rows.map((r) => `${r.id.padEnd(22)} ${r.description}`).join("\n"))
+      }
       case "sensor list": {
-        const orgId = yield* requireFlag(values.org, "--org")
-        yield* admin.requireOrg(orgId)
-        const rows = (yield* (yield* SensorsRepo).listByOrg(orgId)).map((s) => ({
-          id: s.id,
-          name: s.name,
-          profile: s.profile,
-        }))
-        return yield* print(json, rows, () => table(rows))
+        const rows = yield* (yield* AdminActions).listSensors(yield* requireFlag(values.org, "--org"))
+        return yield* print(json, rows, () =>
+          table(
+            rows.map((r) => ({
+              id: r.id,
+              name: r.name,
+              profile: r.profile,
+              status: r.status,
+              lastSeen: r.lastSeenAt ?? "never",
+              heartbeat: r.heartbeatIntervalSeconds === null ? "off" : `${r.heartbeatIntervalSeconds}s`,
+              ...(r.previousTokenValidUntil ? { previousTokenUntil: r.previousTokenValidUntil } : {}),
+            })),
+          ),
+        )
+      }
+      case "sensor rename": {
+        const done = yield* (yield* AdminActions).renameSensor(
+          undefined,
+          yield* requireFlag(rest[0], "<sensor-id>"),
+          values.name,
+          CLI_ACTOR,
+        )
+        return yield* print(json, { id: done.id, name: done.name }, () => `sensor ${done.id} renamed to ${done.name}`)
+      }
+      case "sensor heartbeat": {
+        const done = yield* (yield* AdminActions).setSensorHeartbeat(
+          undefined,
+          yield* requireFlag(rest[0], "<sensor-id>"),
+          yield* requireFlag(rest[1], "<interval|off>"),
+          CLI_ACTOR,
+        )
+        return yield* print(json, done, () =>
+          done.heartbeatIntervalSeconds === null
+            ? `sensor ${done.id}: no heartbeat expected`
+            : `sensor ${done.id}: a heartbeat every ${done.heartbeatIntervalSeconds}s; silent after three missed`,
+        )
+      }
+      case "sensor rotate": {
+        const rotated = yield* (yield* AdminActions).rotateSensor(
+          undefined,
+          yield* requireFlag(rest[0], "<sensor-id>"),
+          values.grace,
+          CLI_ACTOR,
+        )
+        return yield* print(
+          json,
+          rotated,
+          () =>
+            `new ingest token of ${rotated.id}, shown only now:\n${rotated.token}` +
+            (rotated.previousTokenValidUntil
+              ? `\nthe old token also works until ${rotated.previousTokenValidUntil}`
+              : "\nthe old token no longer works"),
+        )
+      }
+      case "sensor revoke": {
+        const done = yield* (yield* AdminActions).revokeSensor(
+          undefined,
+          yield* requireFlag(rest[0], "<sensor-id>"),
+          CLI_ACTOR,
+        )
+        return yield* print(json, { id: done.id, revoked: true }, () =>
+          done.changed
+            ? `sensor ${done.id} revoked; its token is refused from now on`
+            : `sensor ${done.id} was already revoked`,
+        )
       }
       case "incident close": {
         const result = yield* (yield* AdminActions).closeIncident(

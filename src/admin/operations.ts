@@ -1,16 +1,18 @@
 import { randomBytes } from "node:crypto"
 import { SqlClient } from "@effect/sql"
-import { Data, Effect, Option } from "effect"
+import { Data, Duration, Effect, Option } from "effect"
 import { parseTimestamp } from "../api/params.ts"
-import { AppConfig, sealerOf } from "../config.ts"
+import { AppConfig, parseShortDuration, sealerOf } from "../config.ts"
+import { sha256 } from "../domain/crypto.ts"
 import { isId } from "../domain/ids.ts"
 import { sealedKeyId } from "../domain/sealing.ts"
 import { API_KEY_TOKEN, issueToken, SENSOR_TOKEN } from "../domain/secretToken.ts"
 import { ApiKeysRepo, SCOPES, type Scope } from "../repos/ApiKeysRepo.ts"
 import { IncidentsRepo } from "../repos/IncidentsRepo.ts"
 import { OrgsRepo } from "../repos/OrgsRepo.ts"
-import { SensorsRepo } from "../repos/SensorsRepo.ts"
+import { type SensorRow, SensorsRepo, statusOf } from "../repos/SensorsRepo.ts"
 import { TransitionsRepo } from "../repos/TransitionsRepo.ts"
+import { DEFAULT_PROFILE, findProfile, profileIds } from "./sensorSetup.ts"
 
 /** A refused admin command: the message is shown to the operator as is. */
 export class AdminError extends Data.TaggedError("AdminError")<{
@@ -18,6 +20,26 @@ export class AdminError extends Data.TaggedError("AdminError")<{
   /** No such id in the caller's organization: the console answers its 404 page (D30), the CLI the message. */
   readonly kind?: "unknown"
 }> {}
+
+const MIN_HEARTBEAT_SECONDS = 30
+const MAX_HEARTBEAT_SECONDS = 7 * 86_400
+/** Rotation grace, as for webhook secrets. */
+const MAX_GRACE_MS = 30 * 86_400_000
+
+/** A sensor as the CLI and the console list it (never its token or a hash). */
+export const describeSensor = (s: SensorRow, now: Date) => ({
+  id: s.id,
+  name: s.name,
+  profile: s.profile,
+  status: statusOf(s, now),
+  lastSeenAt: s.lastSeenAt?.toISOString() ?? null,
+  heartbeatIntervalSeconds: s.heartbeatIntervalSeconds,
+  createdAt: s.createdAt.toISOString(),
+  revokedAt: s.revokedAt?.toISOString() ?? null,
+  previousTokenValidUntil:
+    s.previousTokenExpiresAt !== null && s.previousTokenExpiresAt > now ? s.previousTokenExpiresAt.toISOString() : null,
+})
+export type SensorView = ReturnType<typeof describeSensor>
 
 const refuse = (message: string) => Effect.fail(new AdminError({ message }))
 
@@ -132,18 +154,136 @@ export class AdminOperations extends Effect.Service<AdminOperations>()("AdminOpe
         return { id: keyId, revoked: true }
       })
 
+    /** D43: one of the documented profiles (src/admin/sensorSetup.ts); anything else is refused with the list. */
+    const checkProfile = (profile: string | undefined) => {
+      const chosen = (profile ?? DEFAULT_PROFILE).trim()
+      return findProfile(chosen) === undefined
+        ? refuse(`--profile must be one of ${profileIds().join(", ")} (got ${JSON.stringify(chosen.slice(0, 40))})`)
+        : Effect.succeed(chosen)
+    }
+
+    /**
+     * `30s`…`7d` as whole seconds; `off` (or `none`, or an empty form field): no heartbeat expected, so the sensor
+     * is never `silent`.
+     */
+    const checkHeartbeatInterval = (text: string | undefined) => {
+      if (text === undefined || ["", "off", "none"].includes(text.trim())) return Effect.succeed(null)
+      const parsed = parseShortDuration(text.trim())
+      const seconds = parsed === undefined ? Number.NaN : Duration.toMillis(parsed) / 1000
+      if (!Number.isInteger(seconds) || seconds < MIN_HEARTBEAT_SECONDS || seconds > MAX_HEARTBEAT_SECONDS) {
+        return refuse("--heartbeat-interval must be a duration from 30s to 7d (such as 60s, 5m or 1h), or off")
+      }
+      return Effect.succeed(seconds)
+    }
+
     const createSensor = (input: {
       readonly orgId: string
       readonly name: string | undefined
       readonly profile: string | undefined
+      readonly heartbeatInterval?: string | undefined
     }) =>
       Effect.gen(function* () {
         yield* requireOrg(input.orgId)
         const name = yield* checkName("--name", input.name)
-        const profile = yield* checkName("--profile", input.profile ?? "default")
+        const profile = yield* checkProfile(input.profile)
+        const heartbeatIntervalSeconds = yield* checkHeartbeatInterval(input.heartbeatInterval)
         const issued = issueToken(SENSOR_TOKEN)
-        yield* sensors.create({ id: issued.id, orgId: input.orgId, name, profile, tokenHash: issued.secretHash })
+        yield* sensors.create({
+          id: issued.id,
+          orgId: input.orgId,
+          name,
+          profile,
+          tokenHash: issued.secretHash,
+          heartbeatIntervalSeconds,
+        })
         return { id: issued.id, token: issued.token }
+      })
+
+    /** The sensor, whichever organization it belongs to (AdminActions checks the caller's). */
+    const requireSensor = (sensorId: string | undefined) =>
+      Effect.gen(function* () {
+        const found =
+          sensorId !== undefined && isId("sensor", sensorId) ? yield* sensors.findById(sensorId) : Option.none()
+        if (Option.isNone(found)) {
+          return yield* Effect.fail(new AdminError({ message: `unknown sensor: ${sensorId ?? ""}`, kind: "unknown" }))
+        }
+        return found.value
+      })
+
+    const notRevoked = (sensor: SensorRow) =>
+      sensor.revokedAt === null ? Effect.void : refuse(`sensor ${sensor.id} is revoked; create a new one`)
+
+    const renameSensor = (sensorId: string | undefined, name: string | undefined) =>
+      Effect.gen(function* () {
+        const sensor = yield* requireSensor(sensorId)
+        const checked = yield* checkName("--name", name)
+        yield* notRevoked(sensor)
+        // Revoked between the read and the update: the same refusal.
+        if (!(yield* sensors.rename(sensor.id, checked, new Date()))) {
+          return yield* refuse(`sensor ${sensor.id} is revoked; create a new one`)
+        }
+        return { id: sensor.id, name: checked, previousName: sensor.name }
+      })
+
+    const setSensorHeartbeat = (sensorId: string | undefined, interval: string | undefined) =>
+      Effect.gen(function* () {
+        const sensor = yield* requireSensor(sensorId)
+        const seconds = yield* checkHeartbeatInterval(interval)
+        yield* notRevoked(sensor)
+        yield* sensors.setHeartbeatInterval(sensor.id, seconds, new Date())
+        return { id: sensor.id, heartbeatIntervalSeconds: seconds }
+      })
+
+    /**
+     * D43: a new token, shown once. With a grace period the old token keeps working until it ends (as for webhook
+     * secrets, D16); without one it stops at once. A grace still running from an earlier rotation ends now: only
+     * the token current until this call is kept.
+     */
+    const rotateSensor = (sensorId: string | undefined, grace: string | undefined) =>
+      Effect.gen(function* () {
+        const sensor = yield* requireSensor(sensorId)
+        let ms = 0
+        if (grace !== undefined && grace.trim() !== "") {
+          const parsed = parseShortDuration(grace.trim())
+          if (parsed === undefined) return yield* refuse("--grace must be a duration such as 30m, 24h or 7d")
+          ms = Duration.toMillis(parsed)
+        }
+        if (ms > MAX_GRACE_MS) return yield* refuse("--grace may be at most 30d")
+        yield* notRevoked(sensor)
+        const credential = yield* sensors.findCredential(sensor.id)
+        if (Option.isNone(credential)) return yield* refuse(`unknown sensor: ${sensor.id}`)
+        const at = new Date()
+        const secret = randomBytes(32).toString("base64url")
+        const until = ms > 0 ? new Date(at.getTime() + ms) : null
+        const done = yield* sensors.rotate(
+          sensor.id,
+          sha256(secret),
+          until === null ? null : credential.value.tokenHash,
+          until,
+          at,
+        )
+        if (!done) return yield* refuse(`sensor ${sensor.id} is revoked; create a new one`)
+        return {
+          id: sensor.id,
+          token: `${SENSOR_TOKEN.prefix}_${sensor.id}_${secret}`,
+          previousTokenValidUntil: until?.toISOString() ?? null,
+        }
+      })
+
+    /** `changed` is false when it was already revoked (nothing to record). */
+    const revokeSensor = (sensorId: string | undefined) =>
+      Effect.gen(function* () {
+        const sensor = yield* requireSensor(sensorId)
+        const changed = yield* sensors.revoke(sensor.id, new Date())
+        return { id: sensor.id, revoked: true as const, changed }
+      })
+
+    /** D43: every sensor of the organization with its status now and when it was last heard from. */
+    const listSensors = (orgId: string) =>
+      Effect.gen(function* () {
+        yield* requireOrg(orgId)
+        const now = new Date()
+        return (yield* sensors.listByOrg(orgId)).map((s) => describeSensor(s, now))
       })
 
     /** D13: an admin closes an open incident; resolvedAt is set and a `closed` transition recorded. */
@@ -195,6 +335,12 @@ export class AdminOperations extends Effect.Service<AdminOperations>()("AdminOpe
       listKeys,
       revokeKey,
       createSensor,
+      requireSensor,
+      renameSensor,
+      setSensorHeartbeat,
+      rotateSensor,
+      revokeSensor,
+      listSensors,
       requireOrg,
     } as const
   }),

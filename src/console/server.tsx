@@ -27,6 +27,7 @@ import type { Flash, Viewer } from "./pages/components.tsx"
 import { EventsPage } from "./pages/events.tsx"
 import { IncidentPage, IncidentsPage } from "./pages/incidents.tsx"
 import { OverviewPage } from "./pages/overview.tsx"
+import { SensorPage, SensorsPage } from "./pages/sensors.tsx"
 import { AlertsPage, ApiSettingsPage, AuditPage, DeliveryLogPage, RevokeKeyPage, UsersPage } from "./pages/settings.tsx"
 
 /** D27: the session cookie; `__Host-` binds it to this host, Secure, Path=/ and no Domain. */
@@ -640,6 +641,96 @@ const makeRouter = Effect.gen(function* () {
           yield* actions.redeliver(s.orgId, id, s.actor)
           return yield* flashTo(s, "/settings/alerts", { kind: "ok", text: `Delivery ${id} queued again.` })
         }).pipe(refused(s, "/settings/alerts")),
+      ),
+    ),
+
+    // --- Settings → Sensors (D43): every user reads; admins change, through the audited AdminActions ---------------
+    HttpRouter.get(
+      "/settings/sensors",
+      page((s) =>
+        Effect.gen(function* () {
+          const sensors = yield* actions.listSensors(s.orgId)
+          const flash = yield* readFlash(s)
+          return html(
+            <SensorsPage
+              viewer={s.viewer}
+              sensors={sensors}
+              flash={flash}
+              now={new Date()}
+              ingestUrl={config.ingestUrl}
+            />,
+          )
+        }),
+      ),
+    ),
+    HttpRouter.post(
+      "/settings/sensors",
+      action((s, form) =>
+        Effect.gen(function* () {
+          const created = yield* actions.createSensor(
+            s.orgId,
+            { name: form.name, profile: form.profile, heartbeatInterval: form.heartbeatInterval },
+            s.actor,
+          )
+          return yield* flashTo(s, "/settings/sensors", {
+            kind: "ok",
+            text: `Sensor ${created.id} added.`,
+            secret: { label: "Its ingest token.", value: created.token },
+          })
+        }).pipe(refused(s, "/settings/sensors")),
+      ),
+    ),
+    HttpRouter.get(
+      "/settings/sensors/:id",
+      page((s) =>
+        Effect.gen(function* () {
+          const { id } = yield* HttpRouter.params
+          const sensor = (yield* actions.listSensors(s.orgId)).find((x) => x.id === id)
+          if (sensor === undefined) return notFound(s.viewer)
+          return html(<SensorPage viewer={s.viewer} sensor={sensor} flash={yield* readFlash(s)} now={new Date()} />)
+        }),
+      ),
+    ),
+    HttpRouter.post(
+      "/settings/sensors/:id/:verb",
+      action((s, form) =>
+        Effect.gen(function* () {
+          const { id = "", verb } = yield* HttpRouter.params
+          const back = `/settings/sensors/${encodeURIComponent(id)}`
+          switch (verb) {
+            case "rename": {
+              const done = yield* actions.renameSensor(s.orgId, id, form.name, s.actor)
+              return yield* flashTo(s, back, { kind: "ok", text: `Renamed to ${done.name}.` })
+            }
+            case "heartbeat": {
+              const done = yield* actions.setSensorHeartbeat(s.orgId, id, form.heartbeatInterval, s.actor)
+              const text =
+                done.heartbeatIntervalSeconds === null
+                  ? "No heartbeat expected."
+                  : `A heartbeat every ${done.heartbeatIntervalSeconds} s is expected.`
+              return yield* flashTo(s, back, { kind: "ok", text })
+            }
+            case "rotate": {
+              const rotated = yield* actions.rotateSensor(s.orgId, id, form.grace || undefined, s.actor)
+              return yield* flashTo(s, "/settings/sensors", {
+                kind: "ok",
+                text: rotated.previousTokenValidUntil
+                  ? `Token rotated; the old one also works until ${rotated.previousTokenValidUntil}.`
+                  : "Token rotated; the old one no longer works.",
+                secret: { label: "The new ingest token.", value: rotated.token },
+              })
+            }
+            case "revoke": {
+              if (form.confirm !== "yes") {
+                return yield* flashTo(s, back, { kind: "error", text: "Tick the box to confirm the revocation." })
+              }
+              yield* actions.revokeSensor(s.orgId, id, s.actor)
+              return yield* flashTo(s, "/settings/sensors", { kind: "ok", text: `Sensor ${id} revoked.` })
+            }
+            default:
+              return notFound(s.viewer)
+          }
+        }).pipe(refused(s, "/settings/sensors")),
       ),
     ),
 

@@ -13,6 +13,7 @@ import { ingestedEvents } from "../ops/metrics.ts"
 import { CowrieSessionsRepo } from "../repos/CowrieSessionsRepo.ts"
 import type { DatabaseError } from "../repos/errors.ts"
 import { decodeUtf8, MAX_BODY_BYTES, MAX_EVENTS, parseBody, readBodyCapped, SERVER_MAX_BODY_BYTES } from "./body.ts"
+import { HEARTBEAT_PATH, heartbeatRoute } from "./heartbeat.ts"
 import { type EventOutcome, Ingestor, type SensorIdentity } from "./Ingestor.ts"
 import { OrgKeys } from "./OrgKeys.ts"
 import { type ValidEvent, validateEvent } from "./validate.ts"
@@ -56,7 +57,7 @@ const cowrie: BatchMapper<OrgKeys | CowrieSessionsRepo> = (sensor, values) =>
     return batch.results
   })
 
-const ROUTE_PATHS = ["/ingest/v1/events", "/ingest/v1/opencanary", "/ingest/v1/cowrie"]
+const ROUTE_PATHS = ["/ingest/v1/events", "/ingest/v1/opencanary", "/ingest/v1/cowrie", HEARTBEAT_PATH]
 
 const tooLarge = (detail: string) => problem(413, "Content Too Large", "payload_too_large", detail)
 
@@ -140,6 +141,7 @@ const router = HttpRouter.empty.pipe(
   HttpRouter.post("/ingest/v1/events", ingestRoute("events", native)),
   HttpRouter.post("/ingest/v1/opencanary", ingestRoute("opencanary", openCanary)),
   HttpRouter.post("/ingest/v1/cowrie", ingestRoute("cowrie", cowrie)),
+  HttpRouter.post(HEARTBEAT_PATH, heartbeatRoute),
 )
 
 // A known path with another method than POST is a 405; anything else a 404 naming the routes.

@@ -1,6 +1,10 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
-import { Effect, Schema } from "effect"
+import { Effect, Option, Schema } from "effect"
 import { dbErrors } from "./errors.ts"
+
+/** D43: what `health` records (the status last announced to the alert channels). */
+export const SENSOR_HEALTH = ["unknown", "alive", "silent"] as const
+export type SensorHealth = (typeof SENSOR_HEALTH)[number]
 
 export const SensorRow = Schema.Struct({
   id: Schema.String,
@@ -9,26 +13,99 @@ export const SensorRow = Schema.Struct({
   profile: Schema.String,
   createdAt: Schema.DateFromSelf,
   revokedAt: Schema.NullOr(Schema.DateFromSelf),
+  lastSeenAt: Schema.NullOr(Schema.DateFromSelf),
+  heartbeatIntervalSeconds: Schema.NullOr(Schema.Number),
+  health: Schema.Literal(...SENSOR_HEALTH),
+  healthChangedAt: Schema.NullOr(Schema.DateFromSelf),
+  previousTokenExpiresAt: Schema.NullOr(Schema.DateFromSelf),
+  updatedAt: Schema.DateFromSelf,
 })
 export type SensorRow = typeof SensorRow.Type
 
-export const SensorCredentialRow = Schema.Struct({ ...SensorRow.fields, tokenHash: Schema.Uint8ArrayFromSelf })
+/** What authentication needs, in one primary-key read: the sensor, its token hash and the one in its grace. */
+export interface SensorCredentialRow {
+  readonly id: string
+  readonly orgId: string
+  readonly name: string
+  readonly profile: string
+  readonly revokedAt: Date | null
+  readonly tokenHash: Uint8Array
+  readonly previousTokenHash: Uint8Array | null
+  readonly previousTokenExpiresAt: Date | null
+}
 
-/** Decoy sensors. Their ingest token is stored as a SHA-256 hash only (D22). */
+/** last_seen_at is written at most once per sensor in this interval, however many requests and processes. */
+export const LAST_SEEN_EVERY_MS = 10_000
+/** D43: a sensor that expects a heartbeat is `silent` once this many intervals passed without hearing from it. */
+export const MISSED_HEARTBEATS = 3
+
+/** D43: a sensor's status as the console, the CLI and the silent-detection sweep see it. */
+export type SensorStatus = "alive" | "silent" | "unknown" | "revoked"
+
+/**
+ * Pure: the status of a sensor at `now`. Revoked wins. Without an expected heartbeat nothing can be concluded
+ * (`unknown`, whatever its last contact). With one: `alive` while the last contact is within three intervals,
+ * `silent` once it is not (a sensor never heard from counts from its creation, so a new one is `unknown` during its
+ * first three intervals, then `silent`).
+ */
+export const statusOf = (
+  row: Pick<SensorRow, "revokedAt" | "lastSeenAt" | "heartbeatIntervalSeconds" | "createdAt">,
+  now: Date,
+): SensorStatus => {
+  if (row.revokedAt !== null) return "revoked"
+  if (row.heartbeatIntervalSeconds === null) return "unknown"
+  const allowedMs = row.heartbeatIntervalSeconds * 1000 * MISSED_HEARTBEATS
+  const since = row.lastSeenAt ?? row.createdAt
+  if (now.getTime() - since.getTime() <= allowedMs) return row.lastSeenAt === null ? "unknown" : "alive"
+  return "silent"
+}
+
+const COLUMNS = `id, org_id, name, profile, created_at, revoked_at, last_seen_at, heartbeat_interval_seconds, health,
+  health_changed_at, previous_token_expires_at, updated_at`
+
+/**
+ * Decoy sensors (D22, D43). Their ingest token is stored as a SHA-256 hash only; during a rotation's grace the
+ * previous token's hash too, until it expires. Every statement names the sensor by id; the organization check is
+ * the caller's (AdminActions), as for the other admin tables.
+ */
 export class SensorsRepo extends Effect.Service<SensorsRepo>()("SensorsRepo", {
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
-    const findCredential = SqlSchema.findOne({
+
+    // Runs on every ingest request (no cache, so a revocation or rotation is seen by the very next request in
+    // every process): fixed text, explicit aliases, no Schema decode.
+    const findCredential = (id: string) =>
+      sql
+        .unsafe<SensorCredentialRow>(
+          `select id, org_id as "orgId", name, profile, revoked_at as "revokedAt", token_hash as "tokenHash",
+             previous_token_hash as "previousTokenHash", previous_token_expires_at as "previousTokenExpiresAt"
+           from sensors where id = $1`,
+          [id],
+        )
+        .withoutTransform.pipe(
+          Effect.map((rows) => Option.fromNullable(rows[0])),
+          dbErrors,
+        )
+
+    const findById = SqlSchema.findOne({
       Request: Schema.String,
-      Result: SensorCredentialRow,
-      execute: (id) => sql`select * from sensors where id = ${id}`,
+      Result: SensorRow,
+      execute: (id) => sql`select ${sql.literal(COLUMNS)} from sensors where id = ${id}`,
     })
     const listByOrg = SqlSchema.findAll({
       Request: Schema.String,
       Result: SensorRow,
-      execute: (orgId) =>
-        sql`select id, org_id, name, profile, created_at, revoked_at from sensors where org_id = ${orgId} order by id`,
+      execute: (orgId) => sql`select ${sql.literal(COLUMNS)} from sensors where org_id = ${orgId} order by id`,
     })
+    const listWatched = SqlSchema.findAll({
+      Request: Schema.Void,
+      Result: SensorRow,
+      execute: () =>
+        sql`select ${sql.literal(COLUMNS)} from sensors
+            where heartbeat_interval_seconds is not null and revoked_at is null order by org_id, id`,
+    })
+    const changed = Effect.map((rows: ReadonlyArray<unknown>) => rows.length > 0)
+
     return {
       create: (row: {
         readonly id: string
@@ -36,9 +113,67 @@ export class SensorsRepo extends Effect.Service<SensorsRepo>()("SensorsRepo", {
         readonly name: string
         readonly profile: string
         readonly tokenHash: Uint8Array
-      }) => sql`insert into sensors ${sql.insert({ ...row, createdAt: new Date() })}`.pipe(Effect.asVoid, dbErrors),
-      findCredential: (id: string) => findCredential(id).pipe(dbErrors),
+        readonly heartbeatIntervalSeconds?: number | null
+      }) => {
+        const at = new Date()
+        return sql`insert into sensors ${sql.insert({
+          ...row,
+          heartbeatIntervalSeconds: row.heartbeatIntervalSeconds ?? null,
+          createdAt: at,
+          updatedAt: at,
+        })}`.pipe(Effect.asVoid, dbErrors)
+      },
+      findCredential,
+      findById: (id: string) => findById(id).pipe(dbErrors),
       listByOrg: (orgId: string) => listByOrg(orgId).pipe(dbErrors),
+      /** True when the sensor exists and is not revoked (a revoked sensor keeps its name). */
+      rename: (id: string, name: string, at: Date) =>
+        sql`update sensors set name = ${name}, updated_at = ${at} where id = ${id} and revoked_at is null
+            returning id`.pipe(changed, dbErrors),
+      /** Null: no heartbeat expected (never `silent`). */
+      setHeartbeatInterval: (id: string, seconds: number | null, at: Date) =>
+        sql`update sensors set heartbeat_interval_seconds = ${seconds}, updated_at = ${at}
+            where id = ${id} and revoked_at is null returning id`.pipe(changed, dbErrors),
+      /**
+       * A new token hash. `previous`: the hash that keeps authenticating until `previousExpiresAt` (the one current
+       * until now), or null to end every older token at once (a grace still running from an earlier rotation ends too).
+       */
+      rotate: (
+        id: string,
+        tokenHash: Uint8Array,
+        previous: Uint8Array | null,
+        previousExpiresAt: Date | null,
+        at: Date,
+      ) =>
+        sql`update sensors set token_hash = ${tokenHash}, previous_token_hash = ${previous},
+              previous_token_expires_at = ${previousExpiresAt}, updated_at = ${at}
+            where id = ${id} and revoked_at is null returning id`.pipe(changed, dbErrors),
+      /** True only for the call that revoked it (a second revoke changes nothing and says so). */
+      revoke: (id: string, at: Date) =>
+        sql`update sensors set revoked_at = ${at}, previous_token_hash = null, previous_token_expires_at = null,
+              updated_at = ${at}
+            where id = ${id} and revoked_at is null returning id`.pipe(changed, dbErrors),
+      /**
+       * Records contact at `at`, unless last_seen_at is less than LAST_SEEN_EVERY_MS before it: the row is the shared
+       * state, so N processes write a busy sensor's last contact at most once per interval together. Never moves
+       * it back.
+       */
+      touchLastSeen: (id: string, at: Date) =>
+        sql`update sensors set last_seen_at = ${at}
+            where id = ${id}
+              and (last_seen_at is null or last_seen_at <= ${new Date(at.getTime() - LAST_SEEN_EVERY_MS)})`.pipe(
+          Effect.asVoid,
+          dbErrors,
+        ),
+      /** Every organization's sensors that expect a heartbeat and are not revoked (the silent-detection sweep). */
+      listWatched: () => listWatched(undefined).pipe(dbErrors),
+      /**
+       * Compare-and-set of the announced health: true only for the one caller that moved it from `from` to `to`
+       * (that caller sends `sensor.silent` / `sensor.recovered`, in the same transaction as this).
+       */
+      setHealth: (id: string, from: SensorHealth, to: SensorHealth, at: Date) =>
+        sql`update sensors set health = ${to}, health_changed_at = ${at}
+            where id = ${id} and health = ${from} returning id`.pipe(changed, dbErrors),
     } as const
   }),
 }) {}

@@ -1,15 +1,16 @@
 import type { Child } from "hono/jsx"
 import { Csrf, DataTable, type Flash, FlashNotice, Layout, Time, type Viewer } from "./components.tsx"
 
-type Tab = "api" | "alerts" | "users" | "audit"
+type Tab = "api" | "alerts" | "sensors" | "users" | "audit"
 const TABS: ReadonlyArray<readonly [Tab, string, string]> = [
   ["api", "/settings/api", "API and export"],
   ["alerts", "/settings/alerts", "Alerts"],
+  ["sensors", "/settings/sensors", "Sensors"],
   ["users", "/settings/users", "Users"],
   ["audit", "/settings/audit", "Audit log"],
 ]
 
-const SettingsLayout = (props: {
+export const SettingsLayout = (props: {
   viewer: Viewer
   tab: Tab
   title: string
@@ -36,7 +37,7 @@ const SettingsLayout = (props: {
   </Layout>
 )
 
-const isAdmin = (viewer: Viewer) => viewer.role === "admin"
+export const isAdmin = (viewer: Viewer) => viewer.role === "admin"
 
 export interface KeyView {
   readonly id: string

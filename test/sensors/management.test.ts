@@ -1,0 +1,333 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { SqlClient } from "@effect/sql"
+import { Effect } from "effect"
+import { SensorsRepo, statusOf } from "../../src/repos/SensorsRepo.ts"
+import { admin, adminJson } from "../support/cli.ts"
+import { type TestDatabase, testDatabase } from "../support/db.ts"
+import { ingest, nativeEvent } from "../support/ingest.ts"
+import { type RunningServer, shutdown, startServer, testEnv } from "../support/server.ts"
+
+/**
+ * D43: sensors managed with the admin CLI against the running server: revoke (401 at once on every ingest route),
+ * rotate with a grace that ends, rename, heartbeat and last contact, status, profiles; every change audited (D31).
+ */
+
+let server: RunningServer
+let db: TestDatabase
+
+beforeAll(async () => {
+  server = await startServer({ env: testEnv({ INGEST_URL: "https://ingest.example.test:8443" }) })
+  db = testDatabase(server.env)
+})
+
+afterAll(() => shutdown(server, db))
+
+const audit = (target: string) =>
+  db.run(
+    Effect.flatMap(
+      SqlClient.SqlClient,
+      (sql) =>
+        sql<{ actor: string; action: string; target: string; detail: string | null; orgId: string | null }>`
+          select actor, action, target, detail, org_id from audit_log where target = ${target} order by id`,
+    ),
+  )
+
+const newOrg = async (name: string) => (await adminJson(server.env, ["org", "create", "--name", name])).id as string
+
+const newSensor = async (orgId: string, extra: ReadonlyArray<string> = []) =>
+  (await adminJson(server.env, ["sensor", "create", "--org", orgId, "--name", "s-1", ...extra])) as {
+    id: string
+    token: string
+  }
+
+const listed = async (orgId: string, sensorId: string) => {
+  const rows = (await adminJson(server.env, ["sensor", "list", "--org", orgId])) as Array<Record<string, unknown>>
+  return rows.find((r) => r.id === sensorId) as Record<string, unknown>
+}
+
+const heartbeat = (token: string | undefined, body?: string) =>
+  fetch(`${server.ingestUrl}/ingest/v1/heartbeat`, {
+    method: "POST",
+    headers: token === undefined ? {} : { authorization: `Bearer ${token}` },
+    ...(body === undefined ? {} : { body }),
+  })
+
+const eventually = async <A>(read: () => Promise<A>, ok: (a: A) => boolean, ms = 5000) => {
+  const until = Date.now() + ms
+  let last = await read()
+  while (!ok(last) && Date.now() < until) {
+    await Bun.sleep(50)
+    last = await read()
+  }
+  return last
+}
+
+describe("D43: sensor revoke", () => {
+  test("D43: a revoked token gets 401 at once on every /ingest/v1 route; revoking again records nothing", async () => {
+    const orgId = await newOrg("Revoke sensors")
+    const sensor = await newSensor(orgId)
+    expect((await ingest(server.ingestUrl, "events", sensor.token, nativeEvent())).status).toBe(200)
+
+    const revoked = await admin(server.env, ["sensor", "revoke", sensor.id])
+    expect(revoked.code).toBe(0)
+    expect(revoked.stdout).toContain("revoked")
+    // The very next request, no wait: there is no token cache to expire.
+    for (const route of ["events", "opencanary", "cowrie"]) {
+      const res = await ingest(server.ingestUrl, route, sensor.token, nativeEvent())
+      expect({ route, status: res.status, code: res.body.code }).toEqual({ route, status: 401, code: "unauthorized" })
+      expect(res.body.detail).toContain("revoked")
+    }
+    expect((await heartbeat(sensor.token)).status).toBe(401)
+
+    expect((await admin(server.env, ["sensor", "revoke", sensor.id])).code).toBe(0)
+    const rows = (await audit(sensor.id)).filter((r) => r.action === "sensor.revoke")
+    expect(rows).toHaveLength(1)
+    expect(rows[0]).toMatchObject({ actor: "cli", orgId })
+    expect((await listed(orgId, sensor.id)).status).toBe("revoked")
+    // A revoked sensor cannot be rotated back to life, nor renamed.
+    const rotate = await admin(server.env, ["sensor", "rotate", sensor.id])
+    expect(rotate.code).toBe(1)
+    expect(rotate.stderr).toContain("revoked")
+  })
+
+  test("D43: an unknown or malformed sensor id is refused with its own message", async () => {
+    const result = await admin(server.env, ["sensor", "revoke", "sen_01ZZZZZZZZZZZZZZZZZZZZZZZZ"])
+    expect(result.code).toBe(1)
+    expect(result.stderr).toContain("unknown sensor")
+    expect((await admin(server.env, ["sensor", "rename", "nope", "--name", "x"])).stderr).toContain("unknown sensor")
+  })
+})
+
+describe("D43: sensor rotate", () => {
+  test("D43: with a grace the old token works until it ends, then 401; the new one works; the token is never audited", async () => {
+    const orgId = await newOrg("Rotate sensors")
+    const sensor = await newSensor(orgId)
+    const rotated = (await adminJson(server.env, ["sensor", "rotate", sensor.id, "--grace", "30s"])) as {
+      id: string
+      token: string
+      previousTokenValidUntil: string
+    }
+    expect(rotated.id).toBe(sensor.id)
+    expect(rotated.token).not.toBe(sensor.token)
+    expect(rotated.token).toStartWith(`dst_${sensor.id}_`)
+    expect(Date.parse(rotated.previousTokenValidUntil)).toBeGreaterThan(Date.now())
+
+    // (The admin commands take seconds on a loaded machine: the grace is long enough to outlast them.)
+    expect((await ingest(server.ingestUrl, "events", rotated.token, nativeEvent())).status).toBe(200)
+    expect((await ingest(server.ingestUrl, "events", sensor.token, nativeEvent())).status).toBe(200)
+    expect((await heartbeat(sensor.token)).status).toBe(204)
+    expect((await listed(orgId, sensor.id)).previousTokenValidUntil).toBe(rotated.previousTokenValidUntil)
+
+    await Bun.sleep(Math.max(0, Date.parse(rotated.previousTokenValidUntil) - Date.now()) + 200)
+    expect((await ingest(server.ingestUrl, "events", sensor.token, nativeEvent())).status).toBe(401)
+    expect((await heartbeat(sensor.token)).status).toBe(401)
+    expect((await ingest(server.ingestUrl, "events", rotated.token, nativeEvent())).status).toBe(200)
+
+    const rows = (await audit(sensor.id)).filter((r) => r.action === "sensor.rotate")
+    expect(rows).toHaveLength(1)
+    expect(rows[0]?.detail).toContain("grace until")
+    const all = JSON.stringify(await audit(sensor.id))
+    expect(all).not.toContain(rotated.token.slice(-43))
+    expect(all).not.toContain(sensor.token.slice(-43))
+  })
+
+  test("D43: without a grace the old token stops at once; a second rotation ends the first one's grace", async () => {
+    const orgId = await newOrg("Rotate sensors, no grace")
+    const sensor = await newSensor(orgId)
+    const first = await adminJson(server.env, ["sensor", "rotate", sensor.id, "--grace", "1h"])
+    expect((await ingest(server.ingestUrl, "events", sensor.token, nativeEvent())).status).toBe(200)
+    const second = await adminJson(server.env, ["sensor", "rotate", sensor.id])
+    expect(second.previousTokenValidUntil).toBeNull()
+    expect((await ingest(server.ingestUrl, "events", sensor.token, nativeEvent())).status).toBe(401)
+    expect((await ingest(server.ingestUrl, "events", first.token, nativeEvent())).status).toBe(401)
+    expect((await ingest(server.ingestUrl, "events", second.token, nativeEvent())).status).toBe(200)
+    const bad = await admin(server.env, ["sensor", "rotate", sensor.id, "--grace", "45d"])
+    expect(bad.code).toBe(1)
+    expect(bad.stderr).toContain("--grace")
+  })
+})
+
+describe("D43: rename, profiles, list with status and last contact", () => {
+  test("D43: rename changes the name events carry from the next request on, audited with both names", async () => {
+    const orgId = await newOrg("Rename sensors")
+    const sensor = await newSensor(orgId)
+    const renamed = await admin(server.env, ["sensor", "rename", sensor.id, "--name", "dmz-db-02"])
+    expect(renamed.code).toBe(0)
+    expect((await listed(orgId, sensor.id)).name).toBe("dmz-db-02")
+    const rows = (await audit(sensor.id)).filter((r) => r.action === "sensor.rename")
+    expect(rows).toEqual([
+      { actor: "cli", action: "sensor.rename", target: sensor.id, detail: "s-1 → dmz-db-02", orgId },
+    ])
+    const empty = await admin(server.env, ["sensor", "rename", sensor.id, "--name", "  "])
+    expect(empty.code).toBe(1)
+  })
+
+  test("D43: an unknown profile is refused with the documented list; sensor profiles prints it", async () => {
+    const orgId = await newOrg("Profiles")
+    const toaster = await admin(server.env, ["sensor", "create", "--org", orgId, "--name", "t", "--profile", "toaster"])
+    expect(toaster.code).toBe(1)
+    expect(toaster.stderr).toContain("--profile must be one of opencanary, cowrie,")
+    expect(toaster.stderr).toContain("generic")
+    const profiles = (await adminJson(server.env, ["sensor", "profiles"])) as Array<{ id: string }>
+    expect(profiles.map((p) => p.id)).toEqual(
+      expect.arrayContaining(["opencanary", "cowrie", "linux-server", "linux-database-server", "generic"]),
+    )
+    const cowrie = await newSensor(orgId, ["--profile", "cowrie"])
+    expect((await listed(orgId, cowrie.id)).profile).toBe("cowrie")
+    const plain = await newSensor(orgId)
+    expect((await listed(orgId, plain.id)).profile).toBe("generic")
+    const badInterval = await admin(server.env, [
+      "sensor",
+      "create",
+      "--org",
+      orgId,
+      "--name",
+      "t",
+      "--heartbeat-interval",
+      "5s",
+    ])
+    expect(badInterval.code).toBe(1)
+    expect(badInterval.stderr).toContain("--heartbeat-interval")
+  })
+
+  test("D43: POST /ingest/v1/heartbeat answers 204 and sets last heard from; a bad token 401; status alive", async () => {
+    const orgId = await newOrg("Heartbeats")
+    const sensor = await newSensor(orgId, ["--heartbeat-interval", "60s"])
+    const before = await listed(orgId, sensor.id)
+    expect(before).toMatchObject({ status: "unknown", lastSeenAt: null, heartbeatIntervalSeconds: 60 })
+
+    const started = Date.now()
+    const res = await heartbeat(sensor.token)
+    expect(res.status).toBe(204)
+    expect(await res.text()).toBe("")
+    const after = await eventually(
+      () => listed(orgId, sensor.id),
+      (row) => row.lastSeenAt !== null,
+    )
+    expect(Date.parse(after.lastSeenAt as string)).toBeGreaterThanOrEqual(started - 1000)
+    expect(after.status).toBe("alive")
+
+    expect((await heartbeat(undefined)).status).toBe(401)
+    expect((await heartbeat(`${sensor.token.slice(0, -1)}A`)).status).toBe(401)
+    expect((await heartbeat("dsk_key_01ZZZZZZZZZZZZZZZZZZZZZZZZ_x")).status).toBe(401)
+    // A body is allowed and ignored; GET is 405, not a 404.
+    expect((await heartbeat(sensor.token, "{}")).status).toBe(204)
+    const get = await fetch(`${server.ingestUrl}/ingest/v1/heartbeat`)
+    expect(get.status).toBe(405)
+
+    const human = await admin(server.env, ["sensor", "list", "--org", orgId])
+    expect(human.stdout).toContain("status=alive")
+    expect(human.stdout).not.toContain(sensor.token)
+  })
+
+  test("D43: any authenticated ingest request is contact too; a sensor with no heartbeat stays unknown", async () => {
+    const orgId = await newOrg("Contact")
+    const sensor = await newSensor(orgId, ["--profile", "opencanary"])
+    // An OpenCanary boot line: ignored as an event, yet the sensor was heard from.
+    const boot = await ingest(server.ingestUrl, "opencanary", sensor.token, {
+      dst_host: "",
+      dst_port: -1,
+      local_time: new Date().toISOString().replace("T", " ").replace("Z", "000"),
+      logdata: { msg: { logdata: "Canary running!!!" } },
+      logtype: 1001,
+      node_id: "canary-01",
+      src_host: "",
+      src_port: -1,
+    })
+    expect(boot.status).toBe(200)
+    const row = await eventually(
+      () => listed(orgId, sensor.id),
+      (r) => r.lastSeenAt !== null,
+    )
+    expect(row.lastSeenAt).not.toBeNull()
+    expect(row.status).toBe("unknown")
+    // Heartbeat interval set later: now alive.
+    expect((await admin(server.env, ["sensor", "heartbeat", sensor.id, "5m"])).code).toBe(0)
+    expect((await listed(orgId, sensor.id)).status).toBe("alive")
+    expect((await audit(sensor.id)).map((r) => r.action)).toEqual(["sensor.create", "sensor.heartbeat"])
+  })
+})
+
+describe("D31 (Hardening 2): every admin CLI change is audited once", () => {
+  test("D31: org create, org deception on|off and sensor create write audit rows with actor cli", async () => {
+    const orgId = await newOrg("Audited org")
+    expect(await audit(orgId)).toEqual([
+      { actor: "cli", action: "org.create", target: orgId, detail: "Audited org", orgId },
+    ])
+    expect((await admin(server.env, ["org", "deception", orgId, "off"])).code).toBe(0)
+    expect((await admin(server.env, ["org", "deception", orgId, "on"])).code).toBe(0)
+    expect((await audit(orgId)).map((r) => [r.action, r.detail])).toEqual([
+      ["org.create", "Audited org"],
+      ["org.deception", "off"],
+      ["org.deception", "on"],
+    ])
+    const sensor = await newSensor(orgId, ["--profile", "cowrie"])
+    const rows = await audit(sensor.id)
+    expect(rows).toEqual([{ actor: "cli", action: "sensor.create", target: sensor.id, detail: "s-1 (cowrie)", orgId }])
+    expect(JSON.stringify(rows)).not.toContain(sensor.token.slice(-43))
+  })
+
+  test("D31: revoking an already revoked key writes one key.revoke row, not two", async () => {
+    const orgId = await newOrg("Key revokers")
+    const key = await adminJson(server.env, [
+      "key",
+      "create",
+      "--org",
+      orgId,
+      "--name",
+      "k",
+      "--scopes",
+      "incidents:read",
+    ])
+    expect((await admin(server.env, ["key", "revoke", key.id])).code).toBe(0)
+    expect((await admin(server.env, ["key", "revoke", key.id])).code).toBe(0)
+    expect((await audit(key.id)).filter((r) => r.action === "key.revoke")).toHaveLength(1)
+  })
+})
+
+describe("D43: status and health, for the silent-detection sweep", () => {
+  test("D43: statusOf: revoked wins; no heartbeat is unknown; three missed intervals are silent", () => {
+    const created = new Date("2026-11-26T10:00:00Z")
+    const at = (s: number) => new Date(created.getTime() + s * 1000)
+    const row = { createdAt: created, revokedAt: null, lastSeenAt: null, heartbeatIntervalSeconds: 60 }
+    expect(statusOf(row, at(30))).toBe("unknown")
+    expect(statusOf(row, at(181))).toBe("silent")
+    expect(statusOf({ ...row, lastSeenAt: at(100) }, at(200))).toBe("alive")
+    expect(statusOf({ ...row, lastSeenAt: at(100) }, at(280))).toBe("alive")
+    expect(statusOf({ ...row, lastSeenAt: at(100) }, at(281))).toBe("silent")
+    expect(statusOf({ ...row, heartbeatIntervalSeconds: null, lastSeenAt: at(1) }, at(99_999))).toBe("unknown")
+    expect(statusOf({ ...row, revokedAt: at(1), lastSeenAt: at(2) }, at(3))).toBe("revoked")
+  })
+
+  test("D43: listWatched and setHealth (compare-and-set: one caller announces a change)", async () => {
+    const orgId = await newOrg("Health")
+    const watched = await newSensor(orgId, ["--heartbeat-interval", "60s"])
+    const unwatched = await newSensor(orgId)
+    const ids = await db.run(
+      Effect.map(
+        Effect.flatMap(SensorsRepo, (r) => r.listWatched()),
+        (rows) => rows.map((r) => r.id),
+      ),
+    )
+    expect(ids).toContain(watched.id)
+    expect(ids).not.toContain(unwatched.id)
+    const sets = await db.run(
+      Effect.flatMap(SensorsRepo, (r) =>
+        Effect.all([
+          r.setHealth(watched.id, "unknown", "silent", new Date()),
+          r.setHealth(watched.id, "unknown", "silent", new Date()),
+          r.setHealth(watched.id, "silent", "alive", new Date()),
+        ]),
+      ),
+    )
+    expect(sets).toEqual([true, false, true])
+    await admin(server.env, ["sensor", "revoke", watched.id])
+    const after = await db.run(
+      Effect.map(
+        Effect.flatMap(SensorsRepo, (r) => r.listWatched()),
+        (rows) => rows.map((r) => r.id),
+      ),
+    )
+    expect(after).not.toContain(watched.id)
+  })
+})
