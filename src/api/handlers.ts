@@ -4,7 +4,15 @@ import { AppConfig } from "../config.ts"
 import { deriveKey } from "../domain/crypto.ts"
 import { type CursorScope, encodeCursor } from "../domain/cursor.ts"
 import { isId } from "../domain/ids.ts"
-import { presentEvent, presentIncident, presentIncidentSummary } from "../domain/present.ts"
+import {
+  PAGE_MAX_BYTES,
+  presentEvent,
+  presentIncident,
+  presentIncidentSummary,
+  rememberSerialized,
+  serializedAnswer,
+  serializeWithin,
+} from "../domain/present.ts"
 import { ChangesRepo } from "../repos/ChangesRepo.ts"
 import { EventsRepo } from "../repos/EventsRepo.ts"
 import { IncidentsRepo } from "../repos/IncidentsRepo.ts"
@@ -42,22 +50,41 @@ export type LookupError = IncidentNotFound | EventNotFound
  * their ISO string, as the schema's encoding does), so the HttpApi's per-response Schema encode is skipped
  * (performance issue #6); test/api/present.test.ts holds the two to the same bytes.
  */
-const json = (body: unknown) => HttpServerResponse.unsafeJson(body)
+const json = (body: unknown) => {
+  // An answer bounded by size was serialized then: its text is sent as it is (the same bytes JSON.stringify gives).
+  const text = typeof body === "object" && body !== null ? serializedAnswer(body) : undefined
+  return text === undefined
+    ? HttpServerResponse.unsafeJson(body)
+    : HttpServerResponse.text(text, { contentType: "application/json" })
+}
 
-/** One page from `limit + 1` rows: the extra row only says that a next page exists. */
-const page = <Row extends { readonly id: string }, Out>(
+/**
+ * One page from `limit + 1` rows: the extra row only says that a next page exists. The page is also bounded in
+ * bytes (PAGE_MAX_BYTES, issue "Hardening 2" item 4): rows stop being added before the answer would pass it (at
+ * least one is shown), and then the cursor points right after the last row shown, so a walk never skips one.
+ */
+export const page = <Row extends { readonly id: string }, Out>(
   rows: ReadonlyArray<Row>,
   limit: number,
   position: (row: Row) => Date,
   present: (row: Row) => Out,
   next: (at: { time: Date; id: string }) => string,
+  maxBytes: number = PAGE_MAX_BYTES,
 ) => {
-  const shown = rows.slice(0, limit)
-  const last = shown[shown.length - 1]
-  return {
-    data: shown.map(present),
-    nextCursor: rows.length > limit && last ? next({ time: position(last), id: last.id }) : null,
+  const candidates = rows.slice(0, limit)
+  // Room for the envelope and the longest cursor.
+  const fitted = serializeWithin(candidates.map(present), maxBytes - 1024)
+  const shown = fitted.items.length
+  const last = candidates[shown - 1]
+  const more = rows.length > limit || shown < candidates.length
+  const answer = {
+    data: [...fitted.items],
+    nextCursor: more && last ? next({ time: position(last), id: last.id }) : null,
   }
+  return rememberSerialized(
+    answer,
+    `{"data":[${fitted.texts.join(",")}],"nextCursor":${JSON.stringify(answer.nextCursor)}}`,
+  )
 }
 
 type CallerInfo = Context.Tag.Service<Caller>

@@ -3,6 +3,7 @@ import type { IncidentRow } from "../repos/IncidentsRepo.ts"
 import { readableAttackerInput } from "./attackerInput.ts"
 import { techniquesForEventTypes } from "./eventTypes.ts"
 import type { Event, Incident, IncidentSummary } from "./models.ts"
+import { utf8Length } from "./sanitize.ts"
 import { mergeTechniques, type Technique, techniquesForTags } from "./techniques.ts"
 
 /**
@@ -87,11 +88,64 @@ export const presentIncidentSummary = (row: IncidentRow, appUrl: string): Incide
 })
 
 /**
+ * Issue "Hardening 2" item 4: the most bytes (UTF-8 of the compact JSON) of one API answer: a page of a list, or a
+ * single incident with its events. Items stop being added before the answer would pass it (at least one is always
+ * given). Events are bounded at ingestion (ATTACKER_INPUT_MAX_BYTES) so that a full page and a single incident with
+ * its 200 events stay under it; this bound holds whatever the rows hold.
+ */
+export const PAGE_MAX_BYTES = 4 * 1024 * 1024
+
+/** Compact JSON texts of items, as many as fit in `maxBytes` (with one comma each), at least one when there is one. */
+export const serializeWithin = <T>(
+  items: ReadonlyArray<T>,
+  maxBytes: number,
+): { readonly items: ReadonlyArray<T>; readonly texts: ReadonlyArray<string>; readonly bytes: number } => {
+  const texts: Array<string> = []
+  let bytes = 0
+  for (const item of items) {
+    const text = JSON.stringify(item)
+    const size = utf8Length(text) + (texts.length > 0 ? 1 : 0)
+    if (texts.length > 0 && bytes + size > maxBytes) break
+    texts.push(text)
+    bytes += size
+  }
+  return { items: items.slice(0, texts.length), texts, bytes }
+}
+
+/**
+ * The first of `items` (in their order) whose compact JSON fits in `maxBytes` together, at least one when there is
+ * one: what a page built from them shows, so that no answer grows with what attackers sent. A page that stops early
+ * continues right after the last item shown.
+ */
+export const takeWithinBytes = <T>(items: ReadonlyArray<T>, maxBytes: number = PAGE_MAX_BYTES): ReadonlyArray<T> =>
+  serializeWithin(items, maxBytes).items
+
+/**
+ * Answers serialized while they were bounded: the API sends these exact texts instead of serializing the answer a
+ * second time (they are JSON.stringify of the answer).
+ */
+const serialized = new WeakMap<object, string>()
+export const serializedAnswer = (answer: object): string | undefined => serialized.get(answer)
+export const rememberSerialized = <A extends object>(answer: A, text: string): A => {
+  serialized.set(answer, text)
+  return answer
+}
+
+/**
  * Spec "Technique": on a single incident, techniques additionally include those of the payload tags of its
  * events (all of them, not only the 200 shown: the incident row keeps the union of its events' tags).
+ * The events (oldest first, D8) stop before the answer would pass `maxBytes` (spec: "at most 200"); the rest are
+ * read with GET /v1/events?incidentId=….
  */
-export const presentIncident = (row: IncidentRow, events: ReadonlyArray<EventRow>, appUrl: string): Incident => ({
-  ...presentIncidentSummary(row, appUrl),
-  techniques: memoTechniques(row.eventTypes, row.tags),
-  events: events.map(presentEvent),
-})
+export const presentIncident = (
+  row: IncidentRow,
+  events: ReadonlyArray<EventRow>,
+  appUrl: string,
+  maxBytes: number = PAGE_MAX_BYTES,
+): Incident => {
+  const head = { ...presentIncidentSummary(row, appUrl), techniques: memoTechniques(row.eventTypes, row.tags) }
+  const headText = JSON.stringify(head)
+  const fitted = serializeWithin(events.map(presentEvent), maxBytes - utf8Length(headText) - 12)
+  const answer: Incident = { ...head, events: [...fitted.items] }
+  return rememberSerialized(answer, `${headText.slice(0, -1)},"events":[${fitted.texts.join(",")}]}`)
+}

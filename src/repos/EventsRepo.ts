@@ -77,11 +77,20 @@ const eventsJson = (rows: ReadonlyArray<NewEvent>, receivedAt: Date) =>
     })),
   )
 
+/**
+ * A stored attackerInput taking more than this in the database (pg_column_size: compressed, not decompressed to
+ * measure) is not read: rows stored before attackerInput was bounded (issue "Hardening 2" item 4) could hold
+ * megabytes each, which no page could read in time. Rows bounded at ingestion (16 KiB of JSON) stay far below it.
+ */
+export const STORED_INPUT_READ_MAX = 64 * 1024
+
 /** The API's event columns, aliased to EventRow's names (the read path runs without name transforms). */
 export const EVENT_SELECT = `select e.id, e.org_id as "orgId", e.incident_id as "incidentId", e.sensor_id as "sensorId",
   s.name as "sensorName", e.sensor_event_id as "sensorEventId", e.time, e.source_ip as "sourceIp",
   e.source_port as "sourcePort", e.service, e.port, e.type, e.action, e.severity, e.confidence, e.tags, e.summary,
-  e.attacker_input as "attackerInput"
+  case when pg_column_size(e.attacker_input) <= ${STORED_INPUT_READ_MAX} then e.attacker_input
+    else jsonb_build_object('…', 'cut: the stored value (' || pg_column_size(e.attacker_input) || ' bytes) is too large to show')
+  end as "attackerInput"
   from events e join sensors s on s.id = e.sensor_id`
 
 /** D7: one page of GET /v1/events, keyset on (time desc, id desc); each filter has an index led by (org_id, filter). */
