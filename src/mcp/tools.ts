@@ -267,13 +267,16 @@ const problemResult = (problem: ProblemBody): CallToolResult => ({
   ],
 })
 
-/** How many times a list page is asked again with a smaller limit to fit the text bound. */
-const SHRINK_TRIES = 4
+/** How many times a page is asked for again ending at its last item shown, before it is asked for one item. */
+const REASKS = 2
 
 /**
  * Runs one tool: its structuredContent is the API's JSON for these parameters, its text the fenced rendering (D40).
- * A list page whose text would pass `maxChars` is asked for again with a smaller limit, so its cursor or token is
- * the API's own and paging goes on from the last item shown.
+ * A list's text shows its items in order while they fit `maxChars` (renderResult); when some do not, the page that
+ * ends at the last item shown is asked for (the same parameters with that limit): its cursor or token is the API's own
+ * for "after this item", and its structuredContent is the page the text shows. So paging by the text never passes an
+ * item the text did not show. Should the data change in between so that fewer fit again, it is asked again, and at
+ * last for one item, which is always shown (cut if it must be).
  */
 export const runTool = async (
   spec: ToolSpec,
@@ -287,16 +290,15 @@ export const runTool = async (
   for (let attempt = 0; ; attempt++) {
     const outcome = await backend.call(spec.name, args)
     if (!outcome.ok) return problemResult(outcome.problem)
-    const rendered = renderResult(spec.heading(outcome.body), outcome.body, newNonce(), maxChars, SCHEMA_KEYS)
-    const count = countOf(outcome.body)
-    if (rendered.fits || !spec.paged || count <= 1 || attempt >= SHRINK_TRIES) {
+    const heading = spec.heading(outcome.body)
+    const rendered = renderResult(heading, outcome.body, newNonce(), maxChars, SCHEMA_KEYS, spec.paged)
+    if (!spec.paged || rendered.shown >= rendered.total) {
       return {
         content: [{ type: "text", text: rendered.text }],
         structuredContent: outcome.body as Record<string, unknown>,
       }
     }
-    const smaller = Math.max(1, Math.min(count - 1, Math.floor((count * maxChars) / (rendered.text.length * 1.25))))
-    args = { ...args, limit: String(smaller) }
+    args = { ...args, limit: String(attempt < REASKS ? Math.max(1, rendered.shown) : 1) }
   }
 }
 

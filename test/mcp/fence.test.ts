@@ -1,7 +1,6 @@
 import { describe, expect, test } from "bun:test"
 import fc from "fast-check"
 import {
-  cutStrings,
   escapeForFence,
   fenceClose,
   fenced,
@@ -75,9 +74,9 @@ describe("the untrusted-text fence (D40)", () => {
     expect(line).toContain(`${fenceClose(nonce)} [cut: 49000 characters not shown here;`)
     expect(JSON.parse(fencesOf(line, nonce)[0] ?? "")).toBe("A".repeat(1000))
     // A surrogate pair is never split.
-    const emoji = cutStrings(`${"a".repeat(9)}\u{1F600}`, 10)
-    expect(emoji.value).toBe("a".repeat(9))
-    expect(emoji.cutChars).toBe(2)
+    const emoji = fenced(`${"a".repeat(9)}\u{1F600}`, nonce, 10)
+    expect(JSON.parse(fencesOf(emoji, nonce)[0] ?? "")).toBe("a".repeat(9))
+    expect(emoji).toContain("[cut: 2 characters not shown here;")
   })
 
   test("every attacker-derived field is fenced; trusted fields are bare only when they look like their format", () => {
@@ -139,32 +138,40 @@ describe("the untrusted-text fence (D40)", () => {
     expect(outsideFences(free.join(""), nonce)).toBe("")
   })
 
-  test("a result stays under its bound: strings are cut smaller, then the text is cut at a line end", () => {
+  test("a result stays under its bound: strings cut, a page shows the items that fit, a record is cut at a line end", () => {
     const nonce = newNonce()
     const page = {
       data: Array.from({ length: 20 }, (_, i) => ({ id: `evt_${i}`, summary: "S".repeat(10_000) })),
       nextCursor: null,
     }
-    const fitting = renderResult("Events", page, nonce, 100_000)
-    expect(fitting.fits).toBe(true)
+    const fitting = renderResult("Events", page, nonce, 100_000, undefined, true)
+    expect(fitting.shown).toBe(20)
     expect(fitting.text.length).toBeLessThanOrEqual(100_000)
-    expect(fitting.text).toContain("[cut: 6000 characters")
+    expect(fitting.text).toContain("[cut: 9000 characters")
 
-    const tight = renderResult("Events", page, nonce, 3000)
-    expect(tight.fits).toBe(false)
+    // D40: a page shows whole items, in order, while they fit; the rest wait for the next page.
+    const tight = renderResult("Events", page, nonce, 3000, undefined, true)
+    expect(tight.total).toBe(20)
+    expect(tight.shown).toBeGreaterThanOrEqual(1)
+    expect(tight.shown).toBeLessThan(20)
     expect(tight.text.length).toBeLessThanOrEqual(3000)
-    expect(tight.text.endsWith("the complete result is in structuredContent]")).toBe(true)
-    // D7/D32: the paging fields come before the data, so a cut never takes them away.
+    for (let i = 0; i < 20; i++) expect(tight.text.includes(`id: evt_${i}\n`)).toBe(i < tight.shown)
+    // D7/D32: the paging fields come before the data.
     const cursorPage = { data: page.data, nextCursor: "eyJjIjoxMjN9" }
-    const cutCursor = renderResult("Events", cursorPage, nonce, 3000)
-    expect(cutCursor.fits).toBe(false)
-    expect(cutCursor.text).toContain("\nnextCursor: eyJjIjoxMjN9\n")
+    expect(renderResult("Events", cursorPage, nonce, 3000, undefined, true).text).toContain(
+      "\nnextCursor: eyJjIjoxMjN9\n",
+    )
     const tokenPage = { data: page.data, nextToken: "tok.abc-123", hasMore: true }
-    const cutToken = renderResult("Changes", tokenPage, nonce, 3000)
-    expect(cutToken.fits).toBe(false)
-    expect(cutToken.text).toContain("\nnextToken: tok.abc-123\nhasMore: true\n")
-    // Every fence that was opened is closed: the cut falls between lines.
-    for (const line of tight.text.split("\n")) {
+    expect(renderResult("Changes", tokenPage, nonce, 3000, undefined, true).text).toContain(
+      "\nnextToken: tok.abc-123\nhasMore: true\n",
+    )
+
+    // A record (get_incident) is cut at a line end with a marker; every fence opened is closed.
+    const record = renderResult("Incident", { id: "inc_1", events: page.data }, nonce, 3000)
+    expect(record.fits).toBe(false)
+    expect(record.text.length).toBeLessThanOrEqual(3000)
+    expect(record.text.endsWith("the complete result is in structuredContent]")).toBe(true)
+    for (const line of record.text.split("\n")) {
       expect(line.split(fenceOpen(nonce)).length).toBe(line.split(fenceClose(nonce)).length)
     }
   })

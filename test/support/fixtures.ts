@@ -35,6 +35,8 @@ export interface SeedEvent {
   readonly confidence?: "low" | "normal" | "high"
   readonly tags?: ReadonlyArray<string>
   readonly username?: string
+  /** Stored as given (through the repository); by default a username and a masked password. */
+  readonly attackerInput?: Record<string, unknown>
 }
 
 /**
@@ -79,7 +81,7 @@ export const seedIncident = (
           confidence: e.confidence ?? spec.confidence,
           tags: e.tags ?? [],
           summary: `${spec.label} from ${input.sourceIp}`,
-          attackerInput: {
+          attackerInput: e.attackerInput ?? {
             username: e.username ?? "root",
             password: { masked: "******", length: 6, fingerprint: "0123456789abcdef0123456789abcdef" },
           },
