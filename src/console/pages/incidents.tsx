@@ -1,18 +1,21 @@
-import type { Event, Incident, IncidentSummary } from "../../domain/models.ts"
+import type { Incident, IncidentSummary } from "../../domain/models.ts"
 import {
-  Attacker,
   Csrf,
   DataTable,
   FilterSelect,
   type Flash,
   FlashNotice,
   Layout,
+  ServiceText,
   SeverityBadge,
   StatusBadge,
   Techniques,
   Time,
   type Viewer,
 } from "./components.tsx"
+import { EventsLeftOut, EventTable, fitEvents } from "./timeline.tsx"
+
+export { EventTable } from "./timeline.tsx"
 
 export interface IncidentFilters {
   readonly status: "open" | "closed" | undefined
@@ -48,7 +51,9 @@ export const IncidentTable = ({ rows, now }: { rows: ReadonlyArray<IncidentSumma
           <SeverityBadge severity={i.severity} />
         </td>
         <td>
-          <a href={`/incidents/${i.id}`}>{i.title}</a>
+          <a href={`/incidents/${i.id}`}>
+            <ServiceText text={i.title} known={[i.sensor.name]} />
+          </a>
           <div class="muted small mono hide-sm">{i.id}</div>
         </td>
         <td class="mono">{i.sourceIp}</td>
@@ -109,63 +114,6 @@ export const IncidentsPage = (props: {
   </Layout>
 )
 
-/** An event's attacker input, member by member, every value shown as attacker text. */
-const AttackerInputList = ({ input }: { input: Event["attackerInput"] }) => {
-  const entries = Object.entries(input)
-  if (entries.length === 0) return <span class="muted">none</span>
-  return (
-    <dl class="facts">
-      {entries.map(([name, value]) => (
-        <>
-          <dt>
-            <Attacker value={name} />
-          </dt>
-          <dd>
-            {typeof value === "object" && value !== null && "masked" in value && "fingerprint" in value ? (
-              <span class="mono">
-                {String((value as Record<string, unknown>).masked)}{" "}
-                <span class="muted small">
-                  masked, {String((value as Record<string, unknown>).length)} characters, fingerprint{" "}
-                  {String((value as Record<string, unknown>).fingerprint)}
-                </span>
-              </span>
-            ) : (
-              <Attacker value={value} />
-            )}
-          </dd>
-        </>
-      ))}
-    </dl>
-  )
-}
-
-export const EventTable = ({ events, now }: { events: ReadonlyArray<Event>; now: Date }) => (
-  <DataTable
-    columns={["Time", "Severity", "Type", "Summary and attacker input", { label: "Source", class: "hide-sm" }]}
-    empty="No events."
-    rows={events}
-  >
-    {(e) => (
-      <tr id={e.id}>
-        <td>
-          <Time at={e.time} now={now} />
-        </td>
-        <td>
-          <SeverityBadge severity={e.severity} />
-        </td>
-        <td class="mono">{e.type}</td>
-        <td>
-          <div>{e.summary}</div>
-          <AttackerInputList input={e.attackerInput} />
-        </td>
-        <td class="hide-sm mono">
-          {e.sourceIp}:{e.sourcePort} → {e.service}/{e.port}
-        </td>
-      </tr>
-    )}
-  </DataTable>
-)
-
 /** D30 Incident, the `url` target (D25): everything the API shows, the timeline, Close. */
 export const IncidentPage = (props: {
   viewer: Viewer
@@ -175,6 +123,9 @@ export const IncidentPage = (props: {
   flash: Flash | undefined
 }) => {
   const i = props.incident
+  const known = [i.sensor.name]
+  const { shown, left } = fitEvents(i.events)
+  const notShown = left + Math.max(0, i.eventCount - i.events.length)
   return (
     <Layout title={i.title} viewer={props.viewer} section="incidents">
       <FlashNotice flash={props.flash} />
@@ -182,7 +133,7 @@ export const IncidentPage = (props: {
         <a href="/incidents">← Incidents</a>
       </p>
       <h1>
-        <SeverityBadge severity={i.severity} /> {i.title}
+        <SeverityBadge severity={i.severity} /> <ServiceText text={i.title} known={known} />
       </h1>
       <div class="panel">
         <dl class="facts">
@@ -232,17 +183,21 @@ export const IncidentPage = (props: {
       </div>
       <div class="panel">
         <h2>What happened</h2>
-        <p>{i.narrative}</p>
+        <p>
+          <ServiceText text={i.narrative} known={known} />
+        </p>
         <h2>Recommended action</h2>
-        <p>{i.recommendedAction}</p>
+        <p>
+          <ServiceText text={i.recommendedAction} known={known} />
+        </p>
       </div>
       <h2>Timeline (oldest first)</h2>
-      <EventTable events={i.events} now={props.now} />
-      {props.more && (
-        <p>
-          <a href={props.more}>More events of this incident</a>
-        </p>
-      )}
+      <EventTable events={shown} now={props.now} />
+      <EventsLeftOut
+        n={notShown}
+        link={[props.more ?? `/events?incidentId=${i.id}`, "the Events page"]}
+        api={`GET /v1/events?incidentId=${i.id}`}
+      />
     </Layout>
   )
 }

@@ -1,4 +1,5 @@
 import type { Child } from "hono/jsx"
+import { originOf } from "../../admin/AdminActions.ts"
 import { Csrf, DataTable, type Flash, FlashNotice, Layout, Time, type Viewer } from "./components.tsx"
 
 type Tab = "api" | "alerts" | "sensors" | "users" | "audit"
@@ -38,6 +39,20 @@ export const SettingsLayout = (props: {
 )
 
 export const isAdmin = (viewer: Viewer) => viewer.role === "admin"
+
+/**
+ * A channel's URL as this viewer may see it. Incoming-webhook URLs often carry a token in their path or query, which
+ * works as a password for the receiver: an analyst sees only scheme://host[:port], as the audit log records it (D31);
+ * an admin, who set the URL and can change it, sees it whole.
+ */
+const ChannelUrl = ({ viewer, url }: { viewer: Viewer; url: string }) =>
+  isAdmin(viewer) ? (
+    <span class="mono">{url}</span>
+  ) : (
+    <span>
+      <span class="mono">{originOf(url)}</span> <span class="muted small">(path and query hidden)</span>
+    </span>
+  )
 
 export interface KeyView {
   readonly id: string
@@ -184,7 +199,9 @@ export const AlertsPage = (props: {
       <div class="panel">
         <dl class="facts">
           <dt>URL</dt>
-          <dd class="mono">{c.url}</dd>
+          <dd>
+            <ChannelUrl viewer={props.viewer} url={c.url} />
+          </dd>
           <dt>Id</dt>
           <dd class="mono small">{c.id}</dd>
           <dt>Minimum severity</dt>
@@ -262,7 +279,7 @@ export const DeliveryLogPage = (props: {
 }) => (
   <SettingsLayout viewer={props.viewer} tab="alerts" title="Delivery log" flash={props.flash}>
     <p>
-      <a href="/settings/alerts">← Alerts</a> · <span class="mono">{props.channel.url}</span>
+      <a href="/settings/alerts">← Alerts</a> · <ChannelUrl viewer={props.viewer} url={props.channel.url} />
     </p>
     {isAdmin(props.viewer) && (
       <form method="post" action={`/settings/alerts/channels/${props.channel.id}/test`}>
