@@ -79,6 +79,29 @@ describe("the untrusted-text fence (D40)", () => {
     expect(emoji).toContain("[cut: 2 characters not shown here;")
   })
 
+  test("D40: a fenced value cut to a size is still one fence of valid JSON, within its bound, with the marker", () => {
+    const nonce = newNonce()
+    fc.assert(
+      fc.property(
+        fc.jsonValue({ maxDepth: 4 }),
+        fc.integer({ min: 1, max: 300 }),
+        fc.integer({ min: 32, max: 2000 }),
+        (value, stringChars, fenceChars) => {
+          const line = fenced(value, nonce, stringChars, fenceChars)
+          expect(fencesOf(line, nonce)).toHaveLength(1)
+          const inner = fencesOf(line, nonce)[0] ?? ""
+          expect(inner).toMatch(/^[\x20-\x3b\x3d\x3f-\x7e]*$/)
+          expect(inner.length).toBeLessThanOrEqual(fenceChars)
+          const shown: unknown = JSON.parse(inner)
+          const cut = line.endsWith("the full value is in structuredContent]")
+          if (!cut) expect(shown).toEqual(JSON.parse(JSON.stringify(value)))
+          expect(outsideFences(line, nonce)).toMatch(/^( \[cut: \d+ characters not shown here[^\]]*\])?$/)
+        },
+      ),
+      { numRuns: 1000 },
+    )
+  })
+
   test("every attacker-derived field is fenced; trusted fields are bare only when they look like their format", () => {
     const nonce = newNonce()
     const incident = {
