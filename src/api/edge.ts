@@ -22,6 +22,20 @@ const API_CSP = "default-src 'none'; frame-ancestors 'none'"
 const DOCS_CSP =
   "default-src 'none'; script-src 'self' 'unsafe-inline' 'wasm-unsafe-eval'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; font-src 'self' data:; connect-src 'self'; worker-src 'self' blob:; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
 const isDocsPath = (url: string) => (url.split("?")[0] ?? "") === "/docs"
+/**
+ * Another spelling of /docs that the router serves as it (`/docs/`, `/DOCS`, `//docs`, `/%64ocs`, `/docs;x`): the
+ * page would get the API's CSP, under which it cannot run, so the edge redirects it to /docs.
+ */
+export const isDocsAlias = (url: string): boolean => {
+  const raw = url.split("?")[0] ?? ""
+  if (raw === "/docs") return false
+  try {
+    const path = decodeURIComponent(raw.split(";")[0] ?? "").replace(/\/{2,}/g, "/")
+    return /^\/docs\/?$/i.test(path)
+  } catch {
+    return false
+  }
+}
 
 export const ALLOWED_METHODS = "GET, HEAD"
 export { MAX_URL_LENGTH, PROBLEM_CONTENT_TYPE, URI_TOO_LONG, WWW_AUTHENTICATE }
@@ -245,6 +259,9 @@ export const makeEdgeMiddleware =
             { allow: ALLOWED_METHODS },
           ),
         )
+      }
+      if (isDocsAlias(request.url)) {
+        return yield* answer(HttpServerResponse.empty({ status: 308, headers: { location: "/docs" } }))
       }
       return yield* HttpApp.withPreResponseHandler(app, (req, res) =>
         Effect.gen(function* () {

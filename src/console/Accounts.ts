@@ -6,7 +6,7 @@ import { sha256 } from "../domain/crypto.ts"
 import { isId, newId } from "../domain/ids.ts"
 import { addressBucketKey } from "../ratelimit/core.ts"
 import { AuditRepo } from "../repos/AuditRepo.ts"
-import { ConsoleUsersRepo, ROLES, type Role, type SessionRow } from "../repos/ConsoleUsersRepo.ts"
+import { ConsoleUsersRepo, type FailureCounts, ROLES, type Role, type SessionRow } from "../repos/ConsoleUsersRepo.ts"
 import { OrgsRepo } from "../repos/OrgsRepo.ts"
 
 /** A refused account operation; the message is shown to the person as is (never a secret). */
@@ -32,6 +32,13 @@ export const SESSION_ABSOLUTE_MS = 7 * 86_400_000
 export const THROTTLE_WINDOW_MS = 15 * 60_000
 export const MAX_FAILURES_PER_EMAIL = 5
 export const MAX_FAILURES_PER_IP = 20
+/**
+ * Past this many failures for one email in the window, only addresses the user has signed in from before (within
+ * KNOWN_ADDRESS_DAYS) are still verified: the ceiling on what many addresses together can guess.
+ */
+export const MAX_FAILURES_PER_EMAIL_CEILING = 50
+export const KNOWN_ADDRESS_DAYS = 90
+const KNOWN_ADDRESSES_READ = 200
 /** last_seen_at is written at most this often per session (a page load is not a write each time). */
 const TOUCH_EVERY_MS = 60_000
 
@@ -251,18 +258,48 @@ export class Accounts extends Effect.Service<Accounts>()("Accounts", {
       })
 
     /**
-     * D27: throttled first (more than 5 failures for the email or 20 for the IP in 15 minutes: 429), then the same
-     * answer and the same work for an unknown email and a wrong password. A fresh session on every sign-in, and the
-     * browser's previous session (its cookie, when it sent one) ends.
+     * Whether an attempt for an email that is over its limit is still verified. An address (an IPv6 client: its
+     * /64) that has not failed for this email in the window is: the attempt's own row is its only one, so a lock
+     * made from other addresses never keeps the owner out. Past the ceiling, only an address the user signed in
+     * from before is, and only while it has not itself failed 5 times.
+     */
+    const admittedWhileLocked = (email: string, ipBucket: string, failures: FailureCounts, now: Date) =>
+      Effect.gen(function* () {
+        if (failures.byEmail <= MAX_FAILURES_PER_EMAIL_CEILING && failures.byPair <= 1) return true
+        if (failures.byPair > MAX_FAILURES_PER_EMAIL) return false
+        // Read for an unknown email too (it finds none), so the answer takes the same time either way.
+        const user = Option.getOrUndefined(yield* users.findByEmail(email))
+        const known = yield* users.signInAddresses(
+          user?.orgId ?? "",
+          user?.id ?? "",
+          new Date(now.getTime() - KNOWN_ADDRESS_DAYS * 86_400_000),
+          KNOWN_ADDRESSES_READ,
+        )
+        return known.some((address) => addressBucketKey(address) === ipBucket)
+      })
+
+    /**
+     * D27: throttled first, then the same answer and the same work for an unknown email and a wrong password. A
+     * fresh session on every sign-in, and the browser's previous session (its cookie, when it sent one) ends.
+     *
+     * Throttling (429 with Retry-After), per 15-minute window: more than 20 failures from one address (an IPv6 client
+     * per /64); more than 5 failures for one email, except from an address that has not failed for it in the window
+     * (admittedWhileLocked): anyone can make an email's count pass 5, so that alone must not lock its owner out,
+     * while each address that guesses wrong is refused for the rest of the window. Past 50 failures for the email,
+     * only addresses the user has signed in from before are still verified.
      *
      * Parallel attempts must not all read the count before any of them records a failure: each attempt is written
      * first (committed on its own), then the window is counted with it and every attempt still in flight. Over the
      * limit, the attempt removes its row and gets 429; otherwise its row stands as the failure unless the password
-     * is right. So at most 5 (or 20) attempts are ever verified per window, however many arrive at once.
+     * is right. So at most 5 (or 20) attempts are ever verified per window and address, however many arrive at
+     * once, and at most one more from each address new to the email.
      */
     const signIn = (emailInput: string, password: string, ip: string, previousToken?: string) =>
       Effect.gen(function* () {
-        const email = normalizeEmail(emailInput).slice(0, 320)
+        // Control characters never reach the database (PostgreSQL refuses NUL): the attempt is still counted.
+        const email = normalizeEmail(emailInput)
+          .replace(/\p{Cc}/gu, "\uFFFD")
+          .slice(0, 320)
         const now = new Date()
         const since = new Date(now.getTime() - THROTTLE_WINDOW_MS)
         const attemptId = newToken()
@@ -271,7 +308,11 @@ export class Accounts extends Effect.Service<Accounts>()("Accounts", {
         yield* users.recordAttempt(attemptId, email, ipBucket, now, since)
         const failures = yield* users.failuresSince(email, ipBucket, since)
         const waits: Array<number> = []
-        if (failures.byEmail > MAX_FAILURES_PER_EMAIL && failures.oldestEmail !== null) {
+        if (
+          failures.byEmail > MAX_FAILURES_PER_EMAIL &&
+          failures.oldestEmail !== null &&
+          !(yield* admittedWhileLocked(email, ipBucket, failures, now))
+        ) {
           waits.push(failures.oldestEmail.getTime() + THROTTLE_WINDOW_MS - now.getTime())
         }
         if (failures.byIp > MAX_FAILURES_PER_IP && failures.oldestIp !== null) {
@@ -314,7 +355,7 @@ export class Accounts extends Effect.Service<Accounts>()("Accounts", {
               yield* users.deleteSession(hashToken(previousToken))
             }
             const token = yield* startSession(candidate.id, ip)
-            yield* users.clearFailures(email, since)
+            yield* users.clearFailures(email, ipBucket, since)
             yield* audit.record({
               orgId: candidate.orgId,
               actor: candidate.id,

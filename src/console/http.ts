@@ -1,6 +1,7 @@
 import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Effect } from "effect"
+import { Data, Effect } from "effect"
 import { constantTimeEqual } from "../domain/crypto.ts"
+import { readBodyCapped } from "../ingest/body.ts"
 
 /** D29: on every console response. */
 export const CONTENT_SECURITY_POLICY =
@@ -27,13 +28,27 @@ export const html = (node: Rendered, status = 200, headers: Record<string, strin
     headers: { "cache-control": "no-store", ...headers },
   })
 
-/** D28: after a POST, the browser goes to a page with GET. */
-export const seeOther = (location: string) =>
-  HttpServerResponse.empty({ status: 303, headers: { location, "cache-control": "no-store" } })
+/**
+ * A same-origin path: `/` then printable ASCII without space, quotes, angle brackets or backslash. A header value
+ * holds only such characters, so a Location built from one can always be sent (a character above U+00FF made the
+ * response itself fail).
+ */
+const SAFE_PATH = /^\/(?![/\\])[A-Za-z0-9\-._~!$&'()*+,;=:@%/?]*$/
+const MAX_NEXT_CHARS = 1000
 
-/** A same-site path to return to after sign-in, or "/" (never another site: `//host`, `/\host`, a scheme). */
+/** D28: after a POST, the browser goes to a page with GET; anything but a safe same-origin path goes to `/`. */
+export const seeOther = (location: string) =>
+  HttpServerResponse.empty({
+    status: 303,
+    headers: { location: SAFE_PATH.test(location) ? location : "/", "cache-control": "no-store" },
+  })
+
+/**
+ * A same-site path to return to after sign-in, or "/" (never another site: `//host`, `/\host`, a scheme; never a
+ * character outside SAFE_PATH's).
+ */
 export const safeNext = (next: string | undefined): string =>
-  next !== undefined && /^\/(?![/\\])[^\s]*$/.test(next) && next.length <= 1000 ? next : "/"
+  next !== undefined && next.length <= MAX_NEXT_CHARS && SAFE_PATH.test(next) ? next : "/"
 
 /**
  * D28: refused when the browser says the request comes from another site: `Sec-Fetch-Site` other than same-origin
@@ -60,17 +75,103 @@ export const tokensEqual = (a: string | undefined, b: string | undefined): boole
   return x.length === y.length && constantTimeEqual(x, y)
 }
 
-/** A form body's fields (the first value of each); a body that is not a form reads as no fields. */
-export const formFields = Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
-  request.urlParamsBody.pipe(
-    Effect.map((params) => {
-      const fields: Record<string, string> = {}
-      for (const [k, v] of params) if (!(k in fields)) fields[k] = v
-      return fields
-    }),
-    Effect.orElseSucceed(() => ({}) as Record<string, string>),
-  ),
-)
+/**
+ * The console's body limit: its forms are a few KiB. Enforced as the body is read (the declared Content-Length
+ * first, then counted as it streams), so a refused body is never held whole.
+ */
+export const MAX_BODY_BYTES = 64 * 1024
+/** Bun's own cut-off for the console listener, far below its 128 MiB default (a bare 413 and a closed connection). */
+export const SERVER_MAX_BODY_BYTES = 8 * 1024 * 1024
+/** Longest request URL the console reads, and longest query or form value. */
+export const MAX_URL_CHARS = 8192
+export const MAX_VALUE_CHARS = 4096
+
+/** A body over MAX_BODY_BYTES: 413. */
+export class BodyTooLarge extends Data.TaggedError("BodyTooLarge") {}
+/** An input the console never accepts (control characters, over-long values, a body it cannot read): 400. */
+export class BadInput extends Data.TaggedError("BadInput") {}
+
+// Unpaired surrogates only: a valid pair (an emoji) is a character like any other.
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/
+/**
+ * A value the console reads: control characters (NUL included) and unpaired surrogates are never part of what a
+ * person typed, and PostgreSQL refuses NUL in text.
+ */
+export const isSafeValue = (value: string): boolean =>
+  value.length <= MAX_VALUE_CHARS && !/\p{Cc}/u.test(value) && !LONE_SURROGATE.test(value)
+
+/** The body is over the limit by its declared length alone (no byte of it read). */
+export const declaredTooLarge = (headers: Readonly<Record<string, string | undefined>>): boolean => {
+  const declared = headers["content-length"]
+  return declared !== undefined && !(Number(declared) <= MAX_BODY_BYTES)
+}
+
+/**
+ * The checks every console request passes before any route runs: the URL's length, and the decoded path and every
+ * query key and value (no control character, no unpaired surrogate, no value over MAX_VALUE_CHARS).
+ */
+export const checkRequest = (request: HttpServerRequest.HttpServerRequest): "ok" | "too-large" | "bad" => {
+  if (declaredTooLarge(request.headers)) return "too-large"
+  if (request.url.length > MAX_URL_CHARS) return "bad"
+  const url = new URL(request.url, "http://console")
+  let path: string
+  try {
+    path = decodeURIComponent(url.pathname)
+  } catch {
+    return "bad"
+  }
+  if (!isSafeValue(path)) return "bad"
+  for (const [k, v] of url.searchParams) if (!isSafeValue(k) || !isSafeValue(v)) return "bad"
+  return "ok"
+}
+
+const readForm = (
+  request: HttpServerRequest.HttpServerRequest,
+): Effect.Effect<ReadonlyArray<readonly [string, string]>, BodyTooLarge | BadInput> =>
+  Effect.gen(function* () {
+    if (declaredTooLarge(request.headers)) return yield* new BodyTooLarge()
+    const hasBody = (request.source as { body?: unknown }).body != null
+    const bytes = hasBody
+      ? yield* readBodyCapped(request.stream, MAX_BODY_BYTES).pipe(Effect.mapError(() => new BadInput()))
+      : new Uint8Array(0)
+    if (bytes === undefined) return yield* new BodyTooLarge()
+    // A body that is not a form reads as no fields.
+    if (!(request.headers["content-type"] ?? "").toLowerCase().startsWith("application/x-www-form-urlencoded")) {
+      return []
+    }
+    let text: string
+    try {
+      text = new TextDecoder("utf-8", { fatal: true }).decode(bytes)
+    } catch {
+      return yield* new BadInput()
+    }
+    const entries = [...new URLSearchParams(text)] as Array<readonly [string, string]>
+    for (const [k, v] of entries) if (!isSafeValue(k) || !isSafeValue(v)) return yield* new BadInput()
+    return entries
+  })
+
+// A body can be read once: each request's form is read on first use and kept for the rest of the request.
+const formsRead = new WeakMap<
+  object,
+  Effect.Effect<ReadonlyArray<readonly [string, string]>, BodyTooLarge | BadInput>
+>()
+
+/** A form body's entries in order (a key may repeat), read within the console's body limit and checked. */
+export const formEntries = Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
+  let read = formsRead.get(request.source as object)
+  if (read === undefined) {
+    read = Effect.runSync(Effect.cached(readForm(request)))
+    formsRead.set(request.source as object, read)
+  }
+  return read
+})
+
+/** A form body's fields (the first value of each). */
+export const formFields = Effect.map(formEntries, (entries) => {
+  const fields: Record<string, string> = {}
+  for (const [k, v] of entries) if (!(k in fields)) fields[k] = v
+  return fields
+})
 
 /**
  * A request path as the console logs it: the token of a set-password link is a live credential for 24 h, so its

@@ -21,7 +21,20 @@ import { EventsRepo } from "../repos/EventsRepo.ts"
 import { IncidentsRepo } from "../repos/IncidentsRepo.ts"
 import { Accounts, type Actor, prepareSignIn } from "./Accounts.ts"
 import { ASSETS } from "./assets.ts"
-import { formFields, html, isCrossSite, redactPath, SECURITY_HEADERS, safeNext, seeOther, tokensEqual } from "./http.ts"
+import {
+  checkRequest,
+  formEntries,
+  formFields,
+  html,
+  isCrossSite,
+  MAX_BODY_BYTES,
+  redactPath,
+  SECURITY_HEADERS,
+  SERVER_MAX_BODY_BYTES,
+  safeNext,
+  seeOther,
+  tokensEqual,
+} from "./http.ts"
 import { MessagePage, NotFoundPage, SetPasswordPage, SignInPage } from "./pages/auth.tsx"
 import type { Flash, Viewer } from "./pages/components.tsx"
 import { EventsPage } from "./pages/events.tsx"
@@ -66,6 +79,20 @@ const linkExpired = () =>
 const notFound = (viewer?: Viewer) => html(<NotFoundPage viewer={viewer} />, 404)
 const forbidden = (text: string, viewer?: Viewer) =>
   html(<MessagePage title="Not allowed" text={text} viewer={viewer} />, 403)
+const tooLarge = () =>
+  html(
+    <MessagePage title="Too large" text={`A console request body may hold at most ${MAX_BODY_BYTES / 1024} KiB.`} />,
+    413,
+    { connection: "close" },
+  )
+const badRequest = () =>
+  html(
+    <MessagePage
+      title="Bad request"
+      text="This request holds a value the console does not accept (a control character, or a value too long)."
+    />,
+    400,
+  )
 
 const makeRouter = Effect.gen(function* () {
   const config = yield* AppConfig
@@ -508,10 +535,7 @@ const makeRouter = Effect.gen(function* () {
       "/settings/api/keys",
       action((s, form) =>
         Effect.gen(function* () {
-          const req = yield* request
-          const scopes = (yield* Effect.orElseSucceed(req.urlParamsBody, () => []))
-            .filter(([k]) => k === "scope")
-            .map(([, v]) => v)
+          const scopes = (yield* formEntries).filter(([k]) => k === "scope").map(([, v]) => v)
           const expires = form.expires ? `${form.expires}T23:59:59.999Z` : undefined
           const created = yield* actions.createKey(
             s.orgId,
@@ -822,14 +846,30 @@ const makeRouter = Effect.gen(function* () {
 
   // A plain Effect, not a router value: the Bun server serves a router value through Bun's own routes, without the
   // middleware and this handler; as an Effect every request goes through the security headers and the 404 page.
+  // Every input is checked at the edge, before any route (and so any database work) runs: the body's declared size,
+  // the URL, the decoded path and every query value. Form bodies are checked as they are read (http.ts).
+  const checked = Effect.flatMap(request, (req) => {
+    const verdict = checkRequest(req)
+    if (verdict === "too-large") return Effect.succeed(tooLarge())
+    if (verdict === "bad") return Effect.succeed(badRequest())
+    return withAssets
+  })
   const app: Effect.Effect<HttpServerResponse.HttpServerResponse, never, HttpServerRequest.HttpServerRequest> =
-    Effect.catchAllCause(withAssets, (cause) =>
+    Effect.catchAllCause(checked, (cause) =>
       Effect.gen(function* () {
         const req = yield* request
         const failure = Cause.failureOption(cause)
-        if (Option.isSome(failure) && (failure.value as { _tag?: string })._tag === "RouteNotFound") {
+        const tag = Option.isSome(failure) ? (failure.value as { _tag?: string })._tag : undefined
+        if (tag === "RouteNotFound") {
           const session = yield* Effect.orElseSucceed(currentSession, () => Option.none<SignedIn>())
           return notFound(Option.getOrUndefined(session)?.viewer)
+        }
+        if (tag === "BodyTooLarge") return tooLarge()
+        if (tag === "BadInput") return badRequest()
+        // A client that went away (an aborted sign-in, a closed tab) is not an error of ours.
+        if (Cause.isInterruptedOnly(cause)) {
+          yield* Effect.logDebug("console request interrupted").pipe(Effect.annotateLogs({ path: redactPath(req.url) }))
+          return HttpServerResponse.empty({ status: 499 })
         }
         yield* Effect.logError("console request failed", cause).pipe(Effect.annotateLogs({ path: redactPath(req.url) }))
         return html(
@@ -870,6 +910,8 @@ export const ConsoleServerLive = Layer.unwrapEffect(
         BunHttpServer.layer({
           port: config.consolePort,
           hostname: config.host,
+          // Bun's own cut-off, far below its 128 MiB default; the console's limit (64 KiB) is checked before it.
+          maxRequestBodySize: SERVER_MAX_BODY_BYTES,
           // D25: HTTPS itself with CONSOLE_TLS_CERT_FILE and CONSOLE_TLS_KEY_FILE, or plain HTTP behind a proxy.
           ...Option.match(config.consoleTls, { onNone: () => ({}), onSome: (tls) => ({ tls }) }),
         }),

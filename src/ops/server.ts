@@ -1,10 +1,11 @@
-import { HttpRouter, HttpServer, HttpServerResponse } from "@effect/platform"
+import { HttpRouter, HttpServer, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { BunHttpServer } from "@effect/platform-bun"
 import { SqlClient } from "@effect/sql"
 import { Clock, Duration, Effect, Layer, Metric } from "effect"
 import { AppConfig } from "../config.ts"
 import { readMigrations } from "../db/migrate.ts"
 import { problemBody } from "../domain/problem.ts"
+import { readBodyCapped } from "../ingest/body.ts"
 import { rateLimitStoreErrors } from "../ratelimit/RateLimiter.ts"
 import { WebhooksRepo } from "../repos/WebhooksRepo.ts"
 import { Lifecycle } from "./Lifecycle.ts"
@@ -63,6 +64,37 @@ const metrics = Effect.gen(function* () {
   })
 })
 
+/** Nothing on this listener takes a body: anything over this is refused (413) before any route runs. */
+export const OPS_MAX_BODY_BYTES = 1024
+
+const tooLarge = () =>
+  HttpServerResponse.unsafeJson(
+    problemBody(413, "Content Too Large", "payload_too_large", "The operations endpoints take no request body."),
+    {
+      status: 413,
+      headers: {
+        "cache-control": "no-store",
+        "content-type": "application/problem+json; charset=utf-8",
+        connection: "close",
+      },
+    },
+  )
+
+/** The declared length first; a body without one (chunked) is counted as it streams and cut off at the limit. */
+const refuseBodies = <E, R>(app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>
+  Effect.gen(function* () {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const declared = request.headers["content-length"]
+    if (declared !== undefined && !(Number(declared) <= OPS_MAX_BODY_BYTES)) return tooLarge()
+    if (declared === undefined && (request.source as { body?: unknown }).body != null) {
+      const bytes = yield* readBodyCapped(request.stream, OPS_MAX_BODY_BYTES).pipe(
+        Effect.orElseSucceed(() => undefined),
+      )
+      if (bytes === undefined) return tooLarge()
+    }
+    return yield* app
+  })
+
 const router = HttpRouter.empty.pipe(
   HttpRouter.get("/healthz", Effect.succeed(json(200, { status: "ok" }))),
   HttpRouter.get("/readyz", readiness),
@@ -82,24 +114,29 @@ const touchCounters = Metric.incrementBy(rateLimitStoreErrors, 0)
 export const OpsServerLive = Layer.unwrapEffect(
   Effect.map(AppConfig, (config) =>
     HttpServer.serve(
-      router.pipe(
-        HttpRouter.catchAllCause(() =>
-          Effect.succeed(
-            HttpServerResponse.unsafeJson(
-              problemBody(
-                500,
-                "Internal Server Error",
-                "internal",
-                "An unexpected error occurred. It has been logged.",
+      refuseBodies(
+        router.pipe(
+          HttpRouter.catchAllCause(() =>
+            Effect.succeed(
+              HttpServerResponse.unsafeJson(
+                problemBody(
+                  500,
+                  "Internal Server Error",
+                  "internal",
+                  "An unexpected error occurred. It has been logged.",
+                ),
+                { status: 500 },
               ),
-              { status: 500 },
             ),
           ),
         ),
       ),
     ).pipe(
       Layer.provide(Layer.effectDiscard(Effect.zipRight(touchCounters, logAddress))),
-      Layer.provide(BunHttpServer.layer({ port: config.opsPort, hostname: config.host })),
+      // Bun's own cut-off (a bare 413), far below its 128 MiB default.
+      Layer.provide(
+        BunHttpServer.layer({ port: config.opsPort, hostname: config.host, maxRequestBodySize: 64 * 1024 }),
+      ),
     ),
   ),
 )

@@ -27,6 +27,16 @@ export interface SessionRow {
   readonly expiresAt: Date
 }
 
+/** Failed sign-ins of the window (D27), by email, by address, and by the two together. */
+export interface FailureCounts {
+  readonly byEmail: number
+  readonly byIp: number
+  readonly byPair: number
+  readonly oldestEmail: Date | null
+  readonly oldestIp: Date | null
+  readonly oldestPair: Date | null
+}
+
 /**
  * Console users, their one-time password links, sessions and sign-in failures (D26, D27). Tokens are stored as
  * SHA-256 hashes only. Every list takes the organization id.
@@ -148,19 +158,48 @@ export class ConsoleUsersRepo extends Effect.Service<ConsoleUsersRepo>()("Consol
       /** An attempt that was throttled (never verified) is not a failure: its row goes. */
       forgetAttempt: (attemptId: string) =>
         sql`delete from console_signin_failures where attempt_id = ${attemptId}`.pipe(Effect.asVoid, dbErrors),
-      /** Failures since `since` for this email and for this IP, with the oldest of each (for Retry-After). */
+      /**
+       * Failures since `since` for this email, for this IP, and for this email from this IP, with the oldest of each
+       * (for Retry-After).
+       */
       failuresSince: (email: string, ip: string, since: Date) =>
-        sql<{ byEmail: number; byIp: number; oldestEmail: Date | null; oldestIp: Date | null }>`
+        sql<FailureCounts>`
           select
             (select count(*)::int from console_signin_failures where email = ${email} and at > ${since}) as by_email,
             (select count(*)::int from console_signin_failures where ip = ${ip} and at > ${since}) as by_ip,
+            (select count(*)::int from console_signin_failures
+              where email = ${email} and ip = ${ip} and at > ${since}) as by_pair,
             (select min(at) from console_signin_failures where email = ${email} and at > ${since}) as oldest_email,
-            (select min(at) from console_signin_failures where ip = ${ip} and at > ${since}) as oldest_ip`.pipe(
-          Effect.map((rows) => rows[0] ?? { byEmail: 0, byIp: 0, oldestEmail: null, oldestIp: null }),
+            (select min(at) from console_signin_failures where ip = ${ip} and at > ${since}) as oldest_ip,
+            (select min(at) from console_signin_failures
+              where email = ${email} and ip = ${ip} and at > ${since}) as oldest_pair`.pipe(
+          Effect.map(
+            (rows) =>
+              rows[0] ?? { byEmail: 0, byIp: 0, byPair: 0, oldestEmail: null, oldestIp: null, oldestPair: null },
+          ),
           dbErrors,
         ),
-      clearFailures: (email: string, before: Date) =>
-        sql`delete from console_signin_failures where email = ${email} or at < ${before}`.pipe(Effect.asVoid, dbErrors),
+      /**
+       * After a successful sign-in: this address's failures for the email go (and every row older than `before`).
+       * Failures from other addresses stay: a sign-in by the owner does not give an attacker a fresh allowance.
+       */
+      clearFailures: (email: string, ip: string, before: Date) =>
+        sql`delete from console_signin_failures where (email = ${email} and ip = ${ip}) or at < ${before}`.pipe(
+          Effect.asVoid,
+          dbErrors,
+        ),
+      /**
+       * The addresses a user signed in from since `since` (the audit log's `signin` rows, newest first, at most
+       * `limit`). Read through the organization's index; an unknown user (orgId "") finds none in the same way.
+       */
+      signInAddresses: (orgId: string, userId: string, since: Date, limit: number) =>
+        sql<{ ip: string | null }>`
+          select ip from audit_log
+          where org_id = ${orgId} and at > ${since} and action = 'signin' and target = ${userId}
+          order by at desc limit ${limit}`.pipe(
+          Effect.map((rows) => rows.flatMap((r) => (r.ip === null ? [] : [r.ip]))),
+          dbErrors,
+        ),
     } as const
   }),
 }) {}

@@ -1,0 +1,420 @@
+import { afterAll, beforeAll, expect, test } from "bun:test"
+import { readFileSync } from "node:fs"
+import { connect } from "node:net"
+import { SqlClient } from "@effect/sql"
+import { Effect } from "effect"
+import { adminJson } from "../support/cli.ts"
+import { type TestDatabase, testDatabase } from "../support/db.ts"
+import { createSensor, createTenant } from "../support/fixtures.ts"
+import { type RunningServer, shutdown, startServer, testEnv } from "../support/server.ts"
+
+/**
+ * Console and listener hardening: body limits on every listener (and the console's memory under oversized posts),
+ * `next` of characters a header cannot hold, control characters in console input, aborted sign-ins, a sign-in lock
+ * that an attacker cannot use to keep the owner out, and the other spellings of /docs. One server for the file; it
+ * trusts 127.0.0.1 as a proxy, so each test signs in from its own X-Forwarded-For address.
+ */
+
+const PASSWORD = "a long enough passphrase 2"
+const FORM_CSRF = /name="csrf" value="([^"]+)"/
+const MiB = 1024 * 1024
+
+let server: RunningServer
+let db: TestDatabase
+let consoleUrl: string
+let orgId: string
+let apiKey: string
+let sensorToken: string
+let admin: { id: string; email: string }
+let ipCounter = 0
+/** A fresh client address (documentation range 198.18.0.0/15) for one test. */
+const newIp = () => `198.19.${Math.floor(++ipCounter / 250)}.${(ipCounter % 250) + 1}`
+
+const cookieOf = (response: Response, name: string) =>
+  response.headers
+    .getSetCookie()
+    .find((c) => c.startsWith(`${name}=`))
+    ?.split(";")[0]
+
+const openForm = async (path: string) => {
+  const form = await fetch(`${consoleUrl}${path}`)
+  const text = await form.text()
+  return { status: form.status, csrf: FORM_CSRF.exec(text)?.[1] ?? "", cookie: cookieOf(form, "__Host-form") ?? "" }
+}
+
+const postForm = (path: string, fields: Record<string, string>, cookie: string, ip?: string) =>
+  fetch(`${consoleUrl}${path}`, {
+    method: "POST",
+    redirect: "manual",
+    headers: {
+      cookie,
+      "content-type": "application/x-www-form-urlencoded",
+      origin: consoleUrl,
+      ...(ip ? { "x-forwarded-for": ip } : {}),
+    },
+    body: new URLSearchParams(fields),
+  })
+
+const signIn = async (email: string, password: string, ip: string, next = "/") => {
+  const form = await openForm("/sign-in")
+  const response = await postForm("/sign-in", { csrf: form.csrf, email, password, next }, form.cookie, ip)
+  return { status: response.status, response, cookie: cookieOf(response, "__Host-session") }
+}
+
+const newUser = async (role: "admin" | "analyst") => {
+  const email = `h2-${Date.now()}-${Math.random().toString(36).slice(2, 8)}@sec.example`
+  const created = (await adminJson(server.env, [
+    "user",
+    "create",
+    "--org",
+    orgId,
+    "--email",
+    email,
+    "--role",
+    role,
+  ])) as {
+    id: string
+    link: string
+  }
+  const path = new URL(created.link).pathname
+  const form = await openForm(path)
+  expect((await postForm(path, { csrf: form.csrf, password: PASSWORD }, form.cookie)).status).toBe(303)
+  return { id: created.id, email }
+}
+
+const errorLines = (from: number) =>
+  server.logs.slice(from).filter((line) => {
+    try {
+      return (JSON.parse(line) as { logLevel?: string }).logLevel === "ERROR"
+    } catch {
+      return false
+    }
+  })
+
+/**
+ * A POST written on a raw socket: the declared length (`declared`) or chunked, `size` bytes of body sent as fast
+ * as the server takes them until it answers or closes. The status line of the answer (0 when none came) and the
+ * time it took.
+ */
+const rawPost = (
+  baseUrl: string,
+  path: string,
+  mode: "declared" | "chunked",
+  size: number,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; ms: number; head: string }> =>
+  new Promise((resolve) => {
+    const { hostname, port } = new URL(baseUrl)
+    const started = performance.now()
+    const socket = connect(Number(port), hostname)
+    let answer = ""
+    let sent = 0
+    let finished = false
+    const finish = () => {
+      if (finished) return
+      finished = true
+      clearTimeout(timer)
+      socket.destroy()
+      const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(answer)?.[1] ?? "0")
+      resolve({ status, ms: performance.now() - started, head: answer.split("\r\n\r\n")[0] ?? "" })
+    }
+    const timer = setTimeout(finish, 60_000)
+    socket.on("data", (data) => {
+      answer += data.toString("latin1")
+      if (answer.includes("\r\n\r\n")) finish()
+    })
+    socket.on("error", () => finish())
+    socket.on("close", () => finish())
+    const extra = Object.entries(headers)
+      .map(([k, v]) => `${k}: ${v}\r\n`)
+      .join("")
+    const framing = mode === "chunked" ? "transfer-encoding: chunked\r\n" : `content-length: ${size}\r\n`
+    const chunk = Buffer.alloc(64 * 1024, "a")
+    const frame = Buffer.concat([Buffer.from(`${chunk.length.toString(16)}\r\n`), chunk, Buffer.from("\r\n")])
+    const pump = () => {
+      while (!finished && sent < size) {
+        sent += chunk.length
+        if (!socket.write(mode === "chunked" ? frame : chunk)) {
+          socket.once("drain", pump)
+          return
+        }
+      }
+      if (!finished && mode === "chunked") socket.write("0\r\n\r\n")
+    }
+    // The head first: a server that refuses on it alone answers before the body starts (and may then close).
+    socket.write(`POST ${path} HTTP/1.1\r\nhost: ${hostname}\r\n${framing}${extra}\r\n`)
+    setTimeout(pump, 200)
+  })
+
+/** A GET written as is on a raw socket (fetch would normalize `//docs`): status and Location. */
+const rawGet = (baseUrl: string, path: string): Promise<{ status: number; location: string | undefined }> =>
+  new Promise((resolve, reject) => {
+    const { hostname, port } = new URL(baseUrl)
+    const socket = connect(Number(port), hostname)
+    let answer = ""
+    socket.on("data", (data) => {
+      answer += data.toString("latin1")
+      if (answer.includes("\r\n\r\n")) {
+        socket.destroy()
+        resolve({
+          status: Number(/^HTTP\/1\.1 (\d{3})/.exec(answer)?.[1] ?? "0"),
+          location: /\r\nlocation: ([^\r]*)/i.exec(answer)?.[1],
+        })
+      }
+    })
+    socket.on("error", reject)
+    socket.write(`GET ${path} HTTP/1.1\r\nhost: ${hostname}\r\nconnection: close\r\n\r\n`)
+  })
+
+const rssKiB = (pid: number) => Number(/VmRSS:\s+(\d+)\s+kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1])
+
+beforeAll(async () => {
+  server = await startServer({ env: testEnv({ TRUST_PROXY: "127.0.0.1" }) })
+  consoleUrl = server.consoleUrl
+  db = testDatabase(server.env)
+  const tenant = await createTenant(db, "Hardening 2")
+  orgId = tenant.orgId
+  apiKey = tenant.key
+  sensorToken = (await createSensor(db, orgId, "h2-sensor")).token as string
+  admin = await newUser("admin")
+}, 120_000)
+
+afterAll(async () => {
+  await shutdown(server, db)
+})
+
+// --- Item 1: body limits ------------------------------------------------------------------------------------------
+
+const FORM = { "content-type": "application/x-www-form-urlencoded" }
+
+test("console: an oversized declared body and an oversized chunked body get 413 at once, on sign-in and set-password", async () => {
+  for (const path of ["/sign-in", "/set-password/abcdefghijklmnop"]) {
+    // Over the console's 64 KiB, under Bun's own cut-off: the console's 413 page, with its security headers.
+    const declared = await rawPost(consoleUrl, path, "declared", 256 * 1024, FORM)
+    expect(declared.status).toBe(413)
+    expect(declared.head.toLowerCase()).toContain("content-security-policy:")
+    const huge = await rawPost(consoleUrl, path, "declared", 100 * MiB, FORM)
+    expect(huge.status).toBe(413)
+    const chunked = await rawPost(consoleUrl, path, "chunked", 100 * MiB, FORM)
+    expect(chunked.status).toBe(413)
+    expect(chunked.head.toLowerCase()).toContain("content-security-policy:")
+    for (const answer of [declared, huge, chunked]) expect(answer.ms).toBeLessThan(2000)
+  }
+}, 60_000)
+
+test("console: a form within the limit still works after oversized ones", async () => {
+  expect((await signIn(admin.email, PASSWORD, newIp())).status).toBe(303)
+})
+
+test("API listener: POST /mcp with an oversized declared or chunked body gets 413 at once", async () => {
+  const headers = { authorization: `Bearer ${apiKey}`, accept: "application/json, text/event-stream" }
+  for (const mode of ["declared", "chunked"] as const) {
+    const answer = await rawPost(server.url, "/mcp", mode, 100 * MiB, {
+      ...headers,
+      "content-type": "application/json",
+    })
+    expect(answer.status).toBe(413)
+    expect(answer.ms).toBeLessThan(2000)
+  }
+}, 60_000)
+
+test("ingest listener: an oversized declared or chunked body gets 413 at once", async () => {
+  for (const mode of ["declared", "chunked"] as const) {
+    const answer = await rawPost(server.ingestUrl, "/ingest/v1/events", mode, 100 * MiB, {
+      authorization: `Bearer ${sensorToken}`,
+      "content-type": "application/json",
+    })
+    expect(answer.status).toBe(413)
+    expect(answer.ms).toBeLessThan(2000)
+  }
+}, 60_000)
+
+test("ops listener: an oversized declared or chunked body gets 413 at once", async () => {
+  for (const path of ["/metrics", "/healthz", "/nowhere"]) {
+    for (const mode of ["declared", "chunked"] as const) {
+      const answer = await rawPost(server.opsUrl, path, mode, 100 * MiB)
+      expect(answer.status).toBe(413)
+      expect(answer.ms).toBeLessThan(2000)
+    }
+  }
+  expect((await fetch(`${server.opsUrl}/healthz`)).status).toBe(200)
+}, 60_000)
+
+test("console: four parallel 120 MiB posts leave its memory within 20 MiB of where it started", async () => {
+  const pid = server.process.pid
+  // Settle first: a few ordinary requests, so the start figure is the warmed-up process.
+  for (let i = 0; i < 3; i++) await openForm("/sign-in")
+  Bun.gc(true)
+  await Bun.sleep(500)
+  const before = rssKiB(pid)
+  let peak = before
+  const sampler = setInterval(() => {
+    peak = Math.max(peak, rssKiB(pid))
+  }, 50)
+  const answers = await Promise.all([
+    rawPost(consoleUrl, "/sign-in", "chunked", 120 * MiB, FORM),
+    rawPost(consoleUrl, "/set-password/abcdefghijklmnop", "chunked", 120 * MiB, FORM),
+    rawPost(consoleUrl, "/sign-in", "declared", 120 * MiB, FORM),
+    rawPost(consoleUrl, "/sign-in", "chunked", 120 * MiB, { ...FORM, "content-length": "100" }),
+  ])
+  await Bun.sleep(1000)
+  clearInterval(sampler)
+  const after = rssKiB(pid)
+  expect((Math.max(after, peak) - before) / 1024).toBeLessThan(20)
+  for (const answer of answers) expect([0, 400, 413]).toContain(answer.status)
+  expect(answers.filter((a) => a.status === 413).length).toBeGreaterThanOrEqual(3)
+  for (const answer of answers) expect(answer.ms).toBeLessThan(5000)
+}, 120_000)
+
+// --- Item 5: next ---------------------------------------------------------------------------------------------------
+
+test("sign-in: a `next` of characters a header cannot hold goes to / (with the security headers), and the form never offers it", async () => {
+  const page = await fetch(`${consoleUrl}/sign-in?next=/%E2%80%AE`)
+  const text = await page.text()
+  expect(text).toContain('name="next" value="/"')
+  for (const next of ["/\u202e", "/caf\u00e9", "/x y", '/"x', "/<x>", "//evil.example", "/\\evil.example"]) {
+    const answer = await signIn(admin.email, PASSWORD, newIp(), next)
+    expect(answer.status).toBe(303)
+    expect(answer.response.headers.get("location")).toBe("/")
+    expect(answer.response.headers.get("content-security-policy")).toContain("default-src 'none'")
+  }
+  const kept = await signIn(admin.email, PASSWORD, newIp(), "/incidents?status=open&after=1.x")
+  expect(kept.response.headers.get("location")).toBe("/incidents?status=open&after=1.x")
+}, 60_000)
+
+// --- Item 6: control characters, aborted requests -------------------------------------------------------------------
+
+test("console: NUL and other control characters are refused at the edge (400 page, never a 500 or an ERROR line)", async () => {
+  const from = server.logs.length
+  const ip = newIp()
+  const nul = await signIn("x\u0000@a.example", "wrong password guess", ip)
+  expect(nul.status).toBe(400)
+  expect(nul.response.headers.get("content-security-policy")).toContain("default-src 'none'")
+  const session = await signIn(admin.email, PASSWORD, newIp())
+  const cookie = session.cookie ?? ""
+  const paths = [
+    "/settings/audit?before=%00",
+    "/?flash=%00",
+    "/incidents?flash=%00",
+    "/settings/api?flash=%00",
+    "/settings/alerts?flash=%00",
+    "/settings/users?flash=%00",
+    "/events?type=%01",
+    "/incidents/%00",
+    `/events?from=${"9".repeat(5000)}`,
+  ]
+  for (const path of paths) {
+    const answer = await fetch(`${consoleUrl}${path}`, { headers: { cookie }, redirect: "manual" })
+    expect({ path, status: answer.status }).toEqual({ path, status: 400 })
+    expect(answer.headers.get("content-security-policy")).toContain("default-src 'none'")
+  }
+  // A form field with a control character, on a signed-in action.
+  const page = await fetch(`${consoleUrl}/settings/users`, { headers: { cookie } })
+  const csrf = FORM_CSRF.exec(await page.text())?.[1] ?? ""
+  const created = await postForm("/settings/users", { csrf, email: "a\u0000b@c.example", role: "analyst" }, cookie)
+  expect(created.status).toBe(400)
+  expect(errorLines(from)).toEqual([])
+}, 60_000)
+
+test("console: a client that aborts a sign-in is not an error", async () => {
+  const from = server.logs.length
+  for (let i = 0; i < 5; i++) {
+    const form = await openForm("/sign-in")
+    const controller = new AbortController()
+    const pending = fetch(`${consoleUrl}/sign-in`, {
+      method: "POST",
+      signal: controller.signal,
+      headers: {
+        cookie: form.cookie,
+        "content-type": "application/x-www-form-urlencoded",
+        origin: consoleUrl,
+        "x-forwarded-for": newIp(),
+      },
+      body: new URLSearchParams({ csrf: form.csrf, email: admin.email, password: "wrong password guess" }),
+    }).catch(() => undefined)
+    await Bun.sleep(5 + i * 10)
+    controller.abort()
+    await pending
+  }
+  await Bun.sleep(1500)
+  expect(errorLines(from)).toEqual([])
+}, 60_000)
+
+// --- Item 7: the sign-in lock cannot keep the owner out --------------------------------------------------------------
+
+test("D27: six wrong passwords from six addresses do not lock the owner out; each of those addresses is refused", async () => {
+  const user = await newUser("admin")
+  const attackers = Array.from({ length: 6 }, () => newIp())
+  for (const ip of attackers) expect((await signIn(user.email, "wrong password guess", ip)).status).toBe(401)
+  // The email is over its limit, the owner's address has not failed: the right password is let through.
+  const owner = await signIn(user.email, PASSWORD, newIp())
+  expect(owner.status).toBe(303)
+  expect(owner.cookie).toBeDefined()
+  // The addresses that guessed wrong stay refused for the window, whatever they send.
+  for (const ip of attackers.slice(0, 2)) {
+    const again = await signIn(user.email, PASSWORD, ip)
+    expect(again.status).toBe(429)
+    expect(Number(again.response.headers.get("retry-after"))).toBeGreaterThan(0)
+  }
+  // A fresh address that guesses wrong is verified once, then refused.
+  const fresh = newIp()
+  expect((await signIn(user.email, "wrong password guess", fresh)).status).toBe(401)
+  expect((await signIn(user.email, "wrong password guess", fresh)).status).toBe(429)
+}, 120_000)
+
+test("D27: on a locked email, parallel wrong passwords from one new address: at most one is verified", async () => {
+  const user = await newUser("analyst")
+  for (let i = 0; i < 6; i++) await signIn(user.email, "wrong password guess", newIp())
+  const ip = newIp()
+  const forms = await Promise.all(Array.from({ length: 12 }, () => openForm("/sign-in")))
+  const answers = await Promise.all(
+    forms.map((form) =>
+      postForm(
+        "/sign-in",
+        { csrf: form.csrf, email: user.email, password: "wrong password guess", next: "/" },
+        form.cookie,
+        ip,
+      ),
+    ),
+  )
+  const statuses = answers.map((a) => a.status)
+  expect(statuses.filter((s) => s === 401).length).toBeLessThanOrEqual(1)
+  expect(statuses.filter((s) => s !== 401 && s !== 429)).toEqual([])
+}, 120_000)
+
+test("D27: past the ceiling of failures for an email, only an address the user signed in from before is let through", async () => {
+  const user = await newUser("admin")
+  const home = newIp()
+  expect((await signIn(user.email, PASSWORD, home)).status).toBe(303)
+  // 51 failures for the email from 51 addresses, written directly (as many addresses would, each verified once).
+  const now = Date.now()
+  await db.run(
+    Effect.flatMap(SqlClient.SqlClient, (sql) =>
+      sql.unsafe(
+        `insert into console_signin_failures (attempt_id, email, ip, at)
+         select 'bulk-' || g || '-' || $2, $1, '203.0.113.' || g, now() - interval '1 minute'
+         from generate_series(1, 51) as g`,
+        [user.email, String(now)],
+      ),
+    ),
+  )
+  expect((await signIn(user.email, PASSWORD, newIp())).status).toBe(429)
+  expect((await signIn(user.email, PASSWORD, home)).status).toBe(303)
+}, 60_000)
+
+// --- Item 10: /docs -----------------------------------------------------------------------------------------------
+
+test("D38: the other spellings of /docs redirect to /docs, where the page's CSP lets it run", async () => {
+  for (const path of ["/docs/", "/DOCS", "//docs", "/%64ocs", "/docs;x", "/Docs/", "/docs/?a=1"]) {
+    const answer = await rawGet(server.url, path)
+    expect({ path, status: answer.status, location: answer.location }).toEqual({
+      path,
+      status: 308,
+      location: "/docs",
+    })
+  }
+  const docs = await fetch(`${server.url}/docs`)
+  expect(docs.status).toBe(200)
+  expect(docs.headers.get("content-security-policy")).toContain("'unsafe-inline'")
+  expect((await fetch(`${server.url}/docsx`)).status).toBe(404)
+}, 60_000)
