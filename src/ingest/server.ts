@@ -1,134 +1,119 @@
-import { HttpApp, HttpRouter, HttpServer, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { HttpApp, HttpBody, HttpRouter, HttpServer, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { BunHttpServer } from "@effect/platform-bun"
-import { Clock, Duration, Effect, Either, Layer, Metric } from "effect"
+import { Effect, Layer } from "effect"
 import { finalizeResponse, logDefects, problem, problemResponse } from "../api/edge.ts"
 import { databaseProblem } from "../api/problems.ts"
 import { SensorAuth } from "../auth/SensorAuth.ts"
 import { AppConfig } from "../config.ts"
-import { cowrieSessionsToLookUp, mapCowrieBatch } from "../ingest/formats/cowrie.ts"
-import type { MapResult, NativeEventInput } from "../ingest/formats/native.ts"
-import { mapOpenCanary } from "../ingest/formats/opencanary.ts"
 import { Lifecycle } from "../ops/Lifecycle.ts"
-import { ingestedEvents } from "../ops/metrics.ts"
-import { CowrieSessionsRepo } from "../repos/CowrieSessionsRepo.ts"
-import type { DatabaseError } from "../repos/errors.ts"
-import { decodeUtf8, MAX_BODY_BYTES, MAX_EVENTS, parseBody, readBodyCapped, SERVER_MAX_BODY_BYTES } from "./body.ts"
+import { touchIngestMetrics } from "../ops/metrics.ts"
+import { MAX_BODY_BYTES, MAX_EVENTS, type ParsedBody, parseBody, SERVER_MAX_BODY_BYTES } from "./body.ts"
 import { HEARTBEAT_PATH, heartbeatRoute } from "./heartbeat.ts"
-import { type EventOutcome, Ingestor, type SensorIdentity } from "./Ingestor.ts"
-import { OrgKeys } from "./OrgKeys.ts"
-import { type ValidEvent, validateEvent } from "./validate.ts"
+import { HEC_INTERNAL, HEC_NOT_FOUND, hecEventsRoute, hecHealthRoute, hecResponse } from "./hec.ts"
+import { Ingestor } from "./Ingestor.ts"
+import { formMessages, isFormBody, unwrapOpenCanaryItem } from "./opencanaryWebhook.ts"
+import {
+  type BatchMapper,
+  type Checked,
+  checkMapped,
+  countOutcomes,
+  eventsToStore,
+  mapCowrieLines,
+  mapNative,
+  mapOpenCanaryLines,
+  mergesOf,
+  readBodyText,
+} from "./pipeline.ts"
+import { ingestRouteOf, logIngestRequest, noteOutcomes, noteSensor } from "./requestLog.ts"
 
 /**
  * D22: the ingestion listener on INGEST_PORT (never the API's port). One route per format; each answers with one
  * outcome per event (accepted with its ids, duplicate, or rejected with the reason), so one bad event never
- * rejects the batch.
+ * rejects the batch. D41: the Splunk HEC routes (hec.ts) and OpenCanary's webhook forms on the OpenCanary route.
+ * Every request is logged once and counted (requestLog.ts).
  */
-
-/** Maps one request's items (the values of its JSON items, in order) to native events: one result per value. */
-type BatchMapper<R> = (
-  sensor: SensorIdentity,
-  values: ReadonlyArray<unknown>,
-) => Effect.Effect<ReadonlyArray<MapResult>, DatabaseError, R>
-
-// Native events need no mapping: validateEvent checks them as they are.
-const native: BatchMapper<never> = (_sensor, values) =>
-  Effect.succeed(values.map((value) => ({ _tag: "Mapped", event: value as NativeEventInput }) as const))
-
-const openCanary: BatchMapper<OrgKeys> = (sensor, values) =>
-  Effect.map(
-    Effect.flatMap(OrgKeys, (keys) => keys.lineIdKey(sensor.orgId)),
-    (key) => values.map((value) => mapOpenCanary(value, key)),
-  )
-
-/**
- * Cowrie: a line takes its session's protocol and ports from the session's connect line, in this request or
- * remembered from an earlier one (CowrieSessionsRepo, looked up only for sessions without a connect here); this
- * request's connects are remembered for the next ones. A session known from neither keeps the defaults (ssh, source
- * port 0, the type's default port).
- */
-const cowrie: BatchMapper<OrgKeys | CowrieSessionsRepo> = (sensor, values) =>
-  Effect.gen(function* () {
-    const key = yield* Effect.flatMap(OrgKeys, (keys) => keys.lineIdKey(sensor.orgId))
-    const sessions = yield* CowrieSessionsRepo
-    const remembered = yield* sessions.find(sensor.orgId, sensor.sensorId, cowrieSessionsToLookUp(values))
-    const batch = mapCowrieBatch(values, key, remembered)
-    const now = new Date(yield* Clock.currentTimeMillis)
-    yield* sessions.remember(sensor.orgId, sensor.sensorId, batch.connects, now)
-    return batch.results
-  })
 
 const ROUTE_PATHS = ["/ingest/v1/events", "/ingest/v1/opencanary", "/ingest/v1/cowrie", HEARTBEAT_PATH]
+const HEC_PATHS = ["/services/collector", "/services/collector/event", "/services/collector/event/1.0"]
 
 const tooLarge = (detail: string) => problem(413, "Content Too Large", "payload_too_large", detail)
+const badRequest = (detail: string) => problem(400, "Bad Request", "invalid_request", detail)
 
-const ingestRoute = <R>(format: string, mapBatch: BatchMapper<R>) =>
+/** How a route's body becomes items: D22's JSON forms, or OpenCanary's webhook forms as well (D41 b). */
+type Framing = (text: string, request: HttpServerRequest.HttpServerRequest) => ParsedBody | { readonly reason: string }
+
+const jsonFraming: Framing = (text) => parseBody(text)
+
+/**
+ * D41 (b): OpenCanary's WebhookHandler: a form body `message=<line>`; `{"message": "<line>"}`; a JSON string whose
+ * content is the line; or the line itself (and D22's array and NDJSON of lines).
+ */
+const openCanaryFraming: Framing = (text, request) => {
+  if (isFormBody(request.headers["content-type"])) {
+    const form = formMessages(text)
+    if (form._tag === "Invalid") return { reason: form.reason }
+    if (form.lines.length > MAX_EVENTS) return { _tag: "TooMany", count: form.lines.length }
+    return {
+      _tag: "Items",
+      items: form.lines.map((line) => {
+        try {
+          return { value: JSON.parse(line) as unknown }
+        } catch {
+          return { error: "the message field is not a JSON OpenCanary line" }
+        }
+      }),
+    }
+  }
+  const parsed = parseBody(text)
+  if (parsed._tag !== "Items") return parsed
+  return {
+    _tag: "Items",
+    items: parsed.items.map((item) => ("value" in item ? { value: unwrapOpenCanaryItem(item.value) } : item)),
+  }
+}
+
+const ingestRoute = <R>(mapBatch: BatchMapper<R>, framing: Framing = jsonFraming) =>
   Effect.gen(function* () {
     const request = yield* HttpServerRequest.HttpServerRequest
     const auth = yield* SensorAuth
     const ingestor = yield* Ingestor
     const sensor = yield* auth.authenticate(request.headers.authorization)
-    const declared = Number(request.headers["content-length"] ?? "0")
-    if (declared > MAX_BODY_BYTES) return tooLarge(`A request body may hold at most ${MAX_BODY_BYTES} bytes.`)
-    // Read as it streams, up to the limit: a chunked body of any size gets the 413 problem too (D22).
-    const hasBody = (request.source as { body?: unknown }).body != null
-    const bytes = hasBody
-      ? yield* readBodyCapped(request.stream, MAX_BODY_BYTES).pipe(Effect.orElseSucceed(() => undefined))
-      : new Uint8Array(0)
-    if (bytes === undefined) return tooLarge(`A request body may hold at most ${MAX_BODY_BYTES} bytes.`)
+    noteSensor(request, sensor.sensorId)
+    const body = yield* readBodyText(request)
+    if (body._tag === "TooLarge") return tooLarge(`A request body may hold at most ${MAX_BODY_BYTES} bytes.`)
     // D22: never replace a byte (two different sensorEventIds could become one): refuse the whole body.
-    const decoded = decodeUtf8(bytes)
-    if ("invalidAt" in decoded) {
-      return problem(
-        400,
-        "Bad Request",
-        "invalid_request",
-        `The body is not valid UTF-8: the sequence starting at byte ${decoded.invalidAt} (counting from 0) is not well-formed UTF-8. Nothing was stored.`,
+    if (body._tag === "NotUtf8") {
+      return badRequest(
+        `The body is not valid UTF-8: the sequence starting at byte ${body.invalidAt} (counting from 0) is not well-formed UTF-8. Nothing was stored.`,
       )
     }
-    const parsed = parseBody(decoded.text)
-    if (parsed._tag === "Empty") {
-      return problem(
-        400,
-        "Bad Request",
-        "invalid_request",
-        "The body is empty: send one event, a JSON array, or NDJSON.",
-      )
-    }
+    const parsed = framing(body.text, request)
+    if ("reason" in parsed) return badRequest(`${parsed.reason}. Nothing was stored.`)
+    if (parsed._tag === "Empty") return badRequest("The body is empty: send one event, a JSON array, or NDJSON.")
     if (parsed._tag === "TooMany") return tooLarge(`A request may hold at most ${MAX_EVENTS} events.`)
-    const mappedAll = yield* mapBatch(
-      sensor,
-      parsed.items.flatMap((item) => ("value" in item ? [item.value] : [])),
-    )
-    const now = yield* Clock.currentTimeMillis
-    const maxClockSkewMs = Duration.toMillis((yield* AppConfig).maxClockSkew)
-    const outcomes: Array<EventOutcome> = []
-    const valid: Array<{ index: number; event: ValidEvent }> = []
-    let next = 0
+    const indexes: Array<number> = []
+    const values: Array<unknown> = []
+    const checked: Array<Checked> = []
     for (const [index, item] of parsed.items.entries()) {
-      if ("error" in item) {
-        outcomes.push({ index, status: "rejected", reason: item.error })
-        continue
+      if ("error" in item) checked.push({ index, outcome: { index, status: "rejected", reason: item.error } })
+      else {
+        indexes.push(index)
+        values.push(item.value)
       }
-      const mapped = mappedAll[next++] ?? { _tag: "Rejected", reason: "the event could not be mapped" }
-      if (mapped._tag === "Rejected") {
-        outcomes.push({ index, status: "rejected", reason: mapped.reason })
-        continue
-      }
-      const checked = validateEvent(mapped.event, now, maxClockSkewMs)
-      if (Either.isLeft(checked)) outcomes.push({ index, status: "rejected", reason: checked.left })
-      else valid.push({ index, event: checked.right })
     }
-    const stored = yield* ingestor.ingest(sensor, valid)
-    const results = [...outcomes, ...stored].sort((a, b) => a.index - b.index)
-    const count = (status: EventOutcome["status"]) => results.filter((r) => r.status === status).length
-    for (const outcome of ["accepted", "duplicate", "rejected"] as const) {
-      yield* Metric.incrementBy(Metric.tagged(ingestedEvents, "outcome", outcome), count(outcome))
-    }
-    yield* Effect.annotateCurrentSpan({ format, sensor: sensor.sensorId })
+    checked.push(...(yield* checkMapped(yield* mapBatch(sensor, values), indexes)))
+    const stored = yield* ingestor.ingest(sensor, eventsToStore(checked), mergesOf(checked))
+    const results = [...checked.flatMap((c) => ("outcome" in c ? [c.outcome] : [])), ...stored].sort(
+      (a, b) => a.index - b.index,
+    )
+    const counts = countOutcomes(results)
+    noteOutcomes(request, counts)
     return HttpServerResponse.unsafeJson({
-      accepted: count("accepted"),
-      duplicates: count("duplicate"),
-      rejected: count("rejected"),
+      accepted: counts.accepted ?? 0,
+      duplicates: counts.duplicate ?? 0,
+      rejected: counts.rejected ?? 0,
+      merged: counts.merged ?? 0,
+      ignored: counts.ignored ?? 0,
       results,
     })
   }).pipe(
@@ -137,23 +122,55 @@ const ingestRoute = <R>(format: string, mapBatch: BatchMapper<R>) =>
     Effect.catchAll((e) => Effect.succeed(problemResponse(e))),
   )
 
+// One line per route: a route added here is logged and counted like the others (requestLog.ts names its label).
 const router = HttpRouter.empty.pipe(
-  HttpRouter.post("/ingest/v1/events", ingestRoute("events", native)),
-  HttpRouter.post("/ingest/v1/opencanary", ingestRoute("opencanary", openCanary)),
-  HttpRouter.post("/ingest/v1/cowrie", ingestRoute("cowrie", cowrie)),
+  HttpRouter.post("/ingest/v1/events", ingestRoute(mapNative)),
+  HttpRouter.post("/ingest/v1/opencanary", ingestRoute(mapOpenCanaryLines, openCanaryFraming)),
+  HttpRouter.post("/ingest/v1/cowrie", ingestRoute(mapCowrieLines)),
   HttpRouter.post(HEARTBEAT_PATH, heartbeatRoute),
+  HttpRouter.post("/services/collector/event", hecEventsRoute),
+  HttpRouter.post("/services/collector", hecEventsRoute),
+  HttpRouter.post("/services/collector/event/1.0", hecEventsRoute),
+  HttpRouter.get("/services/collector/health", hecHealthRoute),
+  HttpRouter.get("/services/collector/health/1.0", hecHealthRoute),
 )
 
+const isHecRoute = (url: string) => {
+  const route = ingestRouteOf(url)
+  return route === "hec" || route === "hec_health" || (url.split("?")[0] ?? "").startsWith("/services/")
+}
+
 // A known path with another method than POST is a 405; anything else a 404 naming the routes.
-const ingestUnrouted = (request: HttpServerRequest.HttpServerRequest) =>
-  ROUTE_PATHS.includes(request.url.split("?")[0] ?? "")
+const ingestUnrouted = (request: HttpServerRequest.HttpServerRequest) => {
+  const path = request.url.split("?")[0] ?? ""
+  if (HEC_PATHS.includes(path)) {
+    return hecResponse({ status: 405, body: { text: "Method not allowed: use POST", code: 405 } }, { allow: "POST" })
+  }
+  if (isHecRoute(request.url)) return hecResponse(HEC_NOT_FOUND)
+  return ROUTE_PATHS.includes(path)
     ? problem(405, "Method Not Allowed", "method_not_allowed", "Ingestion takes POST.", { allow: "POST" })
     : problem(404, "Not Found", "not_found", `No such endpoint. Sensors post to ${ROUTE_PATHS.join(", ")}.`)
+}
+
+/**
+ * HEC answers keep HEC's shape and `application/json` (HEC clients read `code`); a defect on a HEC path is HEC's
+ * code 8, not a problem document.
+ */
+const hecFace = (request: HttpServerRequest.HttpServerRequest, response: HttpServerResponse.HttpServerResponse) => {
+  if (!isHecRoute(request.url)) return response
+  const base = response.status >= 500 && response.status !== 503 ? hecResponse(HEC_INTERNAL) : response
+  const fixed = base === response ? response : finalizeResponse(request, base, ingestUnrouted)
+  const body = fixed.body
+  return body._tag === "Uint8Array"
+    ? HttpServerResponse.setBody(fixed, HttpBody.uint8Array(body.body, "application/json; charset=utf-8"))
+    : fixed
+}
 
 const ingestEdge = <E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<E, R> =>
-  HttpApp.withPreResponseHandler(app, (req, res) => Effect.succeed(finalizeResponse(req, res, ingestUnrouted))).pipe(
-    logDefects,
-  )
+  HttpApp.withPreResponseHandler(app, (req, res) => {
+    const response = hecFace(req, finalizeResponse(req, res, ingestUnrouted))
+    return Effect.as(logIngestRequest(req, response), response)
+  }).pipe(logDefects)
 
 const logAddress = Effect.gen(function* () {
   const server = yield* HttpServer.HttpServer
@@ -172,7 +189,7 @@ const logAddress = Effect.gen(function* () {
 export const IngestServerLive = Layer.unwrapEffect(
   Effect.map(AppConfig, (config) =>
     HttpServer.serve(router, ingestEdge).pipe(
-      Layer.provide(Layer.effectDiscard(logAddress)),
+      Layer.provide(Layer.effectDiscard(Effect.zipRight(touchIngestMetrics, logAddress))),
       // Bun's own limit is set far above ours, so our check answers every oversized body with a problem (D22).
       Layer.provide(
         BunHttpServer.layer({
