@@ -89,21 +89,25 @@ export class AdminActions extends Effect.Service<AdminActions>()("AdminActions",
         ),
       listKeys: (orgId: string) => admin.listKeys(orgId),
       /**
-       * Revoked and audited in one transaction; then every server's key cache is told (and waited for). Revoking a
-       * key that is already revoked changes nothing and records nothing (one `key.revoke` per key).
+       * Revoked, announced to every server's key cache (NOTIFY) and audited in one transaction, so the
+       * announcement cannot be lost once the revocation is committed; after the commit the command waits for the
+       * caches' acknowledgements (ApiKeysRepo.announced). Revoking a key that is already revoked records nothing
+       * (one `key.revoke` per key) but announces it again: re-running the command repairs a lost announcement.
        */
       revokeKey: (orgId: string | undefined, keyId: string, actor: Actor) =>
         Effect.gen(function* () {
           const key = yield* requireKey(orgId, keyId)
-          const changed = yield* sql.withTransaction(
-            Effect.gen(function* () {
-              const rows = yield* sql`update api_keys set revoked_at = ${new Date()}
-                where id = ${key.id} and revoked_at is null returning id`
-              if (rows.length > 0) yield* record(key.orgId, actor, "key.revoke", key.id, key.name)
-              return rows.length > 0
-            }),
+          yield* keys.announced((ack) =>
+            sql.withTransaction(
+              Effect.gen(function* () {
+                const done = yield* keys.revokeNotifying(key.id, ack, new Date())
+                if (Option.isSome(done) && !done.value.alreadyRevoked) {
+                  yield* record(key.orgId, actor, "key.revoke", key.id, key.name)
+                }
+                return Option.isSome(done)
+              }),
+            ),
           )
-          if (changed) yield* keys.revoke(key.id)
           return { id: key.id, revoked: true }
         }),
 

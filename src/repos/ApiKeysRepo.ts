@@ -134,6 +134,27 @@ export class ApiKeysRepo extends Effect.Service<ApiKeysRepo>()("ApiKeysRepo", {
         return changed
       }).pipe(Effect.scoped)
 
+    /**
+     * The revocation statement, for a caller that runs it inside its own transaction (with its audit row) under
+     * `announced`: revoked_at set (kept when already set) and the NOTIFY sent in the same statement, always, even
+     * for a key that was already revoked: a revocation whose NOTIFY was lost (a process that died between its commit
+     * and its NOTIFY, a row changed by hand) is announced again by running it again. The row is locked first, so
+     * of two concurrent calls exactly one sees `alreadyRevoked: false`. None when no such key.
+     */
+    const revokeNotifying = (id: string, ack: string, at: Date) =>
+      sql<{ readonly alreadyRevoked: boolean }>`
+        with old as (select id, revoked_at from api_keys where id = ${id} for update),
+        revoked as (
+          update api_keys k set revoked_at = coalesce(k.revoked_at, ${at}) from old where k.id = old.id
+          returning k.id, old.revoked_at is not null as already_revoked
+        )
+        select already_revoked, pg_notify(${KEY_CHANGES_CHANNEL}, 'key:' || id || ${ack}) from revoked`.pipe(
+        Effect.map((rows) =>
+          Option.fromNullable(rows[0]).pipe(Option.map((r) => ({ alreadyRevoked: r.alreadyRevoked }))),
+        ),
+        dbErrors,
+      )
+
     return {
       announced,
       create: (row: {
@@ -154,17 +175,8 @@ export class ApiKeysRepo extends Effect.Service<ApiKeysRepo>()("ApiKeysRepo", {
        * Revocation is a row update plus a NOTIFY in the same statement (so in the same transaction): every server's
        * key cache drops the key when it commits, and the next request reads the row. False when no such key.
        */
-      revoke: (id: string) =>
-        announced((ack) =>
-          sql`
-            with revoked as (
-              update api_keys set revoked_at = coalesce(revoked_at, ${new Date()}) where id = ${id} returning id
-            )
-            select id, pg_notify(${KEY_CHANGES_CHANNEL}, 'key:' || id || ${ack}) from revoked`.pipe(
-            Effect.map((rows) => rows.length > 0),
-            dbErrors,
-          ),
-        ),
+      revoke: (id: string) => announced((ack) => Effect.map(revokeNotifying(id, ack, new Date()), Option.isSome)),
+      revokeNotifying,
       /**
        * Records a use at `at`, unless the key's lastUsedAt is less than LAST_USED_EVERY_MS before it: the row is the
        * shared state, so N server processes write a key's lastUsedAt at most once a minute together, not N times.
