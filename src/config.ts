@@ -58,6 +58,8 @@ export interface Settings {
   readonly idleClose: Duration.Duration
   /** How often the idle-close sweep runs. */
   readonly idleCloseEvery: Duration.Duration
+  /** D43: how often the silent-detection sweep compares each sensor's last contact with its heartbeat interval. */
+  readonly sensorSweepEvery: Duration.Duration
   /** D36: an event whose time is further ahead of the server's clock than this is rejected. */
   readonly maxClockSkew: Duration.Duration
   /** D11: proxies whose X-Forwarded-For is believed (CIDRs); empty: the socket peer is the client. */
@@ -377,6 +379,7 @@ export const settingsConfig = Config.all({
   reopenWindow: durationVar("REOPEN_WINDOW", Duration.days(7)),
   idleClose: durationVar("INCIDENT_IDLE_CLOSE", Duration.hours(24)),
   idleCloseEvery: durationVar("INCIDENT_IDLE_CLOSE_EVERY", Duration.minutes(1)),
+  sensorSweepEvery: durationVar("SENSOR_SWEEP_INTERVAL", Duration.seconds(30)),
   maxClockSkew: durationVar("MAX_CLOCK_SKEW", Duration.minutes(5)),
   trustProxy: envVar("TRUST_PROXY", (text) => {
     const parsed = parseTrustProxy(text)
@@ -585,6 +588,7 @@ export const loadSettings: Effect.Effect<Settings, ConfigError.ConfigError> = Ef
     reopenWindow: raw.reopenWindow,
     idleClose: raw.idleClose,
     idleCloseEvery: raw.idleCloseEvery,
+    sensorSweepEvery: raw.sensorSweepEvery,
     maxClockSkew: raw.maxClockSkew,
     trustProxy: raw.trustProxy,
     rateLimit: raw.rateLimit,
@@ -640,6 +644,7 @@ export const describeSettings = (s: Settings) => {
     reopenWindow: ms(s.reopenWindow),
     idleClose: ms(s.idleClose),
     idleCloseEvery: ms(s.idleCloseEvery),
+    sensorSweepEvery: ms(s.sensorSweepEvery),
     maxClockSkew: ms(s.maxClockSkew),
     trustProxy: s.trustProxy.map(([address, bits]) => `${address.toString()}/${bits}`),
     rateLimit: {

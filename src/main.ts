@@ -11,6 +11,7 @@ import { AttackerInputRepairLive } from "./ingest/AttackerInputRepair.ts"
 import { IdleCloserLive } from "./ingest/IdleCloser.ts"
 import { Ingestor } from "./ingest/Ingestor.ts"
 import { OrgKeys } from "./ingest/OrgKeys.ts"
+import { SensorHealthSweepLive } from "./ingest/SensorHealthSweep.ts"
 import { IngestServerLive } from "./ingest/server.ts"
 import { LoggingLive } from "./logging.ts"
 import { Lifecycle } from "./ops/Lifecycle.ts"
@@ -53,10 +54,14 @@ const ReposLive = Layer.mergeAll(
   WebhooksRepo.Default,
 )
 
-/** Sensors report here (INGEST_PORT); the idle-close fiber runs beside it; the dispatcher sends the webhooks. */
+/**
+ * Sensors report here (INGEST_PORT); the idle-close and silent-sensor fibers run beside it; the dispatcher sends the
+ * webhooks.
+ */
 const IngestionLive = Layer.mergeAll(
   IngestServerLive,
   IdleCloserLive,
+  SensorHealthSweepLive,
   WebhookDispatcherLive,
   AttackerInputRepairLive,
 ).pipe(

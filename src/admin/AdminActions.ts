@@ -187,7 +187,7 @@ export class AdminActions extends Effect.Service<AdminActions>()("AdminActions",
 
       createChannel: (
         orgId: string,
-        input: { url: string | undefined; minSeverity: string | undefined },
+        input: { url: string | undefined; minSeverity: string | undefined; sensorHealth?: boolean | undefined },
         actor: Actor,
       ) =>
         sql.withTransaction(
@@ -197,7 +197,7 @@ export class AdminActions extends Effect.Service<AdminActions>()("AdminActions",
               actor,
               "webhook.create",
               created.id,
-              `${originOf(input.url)} (min ${input.minSeverity ?? "low"})`,
+              `${originOf(input.url)} (min ${input.minSeverity ?? "low"}${input.sensorHealth === true ? ", sensor health" : ""})`,
             ),
           ),
         ),
@@ -215,6 +215,15 @@ export class AdminActions extends Effect.Service<AdminActions>()("AdminActions",
           sql.withTransaction(
             Effect.tap(webhooks.setEnabled(channelId, enabled), () =>
               record(channel.orgId, actor, enabled ? "webhook.enable" : "webhook.disable", channelId, null),
+            ),
+          ),
+        ),
+      /** D43: sensor-health alerts on or off for a channel, audited (`webhook.sensor_health`, detail on/off). */
+      setChannelSensorHealth: (orgId: string | undefined, channelId: string, on: boolean, actor: Actor) =>
+        Effect.flatMap(requireChannel(orgId, channelId), (channel) =>
+          sql.withTransaction(
+            Effect.tap(webhooks.setSensorHealth(channelId, on), () =>
+              record(channel.orgId, actor, "webhook.sensor_health", channelId, on ? "on" : "off"),
             ),
           ),
         ),

@@ -42,11 +42,13 @@ const USAGE = `usage: bun run admin <command> [options] [--json]
   sensor rotate <sensor-id> [--grace 24h]   new token, printed only here; the old one works during the grace
   sensor revoke <sensor-id>                 refuse its token from the next request on (401)
   incident close <incident-id>              close an open incident (resolvedAt is set)
-  webhook create --org <org-id> --url https://… [--min-severity low|medium|high|critical]
-                                            create a channel; its signing secret is printed only here
+  webhook create --org <org-id> --url https://… [--min-severity low|medium|high|critical] [--sensor-health]
+                                            create a channel; its signing secret is printed only here;
+                                            --sensor-health: it also gets sensor.silent / sensor.recovered
   webhook list --org <org-id>               list channels (never the secret)
   webhook rotate <channel-id> [--grace 24h] new signing secret; the old one also signs during the grace
   webhook disable|enable <channel-id>
+  webhook sensor-health <channel-id> on|off sensor.silent / sensor.recovered alerts for this channel
   webhook test <channel-id>                 send webhook.test now; prints the receiver's status and time
   webhook deliveries <channel-id> [--status pending|failed|succeeded|dead]
                                             the delivery log (attempts, status codes, errors, times)
@@ -76,6 +78,7 @@ const parse = (argv: ReadonlyArray<string>) =>
       "heartbeat-interval": { type: "string" },
       url: { type: "string" },
       "min-severity": { type: "string" },
+      "sensor-health": { type: "boolean" },
       grace: { type: "string" },
       status: { type: "string" },
       email: { type: "string" },
@@ -309,7 +312,7 @@ const run = (argv: ReadonlyArray<string>) =>
       case "webhook create": {
         const created = yield* (yield* AdminActions).createChannel(
           yield* requireFlag(values.org, "--org"),
-          { url: values.url, minSeverity: values["min-severity"] },
+          { url: values.url, minSeverity: values["min-severity"], sensorHealth: values["sensor-health"] === true },
           CLI_ACTOR,
         )
         return yield* print(
@@ -346,6 +349,23 @@ const run = (argv: ReadonlyArray<string>) =>
           json,
           result,
           () => `webhook channel ${result.id} ${result.enabled ? "enabled" : "disabled"}`,
+        )
+      }
+      case "webhook sensor-health": {
+        const state = rest[1]
+        if (state !== "on" && state !== "off") {
+          return yield* Effect.fail(new AdminError({ message: `webhook sensor-health needs on or off\n\n${USAGE}` }))
+        }
+        const result = yield* (yield* AdminActions).setChannelSensorHealth(
+          undefined,
+          rest[0] ?? "",
+          state === "on",
+          CLI_ACTOR,
+        )
+        return yield* print(
+          json,
+          result,
+          () => `webhook channel ${result.id}: sensor-health alerts ${result.sensorHealth ? "on" : "off"}`,
         )
       }
       case "webhook test": {

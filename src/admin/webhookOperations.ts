@@ -48,7 +48,13 @@ export class WebhookAdmin extends Effect.Service<WebhookAdmin>()("WebhookAdmin",
         return checked.url.toString()
       })
 
-    const create = (input: { orgId: string; url: string | undefined; minSeverity: string | undefined }) =>
+    /** `sensorHealth`: D43 opt-in to `sensor.silent` / `sensor.recovered` (off unless asked for). */
+    const create = (input: {
+      orgId: string
+      url: string | undefined
+      minSeverity: string | undefined
+      sensorHealth?: boolean | undefined
+    }) =>
       Effect.gen(function* () {
         yield* admin.requireOrg(input.orgId)
         const minSeverity = (input.minSeverity ?? "low") as Severity
@@ -64,6 +70,7 @@ export class WebhookAdmin extends Effect.Service<WebhookAdmin>()("WebhookAdmin",
           minSeverity,
           secretEnc: sealer.seal(encoder.encode(secret)),
           enabled: true,
+          sensorHealth: input.sensorHealth === true,
           createdAt: yield* now,
         })
         return { id, secret }
@@ -74,6 +81,7 @@ export class WebhookAdmin extends Effect.Service<WebhookAdmin>()("WebhookAdmin",
       url: c.url,
       minSeverity: c.minSeverity,
       enabled: c.enabled,
+      sensorHealth: c.sensorHealth,
       createdAt: c.createdAt.toISOString(),
       previousSecretValidUntil:
         c.previousSecretExpiresAt !== null && c.previousSecretExpiresAt > at
@@ -120,6 +128,14 @@ export class WebhookAdmin extends Effect.Service<WebhookAdmin>()("WebhookAdmin",
         const channel = yield* requireChannel(id)
         yield* repo.setEnabled(channel.id, enabled, yield* now)
         return { id: channel.id, enabled }
+      })
+
+    /** D43: opt the channel in to (or out of) sensor-health alerts; later changes of a sensor's health only. */
+    const setSensorHealth = (id: string | undefined, on: boolean) =>
+      Effect.gen(function* () {
+        const channel = yield* requireChannel(id)
+        yield* repo.setSensorHealth(channel.id, on, yield* now)
+        return { id: channel.id, sensorHealth: on }
       })
 
     /**
@@ -247,6 +263,16 @@ export class WebhookAdmin extends Effect.Service<WebhookAdmin>()("WebhookAdmin",
       return { resealed, unreadable }
     })
 
-    return { create, list, rotate, setEnabled, test, deliveries, redeliver, resealChannelSecrets } as const
+    return {
+      create,
+      list,
+      rotate,
+      setEnabled,
+      setSensorHealth,
+      test,
+      deliveries,
+      redeliver,
+      resealChannelSecrets,
+    } as const
   }),
 }) {}

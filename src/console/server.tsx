@@ -357,10 +357,11 @@ const makeRouter = Effect.gen(function* () {
         Effect.gen(function* () {
           const now = new Date()
           const start = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()) - 13 * 86_400_000)
-          const [open, activity, latest] = yield* Effect.all([
+          const [open, activity, latest, sensors] = yield* Effect.all([
             reads.openBySeverity(s.orgId),
             reads.activity(s.orgId, start),
             reads.incidents({ orgId: s.orgId, status: undefined, severity: undefined, after: undefined, fetch: 8 }),
+            actions.listSensors(s.orgId),
           ])
           const counts = new Map(activity.map((a) => [a.day, a.n]))
           const days = Array.from({ length: 14 }, (_, i) => {
@@ -374,6 +375,7 @@ const makeRouter = Effect.gen(function* () {
               days={days}
               latest={latest.map((r) => presentIncidentSummary(r, config.appUrl))}
               now={now}
+              silentSensors={sensors.filter((x) => x.status === "silent").length}
             />,
           )
         }),
@@ -590,7 +592,7 @@ const makeRouter = Effect.gen(function* () {
         Effect.gen(function* () {
           const created = yield* actions.createChannel(
             s.orgId,
-            { url: form.url, minSeverity: form.minSeverity },
+            { url: form.url, minSeverity: form.minSeverity, sensorHealth: form.sensorHealth === "on" },
             s.actor,
           )
           return yield* flashTo(s, "/settings/alerts", {
@@ -640,6 +642,15 @@ const makeRouter = Effect.gen(function* () {
             case "disable": {
               yield* actions.setChannelEnabled(s.orgId, id, verb === "enable", s.actor)
               return yield* flashTo(s, "/settings/alerts", { kind: "ok", text: `Channel ${verb}d.` })
+            }
+            case "sensor-health-on":
+            case "sensor-health-off": {
+              const on = verb === "sensor-health-on"
+              yield* actions.setChannelSensorHealth(s.orgId, id, on, s.actor)
+              return yield* flashTo(s, "/settings/alerts", {
+                kind: "ok",
+                text: on ? "Sensor-health alerts on for this channel." : "Sensor-health alerts off for this channel.",
+              })
             }
             case "rotate": {
               const rotated = yield* actions.rotateChannel(s.orgId, id, form.grace || undefined, s.actor)

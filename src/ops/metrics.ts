@@ -89,3 +89,10 @@ export const webhookQueueDepth = Metric.gauge("webhook_queue_depth", {
 export const webhookOldestDueAge = Metric.gauge("webhook_oldest_due_age_seconds", {
   description: "Age of the oldest due webhook delivery not yet sent (0 when none), read at scrape time",
 })
+
+/** D43: sensors of every organization by status, set by each silent-detection sweep (SENSOR_SWEEP_INTERVAL). */
+export const sensorsByState = Metric.gauge("sensors", {
+  description: "Sensors by state (alive, silent, unknown, revoked), as the last silent-detection sweep found them",
+})
+export const SENSOR_STATES = ["alive", "silent", "unknown", "revoked"] as const
+export const sensorsGauge = (state: (typeof SENSOR_STATES)[number]) => Metric.tagged(sensorsByState, "state", state)

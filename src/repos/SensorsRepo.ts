@@ -174,6 +174,31 @@ export class SensorsRepo extends Effect.Service<SensorsRepo>()("SensorsRepo", {
       setHealth: (id: string, from: SensorHealth, to: SensorHealth, at: Date) =>
         sql`update sensors set health = ${to}, health_changed_at = ${at}
             where id = ${id} and health = ${from} returning id`.pipe(changed, dbErrors),
+      /**
+       * setHealth for the silent-detection sweep: the same compare-and-set, and only if the row, as it is when the
+       * update runs, still has that status at `at` (statusOf's rule in SQL): a heartbeat, a revoke or a new interval
+       * that landed after the sweep read the sensor wins, and nothing is announced for a state already gone.
+       */
+      setHealthIfStill: (id: string, from: SensorHealth, to: "alive" | "silent", at: Date) =>
+        sql`update sensors set health = ${to}, health_changed_at = ${at}
+            where id = ${id} and health = ${from} and revoked_at is null and heartbeat_interval_seconds is not null
+              and ${
+                to === "silent"
+                  ? sql`coalesce(last_seen_at, created_at) < ${at}::timestamptz
+                          - make_interval(secs => heartbeat_interval_seconds * ${MISSED_HEARTBEATS})`
+                  : sql`last_seen_at >= ${at}::timestamptz
+                          - make_interval(secs => heartbeat_interval_seconds * ${MISSED_HEARTBEATS})`
+              }
+            returning id`.pipe(changed, dbErrors),
+      /** Sensors outside the sweep by status (metrics): revoked ones, and the others that expect no heartbeat. */
+      countUnwatched: () =>
+        sql<{ revoked: number; unknown: number }>`
+          select count(*) filter (where revoked_at is not null)::int as revoked,
+                 count(*) filter (where revoked_at is null and heartbeat_interval_seconds is null)::int as unknown
+          from sensors`.pipe(
+          Effect.map((rows) => ({ revoked: rows[0]?.revoked ?? 0, unknown: rows[0]?.unknown ?? 0 })),
+          dbErrors,
+        ),
     } as const
   }),
 }) {}

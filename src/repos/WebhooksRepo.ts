@@ -13,6 +13,8 @@ export const ChannelRow = Schema.Struct({
   previousSecretEnc: Schema.NullOr(Schema.String),
   previousSecretExpiresAt: Schema.NullOr(Schema.DateFromSelf),
   enabled: Schema.Boolean,
+  /** D43: opted in to `sensor.silent` / `sensor.recovered` (false for every channel made before it existed). */
+  sensorHealth: Schema.Boolean,
   createdAt: Schema.DateFromSelf,
   updatedAt: Schema.DateFromSelf,
 })
@@ -96,8 +98,8 @@ export interface AttemptOutcome {
 export const DELIVERIES_NOTIFY_CHANNEL = "webhook_deliveries"
 
 const channelColumns = (sql: SqlClient.SqlClient) => sql`
-  id, org_id, url, min_severity, secret_enc, previous_secret_enc, previous_secret_expires_at, enabled, created_at,
-  updated_at`
+  id, org_id, url, min_severity, secret_enc, previous_secret_enc, previous_secret_expires_at, enabled, sensor_health,
+  created_at, updated_at`
 
 const deliveryColumns = (sql: SqlClient.SqlClient) => sql`
   id, org_id, channel_id, transition_id, type, incident_id, body, status, attempts, retry_index, next_attempt_at,
@@ -203,6 +205,19 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("WebhooksRepo",
       matchingChannels: (orgId: string, severity: Severity) =>
         matchingChannels({ orgId, severity }).pipe(
           Effect.map((rows) => rows.map((r) => r.id)),
+          dbErrors,
+        ),
+      /** D43: the enabled channels of an organization that opted in to sensor-health alerts, by id. */
+      sensorHealthChannels: (orgId: string) =>
+        sql<{ id: string }>`select id from webhook_channels
+          where org_id = ${orgId} and sensor_health and enabled order by id`.pipe(
+          Effect.map((rows) => rows.map((r) => r.id)),
+          dbErrors,
+        ),
+      /** D43: opt a channel in to (or out of) sensor-health alerts. */
+      setSensorHealth: (id: string, on: boolean, now: Date) =>
+        sql`update webhook_channels set sensor_health = ${on}, updated_at = ${now} where id = ${id}`.pipe(
+          Effect.asVoid,
           dbErrors,
         ),
       /** Every channel of every organization (admin `secrets reseal`). */

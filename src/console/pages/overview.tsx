@@ -1,6 +1,7 @@
 import type { IncidentSummary } from "../../domain/models.ts"
 import { Layout, SeverityBadge, type Viewer } from "./components.tsx"
 import { IncidentTable } from "./incidents.tsx"
+import { SilentNotice } from "./sensors.tsx"
 
 export interface DayCount {
   readonly day: string
@@ -53,9 +54,12 @@ export const OverviewPage = (props: {
   days: ReadonlyArray<DayCount>
   latest: ReadonlyArray<IncidentSummary>
   now: Date
+  /** D43: sensors that missed three heartbeats. */
+  silentSensors?: number
 }) => (
   <Layout title="Overview" viewer={props.viewer} section="overview">
     <h1>Overview</h1>
+    <SilentNotice count={props.silentSensors ?? 0} link />
     <h2>Open incidents by severity</h2>
     <div class="grid">
       {["critical", "high", "medium", "low"].map((s) => (

@@ -28,12 +28,24 @@ const STATUS_TEXT: Readonly<Record<string, string>> = {
 
 const StatusText = ({ status }: { status: string }) => (
   <span
-    class={`status ${status === "alive" ? "status-closed" : status === "silent" ? "status-open" : ""}`}
+    class={`status ${status === "alive" ? "status-closed" : status === "silent" ? "status-silent" : ""}`}
     title={STATUS_TEXT[status] ?? ""}
   >
     {status}
   </span>
 )
+
+/** D43: silent sensors, said first and as a warning (the alert channels that opted in were told too). */
+export const SilentNotice = ({ count, link }: { count: number; link?: boolean }) =>
+  count > 0 ? (
+    <div class="notice notice-warn" role="status">
+      <p>
+        <strong>{count === 1 ? "1 sensor is silent" : `${count} sensors are silent`}</strong>:{" "}
+        {count === 1 ? "it has" : "they have"} missed three heartbeats.{" "}
+        {link === true && <a href="/settings/sensors">See the sensors</a>}
+      </p>
+    </div>
+  ) : null
 
 const heartbeatText = (seconds: number | null) => {
   if (seconds === null) return "none expected"
@@ -90,6 +102,7 @@ export const SensorsPage = (props: {
         Sensors report to the ingest address <code>{props.ingestUrl}</code> with their own token. A sensor that expects
         a heartbeat and misses three is <strong>silent</strong>.
       </p>
+      <SilentNotice count={props.sensors.filter((s) => s.status === "silent").length} />
       {shown && (
         <div class="panel" id="setup">
           <h2>Set up {shown.sensor.name}</h2>

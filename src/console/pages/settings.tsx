@@ -158,6 +158,8 @@ export interface ChannelView {
   readonly url: string
   readonly minSeverity: string
   readonly enabled: boolean
+  /** D43: the channel also receives `sensor.silent` / `sensor.recovered`. */
+  readonly sensorHealth?: boolean
   readonly createdAt: string
   readonly previousSecretValidUntil: string | null
 }
@@ -172,7 +174,9 @@ export const AlertsPage = (props: {
     <p>
       Webhook channels receive <code>incident.created</code>, <code>incident.escalated</code> and{" "}
       <code>incident.reopened</code>, signed with the channel's secret. The URL must be <code>https://</code> and
-      resolve to public addresses only.
+      resolve to public addresses only. A channel that opts in to sensor-health alerts also receives{" "}
+      <code>sensor.silent</code> and <code>sensor.recovered</code> when a sensor misses three heartbeats and when it is
+      heard from again.
     </p>
     {isAdmin(props.viewer) && (
       <form class="panel" method="post" action="/settings/alerts/channels">
@@ -189,6 +193,12 @@ export const AlertsPage = (props: {
               <option value={s}>{s}</option>
             ))}
           </select>
+        </div>
+        <div class="field">
+          <label for="channel-sensor-health" class="inline-label">
+            <input id="channel-sensor-health" type="checkbox" name="sensorHealth" value="on" /> Also sensor-health
+            alerts: <code>sensor.silent</code>, <code>sensor.recovered</code>
+          </label>
         </div>
         <button type="submit">Add channel</button>
       </form>
@@ -208,6 +218,8 @@ export const AlertsPage = (props: {
           <dd>{c.minSeverity}</dd>
           <dt>State</dt>
           <dd>{c.enabled ? "enabled" : "disabled"}</dd>
+          <dt>Sensor-health alerts</dt>
+          <dd>{c.sensorHealth === true ? "on" : "off"}</dd>
           <dt>Created</dt>
           <dd>
             <Time at={c.createdAt} now={props.now} />
@@ -234,6 +246,15 @@ export const AlertsPage = (props: {
               <Csrf token={props.viewer.csrfToken} />
               <button type="submit" class="secondary">
                 {c.enabled ? "Disable" : "Enable"}
+              </button>
+            </form>
+            <form
+              method="post"
+              action={`/settings/alerts/channels/${c.id}/${c.sensorHealth === true ? "sensor-health-off" : "sensor-health-on"}`}
+            >
+              <Csrf token={props.viewer.csrfToken} />
+              <button type="submit" class="secondary">
+                {c.sensorHealth === true ? "Stop sensor-health alerts" : "Send sensor-health alerts"}
               </button>
             </form>
             <form method="post" action={`/settings/alerts/channels/${c.id}/rotate`}>
