@@ -6,13 +6,16 @@ import { prepareAttackerInput } from "../domain/attackerInput.ts"
 import { eventTypeSpec } from "../domain/eventTypes.ts"
 import { newId } from "../domain/ids.ts"
 import { sanitizeText } from "../domain/sanitize.ts"
+import { CowrieSessionsRepo } from "../repos/CowrieSessionsRepo.ts"
 import { EventsRepo, type NewEvent } from "../repos/EventsRepo.ts"
 import { DatabaseError, transactionErrors } from "../repos/errors.ts"
 import { type IncidentRow, IncidentsRepo } from "../repos/IncidentsRepo.ts"
 import { TransitionsRepo } from "../repos/TransitionsRepo.ts"
 import { WebhookOutbox } from "../webhooks/Outbox.ts"
+import { sessionClientMembers } from "./formats/cowrie.ts"
+import type { CowrieLink, CowrieMerge, CowrieSession } from "./formats/native.ts"
 import { OrgKeys } from "./OrgKeys.ts"
-import { type CurrentIncident, decide, merge, textsFor, transitionsOf } from "./rules.ts"
+import { type CurrentIncident, decide, type IncidentAggregate, merge, textsFor, transitionsOf } from "./rules.ts"
 import type { ValidEvent } from "./validate.ts"
 
 /** The sensor a request authenticated as: the sensor, and so the organization, never come from the body. */
@@ -28,10 +31,18 @@ export type EventOutcome =
   | { readonly index: number; readonly status: "duplicate"; readonly id: string | null }
   | { readonly index: number; readonly status: "rejected"; readonly reason: string }
 
+/** A validated event to store, with its Cowrie session when it came from a Cowrie line (D42). */
+export interface EventItem {
+  readonly index: number
+  readonly event: ValidEvent
+  readonly cowrie?: CowrieLink | undefined
+}
+
 interface Prepared {
   readonly index: number
   readonly row: NewEvent
   readonly username: string | undefined
+  readonly cowrie?: CowrieLink | undefined
 }
 
 /**
@@ -67,27 +78,51 @@ export class Ingestor extends Effect.Service<Ingestor>()("Ingestor", {
     const events = yield* EventsRepo
     const transitions = yield* TransitionsRepo
     const outbox = yield* WebhookOutbox
+    const cowrieSessions = yield* CowrieSessionsRepo
     const config = yield* AppConfig
     const reopenWindowMs = Duration.toMillis(config.reopenWindow)
-    const DETAIL_KEYS = ["command", "path", "url", "fileName", "query", "userAgent", "remoteVersion"] as const
-    const prepare = (sensor: SensorIdentity, key: Uint8Array, index: number, e: ValidEvent): Prepared => {
-      const attackerInput = prepareAttackerInput(e.attackerInput, key)
-      const username = firstString(attackerInput, ["username", "user", "login"])
-      const spec = eventTypeSpec(e.type)
-      const summary = sanitizeText(
-        spec?.summary({
+    const DETAIL_KEYS = [
+      "command",
+      "path",
+      "url",
+      "fileName",
+      "query",
+      "userAgent",
+      "remoteVersion",
+      "targetHost",
+    ] as const
+    const summaryOf = (
+      e: { readonly type: string; readonly sourceIp: string; readonly port: number; readonly service: string },
+      attackerInput: Record<string, unknown>,
+    ) =>
+      sanitizeText(
+        eventTypeSpec(e.type)?.summary({
           sourceIp: e.sourceIp,
           port: e.port,
           service: e.service,
-          username,
+          username: firstString(attackerInput, ["username", "user", "login"]),
           // The member the type's detailNoun names, under the mappers' names (OpenCanary FILENAME → fileName,
           // REMOTEVERSION → remoteVersion).
           detail: firstString(attackerInput, DETAIL_KEYS),
         }) ?? `${e.type} from ${e.sourceIp}`,
       )
+    const prepare = (
+      sensor: SensorIdentity,
+      key: Uint8Array,
+      index: number,
+      e: ValidEvent,
+      cowrie: CowrieLink | undefined,
+      client: Record<string, unknown> | undefined,
+    ): Prepared => {
+      const own = prepareAttackerInput(e.attackerInput, key)
+      const username = firstString(own, ["username", "user", "login"])
+      const summary = summaryOf(e, own)
+      // D42: the session's client members (already prepared) join the event's own, which they never hide.
+      const attackerInput = client === undefined ? own : { ...client, ...own }
       return {
         index,
         username,
+        cowrie,
         row: {
           id: newId("event", e.time.getTime()),
           orgId: sensor.orgId,
@@ -110,6 +145,160 @@ export class Ingestor extends Effect.Service<Ingestor>()("Ingestor", {
       }
     }
 
+    /** D42: the event type of a Cowrie action under the session's protocol (ssh-only actions keep their type). */
+    const cowrieType = (protocol: "ssh" | "telnet", action: string, current: string) =>
+      eventTypeSpec(`${protocol}.${action}`) ?? eventTypeSpec(current)
+
+    /**
+     * D14/D42: writes again the event types and texts of incidents whose events changed type (a Cowrie session's
+     * events completed by a connect that arrived after them).
+     */
+    const refreshIncidents = (sensor: SensorIdentity, incidentIds: ReadonlyArray<string>) =>
+      Effect.gen(function* () {
+        if (incidentIds.length === 0) return
+        const rows = yield* sql<{
+          id: string
+          sourceIp: string
+          eventCount: number
+          usernames: ReadonlyArray<string>
+          status: "open" | "closed"
+          severity: IncidentAggregate["severity"]
+          tags: ReadonlyArray<string>
+          highConfidence: boolean
+          firstSeenAt: Date
+          lastSeenAt: Date
+          resolvedAt: Date | null
+          types: ReadonlyArray<string> | null
+        }>`
+          select i.id, i.source_ip as "sourceIp", i.event_count as "eventCount", i.usernames, i.status, i.severity,
+            i.tags, i.high_confidence as "highConfidence", i.first_seen_at as "firstSeenAt",
+            i.last_seen_at as "lastSeenAt", i.resolved_at as "resolvedAt",
+            (select array_agg(distinct e.type order by e.type) from events e
+              where e.incident_id = i.id and e.org_id = i.org_id) as types
+          from incidents i where i.org_id = ${sensor.orgId} and i.id in ${sql.in([...incidentIds].sort())}
+          order by i.id for update`
+        const updates = rows.map((r) => {
+          const aggregate: IncidentAggregate = { ...r, eventTypes: r.types ?? [] }
+          return { id: r.id, event_types: aggregate.eventTypes, ...textsFor(aggregate, sensor.name, r.sourceIp) }
+        })
+        if (updates.length === 0) return
+        yield* sql`
+          update incidents i set event_types = r.event_types, title = r.title, narrative = r.narrative,
+            recommended_action = r."recommendedAction"
+          from jsonb_to_recordset(${JSON.stringify(updates)}::jsonb)
+            as r(id text, event_types text[], title text, narrative text, "recommendedAction" text)
+          where i.id = r.id and i.org_id = ${sensor.orgId}`
+      })
+
+    /**
+     * D42, inside the ingest transaction and under the advisory locks of the sessions' source addresses (every line
+     * of a Cowrie session has the same one), so lines of one session in concurrent requests take turns:
+     * - remembers the connects (protocol and ports) this request teaches, and the merged lines' client details;
+     * - completes the session's events stored before its connect was known (type, ports, summary) and writes their
+     *   incidents' event types and texts again;
+     * - sets the session's client members on its stored events when a merged line is new;
+     * - returns this request's events completed the same way, and each session's client members for them.
+     * Whatever order a session's lines arrive in, its events end up the same.
+     */
+    const completeCowrieSessions = (
+      sensor: SensorIdentity,
+      key: Uint8Array,
+      items: ReadonlyArray<EventItem>,
+      merges: ReadonlyArray<CowrieMerge>,
+      now: Date,
+    ) =>
+      Effect.gen(function* () {
+        const clients = new Map<string, Record<string, unknown>>()
+        const sessions = [
+          ...new Set([
+            ...items.flatMap((i) => (i.cowrie === undefined ? [] : [i.cowrie.session])),
+            ...merges.map((m) => m.session),
+          ]),
+        ]
+        if (sessions.length === 0) return { items, clients }
+        const { orgId, sensorId } = sensor
+        // The earliest connect of each session in this request (a session has one).
+        const taught = new Map<string, { readonly at: string; readonly session: CowrieSession }>()
+        for (const item of items) {
+          const teaches = item.cowrie?.teaches
+          if (item.cowrie === undefined || teaches === undefined) continue
+          const at = `${item.event.time.toISOString()} ${item.event.sensorEventId}`
+          const seen = taught.get(item.cowrie.session)
+          if (seen === undefined || at < seen.at) taught.set(item.cowrie.session, { at, session: teaches })
+        }
+        yield* cowrieSessions.remember(
+          orgId,
+          sensorId,
+          new Map([...taught].map(([session, t]) => [session, t.session])),
+          now,
+        )
+        const added = yield* cowrieSessions.addDetails(
+          orgId,
+          sensorId,
+          merges.map((m) => ({
+            session: m.session,
+            lineId: m.lineId,
+            time: new Date(m.time),
+            details: prepareAttackerInput(m.details, key),
+          })),
+          now,
+        )
+        const known = yield* cowrieSessions.find(orgId, sensorId, sessions)
+        const bySession = new Map<string, Array<{ details: Record<string, unknown> }>>()
+        for (const row of yield* cowrieSessions.details(orgId, sensorId, sessions)) {
+          const list = bySession.get(row.session)
+          if (list) list.push(row)
+          else bySession.set(row.session, [row])
+        }
+        for (const [session, rows] of bySession) {
+          const members = sessionClientMembers(rows)
+          if (Object.keys(members).length > 0) clients.set(session, members)
+        }
+
+        // Stored events that waited for their session's connect.
+        const waiting = yield* cowrieSessions.incomplete(orgId, sensorId, [...known.keys()])
+        const completed = waiting.flatMap((w) => {
+          const session = known.get(w.session)
+          if (session === undefined) return []
+          const spec = w.ownProtocol ? eventTypeSpec(w.type) : cowrieType(session.protocol, w.action, w.type)
+          const type = spec?.type ?? w.type
+          const service = spec?.service ?? session.protocol
+          const port = w.ownPort ? w.port : session.port
+          const sourcePort = w.ownSourcePort ? w.sourcePort : session.sourcePort
+          const summary = summaryOf({ type, sourceIp: w.sourceIp, port, service }, w.attackerInput)
+          return [{ eventId: w.eventId, session: w.session, type, service, sourcePort, port, summary, was: w }]
+        })
+        yield* cowrieSessions.complete(orgId, sensorId, completed)
+        yield* refreshIncidents(sensor, [
+          ...new Set(completed.filter((c) => c.type !== c.was.type).map((c) => c.was.incidentId)),
+        ])
+        yield* cowrieSessions.addClientMembers(
+          orgId,
+          sensorId,
+          new Map(
+            [...added].flatMap((session) => (clients.has(session) ? [[session, clients.get(session) ?? {}]] : [])),
+          ),
+        )
+
+        const completedItems = items.map((item): EventItem => {
+          const link = item.cowrie
+          const session = link === undefined ? undefined : known.get(link.session)
+          if (link === undefined || session === undefined) return item
+          const e = item.event
+          const spec = link.ownProtocol ? undefined : cowrieType(session.protocol, link.action, e.type)
+          const event: ValidEvent = {
+            ...e,
+            type: spec?.type ?? e.type,
+            service: spec?.service ?? e.service,
+            action: spec?.action ?? e.action,
+            sourcePort: link.ownSourcePort ? e.sourcePort : session.sourcePort,
+            port: link.ownPort ? e.port : session.port,
+          }
+          return { ...item, event, cowrie: { ...link, ownProtocol: true, ownSourcePort: true, ownPort: true } }
+        })
+        return { items: completedItems, clients }
+      })
+
     /**
      * All events of one request (one sensor), in one transaction: the grouping keys' advisory locks are taken in
      * one statement in hash order (so two requests with overlapping keys never deadlock), then each step is one
@@ -117,11 +306,16 @@ export class Ingestor extends Effect.Service<Ingestor>()("Ingestor", {
      * upsert, the event insert, the transitions and the outbox. About 8 round trips per request instead of about
      * 8 per grouping key.
      */
-    const ingestBatch = (sensor: SensorIdentity, prepared: ReadonlyArray<Prepared>) =>
+    const ingestBatch = (
+      sensor: SensorIdentity,
+      key: Uint8Array,
+      items: ReadonlyArray<EventItem>,
+      merges: ReadonlyArray<CowrieMerge>,
+    ) =>
       sql.withTransaction(
         Effect.gen(function* () {
           const now = new Date(yield* Clock.currentTimeMillis)
-          const sourceIps = [...new Set(prepared.map((p) => p.row.sourceIp))]
+          const sourceIps = [...new Set([...items.map((i) => i.event.sourceIp), ...merges.map((m) => m.sourceIp)])]
           const lockKeys = sourceIps.map((ip) => `${sensor.orgId}|${sensor.sensorId}|${ip}`)
           // The same lock ids as one key per transaction took before (hashtextextended of org|sensor|ip), so
           // processes of both versions exclude each other during a rolling deploy.
@@ -131,6 +325,19 @@ export class Ingestor extends Effect.Service<Ingestor>()("Ingestor", {
               order by h
             ) l`
           const outcomes: Array<EventOutcome> = []
+          // D42: Cowrie sessions first (under the locks just taken), so that the newest incidents read below already
+          // hold the event types of any stored event this request completes.
+          const cowrie = yield* completeCowrieSessions(sensor, key, items, merges, now)
+          const prepared = cowrie.items.map((item) =>
+            prepare(
+              sensor,
+              key,
+              item.index,
+              item.event,
+              item.cowrie,
+              item.cowrie === undefined ? undefined : cowrie.clients.get(item.cowrie.session),
+            ),
+          )
           const stored = new Map(
             (yield* events.existingSensorEventIds(
               sensor.sensorId,
@@ -193,6 +400,28 @@ export class Ingestor extends Effect.Service<Ingestor>()("Ingestor", {
             now,
           )
           const writtenIds = new Set(written.map((w) => w.sensorEventId))
+          yield* cowrieSessions.linkEvents(
+            sensor.orgId,
+            sensor.sensorId,
+            plans.flatMap((plan) =>
+              plan.group.flatMap((p) =>
+                p.cowrie === undefined || !writtenIds.has(p.row.sensorEventId)
+                  ? []
+                  : [
+                      {
+                        session: p.cowrie.session,
+                        eventId: p.row.id,
+                        action: p.cowrie.action,
+                        ownProtocol: p.cowrie.ownProtocol,
+                        ownSourcePort: p.cowrie.ownSourcePort,
+                        ownPort: p.cowrie.ownPort,
+                        complete: p.cowrie.ownProtocol && p.cowrie.ownSourcePort && p.cowrie.ownPort,
+                      },
+                    ],
+              ),
+            ),
+            now,
+          )
           // A concurrent request with another sourceIp (so another lock) may have stored one of these sensor event
           // ids since the check: it is a duplicate here, and its incident is recounted.
           const short = plans.filter((plan) => plan.group.some((p) => !writtenIds.has(p.row.sensorEventId)))
@@ -240,17 +469,20 @@ export class Ingestor extends Effect.Service<Ingestor>()("Ingestor", {
         }),
       )
 
-    /** Ingests validated events of one sensor; returns one outcome per event, in input order. */
+    /**
+     * Ingests validated events of one sensor, and the client details of Cowrie lines merged into their sessions'
+     * events (D42); returns one outcome per event, in input order (a merged line's outcome is the route's).
+     */
     const ingest = (
       sensor: SensorIdentity,
-      items: ReadonlyArray<{ readonly index: number; readonly event: ValidEvent }>,
-    ) =>
+      events: ReadonlyArray<EventItem>,
+      merges: ReadonlyArray<CowrieMerge> = [],
+    ): Effect.Effect<Array<EventOutcome>, DatabaseError> =>
       Effect.gen(function* () {
-        if (items.length === 0) return []
+        if (events.length === 0 && merges.length === 0) return []
         // D19: the organization's fingerprint key, unsealed once per process.
         const key = yield* orgKeys.fingerprintKey(sensor.orgId)
-        const prepared = items.map((item) => prepare(sensor, key, item.index, item.event))
-        const outcomes = yield* ingestBatch(sensor, prepared).pipe(
+        const outcomes = yield* ingestBatch(sensor, key, events, merges).pipe(
           transactionErrors,
           // The advisory locks and the incidents are locked in one order by every request; a deadlock can still
           // involve the idle close (it locks open incidents in scan order): the transaction is simply run again.

@@ -20,7 +20,9 @@
 import { eventTypeSpec } from "../../domain/eventTypes.ts"
 import type { MapResult } from "./native.ts"
 import {
+  type CowrieSession,
   describe,
+  ignored,
   isDefaultCredential,
   isRecord,
   lineId,
@@ -33,15 +35,99 @@ import {
   rejected,
 } from "./native.ts"
 
-/** The Cowrie eventids this service understands, and the action part of their event type. */
-export const COWRIE_EVENTIDS: ReadonlyMap<string, string> = new Map([
-  ["cowrie.session.connect", "session"],
-  ["cowrie.login.failed", "login_attempt"],
-  ["cowrie.login.success", "login_success"],
-  ["cowrie.command.input", "command"],
-  ["cowrie.command.failed", "command"],
-  ["cowrie.session.file_download", "file_download"],
+/**
+ * D42: what each Cowrie eventid becomes. Every eventid that Cowrie's sources emit (src/cowrie/core/eventids.py, the
+ * catalogue Cowrie checks its emitters against) is listed: `accepted` as an event of the action's type (ssh.* or
+ * telnet.* by the session's protocol), `merged` into the session's events when it only describes the attacker's client
+ * (its members are listed), or `ignored` with the reason when it records no attacker action. An eventid missing here
+ * (a later Cowrie version's) is accepted as `<protocol>.activity`, a generic event without techniques: a line of an
+ * attacker's session is kept rather than dropped, and nothing is claimed about it.
+ */
+export type CowrieOutcome =
+  | { readonly outcome: "accepted"; readonly action: string }
+  | { readonly outcome: "merged"; readonly what: string }
+  | { readonly outcome: "ignored"; readonly reason: string }
+
+const accepted = (action: string): CowrieOutcome => ({ outcome: "accepted", action })
+const merged = (what: string): CowrieOutcome => ({ outcome: "merged", what })
+const ignoredBecause = (reason: string): CowrieOutcome => ({ outcome: "ignored", reason })
+
+const ENRICHMENT = "an output plugin's own lookup or report, not something the attacker did"
+
+export const COWRIE_EVENTIDS: ReadonlyMap<string, CowrieOutcome> = new Map([
+  ["cowrie.session.connect", accepted("session")],
+  ["cowrie.login.failed", accepted("login_attempt")], // pubkey_attempt when it carries a key and no password
+  ["cowrie.login.success", accepted("login_success")],
+  ["cowrie.command.input", accepted("command")],
+  ["cowrie.command.failed", accepted("command")],
+  ["cowrie.command.success", accepted("command")], // a line typed into a running command (passwd: a new password)
+  ["cowrie.command.chpasswd", accepted("command")],
+  ["cowrie.session.input", accepted("command")], // standard input typed into a command (cat, dd, tee, ...)
+  ["cowrie.session.file_download", accepted("file_download")],
+  ["cowrie.session.file_download.failed", accepted("file_download_failed")],
+  ["cowrie.session.file_upload", accepted("file_upload")],
+  ["cowrie.direct-tcpip.request", accepted("port_forward")],
+  ["cowrie.direct-tcpip.redirect", accepted("port_forward")],
+  ["cowrie.direct-tcpip.tunnel", accepted("port_forward")],
+  ["cowrie.direct-tcpip.data", accepted("port_forward")],
+  ["cowrie.tunnelproxy-tcpip.data", accepted("port_forward")],
+  ["cowrie.telnet.exploit_attempt", accepted("exploit_attempt")],
+  ["cowrie.telnet.exploit_success", accepted("exploit_attempt")],
+  ["cowrie.client.version", merged("SSH client version")],
+  ["cowrie.client.kex", merged("SSH key exchange (HASSH)")],
+  ["cowrie.client.size", merged("terminal size")],
+  ["cowrie.client.var", merged("environment variable")],
+  ["cowrie.client.fingerprint", merged("public key offered by the client")],
+  ["cowrie.direct-tcpip.ja4", merged("JA4 TLS client fingerprint")],
+  ["cowrie.direct-tcpip.ja4h", merged("JA4H HTTP client fingerprint")],
+  ["cowrie.session.closed", merged("session duration")],
+  ["cowrie.client.malformed_packet", ignoredBecause("a malformed SSH packet: the connection is already recorded")],
+  ["cowrie.session.params", ignoredBecause("the emulated system's architecture, not something the attacker sent")],
+  ["cowrie.log.open", ignoredBecause("the honeypot opened its TTY recording")],
+  ["cowrie.log.closed", ignoredBecause("the honeypot closed its TTY recording")],
+  ["cowrie.telnet.option", ignoredBecause("telnet option negotiation")],
+  ["cowrie.telnet.error", ignoredBecause("a telnet protocol error of the honeypot")],
+  ["cowrie.proxy.backend_connect_error", ignoredBecause("proxy backend plumbing")],
+  ["cowrie.proxy.backend_connected", ignoredBecause("proxy backend plumbing")],
+  ["cowrie.proxy.backend_disconnected", ignoredBecause("proxy backend plumbing")],
+  ["cowrie.proxy.client_disconnect", ignoredBecause("proxy backend plumbing")],
+  ["cowrie.proxy.ssh", ignoredBecause("proxy backend plumbing")],
+  ["cowrie.backend_pool.libvirtd", ignoredBecause("backend pool plumbing")],
+  ["cowrie.abuseipdb.ratelimited", ignoredBecause(ENRICHMENT)],
+  ["cowrie.abuseipdb.reportedip", ignoredBecause(ENRICHMENT)],
+  ["cowrie.abuseipdb.reportfail", ignoredBecause(ENRICHMENT)],
+  ["cowrie.abuseipdb.started", ignoredBecause(ENRICHMENT)],
+  ["cowrie.abuseipdb.wakeup", ignoredBecause(ENRICHMENT)],
+  ["cowrie.greynoise.result", ignoredBecause(ENRICHMENT)],
+  ["cowrie.reversedns.connect", ignoredBecause(ENRICHMENT)],
+  ["cowrie.reversedns.forward", ignoredBecause(ENRICHMENT)],
+  ["cowrie.urlhaus.submitted", ignoredBecause(ENRICHMENT)],
+  ["cowrie.virustotal.scanfile", ignoredBecause(ENRICHMENT)],
+  ["cowrie.virustotal.scanurl", ignoredBecause(ENRICHMENT)],
 ])
+
+/** The action of a line whose eventid this version does not know. */
+export const COWRIE_UNKNOWN_ACTION = "activity"
+
+/**
+ * D42: the attackerInput members that merged lines give the session's events. Own members of an event never use
+ * these names, so the session's members can be added to a stored event at any time without hiding its own.
+ */
+export const COWRIE_CLIENT_MEMBERS: ReadonlyArray<string> = [
+  "clientVersion",
+  "hassh",
+  "hasshAlgorithms",
+  "terminalSize",
+  "env",
+  "clientKeyFingerprint",
+  "clientKeyType",
+  "ja4",
+  "ja4h",
+  "sessionDurationSeconds",
+]
+
+/** At most this many environment variables of a session are kept (the first by time). */
+export const COWRIE_MAX_ENV = 32
 
 /** The eventid of a session's first line, the only one with the protocol and the ports. */
 const COWRIE_CONNECT = "cowrie.session.connect"
@@ -49,12 +135,7 @@ const COWRIE_CONNECT = "cowrie.session.connect"
 /** The prefix of a Cowrie line's `sensorEventId`. */
 const COWRIE_ID_PREFIX = "cw:k1:"
 
-/** What a session's connect line told: its protocol and ports (as mapped: unknown ports already defaulted). */
-export interface CowrieSession {
-  readonly protocol: "ssh" | "telnet"
-  readonly sourcePort: number
-  readonly port: number
-}
+export type { CowrieSession } from "./native.ts"
 
 const SESSION_PATTERN = /^[A-Za-z0-9_-]{1,64}$/
 
@@ -107,18 +188,178 @@ const isConnectLine = (line: unknown): boolean => {
 
 const protocolOf = (v: unknown): "ssh" | "telnet" | undefined => (v === "ssh" || v === "telnet" ? v : undefined)
 
+/** What Cowrie's `escape_nonprintable` writes: printable ASCII, `\\` for a backslash, `\xNN` for any other byte. */
+const ESCAPED_FORM = /^(?:[\x20-\x5b\x5d-\x7e]|\\\\|\\x[0-9a-fA-F]{2})*$/
+const strictUtf8 = new TextDecoder("utf-8", { fatal: true })
+
+/**
+ * D42: Cowrie writes usernames, passwords and client versions (and the proxy's variables) through
+ * `escape_nonprintable` (src/cowrie/core/utils.py): every byte outside printable ASCII becomes `\xNN`, a backslash
+ * `\\`. When the whole string has that form and its bytes are UTF-8, the characters they encode are returned
+ * (`r\xc3\xa9mi` → `rémi`); otherwise the string is returned unchanged (bytes that are not UTF-8 stay escaped). A
+ * field Cowrie does not escape, such as a typed command, is never passed here: its `\x41` is what was typed.
+ */
+export const unescapeCowrie = (s: string): string => {
+  if (!s.includes("\\") || s.length > 65536 || !ESCAPED_FORM.test(s)) return s
+  const bytes: Array<number> = []
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i)
+    if (c !== 0x5c) {
+      bytes.push(c)
+    } else if (s[i + 1] === "\\") {
+      bytes.push(0x5c)
+      i += 1
+    } else {
+      bytes.push(Number.parseInt(s.slice(i + 2, i + 4), 16))
+      i += 3
+    }
+  }
+  try {
+    return strictUtf8.decode(new Uint8Array(bytes))
+  } catch {
+    return s
+  }
+}
+
+const escapedField = (v: unknown): unknown => (typeof v === "string" ? unescapeCowrie(v) : v)
+
+const finiteNumber = (v: unknown): number | undefined => {
+  const n = typeof v === "string" && /^\d{1,12}(?:\.\d{1,9})?$/.test(v) ? Number(v) : v
+  return typeof n === "number" && Number.isFinite(n) && n >= 0 ? n : undefined
+}
+
+/** The members a merged line gives its session's events (COWRIE_CLIENT_MEMBERS), from the line. */
+const clientDetails = (eventid: string, line: Record<string, unknown>): Record<string, unknown> => {
+  const out: Record<string, unknown> = {}
+  switch (eventid) {
+    case "cowrie.client.version":
+      putScalar(out, "clientVersion", escapedField(line.version))
+      break
+    case "cowrie.client.kex":
+      putScalar(out, "hassh", line.hassh)
+      putScalar(out, "hasshAlgorithms", line.hasshAlgorithms)
+      break
+    case "cowrie.client.size": {
+      const width = finiteNumber(line.width)
+      const height = finiteNumber(line.height)
+      if (width !== undefined && height !== undefined) out.terminalSize = `${width}x${height}`
+      break
+    }
+    case "cowrie.client.var": {
+      const name = escapedField(line.name)
+      if (typeof name === "string" && name.length > 0 && name.length <= 256) {
+        const env: Record<string, unknown> = {}
+        putScalar(env, name, escapedField(line.value))
+        if (Object.keys(env).length > 0) out.env = env
+      }
+      break
+    }
+    case "cowrie.client.fingerprint":
+      putScalar(out, "clientKeyFingerprint", line.fingerprint)
+      putScalar(out, "clientKeyType", line.type)
+      break
+    case "cowrie.direct-tcpip.ja4":
+      putScalar(out, "ja4", line.ja4)
+      break
+    case "cowrie.direct-tcpip.ja4h":
+      putScalar(out, "ja4h", line.ja4h)
+      break
+    case "cowrie.session.closed": {
+      // Cowrie writes duration_ms (milliseconds) today, duration (seconds) before.
+      const ms = finiteNumber(line.duration_ms)
+      const seconds = ms !== undefined ? ms / 1000 : finiteNumber(line.duration)
+      if (seconds !== undefined) out.sessionDurationSeconds = Math.round(seconds * 1000) / 1000
+      break
+    }
+  }
+  return out
+}
+
+/** The event's own attackerInput members and tags for an accepted line; the action may be refined (pubkey). */
+const ownMembers = (
+  eventid: string,
+  action: string,
+  line: Record<string, unknown>,
+): { action: string; attackerInput: Record<string, unknown>; tags: Array<string> } => {
+  const attackerInput: Record<string, unknown> = {}
+  const tags: Array<string> = []
+  switch (action) {
+    case "login_attempt":
+    case "login_success": {
+      const username = escapedField(line.username)
+      const password = escapedField(line.password)
+      putScalar(attackerInput, "username", username)
+      putScalar(attackerInput, "password", password)
+      putScalar(attackerInput, "keyFingerprint", line.fingerprint)
+      putScalar(attackerInput, "keyType", line.type)
+      // D42: a public-key attempt carries the key and no password.
+      const pubkey = line.password === undefined && (line.fingerprint !== undefined || line.key !== undefined)
+      // Techniques say what happened: default credentials are a technique only when they let the attacker in.
+      const user = typeof username === "string" ? username : undefined
+      const pass = typeof password === "string" ? password : undefined
+      if (action === "login_success" && isDefaultCredential(user, pass)) tags.push("default-credentials")
+      return { action: pubkey && action === "login_attempt" ? "pubkey_attempt" : action, attackerInput, tags }
+    }
+    case "command": {
+      if (eventid === "cowrie.command.chpasswd") {
+        putScalar(attackerInput, "targetUser", line.username)
+      } else if (eventid === "cowrie.command.success" && line.realm === "passwd") {
+        putScalar(attackerInput, "password", line.input) // a new password typed into passwd
+      } else if (eventid === "cowrie.session.input" || eventid === "cowrie.command.success") {
+        putScalar(attackerInput, "input", line.input)
+        putScalar(attackerInput, "realm", line.realm)
+      } else {
+        putScalar(attackerInput, "command", line.input)
+        if (typeof line.input === "string") tags.push(...commandTags(line.input))
+      }
+      break
+    }
+    case "file_download":
+      putScalar(attackerInput, "url", line.url)
+      putScalar(attackerInput, "shasum", line.shasum)
+      tags.push("malware-download")
+      break
+    case "file_download_failed":
+      putScalar(attackerInput, "url", line.url)
+      break
+    case "file_upload":
+      putScalar(attackerInput, "fileName", line.filename)
+      putScalar(attackerInput, "path", line.destfile)
+      putScalar(attackerInput, "shasum", line.shasum)
+      break
+    case "port_forward":
+      // direct-tcpip lines put the forward's target in dst_ip/dst_port (not the decoy's address).
+      putScalar(attackerInput, "targetHost", line.dst_ip)
+      putScalar(attackerInput, "targetPort", line.dst_port)
+      putScalar(attackerInput, "originHost", line.orig_ip)
+      putScalar(attackerInput, "originPort", line.orig_port)
+      putScalar(attackerInput, "redirectHost", line.new_ip)
+      putScalar(attackerInput, "redirectPort", line.new_port)
+      putScalar(attackerInput, "data", line.data)
+      break
+    case "exploit_attempt":
+      putScalar(attackerInput, "cve", line.cve)
+      putScalar(attackerInput, "username", line.username)
+      putScalar(attackerInput, "variable", line.name)
+      putScalar(attackerInput, "value", line.value)
+      break
+    case COWRIE_UNKNOWN_ACTION:
+      putScalar(attackerInput, "eventid", line.eventid)
+      putScalar(attackerInput, "message", line.message)
+      break
+  }
+  return { action, attackerInput, tags }
+}
+
 const mapLine = (line: unknown, lineIdKey: Uint8Array, session?: CowrieSession): MapResult => {
   if (!isRecord(line)) return rejected(`a Cowrie log line must be a JSON object, got ${describe(line)}`)
 
   const eventid = line.eventid
-  if (typeof eventid !== "string") return rejected(`missing or invalid eventid: ${describe(eventid)}`)
-  const action = COWRIE_EVENTIDS.get(eventid)
-  if (action === undefined) return rejected(`unsupported cowrie eventid ${describe(eventid)}`)
-  // A connect line is the session's own record: it never takes another's values.
-  const known = eventid === COWRIE_CONNECT ? undefined : session
-  const service = protocolOf(line.protocol) ?? known?.protocol ?? "ssh"
-  const spec = eventTypeSpec(`${service}.${action}`)
-  if (spec === undefined) return rejected(`cowrie eventid ${eventid} maps to unknown event type ${service}.${action}`)
+  if (typeof eventid !== "string" || !/^[\x21-\x7e]{1,128}$/.test(eventid)) {
+    return rejected(`missing or invalid eventid: ${describe(eventid)}`)
+  }
+  const outcome = COWRIE_EVENTIDS.get(eventid) ?? accepted(COWRIE_UNKNOWN_ACTION)
+  if (outcome.outcome === "ignored") return ignored(`${eventid}: ${outcome.reason}; nothing stored`)
 
   const sessionId = line.session
   if (typeof sessionId !== "string" || !SESSION_PATTERN.test(sessionId)) {
@@ -128,48 +369,62 @@ const mapLine = (line: unknown, lineIdKey: Uint8Array, session?: CowrieSession):
   if (sourceIp === undefined) return rejected(`missing or invalid src_ip: ${describe(line.src_ip)}`)
   const time = readTime(line)
   if (time === undefined) return rejected(`missing or invalid timestamp: ${describe(line.timestamp ?? line.time)}`)
+  const id = lineId(COWRIE_ID_PREFIX, lineIdKey, line)
+
+  if (outcome.outcome === "merged") {
+    return {
+      _tag: "Merged",
+      reason: `${eventid}: ${outcome.what}, added to the attackerInput of this session's events`,
+      merge: { session: sessionId, sourceIp, time, lineId: id, details: clientDetails(eventid, line) },
+    }
+  }
+
+  // A connect line is the session's own record: it never takes another's values.
+  const isConnect = eventid === COWRIE_CONNECT
+  const known = isConnect ? undefined : session
+  const ownProtocol = protocolOf(line.protocol)
+  const protocol = ownProtocol ?? known?.protocol ?? "ssh"
+  const own = ownMembers(eventid, outcome.action, line)
+  const spec =
+    eventTypeSpec(`${protocol}.${own.action}`) ??
+    eventTypeSpec(`ssh.${own.action}`) ??
+    eventTypeSpec(`${protocol}.${COWRIE_UNKNOWN_ACTION}`)
+  if (spec === undefined) return rejected(`cowrie eventid ${eventid} maps to no event type`)
+
   const ownSourcePort = parsePort(line.src_port)
   if (ownSourcePort === "invalid") return rejected(`invalid src_port: ${describe(line.src_port)}`)
-  const ownDstPort = parsePort(line.dst_port)
+  // direct-tcpip lines name the forward's target in dst_port: the decoy's port comes from the session.
+  const ownDstPort = own.action === "port_forward" ? "unknown" : parsePort(line.dst_port)
   if (ownDstPort === "invalid") return rejected(`invalid dst_port: ${describe(line.dst_port)}`)
   const sourcePort = ownSourcePort === "unknown" && known !== undefined ? known.sourcePort : ownSourcePort
   const dstPort = ownDstPort === "unknown" && known !== undefined ? known.port : ownDstPort
 
-  const attackerInput: Record<string, unknown> = {}
-  const tags: Array<string> = []
-  switch (action) {
-    case "login_attempt":
-    case "login_success": {
-      putScalar(attackerInput, "username", line.username)
-      putScalar(attackerInput, "password", line.password)
-      const username = typeof line.username === "string" ? line.username : undefined
-      const password = typeof line.password === "string" ? line.password : undefined
-      if (isDefaultCredential(username, password)) tags.push("default-credentials")
-      break
-    }
-    case "command": {
-      putScalar(attackerInput, "command", line.input)
-      if (typeof line.input === "string") tags.push(...commandTags(line.input))
-      break
-    }
-    case "file_download": {
-      putScalar(attackerInput, "url", line.url)
-      putScalar(attackerInput, "shasum", line.shasum)
-      tags.push("malware-download")
-      break
-    }
-  }
-
-  return mappedLogEvent({
-    sensorEventId: lineId(COWRIE_ID_PREFIX, lineIdKey, line),
+  const result = mappedLogEvent({
+    sensorEventId: id,
     time,
     sourceIp,
     sourcePort,
     dstPort,
     spec,
-    tags,
-    attackerInput,
+    tags: own.tags,
+    attackerInput: own.attackerInput,
   })
+  if (result._tag !== "Mapped") return result
+  const teaches =
+    isConnect || (ownProtocol !== undefined && ownSourcePort !== "unknown" && ownDstPort !== "unknown")
+      ? { protocol, sourcePort: result.event.sourcePort, port: result.event.port }
+      : undefined
+  return {
+    ...result,
+    cowrie: {
+      session: sessionId,
+      action: own.action,
+      ownProtocol: ownProtocol !== undefined || known !== undefined,
+      ownSourcePort: ownSourcePort !== "unknown" || known !== undefined,
+      ownPort: ownDstPort !== "unknown" || known !== undefined,
+      teaches,
+    },
+  }
 }
 
 /**
@@ -236,4 +491,33 @@ export const mapCowrieBatch = (
     }),
     connects,
   }
+}
+
+/**
+ * D42: the client members of a session, from its merged lines' details (`rows` earliest first, ties by line id):
+ * the earliest line wins a member; environment variables are merged by name (the earliest value of each, at most
+ * COWRIE_MAX_ENV names). The same lines give the same members whatever order they arrived in. Pure.
+ */
+export const sessionClientMembers = (
+  rows: ReadonlyArray<{ readonly details: Record<string, unknown> }>,
+): Record<string, unknown> => {
+  const out: Record<string, unknown> = {}
+  const env: Record<string, unknown> = {}
+  for (const { details } of rows) {
+    for (const [key, value] of Object.entries(details)) {
+      if (!COWRIE_CLIENT_MEMBERS.includes(key)) continue
+      if (key === "env") {
+        if (!isRecord(value)) continue
+        for (const [name, v] of Object.entries(value)) {
+          if (name === "__proto__" || name === "constructor" || name === "prototype") continue
+          if (Object.hasOwn(env, name) || Object.keys(env).length >= COWRIE_MAX_ENV) continue
+          env[name] = v
+        }
+      } else if (!Object.hasOwn(out, key)) {
+        out[key] = value
+      }
+    }
+  }
+  if (Object.keys(env).length > 0) out.env = env
+  return out
 }

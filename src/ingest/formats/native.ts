@@ -30,12 +30,53 @@ export interface NativeEventInput {
   readonly attackerInput: Record<string, unknown>
 }
 
+/** What the protocol and ports of a Cowrie session are, as its connect line (or any line naming all three) tells. */
+export interface CowrieSession {
+  readonly protocol: "ssh" | "telnet"
+  readonly sourcePort: number
+  readonly port: number
+}
+
+/**
+ * D42: how a mapped Cowrie line belongs to its session. The Ingestor uses it inside the ingest transaction: a line
+ * that did not name its protocol or ports takes them from the session (when known, now or later), and every event of
+ * the session carries the session's merged client details.
+ */
+export interface CowrieLink {
+  readonly session: string
+  /** The action part of the event type (`login_attempt`, ...): with the session's protocol it names the type. */
+  readonly action: string
+  /** Whether the line itself named the protocol, the source port and the decoy port (then they are final). */
+  readonly ownProtocol: boolean
+  readonly ownSourcePort: boolean
+  readonly ownPort: boolean
+  /** What this line teaches about its session (a connect line, or a line naming protocol and both ports). */
+  readonly teaches?: CowrieSession | undefined
+}
+
+/** D42: a line that only describes the attacker's client: its details join the session's events. */
+export interface CowrieMerge {
+  readonly session: string
+  readonly sourceIp: string
+  /** RFC 3339; the earliest line wins when two lines give the same member. */
+  readonly time: string
+  /** The line's keyed id (ties between equal times). */
+  readonly lineId: string
+  /** attackerInput members (not yet cleaned or masked: the Ingestor prepares them like any attackerInput). */
+  readonly details: Record<string, unknown>
+}
+
 export type MapResult =
-  | { readonly _tag: "Mapped"; readonly event: NativeEventInput }
+  | { readonly _tag: "Mapped"; readonly event: NativeEventInput; readonly cowrie?: CowrieLink | undefined }
   | { readonly _tag: "Rejected"; readonly reason: string }
+  /** D42: a well-formed line that records no attacker action; nothing is stored. */
+  | { readonly _tag: "Ignored"; readonly reason: string }
+  /** D42: a line that describes the attacker's client; its details become members of the session's events. */
+  | { readonly _tag: "Merged"; readonly reason: string; readonly merge: CowrieMerge }
 
 export const mapped = (event: NativeEventInput): MapResult => ({ _tag: "Mapped", event })
 export const rejected = (reason: string): MapResult => ({ _tag: "Rejected", reason })
+export const ignored = (reason: string): MapResult => ({ _tag: "Ignored", reason })
 
 /** A plain JSON object (not null, not an array). */
 export const isRecord = (v: unknown): v is Record<string, unknown> =>

@@ -20,7 +20,7 @@ import type { MapResult } from "./native.ts"
 import {
   camelCaseKey,
   describe,
-  isDefaultCredential,
+  ignored,
   isRecord,
   lineId,
   mappedLogEvent,
@@ -77,32 +77,84 @@ const LOGTYPE_NAMES: ReadonlyMap<number, string> = new Map([
   [18004, "LOG_TCP_BANNER_KEEP_ALIVE_DATA_RECEIVED"],
   [18005, "LOG_TCP_BANNER_DATA_RECEIVED"],
   [19001, "LOG_LLMNR_QUERY_RESPONSE"],
+  [20001, "LOG_MONGODB_LOGIN_ATTEMPT"],
+  ...Array.from({ length: 10 }, (_, i) => [99000 + i, `LOG_USER_${i}`] as const),
 ])
 
-/** The logtypes this service understands, and their event types (eventTypes.ts). */
-export const OPENCANARY_LOGTYPES: ReadonlyMap<number, string> = new Map([
-  [2000, "ftp.login_attempt"], // LOG_FTP_LOGIN_ATTEMPT
-  [3000, "http.request"], // LOG_HTTP_GET
-  [3001, "http.login_attempt"], // LOG_HTTP_POST_LOGIN_ATTEMPT
-  [3002, "http.request"], // LOG_HTTP_UNIMPLEMENTED_METHOD
-  [3003, "http.request"], // LOG_HTTP_REDIRECT
-  [4000, "ssh.session"], // LOG_SSH_NEW_CONNECTION
-  [4001, "ssh.session"], // LOG_SSH_REMOTE_VERSION_SENT
-  [4002, "ssh.login_attempt"], // LOG_SSH_LOGIN_ATTEMPT
-  [5000, "smb.file_open"], // LOG_SMB_FILE_OPEN
-  [5001, "portscan.syn"], // LOG_PORT_SYN
-  [5002, "portscan.nmap_os"], // LOG_PORT_NMAPOS
-  [5003, "portscan.nmap_null"], // LOG_PORT_NMAPNULL
-  [5004, "portscan.nmap_xmas"], // LOG_PORT_NMAPXMAS
-  [5005, "portscan.nmap_fin"], // LOG_PORT_NMAPFIN
-  [6001, "telnet.login_attempt"], // LOG_TELNET_LOGIN_ATTEMPT
-  [8001, "mysql.login_attempt"], // LOG_MYSQL_LOGIN_ATTEMPT
-  [9001, "mssql.login_attempt"], // LOG_MSSQL_LOGIN_SQLAUTH
-  [9002, "mssql.login_attempt"], // LOG_MSSQL_LOGIN_WINAUTH
-  [12001, "vnc.login_attempt"], // LOG_VNC
-  [14001, "rdp.login_attempt"], // LOG_RDP
-  [17001, "redis.command"], // LOG_REDIS_COMMAND
+/**
+ * D42: what each OpenCanary logtype becomes. Every LOG_* constant of opencanary/logger.py is listed: `accepted` as an
+ * event of the type named, or `ignored` with the reason when the line records no attacker action (the daemon's own
+ * boot, service and error messages). MongoDB (20001) logs all its lines under one logtype: `logdata.action` decides
+ * (MONGODB_ACTIONS). A logtype missing here (a later version's module, or a user module's 99000–99009 when not listed)
+ * is accepted as `decoy.activity`, a generic event without techniques, with its logdata's scalar fields: a line from a
+ * decoy service is kept rather than dropped, and nothing is claimed about it.
+ */
+export type OpenCanaryOutcome =
+  | { readonly outcome: "accepted"; readonly type: string }
+  | { readonly outcome: "ignored"; readonly reason: string }
+
+const acceptedAs = (type: string): OpenCanaryOutcome => ({ outcome: "accepted", type })
+const ignoredBecause = (reason: string): OpenCanaryOutcome => ({ outcome: "ignored", reason })
+const DAEMON = "a message of the OpenCanary daemon itself, not something an attacker did"
+
+export const OPENCANARY_LOGTYPES: ReadonlyMap<number, OpenCanaryOutcome> = new Map([
+  [1000, ignoredBecause(DAEMON)], // LOG_BASE_BOOT
+  [1001, ignoredBecause(DAEMON)], // LOG_BASE_MSG: "Added service from class ...", start-up errors
+  [1002, ignoredBecause(DAEMON)], // LOG_BASE_DEBUG
+  [1003, ignoredBecause(DAEMON)], // LOG_BASE_ERROR
+  [1004, ignoredBecause(DAEMON)], // LOG_BASE_PING
+  [1005, ignoredBecause(DAEMON)], // LOG_BASE_CONFIG_SAVE
+  [1006, ignoredBecause("the example module's test line")], // LOG_BASE_EXAMPLE
+  [2000, acceptedAs("ftp.login_attempt")], // LOG_FTP_LOGIN_ATTEMPT
+  [2001, acceptedAs("ftp.session")], // LOG_FTP_AUTH_ATTEMPT_INITIATED: a client reached the password step
+  [3000, acceptedAs("http.request")], // LOG_HTTP_GET
+  [3001, acceptedAs("http.login_attempt")], // LOG_HTTP_POST_LOGIN_ATTEMPT
+  [3002, acceptedAs("http.request")], // LOG_HTTP_UNIMPLEMENTED_METHOD
+  [3003, acceptedAs("http.request")], // LOG_HTTP_REDIRECT
+  [4000, acceptedAs("ssh.session")], // LOG_SSH_NEW_CONNECTION
+  [4001, acceptedAs("ssh.session")], // LOG_SSH_REMOTE_VERSION_SENT
+  [4002, acceptedAs("ssh.login_attempt")], // LOG_SSH_LOGIN_ATTEMPT
+  [5000, acceptedAs("smb.file_open")], // LOG_SMB_FILE_OPEN
+  [5001, acceptedAs("portscan.syn")], // LOG_PORT_SYN
+  [5002, acceptedAs("portscan.nmap_os")], // LOG_PORT_NMAPOS
+  [5003, acceptedAs("portscan.nmap_null")], // LOG_PORT_NMAPNULL
+  [5004, acceptedAs("portscan.nmap_xmas")], // LOG_PORT_NMAPXMAS
+  [5005, acceptedAs("portscan.nmap_fin")], // LOG_PORT_NMAPFIN
+  [6001, acceptedAs("telnet.login_attempt")], // LOG_TELNET_LOGIN_ATTEMPT
+  [6002, acceptedAs("telnet.session")], // LOG_TELNET_CONNECTION_MADE
+  [7001, acceptedAs("httpproxy.login_attempt")], // LOG_HTTPPROXY_LOGIN_ATTEMPT
+  [8001, acceptedAs("mysql.login_attempt")], // LOG_MYSQL_LOGIN_ATTEMPT
+  [9001, acceptedAs("mssql.login_attempt")], // LOG_MSSQL_LOGIN_SQLAUTH
+  [9002, acceptedAs("mssql.login_attempt")], // LOG_MSSQL_LOGIN_WINAUTH
+  [9003, acceptedAs("mysql.session")], // LOG_MYSQL_CONNECTION_MADE
+  [10001, acceptedAs("tftp.request")], // LOG_TFTP
+  [11001, acceptedAs("ntp.monlist")], // LOG_NTP_MONLIST
+  [12001, acceptedAs("vnc.login_attempt")], // LOG_VNC
+  [13001, acceptedAs("snmp.request")], // LOG_SNMP_CMD
+  [14001, acceptedAs("rdp.login_attempt")], // LOG_RDP
+  [15001, acceptedAs("sip.request")], // LOG_SIP_REQUEST
+  [16001, acceptedAs("git.clone_request")], // LOG_GIT_CLONE_REQUEST
+  [17001, acceptedAs("redis.command")], // LOG_REDIS_COMMAND
+  [18001, acceptedAs("tcp.connection")], // LOG_TCP_BANNER_CONNECTION_MADE
+  [18002, acceptedAs("tcp.connection")], // LOG_TCP_BANNER_KEEP_ALIVE_CONNECTION_MADE
+  [18003, acceptedAs("tcp.data")], // LOG_TCP_BANNER_KEEP_ALIVE_SECRET_RECEIVED
+  [18004, acceptedAs("tcp.data")], // LOG_TCP_BANNER_KEEP_ALIVE_DATA_RECEIVED
+  [18005, acceptedAs("tcp.data")], // LOG_TCP_BANNER_DATA_RECEIVED
+  [19001, acceptedAs("llmnr.poisoning")], // LOG_LLMNR_QUERY_RESPONSE: a host answered the decoy's bait name
+  [20001, acceptedAs("mongodb.session")], // LOG_MONGODB_LOGIN_ATTEMPT (refined by logdata.action)
 ])
+
+/** opencanary/modules/mongodb.py LOG_ACTION_*: what a MongoDB line (logtype 20001) becomes. */
+export const MONGODB_ACTIONS: ReadonlyMap<string, OpenCanaryOutcome> = new Map([
+  ["mongodb.connection", acceptedAs("mongodb.session")],
+  ["mongodb.auth_attempt", acceptedAs("mongodb.login_attempt")],
+  ["mongodb.command", acceptedAs("mongodb.command")],
+  ["mongodb.error", ignoredBecause("a MongoDB protocol error of the decoy; the connection is already recorded")],
+  ["mongodb.disconnect", ignoredBecause("the client disconnected; the connection is already recorded")],
+])
+
+/** The event type of a logtype this version does not know. */
+export const OPENCANARY_UNKNOWN_TYPE = "decoy.activity"
 
 /**
  * logdata field names whose attackerInput name is not simply their lower camel case: the names OpenCanary's modules
@@ -132,6 +184,12 @@ const KEY_NAMES: ReadonlyMap<string, string> = new Map([
   ["DOMAINNAME", "domainName"],
   ["CMD", "command"],
   ["ARGS", "args"],
+  ["REPO", "repository"],
+  ["HOST", "host"],
+  ["COMMUNITY_STRING", "communityString"],
+  ["NTP CMD", "ntpCommand"],
+  ["auth_data", "authData"],
+  ["query_hostname", "queryHostname"],
 ])
 
 /** Placeholders OpenCanary writes instead of a value the attacker did not send; they are not attacker input. */
@@ -215,10 +273,15 @@ const mapLine = (line: unknown, lineIdKey: Uint8Array): MapResult => {
 
   const logtype = readLogtype(line.logtype)
   if (logtype === undefined) return rejected(`missing or invalid logtype: ${describe(line.logtype)}`)
-  const type = OPENCANARY_LOGTYPES.get(logtype)
-  if (type === undefined) return rejected(`unsupported OpenCanary logtype ${logtypeName(logtype)}`)
-  const spec = eventTypeSpec(type)
-  if (spec === undefined) return rejected(`OpenCanary logtype ${logtype} maps to unknown event type ${type}`)
+  const mongoAction = logtype === 20001 && isRecord(line.logdata) ? line.logdata.action : undefined
+  const outcome =
+    (typeof mongoAction === "string" ? MONGODB_ACTIONS.get(mongoAction) : undefined) ??
+    OPENCANARY_LOGTYPES.get(logtype) ??
+    acceptedAs(OPENCANARY_UNKNOWN_TYPE)
+  if (outcome.outcome === "ignored")
+    return ignored(`logtype ${logtypeName(logtype)}: ${outcome.reason}; nothing stored`)
+  const spec = eventTypeSpec(outcome.type)
+  if (spec === undefined) return rejected(`OpenCanary logtype ${logtype} maps to unknown event type ${outcome.type}`)
 
   const sourceIp = normalizeIp(line.src_host)
   if (sourceIp === undefined) return rejected(`missing or invalid src_host: ${describe(line.src_host)}`)
@@ -247,7 +310,8 @@ const mapLine = (line: unknown, lineIdKey: Uint8Array): MapResult => {
     stringField(logdata, "PASSWORD") ??
     stringField(logdata, "Password") ??
     (logtype === 8001 && logdata.PASSWORD === null ? "" : undefined)
-  if (isDefaultCredential(username, password)) tags.push("default-credentials")
+  // Techniques say what happened: OpenCanary refuses every login, so default credentials tried there are password
+  // guessing (the type's T1110.001), never "Valid Accounts: Default Accounts" (the default-credentials tag).
   if (spec.service === "http") {
     const path = stringField(logdata, "PATH")
     if (path !== undefined) tags.push(...httpTextTags(path))
