@@ -160,17 +160,28 @@ export class AdminActions extends Effect.Service<AdminActions>()("AdminActions",
             ),
           ),
         ),
-      /** The new token is returned once and never audited; the grace is. */
-      rotateSensor: (orgId: string | undefined, sensorId: string, grace: string | undefined, actor: Actor) =>
+      /**
+       * The new token is returned once and never audited; the grace is. Refused while an earlier rotation's grace
+       * runs, unless `force` (then the audit row says that grace ended).
+       */
+      rotateSensor: (
+        orgId: string | undefined,
+        sensorId: string,
+        grace: string | undefined,
+        actor: Actor,
+        force = false,
+      ) =>
         Effect.flatMap(requireSensor(orgId, sensorId), (sensor) =>
           sql.withTransaction(
-            Effect.tap(admin.rotateSensor(sensor.id, grace), (done) =>
+            Effect.tap(admin.rotateSensor(sensor.id, grace, force), (done) =>
               record(
                 sensor.orgId,
                 actor,
                 "sensor.rotate",
                 sensor.id,
-                done.previousTokenValidUntil ? `grace until ${done.previousTokenValidUntil}` : "no grace",
+                `${done.previousTokenValidUntil ? `grace until ${done.previousTokenValidUntil}` : "no grace"}${
+                  done.endedGrace ? "; the earlier grace ended" : ""
+                }`,
               ),
             ),
           ),

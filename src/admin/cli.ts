@@ -39,7 +39,9 @@ const USAGE = `usage: bun run admin <command> [options] [--json]
   sensor rename <sensor-id> --name <name>
   sensor heartbeat <sensor-id> <interval|off>
                                             the heartbeat it promises; three missed make it silent
-  sensor rotate <sensor-id> [--grace 24h]   new token, printed only here; the old one works during the grace
+  sensor rotate <sensor-id> [--grace 24h] [--force]
+                                            new token, printed only here; the old one works during the grace;
+                                            refused while an earlier grace runs, unless --force (which ends it)
   sensor revoke <sensor-id>                 refuse its token from the next request on (401)
   incident close <incident-id>              close an open incident (resolvedAt is set)
   webhook create --org <org-id> --url https://… [--min-severity low|medium|high|critical] [--sensor-health]
@@ -80,6 +82,7 @@ const parse = (argv: ReadonlyArray<string>) =>
       "min-severity": { type: "string" },
       "sensor-health": { type: "boolean" },
       grace: { type: "string" },
+      force: { type: "boolean" },
       status: { type: "string" },
       email: { type: "string" },
       role: { type: "string" },
@@ -221,6 +224,7 @@ const run = (argv: ReadonlyArray<string>) =>
           yield* requireFlag(rest[0], "<sensor-id>"),
           values.grace,
           CLI_ACTOR,
+          values.force === true,
         )
         return yield* print(
           json,

@@ -236,10 +236,11 @@ export class AdminOperations extends Effect.Service<AdminOperations>()("AdminOpe
 
     /**
      * D43: a new token, shown once. With a grace period the old token keeps working until it ends (as for webhook
-     * secrets, D16); without one it stops at once. A grace still running from an earlier rotation ends now: only
-     * the token current until this call is kept.
+     * secrets, D16); without one it stops at once. While the grace of an earlier rotation is still running the
+     * rotation is refused (it would end that grace early, and with it the token a sensor may still be moving off)
+     * unless `force`, which ends it: only the token current until this call is kept.
      */
-    const rotateSensor = (sensorId: string | undefined, grace: string | undefined) =>
+    const rotateSensor = (sensorId: string | undefined, grace: string | undefined, force = false) =>
       Effect.gen(function* () {
         const sensor = yield* requireSensor(sensorId)
         let ms = 0
@@ -250,23 +251,28 @@ export class AdminOperations extends Effect.Service<AdminOperations>()("AdminOpe
         }
         if (ms > MAX_GRACE_MS) return yield* refuse("--grace may be at most 30d")
         yield* notRevoked(sensor)
-        const credential = yield* sensors.findCredential(sensor.id)
-        if (Option.isNone(credential)) return yield* refuse(`unknown sensor: ${sensor.id}`)
         const at = new Date()
         const secret = randomBytes(32).toString("base64url")
         const until = ms > 0 ? new Date(at.getTime() + ms) : null
-        const done = yield* sensors.rotate(
-          sensor.id,
-          sha256(secret),
-          until === null ? null : credential.value.tokenHash,
-          until,
-          at,
-        )
-        if (!done) return yield* refuse(`sensor ${sensor.id} is revoked; create a new one`)
+        if (!(yield* sensors.rotate(sensor.id, sha256(secret), until, at, force))) {
+          // Nothing changed: say why, from the row as it is now.
+          const now = yield* sensors.findById(sensor.id)
+          if (Option.isNone(now)) return yield* refuse(`unknown sensor: ${sensor.id}`)
+          yield* notRevoked(now.value)
+          const running = now.value.previousTokenExpiresAt
+          return yield* refuse(
+            `sensor ${sensor.id}: the token of an earlier rotation still works until ${running?.toISOString() ?? "its grace ends"}; ` +
+              "rotating now would end that grace at once. Wait until then, or rotate with --force (in the console: " +
+              'tick "End the earlier grace now") to end it',
+          )
+        }
+        const running = sensor.previousTokenExpiresAt
         return {
           id: sensor.id,
           token: `${SENSOR_TOKEN.prefix}_${sensor.id}_${secret}`,
           previousTokenValidUntil: until?.toISOString() ?? null,
+          /** A grace of an earlier rotation that `force` ended (for the audit row). */
+          endedGrace: force && running !== null && running.getTime() > at.getTime(),
         }
       })
 

@@ -746,7 +746,8 @@ const makeRouter = Effect.gen(function* () {
               return yield* flashTo(s, back, { kind: "ok", text })
             }
             case "rotate": {
-              const rotated = yield* actions.rotateSensor(s.orgId, id, form.grace || undefined, s.actor)
+              const force = form.force === "yes"
+              const rotated = yield* actions.rotateSensor(s.orgId, id, form.grace || undefined, s.actor, force)
               return yield* flashTo(s, "/settings/sensors", {
                 kind: "ok",
                 text: rotated.previousTokenValidUntil

@@ -135,19 +135,18 @@ export class SensorsRepo extends Effect.Service<SensorsRepo>()("SensorsRepo", {
         sql`update sensors set heartbeat_interval_seconds = ${seconds}, updated_at = ${at}
             where id = ${id} and revoked_at is null returning id`.pipe(changed, dbErrors),
       /**
-       * A new token hash. `previous`: the hash that keeps authenticating until `previousExpiresAt` (the one current
-       * until now), or null to end every older token at once (a grace still running from an earlier rotation ends too).
+       * A new token hash. With `previousExpiresAt` the token current until now keeps authenticating until then
+       * (copied inside the update itself, so two concurrent rotations never both keep the same old token); with null
+       * every older token ends at once. A grace still running from an earlier rotation is never ended silently:
+       * false (nothing changed) unless `force`; false also when the sensor is revoked or unknown.
        */
-      rotate: (
-        id: string,
-        tokenHash: Uint8Array,
-        previous: Uint8Array | null,
-        previousExpiresAt: Date | null,
-        at: Date,
-      ) =>
-        sql`update sensors set token_hash = ${tokenHash}, previous_token_hash = ${previous},
+      rotate: (id: string, tokenHash: Uint8Array, previousExpiresAt: Date | null, at: Date, force: boolean) =>
+        sql`update sensors set token_hash = ${tokenHash},
+              previous_token_hash = case when ${previousExpiresAt === null} then null else token_hash end,
               previous_token_expires_at = ${previousExpiresAt}, updated_at = ${at}
-            where id = ${id} and revoked_at is null returning id`.pipe(changed, dbErrors),
+            where id = ${id} and revoked_at is null
+              and (${force} or previous_token_expires_at is null or previous_token_expires_at <= ${at})
+            returning id`.pipe(changed, dbErrors),
       /** True only for the call that revoked it (a second revoke changes nothing and says so). */
       revoke: (id: string, at: Date) =>
         sql`update sensors set revoked_at = ${at}, previous_token_hash = null, previous_token_expires_at = null,

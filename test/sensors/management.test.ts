@@ -131,12 +131,12 @@ describe("D43: sensor rotate", () => {
     expect(all).not.toContain(sensor.token.slice(-43))
   })
 
-  test("D43: without a grace the old token stops at once; a second rotation ends the first one's grace", async () => {
+  test("D43: without a grace the old token stops at once; a second rotation with --force ends the first one's grace", async () => {
     const orgId = await newOrg("Rotate sensors, no grace")
     const sensor = await newSensor(orgId)
     const first = await adminJson(server.env, ["sensor", "rotate", sensor.id, "--grace", "1h"])
     expect((await ingest(server.ingestUrl, "events", sensor.token, nativeEvent())).status).toBe(200)
-    const second = await adminJson(server.env, ["sensor", "rotate", sensor.id])
+    const second = await adminJson(server.env, ["sensor", "rotate", sensor.id, "--force"])
     expect(second.previousTokenValidUntil).toBeNull()
     expect((await ingest(server.ingestUrl, "events", sensor.token, nativeEvent())).status).toBe(401)
     expect((await ingest(server.ingestUrl, "events", first.token, nativeEvent())).status).toBe(401)

@@ -264,6 +264,19 @@ export const SensorPage = (props: { viewer: Viewer; sensor: SensorView; flash: F
                 <option value="7d">7 days</option>
               </select>
             </div>
+            {s.previousTokenValidUntil && (
+              <div class="field">
+                <p class="small">
+                  The token of an earlier rotation still works until{" "}
+                  <Time at={s.previousTokenValidUntil} now={props.now} />: rotating again before then is refused unless
+                  you end that grace now.
+                </p>
+                <input id="rotate-force" type="checkbox" name="force" value="yes" />{" "}
+                <label for="rotate-force" class="inline-label">
+                  End the earlier grace now
+                </label>
+              </div>
+            )}
             <button type="submit" class="secondary">
               Rotate token
             </button>
