@@ -13,9 +13,10 @@ const MIN_SWEEP_MS = 100
 /**
  * D43 silent detection: a scoped fiber that, every SENSOR_SWEEP_INTERVAL, computes the status of every sensor that
  * expects a heartbeat (SensorsRepo.statusOf: silent once three intervals passed since its last contact, or since its
- * creation when it was never heard from) and moves its announced `health` to match. Each move is a compare-and-set
- * that also re-checks the status on the row as it is then (SensorsRepo.setHealthIfStill), so with several processes
- * sweeping one database a change is made, and announced, once. A move to `silent`, or from `silent` back to `alive`,
+ * creation when it was never heard from) at the database's clock, never the process's own, and moves its announced
+ * `health` to match. Each move is a compare-and-set that also re-checks the status on the row as it is then, by the
+ * same clock (SensorsRepo.setHealthIfStill), so with several processes sweeping one database a change is made, and
+ * announced, once. A move to `silent`, or from `silent` back to `alive`,
  * writes one delivery per enabled channel that opted in to sensor-health alerts (`sensor.silent` /
  * `sensor.recovered`) in the same transaction, with its final body: the dispatcher sends, signs, retries and logs
  * them as every webhook. A new sensor's first contact (`unknown` to `alive`) is recorded, not announced.
@@ -35,7 +36,7 @@ export const SensorHealthSweepLive = Layer.scopedDiscard(
     const move = (row: SensorRow, to: "alive" | "silent", now: Date) =>
       sql.withTransaction(
         Effect.gen(function* () {
-          const moved = yield* sensors.setHealthIfStill(row.id, row.health, to, now)
+          const moved = yield* sensors.setHealthIfStill(row.id, row.health, to)
           if (!moved) return false
           const type = sensorWebhookTypeOf(row.health, to)
           if (type === undefined) return true
@@ -73,7 +74,9 @@ export const SensorHealthSweepLive = Layer.scopedDiscard(
       )
 
     const sweep = Effect.gen(function* () {
-      const now = new Date(yield* Clock.currentTimeMillis)
+      // The database's clock, like the compare-and-set's: every process computes the same status at the same moment,
+      // whatever its own clock says, so two processes never move a sensor back and forth (each move announced).
+      const now = (yield* sql<{ now: Date }>`select now() as now`)[0]?.now ?? new Date(yield* Clock.currentTimeMillis)
       const watched = yield* sensors.listWatched()
       const counts: Record<SensorStatus, number> = { alive: 0, silent: 0, unknown: 0, revoked: 0 }
       for (const row of watched) {

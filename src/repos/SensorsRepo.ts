@@ -175,18 +175,19 @@ export class SensorsRepo extends Effect.Service<SensorsRepo>()("SensorsRepo", {
             where id = ${id} and health = ${from} returning id`.pipe(changed, dbErrors),
       /**
        * setHealth for the silent-detection sweep: the same compare-and-set, and only if the row, as it is when the
-       * update runs, still has that status at `at` (statusOf's rule in SQL): a heartbeat, a revoke or a new interval
-       * that landed after the sweep read the sensor wins, and nothing is announced for a state already gone.
+       * update runs, still has that status now (statusOf's rule in SQL): a heartbeat, a revoke or a new interval
+       * that landed after the sweep read the sensor wins, and nothing is announced for a state already gone. "Now" is
+       * the database's clock (`now()`), never the calling process's: processes whose clocks differ would otherwise
+       * disagree on the status and move the sensor back and forth, announcing each move.
        */
-      setHealthIfStill: (id: string, from: SensorHealth, to: "alive" | "silent", at: Date) =>
-        sql`update sensors set health = ${to}, health_changed_at = ${at}
+      setHealthIfStill: (id: string, from: SensorHealth, to: "alive" | "silent") =>
+        sql`update sensors set health = ${to}, health_changed_at = now()
             where id = ${id} and health = ${from} and revoked_at is null and heartbeat_interval_seconds is not null
               and ${
                 to === "silent"
-                  ? sql`coalesce(last_seen_at, created_at) < ${at}::timestamptz
+                  ? sql`coalesce(last_seen_at, created_at) < now()
                           - make_interval(secs => heartbeat_interval_seconds * ${MISSED_HEARTBEATS})`
-                  : sql`last_seen_at >= ${at}::timestamptz
-                          - make_interval(secs => heartbeat_interval_seconds * ${MISSED_HEARTBEATS})`
+                  : sql`last_seen_at >= now() - make_interval(secs => heartbeat_interval_seconds * ${MISSED_HEARTBEATS})`
               }
             returning id`.pipe(changed, dbErrors),
       /** Sensors outside the sweep by status (metrics): revoked ones, and the others that expect no heartbeat. */
