@@ -269,6 +269,8 @@ const problemResult = (problem: ProblemBody): CallToolResult => ({
 
 /** How many times a page is asked for again ending at its last item shown, before it is asked for one item. */
 const REASKS = 2
+/** API calls of one tool call, in all: the first, REASKS, then the one-item page, whatever it renders. */
+export const MAX_TOOL_API_CALLS = REASKS + 2
 
 /**
  * Runs one tool: its structuredContent is the API's JSON for these parameters, its text the fenced rendering (D40).
@@ -276,7 +278,8 @@ const REASKS = 2
  * ends at the last item shown is asked for (the same parameters with that limit): its cursor or token is the API's own
  * for "after this item", and its structuredContent is the page the text shows. So paging by the text never passes an
  * item the text did not show. Should the data change in between so that fewer fit again, it is asked again, and at
- * last for one item, which is always shown (cut if it must be).
+ * last for one item, which is always shown (cut if it must be): MAX_TOOL_API_CALLS in all, never more, whatever the
+ * API answers.
  */
 export const runTool = async (
   spec: ToolSpec,
@@ -292,7 +295,8 @@ export const runTool = async (
     if (!outcome.ok) return problemResult(outcome.problem)
     const heading = spec.heading(outcome.body)
     const rendered = renderResult(heading, outcome.body, newNonce(), maxChars, SCHEMA_KEYS, spec.paged)
-    if (!spec.paged || rendered.shown >= rendered.total) {
+    // The last call is the one-item page: its text is the answer even if the API sent more than it was asked for.
+    if (!spec.paged || rendered.shown >= rendered.total || attempt + 1 >= MAX_TOOL_API_CALLS) {
       return {
         content: [{ type: "text", text: rendered.text }],
         structuredContent: outcome.body as Record<string, unknown>,
