@@ -225,12 +225,24 @@ const ROWS: ReadonlyArray<Row> = [
     recommendedAction: PATCH_ACTION,
   },
   {
+    // Cowrie's cowrie.telnet.exploit_success: the exploit (CVE-2026-24061, telnetd's USER "-f root") gave the
+    // attacker a root shell without a password.
+    type: "ssh.exploit_success",
+    port: 22,
+    severity: "critical",
+    confidence: "high",
+    techniques: ["T1190"],
+    label: "Successful exploit over SSH",
+    incidentTitle: "Successful exploit over SSH",
+    recommendedAction: `${PATCH_ACTION} The exploit gave the attacker a shell on the decoy: treat the source as an active intruder.`,
+  },
+  {
     type: "ssh.activity",
     port: 22,
     severity: "low",
     confidence: "low",
-    // Nothing is known of the line but that the source used the decoy's service.
-    techniques: ["T1046"],
+    // Nothing is known of the line but that the source used the decoy's service: no technique is claimed.
+    techniques: [],
     label: "SSH session activity",
     incidentTitle: "SSH session activity",
     recommendedAction: ISOLATE_SOURCE,
@@ -323,12 +335,24 @@ const ROWS: ReadonlyArray<Row> = [
     recommendedAction: PATCH_ACTION,
   },
   {
+    // Cowrie's cowrie.telnet.exploit_success: the exploit (CVE-2026-24061, telnetd's USER "-f root") gave the
+    // attacker a root shell without a password.
+    type: "telnet.exploit_success",
+    port: 23,
+    severity: "critical",
+    confidence: "high",
+    techniques: ["T1190"],
+    label: "Successful exploit over Telnet",
+    incidentTitle: "Successful exploit over Telnet",
+    recommendedAction: `${PATCH_ACTION} The exploit gave the attacker a shell on the decoy: treat the source as an active intruder.`,
+  },
+  {
     type: "telnet.activity",
     port: 23,
     severity: "low",
     confidence: "low",
-    // Nothing is known of the line but that the source used the decoy's service.
-    techniques: ["T1046"],
+    // Nothing is known of the line but that the source used the decoy's service: no technique is claimed.
+    techniques: [],
     label: "Telnet session activity",
     incidentTitle: "Telnet session activity",
     recommendedAction: ISOLATE_SOURCE,
@@ -637,8 +661,8 @@ const ROWS: ReadonlyArray<Row> = [
     port: 0,
     severity: "low",
     confidence: "low",
-    // Nothing is known of the line but that the source used the decoy's service.
-    techniques: ["T1046"],
+    // Nothing is known of the line but that the source used the decoy's service: no technique is claimed.
+    techniques: [],
     label: "Decoy activity",
     incidentTitle: "Decoy activity",
     recommendedAction: ISOLATE_SOURCE,

@@ -156,7 +156,8 @@ describe("D23 technique table", () => {
 describe("D23 event-type table", () => {
   test("D23: every technique referenced by an event type resolves", () => {
     for (const spec of EVENT_TYPES.values()) {
-      expect(spec.techniques.length).toBeGreaterThan(0)
+      // A generic `*.activity` event claims nothing (D42: techniques only for what happened).
+      if (spec.action !== "activity") expect(spec.techniques.length).toBeGreaterThan(0)
       for (const id of spec.techniques) {
         expect(id).toMatch(ATTACK_ID)
         expect(TECHNIQUES.has(id)).toBe(true)

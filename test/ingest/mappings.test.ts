@@ -181,8 +181,8 @@ const COWRIE_TABLE: ReadonlyArray<readonly [string, Status, string | null, Recor
   [
     "cowrie.telnet.exploit_success",
     "accepted",
-    "ssh.exploit_attempt",
-    { cve: "CVE-2026-24061", username: "root" },
+    "ssh.exploit_success",
+    { cve: "CVE-2026-24061", username: "root", original_username: "guest", attempted_command: "uname -a" },
     "telnet/userauth.py",
   ],
   ["cowrie.telnet.option", "ignored", null, {}, "telnet/transport.py"],
@@ -474,4 +474,36 @@ test("D42: public-key login, file upload and port forwarding carry their techniq
   // The decoy's port is the session's (2222), the forward's target is attacker input.
   expect(forward.port).toBe(2222)
   expect(forward.attackerInput).toMatchObject({ targetHost: "198.51.100.9", targetPort: 25 })
+})
+
+test("D42: a successful telnet exploit is a critical success with its members; generic activity claims no technique", async () => {
+  const ip = "192.0.2.206"
+  const s = "xpl00001"
+  const lines = [
+    cowrieLine("cowrie.session.connect", { protocol: "telnet", src_port: 42000, dst_port: 23 }, s, ip, 0),
+    cowrieLine(
+      "cowrie.telnet.exploit_success",
+      { cve: "CVE-2026-24061", username: "root", original_username: "guest", attempted_command: "uname -a" },
+      s,
+      ip,
+      1,
+    ),
+    cowrieLine("cowrie.future.thing", {}, s, ip, 2),
+  ]
+  const res = await ingest(server.ingestUrl, "cowrie", sensor.token, lines)
+  expect(res.body.accepted).toBe(3)
+  const read = async (i: number) => (await get(server.url, `/v1/events/${res.body.results[i].id}`, tenant.key)).body
+  const success = await read(1)
+  expect(success.type).toBe("telnet.exploit_success")
+  expect(success.severity).toBe("critical")
+  expect(success.techniques.map((t: { id: string }) => t.id)).toEqual(["T1190"])
+  expect(success.attackerInput).toMatchObject({
+    cve: "CVE-2026-24061",
+    username: "root",
+    originalUsername: "guest",
+    attemptedCommand: "uname -a",
+  })
+  const activity = await read(2)
+  expect(activity.type).toBe("telnet.activity")
+  expect(activity.techniques).toEqual([])
 })

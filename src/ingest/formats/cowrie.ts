@@ -72,7 +72,7 @@ export const COWRIE_EVENTIDS: ReadonlyMap<string, CowrieOutcome> = new Map([
   ["cowrie.direct-tcpip.data", accepted("port_forward")],
   ["cowrie.tunnelproxy-tcpip.data", accepted("port_forward")],
   ["cowrie.telnet.exploit_attempt", accepted("exploit_attempt")],
-  ["cowrie.telnet.exploit_success", accepted("exploit_attempt")],
+  ["cowrie.telnet.exploit_success", accepted("exploit_success")], // the exploit gave a root shell
   ["cowrie.client.version", merged("SSH client version")],
   ["cowrie.client.kex", merged("SSH key exchange (HASSH)")],
   ["cowrie.client.size", merged("terminal size")],
@@ -338,10 +338,14 @@ const ownMembers = (
       putScalar(attackerInput, "data", line.data)
       break
     case "exploit_attempt":
+    case "exploit_success":
       putScalar(attackerInput, "cve", line.cve)
       putScalar(attackerInput, "username", line.username)
       putScalar(attackerInput, "variable", line.name)
       putScalar(attackerInput, "value", line.value)
+      // exploit_success: the login name typed before the exploit took over, and the text sent as the password
+      putScalar(attackerInput, "originalUsername", line.original_username)
+      putScalar(attackerInput, "attemptedCommand", line.attempted_command)
       break
     case COWRIE_UNKNOWN_ACTION:
       putScalar(attackerInput, "eventid", line.eventid)
