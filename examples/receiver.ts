@@ -49,6 +49,20 @@ export interface IncidentWebhook {
   }
 }
 
+/** A sensor-health alert (D43), sent only to channels that opted in: `{ id, type, createdAt, sensor }`. */
+export interface SensorHealthWebhook {
+  readonly id: string
+  readonly type: "sensor.silent" | "sensor.recovered"
+  readonly createdAt: string
+  readonly sensor: {
+    readonly id: string
+    readonly name: string
+    readonly profile: string
+    /** The sensor's last contact (whole seconds), null if it was never heard from. */
+    readonly lastSeenAt: string | null
+  }
+}
+
 export interface ReceiverOptions {
   /** The channel's signing secret (`whsec_…`). Several while you change your own configuration: any one is enough. */
   readonly secret: string | ReadonlyArray<string>
@@ -60,8 +74,13 @@ export interface ReceiverOptions {
   readonly tls?: { readonly cert: string; readonly key: string }
   /** Called once per event id, after the 2xx was sent, one event at a time in arrival order. */
   readonly onIncident: (event: IncidentWebhook) => Promise<void> | void
-  /** Called when `onIncident` throws or rejects. Default: log to stderr. */
-  readonly onError?: (error: unknown, event: IncidentWebhook) => void
+  /**
+   * Called once per `sensor.silent` / `sensor.recovered` id, in the same queue as `onIncident`. Without it those
+   * alerts are acknowledged (so not retried) and dropped, as unknown types are.
+   */
+  readonly onSensorHealth?: (event: SensorHealthWebhook) => Promise<void> | void
+  /** Called when `onIncident` or `onSensorHealth` throws or rejects. Default: log to stderr. */
+  readonly onError?: (error: unknown, event: IncidentWebhook | SensorHealthWebhook) => void
   /** Accepted clock difference for the signature's `t`, both directions. Default 300 s. */
   readonly toleranceSeconds?: number
 }
@@ -131,19 +150,29 @@ const recentIds = (capacity: number) => {
 const isRecord = (value: unknown): value is Record<string, unknown> =>
   typeof value === "object" && value !== null && !Array.isArray(value)
 
-/** The verified body as an event, or undefined if it is not JSON of the expected outline. */
-const parseEvent = (raw: Uint8Array): IncidentWebhook | undefined => {
+const SENSOR_HEALTH_TYPES: ReadonlySet<string> = new Set(["sensor.silent", "sensor.recovered"])
+
+/**
+ * The verified body as an event, or undefined if it is not JSON of the expected outline: an `id` and a `type`, and
+ * the `incident` (or, for a sensor-health alert, the `sensor`) its type carries. A type this receiver does not know
+ * is returned as it is, to be acknowledged and dropped.
+ */
+const parseEvent = (raw: Uint8Array): IncidentWebhook | SensorHealthWebhook | undefined => {
   let body: unknown
   try {
     body = JSON.parse(new TextDecoder().decode(raw))
   } catch {
     return undefined
   }
-  if (!isRecord(body) || !isRecord(body.incident)) return undefined
-  if (typeof body.id !== "string" || body.id === "" || typeof body.type !== "string") return undefined
-  // The body is signed by the service, so its shape can be trusted beyond this outline (`type` is checked later).
-  return body as unknown as IncidentWebhook
+  if (!isRecord(body) || typeof body.id !== "string" || body.id === "" || typeof body.type !== "string") return undefined
+  if (KNOWN_TYPES.has(body.type) && !isRecord(body.incident)) return undefined
+  if (SENSOR_HEALTH_TYPES.has(body.type) && !isRecord(body.sensor)) return undefined
+  // The body is signed by the service, so its shape can be trusted beyond this outline.
+  return body as unknown as IncidentWebhook | SensorHealthWebhook
 }
+
+const isSensorHealth = (event: IncidentWebhook | SensorHealthWebhook): event is SensorHealthWebhook =>
+  SENSOR_HEALTH_TYPES.has(event.type)
 
 const reply = (status: number, text: string, headers?: Record<string, string>): Response =>
   new Response(`${text}\n`, { status, headers: { "Content-Type": "text/plain; charset=utf-8", ...headers } })
@@ -173,11 +202,12 @@ export function startReceiver(options: ReceiverOptions): Receiver {
   // The work queue: events are processed one at a time, after their 2xx. In memory, so an event accepted just before
   // a crash is lost; a real receiver writes the event to its database (or a durable queue) before answering.
   let queue: Promise<void> = Promise.resolve()
-  const enqueue = (event: IncidentWebhook): void => {
+  const enqueue = (event: IncidentWebhook | SensorHealthWebhook): void => {
     queue = queue
       .then(async () => {
         try {
-          await options.onIncident(event)
+          if (isSensorHealth(event)) await options.onSensorHealth?.(event)
+          else await options.onIncident(event)
           stats.processed++
         } catch (error) {
           stats.failed++
@@ -222,7 +252,8 @@ export function startReceiver(options: ReceiverOptions): Receiver {
         stats.rejected++
         return reply(400, "invalid body")
       }
-      if (!KNOWN_TYPES.has(event.type)) {
+      const handled = KNOWN_TYPES.has(event.type) || (isSensorHealth(event) && options.onSensorHealth !== undefined)
+      if (!handled) {
         stats.ignored++ // a type added after this receiver was written: acknowledge it, or it would be retried
         return reply(202, "ignored")
       }
@@ -279,6 +310,12 @@ if (import.meta.main) {
     onIncident: (event) => {
       const { incident } = event
       console.log(`${event.type} ${event.id} ${incident.severity} ${incident.title}`)
+    },
+    onSensorHealth: (event) => {
+      const { sensor } = event
+      console.log(
+        `${event.type} ${event.id} ${sensor.name} (${sensor.id}) last heard from ${sensor.lastSeenAt ?? "never"}`,
+      )
     },
   })
 

@@ -137,6 +137,33 @@ describe("a signed delivery", () => {
     expect(calls).toEqual([])
     expect(receiver.stats.ignored).toBe(1)
   })
+
+  const sensorBody = (id: string, type: string): string =>
+    JSON.stringify({
+      id,
+      type,
+      createdAt: "2026-11-21T16:03:12.418Z",
+      sensor: { id: "sen_01JTESTSENSOR00000000000000", name: "web-01", profile: "opencanary", lastSeenAt: null },
+    })
+
+  test("D43: sensor.silent and sensor.recovered (a sensor, no incident) go to onSensorHealth, not onIncident", async () => {
+    const health: unknown[] = []
+    const { receiver, calls } = start({ onSensorHealth: (event) => void health.push(event) })
+    const bodies = [sensorBody(newEventId(), "sensor.silent"), sensorBody(newEventId(), "sensor.recovered")]
+    for (const body of bodies) expect((await post(receiver, body, deliveryHeaders(body))).status).toBe(202)
+    await receiver.idle()
+    expect(health).toEqual(bodies.map((body) => JSON.parse(body)))
+    expect(calls).toEqual([])
+  })
+
+  test("D43: without onSensorHealth, a sensor-health alert is acknowledged (so not retried) and dropped", async () => {
+    const { receiver, calls } = start()
+    const body = sensorBody(newEventId(), "sensor.silent")
+    expect((await post(receiver, body, deliveryHeaders(body))).status).toBe(202)
+    await receiver.idle()
+    expect(calls).toEqual([])
+    expect(receiver.stats.ignored).toBe(1)
+  })
 })
 
 describe("refused with 400, onIncident not called", () => {
