@@ -302,6 +302,9 @@ const mapLine = (line: unknown, lineIdKey: Uint8Array): MapResult => {
     const key = isRedisAuth && rawKey === "ARGS" ? "password" : (KEY_NAMES.get(rawKey) ?? camelCaseKey(rawKey))
     if (key !== undefined) putScalar(attackerInput, key, value)
   }
+  // The telnet module writes whether the login used one of its bait credentials (telnet.honeycreds) at the line's
+  // top level, outside logdata: the attacker knew a planted credential, which the event must keep.
+  if (typeof line.honeycred === "boolean") attackerInput.honeycred = line.honeycred
 
   const tags: Array<string> = []
   const username = stringField(logdata, "USERNAME") ?? stringField(logdata, "UserName")
