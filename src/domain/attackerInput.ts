@@ -381,16 +381,50 @@ export const cutMark = (leftOut: number, bytes: number, inexact = false): string
 const FIRST_KEYS: ReadonlyArray<string> = ["username", "password"]
 
 /**
+ * What a root member that the sensor itself named CUT_MEMBER ("…", once cleaned) is stored as: the cut mark is
+ * written by this service only, so an attacker cannot make an event look cut (or forge how much was cut). When the
+ * sensor also sent a member of that name, the next free one of "… (sent 2)", "… (sent 3)", ... is used.
+ */
+export const SENT_CUT_MEMBER = "… (sent)"
+
+/** The input with each root member named CUT_MEMBER once cleaned renamed as SENT_CUT_MEMBER says (order kept). */
+const renameSentCutMember = (input: Record<string, unknown>, text: (s: string) => string): Record<string, unknown> => {
+  const keys = Object.keys(input)
+  // Only a name containing "…" can clean to it (cleaning removes characters and cuts long strings).
+  const isMark = (k: string) => k.includes(CUT_MEMBER) && text(k) === CUT_MEMBER
+  if (!keys.some(isMark)) return input
+  const taken = new Set(keys)
+  const entries = keys.map((k): [string, unknown] => {
+    if (!isMark(k)) return [k, input[k]]
+    let name = SENT_CUT_MEMBER
+    for (let n = 2; taken.has(name); n++) name = `${CUT_MEMBER} (sent ${n})`
+    taken.add(name)
+    return [name, input[k]]
+  })
+  // fromEntries defines own properties: a "__proto__" member stays a member (the walk drops it).
+  return Object.fromEntries(entries)
+}
+
+/**
  * The walk behind every attackerInput rule. `username` and `password` are walked first (the spec's members survive a
  * cut). Past the size budget or the masked-secret count, everything after that point is left out and the root gets
  * one more member, CUT_MEMBER ("…"), whose value says how much was cut (cutMark); entries beyond maxKeys/maxItems
- * are counted there too. A member the sensor itself named "…" gives way to the mark when there is a cut.
+ * are counted there too. At ingestion (`renameSent`) a member the sensor itself named "…" is renamed
+ * SENT_CUT_MEMBER first; on a stored row a "…" member is this service's mark, and gives way to a new one when the
+ * walk cuts again. `cut` says whether this walk cut anything.
  */
-const walkAttackerInput = (input: unknown, rules: EntryRules, bounds: Bounds): Record<string, unknown> => {
-  if (!isRecord(input)) return {}
+const walkWithCut = (
+  input: unknown,
+  rules: EntryRules,
+  bounds: Bounds,
+  renameSent = false,
+): { readonly value: Record<string, unknown>; readonly cut: boolean } => {
+  if (!isRecord(input)) return { value: {}, cut: false }
+  const text = rules.text ?? storedText
+  const source = renameSent ? renameSentCutMember(input, text) : input
   const state: WalkState = { budget: newBudget(bounds.maxBytes, bounds.exact), maskedLeft: bounds.maxMasked }
-  const out = walkRoot(input, {
-    text: rules.text ?? storedText,
+  const out = walkRoot(source, {
+    text,
     maxDepth: bounds.maxDepth,
     maxKeys: bounds.maxKeys,
     maxItems: bounds.maxItems,
@@ -401,12 +435,16 @@ const walkAttackerInput = (input: unknown, rules: EntryRules, bounds: Bounds): R
   })
   const result = isRecord(out) ? out : {}
   const { budget } = state
-  if (budget.cut || budget.leftOut > 0) {
+  const cut = budget.cut || budget.leftOut > 0
+  if (cut) {
     delete result[CUT_MEMBER]
     result[CUT_MEMBER] = cutMark(budget.leftOut, budget.leftOutBytes, budget.inexact)
   }
-  return result
+  return { value: result, cut }
 }
+
+const walkAttackerInput = (input: unknown, rules: EntryRules, bounds: Bounds): Record<string, unknown> =>
+  walkWithCut(input, rules, bounds).value
 
 /**
  * D19/D20: the ingestion step for an attackerInput object. Returns a new object (the input is never mutated) where:
@@ -421,10 +459,12 @@ const walkAttackerInput = (input: unknown, rules: EntryRules, bounds: Bounds): R
  * - the structure is bounded as in sanitizeJson (an array or object deeper than 8 levels below the root becomes
  *   "[truncated: too deep]"; "__proto__", "constructor" and "prototype" keys and non-JSON types are dropped), and at
  *   most the first 64 keys of each object and the first 64 items of each array are kept.
- * A non-object input (including an array or null) gives {}.
+ * A root member the sensor named "…" (the cut mark's name) is stored as "… (sent)" (SENT_CUT_MEMBER), so the mark
+ * is only ever this service's; it counts toward the member limit like any other. A non-object input (including an array or null) gives {}.
  */
 export const prepareAttackerInput = (input: unknown, orgFingerprintKey: Uint8Array): Record<string, unknown> =>
-  walkAttackerInput(input, { mask: (raw) => maskSecret(raw, orgFingerprintKey), trustMasked: false }, STORED_BOUNDS)
+  walkWithCut(input, { mask: (raw) => maskSecret(raw, orgFingerprintKey), trustMasked: false }, STORED_BOUNDS, true)
+    .value
 
 /**
  * D19/D20 for a stored attackerInput (the repair of rows written by older versions): as prepareAttackerInput, except
@@ -468,10 +508,13 @@ const WEBHOOK_BOUNDS: Bounds = {
  * D20 for webhooks: any stored attackerInput as readableAttackerInput reads it, shortened: every string and member
  * name cut to 256 code points (ending in "…"), at most 6 levels, 32 members per object and 32 items per array, 16
  * masked secrets and 4 KiB of compact JSON, past which the rest is cut with the CUT_MEMBER mark. With at most 20
- * events, this keeps a webhook body far under 256 KiB whatever was stored.
+ * events, this keeps a webhook body far under 256 KiB whatever was stored. `cut` says whether this walk cut
+ * anything (a "…" member alone does not: a row stored before sensor-sent "…" members were renamed may hold one).
  */
-export const webhookAttackerInput = (stored: unknown): Record<string, unknown> =>
-  walkAttackerInput(
+export const webhookAttackerInputWithCut = (
+  stored: unknown,
+): { readonly value: Record<string, unknown>; readonly cut: boolean } =>
+  walkWithCut(
     stored,
     {
       text: (s) => truncateCodePoints(maskSecretsInText(sanitizeText(s)), WEBHOOK_STRING_MAX),
@@ -480,3 +523,6 @@ export const webhookAttackerInput = (stored: unknown): Record<string, unknown> =
     },
     WEBHOOK_BOUNDS,
   )
+
+export const webhookAttackerInput = (stored: unknown): Record<string, unknown> =>
+  webhookAttackerInputWithCut(stored).value

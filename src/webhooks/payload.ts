@@ -1,8 +1,8 @@
 import { ParseResult, Schema } from "effect"
-import { webhookAttackerInput } from "../domain/attackerInput.ts"
+import { webhookAttackerInputWithCut } from "../domain/attackerInput.ts"
 import { techniquesForEventTypes } from "../domain/eventTypes.ts"
 import { AttackerInput, Technique, Timestamp } from "../domain/models.ts"
-import { CUT_MEMBER, truncateCodePoints, utf8Length } from "../domain/sanitize.ts"
+import { truncateCodePoints, utf8Length } from "../domain/sanitize.ts"
 import { Confidence, Severity } from "../domain/severity.ts"
 import { mergeTechniques, techniquesForTags } from "../domain/techniques.ts"
 import type { EventRow } from "../repos/EventsRepo.ts"
@@ -75,8 +75,9 @@ export const WebhookBody = Schema.Struct({
   createdAt: Timestamp,
   incident: WebhookIncident,
   /**
-   * Only when something was cut for size beyond D20's 256 code points per string: an attackerInput carries the cut
-   * mark (member "…"), or events were left out (incident.eventsLeftOut), or the incident's texts were shortened.
+   * Only when something was cut for size beyond D20's 256 code points per string: an event's attackerInput was cut
+   * for the webhook (it then carries the cut mark, member "…"), or events were left out (incident.eventsLeftOut), or
+   * the incident's texts were shortened.
    */
   truncated: Schema.optional(Schema.Literal(true)),
 }).annotations({ identifier: "WebhookBody" })
@@ -88,6 +89,18 @@ export const WEBHOOK_EVENTS = 20
 /** The body type a transition is announced with; a close is not announced (spec "States and transitions"). */
 export const webhookTypeOf = (kind: "created" | "escalated" | "reopened" | "closed"): WebhookType | undefined =>
   kind === "closed" ? undefined : `incident.${kind}`
+
+/**
+ * The attackerInput values that webhookEvent cut (its walk's own flag): what sets `truncated`. The presence of a "…"
+ * member does not, since a row stored before sensor-sent "…" members were renamed at ingestion may hold one.
+ */
+const cutInputs = new WeakSet<object>()
+
+const webhookInput = (stored: unknown) => {
+  const walked = webhookAttackerInputWithCut(stored)
+  if (walked.cut) cutInputs.add(walked.value)
+  return walked.value as typeof AttackerInput.Type
+}
 
 export const webhookEvent = (row: EventRow): typeof WebhookEvent.Type => ({
   id: row.id,
@@ -103,7 +116,7 @@ export const webhookEvent = (row: EventRow): typeof WebhookEvent.Type => ({
   summary: row.summary,
   // D20: any stored value read as a valid one (as the API does), shortened for webhooks: every string (keys too) cut
   // to 256 code points, and the whole bounded in depth, members, items, masked secrets and bytes (with a cut mark).
-  attackerInput: webhookAttackerInput(row.attackerInput) as typeof AttackerInput.Type,
+  attackerInput: webhookInput(row.attackerInput),
 })
 
 /**
@@ -145,7 +158,7 @@ const encodeBody = Schema.encodeSync(WebhookBody)
  */
 export const WEBHOOK_BODY_MAX_BYTES = 240 * 1024
 
-const hasCutMark = (event: typeof WebhookEvent.Type): boolean => Object.hasOwn(event.attackerInput, CUT_MEMBER)
+const wasCut = (event: typeof WebhookEvent.Type): boolean => cutInputs.has(event.attackerInput)
 
 const encodeText = (body: WebhookBody): string => JSON.stringify(encodeBody(body))
 
@@ -176,7 +189,7 @@ const shortenIncident = (incident: WebhookIncident, max: number): WebhookInciden
  * left, has the incident's texts shortened; `truncated: true` says that something was cut for size.
  */
 export const serializeWebhookBody = (input: WebhookBody): string => {
-  const cut = input.incident.events.some(hasCutMark)
+  const cut = input.incident.events.some(wasCut)
   const body: WebhookBody = cut ? { ...input, truncated: true } : input
   const text = encodeText(body)
   if (utf8Length(text) <= WEBHOOK_BODY_MAX_BYTES) return text

@@ -571,12 +571,12 @@ describe("Hardening 2 item 4: attackerInput bounded after masking, with a visibl
     expect(out[CUT_MEMBER]).toMatch(/^cut: \d+ more members, over \d+ bytes$/)
   })
 
-  test("D20 a member the sensor named like the cut mark gives way to the mark", () => {
+  test("D20 a member the sensor named like the cut mark is renamed; the mark is the service's own", () => {
     const input: Record<string, unknown> = { [CUT_MEMBER]: "cut: 0 more members, 0 bytes" }
     for (let i = 0; i < 100; i++) input[`k${i}`] = i
     const out = prepareAttackerInput(input, orgKeyA)
     expect(out[CUT_MEMBER]).toMatch(/^cut: 3[0-9] more members/)
-    expect(prepareAttackerInput({ [CUT_MEMBER]: "mine" }, orgKeyA)).toEqual({ [CUT_MEMBER]: "mine" })
+    expect(prepareAttackerInput({ [CUT_MEMBER]: "mine" }, orgKeyA)).toEqual({ "… (sent)": "mine" })
   })
 
   test("D19/D20 any input stores within the bounds and reads back unchanged (property)", () => {
