@@ -78,18 +78,25 @@ const eventsJson = (rows: ReadonlyArray<NewEvent>, receivedAt: Date) =>
   )
 
 /**
- * A stored attackerInput taking more than this in the database (pg_column_size: compressed, not decompressed to
- * measure) is not read: rows stored before attackerInput was bounded (issue "Hardening 2" item 4) could hold
- * megabytes each, which no page could read in time. Rows bounded at ingestion (16 KiB of JSON) stay far below it.
+ * A stored attackerInput larger than this (the UTF-8 length of its JSON text) is not read: rows stored before
+ * attackerInput was bounded (issue "Hardening 2" item 4) could hold megabytes each, which no page could read in time.
+ * Rows bounded at ingestion (16 KiB of compact JSON) stay far below it. The size is the one kept in
+ * attacker_input_bytes when the row was written (sql/0020: an integer compared, nothing decompressed); a row written
+ * before that column existed is measured here, without decompressing it when its stored (compressed) size is
+ * already over the bound.
  */
 export const STORED_INPUT_READ_MAX = 64 * 1024
+
+const STORED_INPUT_SIZE = `coalesce(e.attacker_input_bytes, case
+    when pg_column_size(e.attacker_input) > ${STORED_INPUT_READ_MAX} then pg_column_size(e.attacker_input)
+    else octet_length(e.attacker_input::text) end)`
 
 /** The API's event columns, aliased to EventRow's names (the read path runs without name transforms). */
 export const EVENT_SELECT = `select e.id, e.org_id as "orgId", e.incident_id as "incidentId", e.sensor_id as "sensorId",
   s.name as "sensorName", e.sensor_event_id as "sensorEventId", e.time, e.source_ip as "sourceIp",
   e.source_port as "sourcePort", e.service, e.port, e.type, e.action, e.severity, e.confidence, e.tags, e.summary,
-  case when pg_column_size(e.attacker_input) <= ${STORED_INPUT_READ_MAX} then e.attacker_input
-    else jsonb_build_object('…', 'cut: the stored value (' || pg_column_size(e.attacker_input) || ' bytes) is too large to show')
+  case when ${STORED_INPUT_SIZE} <= ${STORED_INPUT_READ_MAX} then e.attacker_input
+    else jsonb_build_object('…', 'cut: the stored value is too large to show (over ${STORED_INPUT_READ_MAX} bytes)')
   end as "attackerInput"
   from events e join sensors s on s.id = e.sensor_id`
 
