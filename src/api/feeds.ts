@@ -6,6 +6,7 @@ import {
   type FeedEndpoint,
   type FeedPosition,
 } from "../domain/feedToken.ts"
+import { PAGE_MAX_BYTES, rememberSerialized, serializeWithin } from "../domain/present.ts"
 import type { ChangePage, ChangeQuery } from "../repos/ChangesRepo.ts"
 import type { DatabaseError } from "../repos/errors.ts"
 import { InvalidQuery, parseLimit, parseTimestamp, type QueryError, type RawParam } from "./params.ts"
@@ -70,6 +71,11 @@ const later = (a: { xid: string; seq: string }, b: { xid: string; seq: string })
   return ax !== bx ? ax > bx : BigInt(a.seq) > BigInt(b.seq)
 }
 
+/**
+ * The page is bounded in bytes like the lists (PAGE_MAX_BYTES): changes stop being added before the answer would
+ * pass it (at least one is shown); hasMore is then true and the token points right after the last change shown, so
+ * a follower never skips one. The answer is serialized once (rememberSerialized).
+ */
 export const feedPage = <Row extends { readonly id: string }, Out>(
   key: Uint8Array,
   endpoint: FeedEndpoint,
@@ -77,6 +83,7 @@ export const feedPage = <Row extends { readonly id: string }, Out>(
   params: FeedParams,
   read: (q: ChangeQuery) => Effect.Effect<ChangePage<Row>, DatabaseError>,
   present: (row: Row) => Out,
+  maxBytes: number = PAGE_MAX_BYTES,
 ): Effect.Effect<
   { readonly data: ReadonlyArray<Out>; readonly nextToken: string; readonly hasMore: boolean },
   QueryError | DatabaseError
@@ -84,11 +91,18 @@ export const feedPage = <Row extends { readonly id: string }, Out>(
   Effect.gen(function* () {
     const { after, limit } = yield* parseFeedParams(key, endpoint, orgId, params)
     const page = yield* read({ orgId, after, fetch: limit + 1 })
-    const shown = page.rows.slice(0, limit)
-    const hasMore = page.rows.length > limit
-    const last = shown[shown.length - 1]
+    const candidates = page.rows.slice(0, limit)
+    // Room for the envelope and the token.
+    const fitted = serializeWithin(candidates.map(present), maxBytes - 1024)
+    const shown = fitted.items.length
+    const hasMore = page.rows.length > limit || shown < candidates.length
+    const last = candidates[shown - 1]
     let next: FeedPosition = last ? { xid: last.changeXid, seq: last.changeSeq, fromMs: after.fromMs } : after
     const horizon = { xid: page.horizon, seq: "0" }
     if (!hasMore && later(horizon, next)) next = { ...horizon, fromMs: null }
-    return { data: shown.map(present), nextToken: encodeFeedToken(key, endpoint, orgId, next), hasMore }
+    const nextToken = encodeFeedToken(key, endpoint, orgId, next)
+    return rememberSerialized(
+      { data: [...fitted.items], nextToken, hasMore },
+      `{"data":[${fitted.texts.join(",")}],"nextToken":${JSON.stringify(nextToken)},"hasMore":${hasMore}}`,
+    )
   })
