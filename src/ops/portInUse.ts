@@ -10,21 +10,25 @@ export const portInUse = (defect: unknown): number | undefined => {
   return match ? Number(match[1]) : undefined
 }
 
+/** Every listener's port variable: named when the taken port is none of the configured ones (cannot happen). */
+const ANY_PORT = "PORT, INGEST_PORT, OPS_PORT or CONSOLE_PORT"
+
 export const portInUseLine = (
   port: number,
-  settings: { host: string; port: number; ingestPort: number; opsPort: number } | undefined,
+  settings: { host: string; port: number; ingestPort: number; opsPort: number; consolePort: number } | undefined,
 ) => {
   const variable =
     settings === undefined
-      ? "PORT, INGEST_PORT or OPS_PORT"
+      ? ANY_PORT
       : [
           ["PORT", settings.port],
           ["INGEST_PORT", settings.ingestPort],
           ["OPS_PORT", settings.opsPort],
+          ["CONSOLE_PORT", settings.consolePort],
         ]
           .filter(([, value]) => value === port)
           .map(([name]) => name)
-          .join(" / ") || "PORT, INGEST_PORT or OPS_PORT"
+          .join(" / ") || ANY_PORT
   const host = settings?.host ?? "the configured host"
   return `cannot listen on ${host}:${port} (${variable}): the port is in use by another process; stop it or set ${variable} to a free port (0 picks any)`
 }
