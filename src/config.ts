@@ -265,7 +265,7 @@ const databaseUrlProblem = (text: string): string | undefined =>
   Either.match(parsePostgresUrl(text), { onLeft: (problem) => problem, onRight: () => undefined })
 
 /** Where a DATABASE_URL points, for the start-up log line (never the user or password). */
-const databaseTarget = (url: string): string =>
+export const databaseTarget = (url: string): string =>
   Either.match(parsePostgresUrl(url), {
     onLeft: () => "postgresql",
     onRight: ({ host, port, database }) =>

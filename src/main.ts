@@ -17,6 +17,7 @@ import { LoggingLive } from "./logging.ts"
 import { Lifecycle } from "./ops/Lifecycle.ts"
 import { exitOnPortInUse } from "./ops/portInUse.ts"
 import { OpsServerLive } from "./ops/server.ts"
+import { exitOnStartupFailure } from "./ops/startupFailure.ts"
 import { RateLimiter } from "./ratelimit/RateLimiter.ts"
 import { CowrieSessionsRepo } from "./repos/CowrieSessionsRepo.ts"
 import { EventsRepo } from "./repos/EventsRepo.ts"
@@ -123,6 +124,8 @@ if (import.meta.main) {
         process.exit(1)
       }),
     ),
+    // The embedded database refused to start, DATABASE_URL unreachable: one line saying what to do, exit 1.
+    Effect.catchAll(exitOnStartupFailure),
     // A port another process holds: one line naming the port and its variable, exit 1, no stack trace.
     Effect.catchAllDefect(exitOnPortInUse),
     BunRuntime.runMain({ disablePrettyLogger: true }),

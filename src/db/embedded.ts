@@ -434,7 +434,9 @@ export const embeddedDatabase = (
     Effect.tryPromise({
       try: () => acquire(dataDir),
       catch: (e) =>
-        e instanceof EmbeddedDatabaseError ? e : fail(`cannot run the embedded database in ${dataDir}: ${String(e)}`),
+        e instanceof EmbeddedDatabaseError
+          ? e
+          : fail(`cannot run the embedded database in ${dataDir}: ${e instanceof Error ? e.message : String(e)}`),
     }),
     (lease) => Effect.promise(() => release(lease).catch(() => undefined)),
   ).pipe(Effect.map(({ socketDir, port, started }) => ({ socketDir, port, started })))

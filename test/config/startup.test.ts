@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, test } from "bun:test"
 import { createHash } from "node:crypto"
-import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs"
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { admin, adminJson } from "../support/cli.ts"
@@ -250,4 +250,46 @@ describe("a bad value stops start-up with one line naming the variable", () => {
       expectConfigError(result, bad)
     }, 30_000)
   }
+})
+
+/** A start-up failure's output: exactly one line on stderr, starting with `first`, exit 1, no stack, no Effect dump. */
+const expectOneLine = (result: Awaited<ReturnType<typeof runToEnd>>, first: string) => {
+  expect(result.code).toBe(1)
+  const lines = result.stderr.split("\n").filter((line) => line.trim() !== "")
+  expect(lines).toHaveLength(1)
+  expect(lines[0]).toStartWith(first)
+  expect(result.output).not.toMatch(/^\s+at /m)
+  expect(result.output).not.toContain('"cause"')
+  expect(result.output).not.toContain('"logLevel":"ERROR"')
+}
+
+describe("every start-up failure prints one line saying what to do, exit 1", () => {
+  test("the embedded database refuses to start (DATA_DIR too long for its socket)", async () => {
+    const dataDir = join(freshDir(), "d".repeat(100))
+    const result = await runToEnd(["bun", "src/main.ts"], embeddedEnv(dataDir, { SECRET_KEY: TEST_SECRET_KEY }))
+    expectOneLine(result, "cannot start the embedded database: DATA_DIR path is too long for a Unix socket")
+    expect(result.stderr).toContain("choose a shorter DATA_DIR")
+    expect(result.stderr).toContain("set DATABASE_URL")
+  }, 30_000)
+
+  test("D35: a DATA_DIR holding the former PGlite database", async () => {
+    const dataDir = freshDir()
+    mkdirSync(join(dataDir, "pgdata"))
+    const result = await runToEnd(["bun", "src/main.ts"], embeddedEnv(dataDir, { SECRET_KEY: TEST_SECRET_KEY }))
+    expectOneLine(result, "configuration error: DATA_DIR: holds the former embedded database (PGlite")
+    expect(result.stderr).toContain("move it away to start empty")
+  }, 30_000)
+
+  test("DATABASE_URL unreachable: one line after the retries, naming the address, never the password", async () => {
+    // Port 1 on loopback: nothing listens there. The server waits about 45 s for a database still starting.
+    const env = embeddedEnv(freshDir(), {
+      SECRET_KEY: TEST_SECRET_KEY,
+      DATABASE_URL: "postgres://app:pw-Secret-80@127.0.0.1:1/incidents",
+    })
+    const result = await runToEnd(["bun", "src/main.ts"], env, 100_000)
+    expectOneLine(result, "cannot connect to the database at postgresql://127.0.0.1:1/incidents (DATABASE_URL): ")
+    expect(result.stderr).toContain("ECONNREFUSED")
+    expect(result.stderr).toContain("correct DATABASE_URL")
+    expect(result.output).not.toContain("pw-Secret-80")
+  }, 120_000)
 })
