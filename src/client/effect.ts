@@ -114,6 +114,32 @@ const retrying =
       return attempt(0)
     })
 
+/** The longest baseUrl quoted back in the error about it. */
+const MAX_QUOTED_URL = 100
+
+/**
+ * Why `baseUrl` cannot be used, or undefined when it can: an absolute http:// or https:// URL without credentials.
+ * Anything else would only fail every request as a connection failure, retried with back-off for half a minute.
+ */
+export const baseUrlProblem = (baseUrl: unknown): string | undefined => {
+  const expected = "baseUrl must be an absolute http:// or https:// URL, e.g. https://incidents.example.com"
+  if (typeof baseUrl !== "string") return `${expected} (got ${baseUrl === null ? "null" : typeof baseUrl})`
+  let url: URL
+  try {
+    url = new URL(baseUrl)
+  } catch {
+    const quoted = baseUrl.length > MAX_QUOTED_URL ? `${baseUrl.slice(0, MAX_QUOTED_URL)}…` : baseUrl
+    return `${expected} (got ${JSON.stringify(quoted)}, not a URL)`
+  }
+  // Credentials are never quoted back: neither is a URL that holds any.
+  if (url.username !== "" || url.password !== "") return `${expected}, without user or password`
+  if (url.protocol !== "http:" && url.protocol !== "https:") return `${expected} (got a ${url.protocol} URL)`
+  return undefined
+}
+
+/** An unusable baseUrl: status 0, code `invalid_base_url`, raised before any request. */
+export const invalidBaseUrl = (detail: string) => new ApiError({ status: 0, code: "invalid_base_url", detail })
+
 /** Any failure of a call as an ApiError: a problem body keeps its status and code. */
 const toApiError = (error: unknown): ApiError => {
   if (typeof error === "object" && error !== null) {
@@ -175,6 +201,8 @@ const following = <A>(
 
 export const makeClient = (options: ClientOptions) =>
   Effect.gen(function* () {
+    const problem = baseUrlProblem(options.baseUrl)
+    if (problem !== undefined) return yield* Effect.fail(invalidBaseUrl(problem))
     const api = yield* HttpApiClient.make(IncidentApi, {
       baseUrl: options.baseUrl,
       transformClient: (client) =>

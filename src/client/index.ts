@@ -3,12 +3,14 @@ import { Cause, Effect, Exit, Option } from "effect"
 import type { Event, Incident, IncidentSummary } from "../domain/models.ts"
 import {
   ApiError,
+  baseUrlProblem,
   type ChangePage,
   type ClientOptions,
   type EventFilters,
   type FollowOptions,
   type IncidentClient,
   type IncidentFilters,
+  invalidBaseUrl,
   makeClient,
 } from "./effect.ts"
 
@@ -73,6 +75,9 @@ const sleep = (ms: number, signal?: AbortSignal) =>
   })
 
 export const createClient = (options: ClientOptions): Client => {
+  // An unusable baseUrl is thrown here, at once, rather than failing every call after its retries.
+  const problem = baseUrlProblem(options.baseUrl)
+  if (problem !== undefined) throw invalidBaseUrl(problem)
   // The HttpClient (fetch) is captured when the client is made; its calls need nothing more.
   const client: Promise<IncidentClient> = run(makeClient(options).pipe(Effect.provide(FetchHttpClient.layer)))
   const provided = <A>(f: (c: IncidentClient) => Effect.Effect<A, ApiError>, signal?: AbortSignal) =>

@@ -121,6 +121,49 @@ describe("D34 client", () => {
     expect(Date.now() - started).toBeGreaterThanOrEqual(500)
   })
 
+  test("D34: an invalid baseUrl fails at once with a clear error, never retried as a connection failure", async () => {
+    const cases: ReadonlyArray<readonly [string, string]> = [
+      [
+        "notaurl",
+        'baseUrl must be an absolute http:// or https:// URL, e.g. https://incidents.example.com (got "notaurl", not a URL)',
+      ],
+      [
+        "localhost:8080",
+        "baseUrl must be an absolute http:// or https:// URL, e.g. https://incidents.example.com (got a localhost: URL)",
+      ],
+      [
+        "ftp://incidents.example.com",
+        "baseUrl must be an absolute http:// or https:// URL, e.g. https://incidents.example.com (got a ftp: URL)",
+      ],
+      [
+        "",
+        'baseUrl must be an absolute http:// or https:// URL, e.g. https://incidents.example.com (got "", not a URL)',
+      ],
+      [
+        "https://me:pw-Secret-9@incidents.example.com",
+        "baseUrl must be an absolute http:// or https:// URL, e.g. https://incidents.example.com, without user or password",
+      ],
+    ]
+    for (const [baseUrl, detail] of cases) {
+      const started = Date.now()
+      let thrown: unknown
+      try {
+        createClient({ baseUrl, apiKey: tenant.key })
+      } catch (error) {
+        thrown = error
+      }
+      expect(thrown).toBeInstanceOf(ApiError)
+      expect(thrown).toMatchObject({ status: 0, code: "invalid_base_url", detail })
+      expect(String((thrown as Error).message)).not.toContain("pw-Secret-9")
+      // The Effect flavour fails the same way, before any request.
+      const effect = await Effect.runPromise(
+        Effect.flip(makeClient({ baseUrl, apiKey: tenant.key }).pipe(Effect.provide(FetchHttpClient.layer))),
+      )
+      expect(effect).toMatchObject({ status: 0, code: "invalid_base_url", detail })
+      expect(Date.now() - started).toBeLessThan(1_000)
+    }
+  })
+
   test("D34 retries are bounded: 503s then a closed port make at most maxRetries + 1 requests", async () => {
     // A real server that refuses with 503 three times, then goes away: later attempts meet a closed port.
     let served = 0
