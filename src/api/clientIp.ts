@@ -29,7 +29,7 @@ export const parseTrustProxy = (
   return { ok: true, cidrs }
 }
 
-const trusted = (address: string, cidrs: ReadonlyArray<Cidr>): boolean => {
+export const trusted = (address: string, cidrs: ReadonlyArray<Cidr>): boolean => {
   try {
     let parsed = ipaddr.parse(address)
     if (parsed.kind() === "ipv6" && (parsed as ipaddr.IPv6).isIPv4MappedAddress()) {

@@ -21,6 +21,7 @@ import { EventsRepo } from "../repos/EventsRepo.ts"
 import { IncidentsRepo } from "../repos/IncidentsRepo.ts"
 import { Accounts, type Actor, prepareSignIn } from "./Accounts.ts"
 import { ASSETS } from "./assets.ts"
+import { HTTPS_REQUIRED_TEXT, HTTPS_REQUIRED_TITLE, httpsRequired } from "./httpsRequired.ts"
 import {
   checkRequest,
   formEntries,
@@ -275,6 +276,16 @@ const makeRouter = Effect.gen(function* () {
           )
         }
         if (!tokensEqual(form.csrf, req.cookies[FORM_COOKIE])) {
+          // No form cookie at all over plain HTTP on a non-local host: the browser dropped it (Secure), not expired.
+          const facts = {
+            tls: Option.isSome(config.consoleTls),
+            peer: Option.getOrUndefined(req.remoteAddress),
+            headers: req.headers,
+            trustProxy: config.trustProxy,
+          }
+          if (req.cookies[FORM_COOKIE] === undefined && httpsRequired(facts)) {
+            return html(<MessagePage title={HTTPS_REQUIRED_TITLE} text={HTTPS_REQUIRED_TEXT} />, 403)
+          }
           return yield* again(403, "The sign-in form expired. Please try again.")
         }
         const result = yield* accounts.signIn(

@@ -12,7 +12,14 @@ import { DatabaseError, transactionErrors } from "../repos/errors.ts"
 import { type IncidentRow, IncidentsRepo } from "../repos/IncidentsRepo.ts"
 import { TransitionsRepo } from "../repos/TransitionsRepo.ts"
 import { WebhookOutbox } from "../webhooks/Outbox.ts"
-import { sessionClientMembers } from "./formats/cowrie.ts"
+import {
+  addClientDetails,
+  type CowrieClientMembers,
+  clientMembersOf,
+  ownMembersOf,
+  readClientState,
+  withClientMembers,
+} from "./formats/cowrie.ts"
 import type { CowrieLink, CowrieMerge, CowrieSession } from "./formats/native.ts"
 import { OrgKeys } from "./OrgKeys.ts"
 import { type CurrentIncident, decide, type IncidentAggregate, merge, textsFor, transitionsOf } from "./rules.ts"
@@ -112,13 +119,14 @@ export class Ingestor extends Effect.Service<Ingestor>()("Ingestor", {
       index: number,
       e: ValidEvent,
       cowrie: CowrieLink | undefined,
-      client: Record<string, unknown> | undefined,
+      client: CowrieClientMembers | undefined,
     ): Prepared => {
       const own = prepareAttackerInput(e.attackerInput, key)
       const username = firstString(own, ["username", "user", "login"])
       const summary = summaryOf(e, own)
-      // D42: the session's client members (already prepared) join the event's own, which they never hide.
-      const attackerInput = client === undefined ? own : { ...client, ...own }
+      // D42: the session's client members (already prepared and bounded) join the event's own, which come first and
+      // are never hidden nor pushed out: the whole stays within the attackerInput bound.
+      const attackerInput = withClientMembers(own, client)
       return {
         index,
         username,
@@ -193,10 +201,12 @@ export class Ingestor extends Effect.Service<Ingestor>()("Ingestor", {
     /**
      * D42, inside the ingest transaction and under the advisory locks of the sessions' source addresses (every line
      * of a Cowrie session has the same one), so lines of one session in concurrent requests take turns:
-     * - remembers the connects (protocol and ports) this request teaches, and the merged lines' client details;
+     * - reads what is known of the request's sessions in one statement (connect, client state, and the stored events
+     *   still waiting for a connect this request teaches);
+     * - writes a session's row only when this request teaches its connect or changes its client state;
      * - completes the session's events stored before its connect was known (type, ports, summary) and writes their
      *   incidents' event types and texts again;
-     * - sets the session's client members on its stored events when a merged line is new;
+     * - sets the session's client members on its stored events only when they changed;
      * - returns this request's events completed the same way, and each session's client members for them.
      * Whatever order a session's lines arrive in, its events end up the same.
      */
@@ -208,7 +218,7 @@ export class Ingestor extends Effect.Service<Ingestor>()("Ingestor", {
       now: Date,
     ) =>
       Effect.gen(function* () {
-        const clients = new Map<string, Record<string, unknown>>()
+        const clients = new Map<string, CowrieClientMembers>()
         const sessions = [
           ...new Set([
             ...items.flatMap((i) => (i.cowrie === undefined ? [] : [i.cowrie.session])),
@@ -226,59 +236,76 @@ export class Ingestor extends Effect.Service<Ingestor>()("Ingestor", {
           const seen = taught.get(item.cowrie.session)
           if (seen === undefined || at < seen.at) taught.set(item.cowrie.session, { at, session: teaches })
         }
-        yield* cowrieSessions.remember(
-          orgId,
-          sensorId,
-          new Map([...taught].map(([session, t]) => [session, t.session])),
-          now,
-        )
-        const added = yield* cowrieSessions.addDetails(
-          orgId,
-          sensorId,
-          merges.map((m) => ({
-            session: m.session,
-            lineId: m.lineId,
-            time: new Date(m.time),
-            details: prepareAttackerInput(m.details, key),
-          })),
-          now,
-        )
-        const known = yield* cowrieSessions.find(orgId, sensorId, sessions)
-        const bySession = new Map<string, Array<{ details: Record<string, unknown> }>>()
-        for (const row of yield* cowrieSessions.details(orgId, sensorId, sessions)) {
-          const list = bySession.get(row.session)
-          if (list) list.push(row)
-          else bySession.set(row.session, [row])
-        }
-        for (const [session, rows] of bySession) {
-          const members = sessionClientMembers(rows)
-          if (Object.keys(members).length > 0) clients.set(session, members)
+        const stored = yield* cowrieSessions.load(orgId, sensorId, sessions, [...taught.keys()])
+
+        // Each session's connect: the one stored first, else the one this request teaches.
+        const known = new Map<string, CowrieSession>()
+        const writes = new Map<string, { session: string; connect?: CowrieSession; client?: unknown }>()
+        for (const session of sessions) {
+          const connect = stored.get(session)?.connect
+          const teaches = taught.get(session)?.session
+          if (connect !== undefined) known.set(session, connect)
+          else if (teaches !== undefined) {
+            known.set(session, teaches)
+            writes.set(session, { session, connect: teaches })
+          }
         }
 
+        // Client state: this request's merged lines added; members rewritten on stored events only when they changed.
+        const linesBySession = new Map<string, Array<{ at: string; details: Record<string, unknown> }>>()
+        for (const m of merges) {
+          const line = {
+            at: `${new Date(m.time).toISOString()} ${m.lineId}`,
+            details: prepareAttackerInput(m.details, key),
+          }
+          const list = linesBySession.get(m.session)
+          if (list) list.push(line)
+          else linesBySession.set(m.session, [line])
+        }
+        const changedClients = new Map<string, CowrieClientMembers>()
+        for (const session of sessions) {
+          const before = readClientState(stored.get(session)?.client)
+          const lines = linesBySession.get(session)
+          const after = lines === undefined ? before : addClientDetails(before, lines)
+          const members = clientMembersOf(after)
+          if (Object.keys(members.members).length > 0) clients.set(session, members)
+          if (lines === undefined || JSON.stringify(after) === JSON.stringify(before)) continue
+          writes.set(session, { ...writes.get(session), session, client: after })
+          if (JSON.stringify(members) !== JSON.stringify(clientMembersOf(before))) changedClients.set(session, members)
+        }
+        yield* cowrieSessions.save(orgId, sensorId, [...writes.values()], now)
+
         // Stored events that waited for their session's connect.
-        const waiting = yield* cowrieSessions.incomplete(orgId, sensorId, [...known.keys()])
-        const completed = waiting.flatMap((w) => {
-          const session = known.get(w.session)
+        const completed = [...stored.values()].flatMap((row) => {
+          const session = known.get(row.session)
           if (session === undefined) return []
-          const spec = w.ownProtocol ? eventTypeSpec(w.type) : cowrieType(session.protocol, w.action, w.type)
-          const type = spec?.type ?? w.type
-          const service = spec?.service ?? session.protocol
-          const port = w.ownPort ? w.port : session.port
-          const sourcePort = w.ownSourcePort ? w.sourcePort : session.sourcePort
-          const summary = summaryOf({ type, sourceIp: w.sourceIp, port, service }, w.attackerInput)
-          return [{ eventId: w.eventId, session: w.session, type, service, sourcePort, port, summary, was: w }]
+          return row.waiting.map((w) => {
+            const spec = w.ownProtocol ? eventTypeSpec(w.type) : cowrieType(session.protocol, w.action, w.type)
+            const type = spec?.type ?? w.type
+            const service = spec?.service ?? session.protocol
+            const port = w.ownPort ? w.port : session.port
+            const sourcePort = w.ownSourcePort ? w.sourcePort : session.sourcePort
+            const summary = summaryOf({ type, sourceIp: w.sourceIp, port, service }, ownMembersOf(w.attackerInput))
+            return { eventId: w.eventId, session: w.session, type, service, sourcePort, port, summary, was: w }
+          })
         })
         yield* cowrieSessions.complete(orgId, sensorId, completed)
         yield* refreshIncidents(sensor, [
           ...new Set(completed.filter((c) => c.type !== c.was.type).map((c) => c.was.incidentId)),
         ])
-        yield* cowrieSessions.addClientMembers(
-          orgId,
-          sensorId,
-          new Map(
-            [...added].flatMap((session) => (clients.has(session) ? [[session, clients.get(session) ?? {}]] : [])),
-          ),
-        )
+        if (changedClients.size > 0) {
+          const rows = yield* cowrieSessions.sessionEvents(orgId, sensorId, [...changedClients.keys()])
+          yield* cowrieSessions.setAttackerInputs(
+            orgId,
+            rows.flatMap((r) => {
+              if (typeof r.attackerInput !== "object" || r.attackerInput === null || Array.isArray(r.attackerInput)) {
+                return []
+              }
+              const own = ownMembersOf(r.attackerInput as Record<string, unknown>)
+              return [{ eventId: r.eventId, attackerInput: withClientMembers(own, changedClients.get(r.session)) }]
+            }),
+          )
+        }
 
         const completedItems = items.map((item): EventItem => {
           const link = item.cowrie
@@ -304,7 +331,8 @@ export class Ingestor extends Effect.Service<Ingestor>()("Ingestor", {
      * one statement in hash order (so two requests with overlapping keys never deadlock), then each step is one
      * statement for the whole batch: the duplicate check, the keys' newest incidents (locked), the incident
      * upsert, the event insert, the transitions and the outbox. About 8 round trips per request instead of about
-     * 8 per grouping key.
+     * 8 per grouping key; Cowrie lines add two (their sessions read in one statement, the events' session links),
+     * and a write only when a request teaches a session's connect or changes its client members.
      */
     const ingestBatch = (
       sensor: SensorIdentity,

@@ -8,15 +8,16 @@ import type { DatabaseError } from "../repos/errors.ts"
 import { MAX_BODY_BYTES, MAX_EVENTS } from "./body.ts"
 import { Ingestor } from "./Ingestor.ts"
 import {
+  bodyEncodingOf,
   type Checked,
   checkMapped,
   countOutcomes,
   eventsToStore,
+  mapCowrieLines,
   mapNative,
   mapOpenCanaryLines,
   mergesOf,
-  prepareCowrieLines,
-  readBodyText,
+  readEncodedBodyText,
 } from "./pipeline.ts"
 import { noteOutcomes, noteSensor } from "./requestLog.ts"
 
@@ -30,13 +31,17 @@ import { noteOutcomes, noteSensor } from "./requestLog.ts"
  *   never travels in a URL, where proxies and access logs keep it.
  * - Body: HEC event objects (`{"event": …, "time": …, "host": …, …}`) concatenated with or without whitespace, or a
  *   JSON array of them. Each `event` (an object, or a JSON text of one) is routed by its shape: `eventid` starting
- *   `cowrie.` → the Cowrie mapping (with the remembered session connects), `logtype` → the OpenCanary mapping,
+ *   `cowrie.` → the Cowrie mapping (sessions completed inside the ingest transaction), `logtype` → the OpenCanary mapping,
  *   anything else → a native event. HEC's `time` (epoch seconds) is used only when the event has no time of its own.
  * - Same limits, UTF-8 rule, clock-skew rule, idempotency and single transaction as the routes of D22.
- * - A request is taken whole or not at all: when one event is malformed (not JSON, no `event`, or an event that its
- *   mapping or validation rejects, D42), the answer is 400 code 6 (12/13 for a missing/blank `event`) with
- *   `invalid-event-number` (counting from 0) and nothing of the request is stored, so the sender's resend after
- *   fixing it is clean. A resent batch is acknowledged and stores nothing twice (D22 ids).
+ * - `Content-Encoding: gzip` (the OpenTelemetry Collector's default) and `deflate` (zlib) are inflated as they stream,
+ *   with the same 1 MiB bound on the inflated size (413 past it, however small the compressed body).
+ * - Framing errors refuse the request (nothing stored): a piece that is not a JSON object, an `event` missing, blank
+ *   or not a JSON object (or a JSON text of one), an unreadable HEC `time`: 400 code 6 (12/13 for a missing/blank
+ *   `event`) with `invalid-event-number` (counting from 0). An event that its mapping or validation rejects (D42,
+ *   D36 clock skew) does not (D22: one bad event does not reject the batch): the others are stored, the answer is
+ *   Success, and the rejected ones are counted in the request's log line and metrics. HEC senders do not retry a
+ *   400, so refusing the batch would lose its good events. A resent batch stores nothing twice (D22 ids).
  * - Answers are HEC's (`{"text", "code"}`), never RFC 9457 problems: HEC clients read `code`.
  */
 
@@ -278,7 +283,10 @@ const databaseAnswer = (error: DatabaseError) => {
 }
 
 const CONTENT_ENCODING_REFUSED = answer(400, "Invalid data format", 6, {
-  reason: "Content-Encoding is not supported: send the body uncompressed.",
+  reason: "Content-Encoding is not supported: send the body uncompressed, gzip or deflate.",
+})
+const BAD_ENCODING = answer(400, "Invalid data format", 6, {
+  reason: "The body could not be inflated as its Content-Encoding says. Nothing was stored.",
 })
 
 const handleEvents = Effect.gen(function* () {
@@ -297,10 +305,11 @@ const handleEvents = Effect.gen(function* () {
   }
   const sensor = authenticated.right
   noteSensor(request, sensor.sensorId)
-  const encoding = (request.headers["content-encoding"] ?? "identity").trim().toLowerCase()
-  if (encoding !== "identity" && encoding !== "") return CONTENT_ENCODING_REFUSED
-  const body = yield* readBodyText(request)
+  const encoding = bodyEncodingOf(request.headers["content-encoding"])
+  if (encoding === undefined) return CONTENT_ENCODING_REFUSED
+  const body = yield* readEncodedBodyText(request, encoding)
   if (body._tag === "TooLarge") return HEC_TOO_LARGE
+  if (body._tag === "BadEncoding") return BAD_ENCODING
   if (body._tag === "NotUtf8") {
     return answer(400, "Invalid data format", 6, {
       reason: `The body is not valid UTF-8: the sequence starting at byte ${body.invalidAt} (counting from 0) is not well-formed UTF-8. Nothing was stored.`,
@@ -316,25 +325,18 @@ const handleEvents = Effect.gen(function* () {
   const nativeAt = indexesOf("native")
   const canaryAt = indexesOf("opencanary")
   const cowrieAt = indexesOf("cowrie")
-  const cowrie = yield* prepareCowrieLines(sensor, valuesAt(cowrieAt))
   const groups: Array<readonly [ReadonlyArray<number>, ReadonlyArray<MapResult>]> = [
     [nativeAt, yield* mapNative(sensor, valuesAt(nativeAt))],
     [canaryAt, yield* mapOpenCanaryLines(sensor, valuesAt(canaryAt))],
-    [cowrieAt, cowrie.results],
+    [cowrieAt, yield* mapCowrieLines(sensor, valuesAt(cowrieAt))],
   ]
   const checked: Array<Checked> = []
   for (const [indexes, results] of groups) checked.push(...(yield* checkMapped(results, indexes)))
   checked.sort((a, b) => a.index - b.index)
 
-  const refused = checked.flatMap((c) => ("outcome" in c && c.outcome.status === "rejected" ? [c.outcome] : []))
-  const first = refused[0]
-  if (first !== undefined) {
-    noteOutcomes(request, { rejected: refused.length })
-    return hecInvalidData(first.index, first.reason)
-  }
+  // D22: the events that mapping or validation rejected are left out (counted below); the others are stored.
   const ingestor = yield* Ingestor
   const stored = yield* ingestor.ingest(sensor, eventsToStore(checked), mergesOf(checked))
-  yield* cowrie.remember
   noteOutcomes(request, countOutcomes([...checked.flatMap((c) => ("outcome" in c ? [c.outcome] : [])), ...stored]))
   return HEC_SUCCESS
 })

@@ -1,10 +1,10 @@
+import { createGunzip, createInflate, createInflateRaw } from "node:zlib"
 import type { HttpServerRequest } from "@effect/platform"
 import { Clock, Duration, Effect, Either } from "effect"
 import { AppConfig } from "../config.ts"
-import { cowrieSessionsToLookUp, mapCowrieBatch } from "../ingest/formats/cowrie.ts"
+import { mapCowrieBatch } from "../ingest/formats/cowrie.ts"
 import type { CowrieLink, CowrieMerge, MapResult, NativeEventInput } from "../ingest/formats/native.ts"
 import { mapOpenCanary } from "../ingest/formats/opencanary.ts"
-import { CowrieSessionsRepo } from "../repos/CowrieSessionsRepo.ts"
 import type { DatabaseError } from "../repos/errors.ts"
 import { decodeUtf8, MAX_BODY_BYTES, readBodyCapped } from "./body.ts"
 import type { EventOutcome, SensorIdentity } from "./Ingestor.ts"
@@ -22,23 +22,96 @@ export type BodyText =
   | { readonly _tag: "TooLarge" }
   | { readonly _tag: "NotUtf8"; readonly invalidAt: number }
 
+/** A compressed body's `Content-Encoding` (HEC senders: gzip by default for the OpenTelemetry Collector). */
+export type BodyEncoding = "identity" | "gzip" | "deflate"
+
+/** The encoding a `Content-Encoding` header names; undefined for one this service does not take. */
+export const bodyEncodingOf = (header: string | undefined): BodyEncoding | undefined => {
+  const value = (header ?? "").trim().toLowerCase()
+  if (value === "" || value === "identity") return "identity"
+  if (value === "gzip" || value === "x-gzip") return "gzip"
+  if (value === "deflate") return "deflate"
+  return undefined
+}
+
 /**
- * The body as text: read as it streams, up to MAX_BODY_BYTES (a chunked body of any size stops there too), and
- * refused whole when it is not UTF-8 (D22: a byte is never replaced).
+ * Inflates `bytes` as they stream through zlib and stops as soon as the output passes `max` bytes: a small body that
+ * would inflate to gigabytes (a zip bomb) costs at most `max` bytes and is TooLarge. `deflate` is HTTP's: the zlib
+ * format (RFC 1950), or raw DEFLATE (RFC 1951) as some senders write it. Never fails: a body that is not of its encoding is BadEncoding.
  */
-export const readBodyText = (request: HttpServerRequest.HttpServerRequest): Effect.Effect<BodyText> =>
+export const inflateCapped = (
+  bytes: Uint8Array,
+  encoding: "gzip" | "deflate",
+  max: number,
+): Promise<Uint8Array | "TooLarge" | "BadEncoding"> =>
+  new Promise((resolve) => {
+    let settled = false
+    const settle = (result: Uint8Array | "TooLarge" | "BadEncoding") => {
+      if (settled) return
+      settled = true
+      resolve(result)
+    }
+    // HTTP's deflate is the zlib format; some senders write raw DEFLATE under that name (as browsers, take both).
+    const zlibHeader =
+      bytes.length >= 2 && ((bytes[0] ?? 0) & 0x0f) === 8 && ((bytes[0] ?? 0) * 256 + (bytes[1] ?? 0)) % 31 === 0
+    const inflater = encoding === "gzip" ? createGunzip() : zlibHeader ? createInflate() : createInflateRaw()
+    const chunks: Array<Uint8Array> = []
+    let size = 0
+    inflater.on("data", (chunk: Uint8Array) => {
+      size += chunk.byteLength
+      if (size > max) {
+        settle("TooLarge")
+        inflater.destroy()
+        return
+      }
+      chunks.push(chunk)
+    })
+    inflater.on("error", () => settle("BadEncoding"))
+    inflater.on("end", () => {
+      const out = new Uint8Array(size)
+      let offset = 0
+      for (const chunk of chunks) {
+        out.set(chunk, offset)
+        offset += chunk.byteLength
+      }
+      settle(out)
+    })
+    inflater.end(bytes)
+  })
+
+/**
+ * The body as text: read as it streams, up to MAX_BODY_BYTES (a chunked body of any size stops there too), inflated
+ * when it is compressed (`encoding`; the same MAX_BODY_BYTES bound applies to what it inflates to), and refused whole
+ * when it is not UTF-8 (D22: a byte is never replaced). BadEncoding: not a body of the encoding it declared.
+ */
+export const readEncodedBodyText = (
+  request: HttpServerRequest.HttpServerRequest,
+  encoding: BodyEncoding,
+): Effect.Effect<BodyText | { readonly _tag: "BadEncoding" }> =>
   Effect.gen(function* () {
     const declared = Number(request.headers["content-length"] ?? "0")
     if (declared > MAX_BODY_BYTES) return { _tag: "TooLarge" } as const
     const hasBody = (request.source as { body?: unknown }).body != null
-    const bytes = hasBody
+    const read = hasBody
       ? yield* readBodyCapped(request.stream, MAX_BODY_BYTES).pipe(Effect.orElseSucceed(() => undefined))
       : new Uint8Array(0)
-    if (bytes === undefined) return { _tag: "TooLarge" } as const
+    if (read === undefined) return { _tag: "TooLarge" } as const
+    const bytes =
+      encoding === "identity" || read.byteLength === 0
+        ? read
+        : yield* Effect.promise(() => inflateCapped(read, encoding, MAX_BODY_BYTES))
+    if (bytes === "TooLarge") return { _tag: "TooLarge" } as const
+    if (bytes === "BadEncoding") return { _tag: "BadEncoding" } as const
     const decoded = decodeUtf8(bytes)
     if ("invalidAt" in decoded) return { _tag: "NotUtf8", invalidAt: decoded.invalidAt } as const
     return { _tag: "Text", text: decoded.text } as const
   })
+
+/** readEncodedBodyText for a body sent uncompressed (the routes of D22). */
+export const readBodyText = (request: HttpServerRequest.HttpServerRequest): Effect.Effect<BodyText> =>
+  Effect.map(readEncodedBodyText(request, "identity"), (body) =>
+    body._tag === "BadEncoding" ? ({ _tag: "TooLarge" } as const) : body,
+  )
 
 /** Maps one request's values (in order) to native events: one result per value. */
 export type BatchMapper<R> = (
@@ -57,30 +130,16 @@ export const mapOpenCanaryLines: BatchMapper<OrgKeys> = (sensor, values) =>
   )
 
 /**
- * Cowrie: a line takes its session's protocol and ports from the session's connect line, in this request or
- * remembered from an earlier one (CowrieSessionsRepo, looked up only for sessions without a connect here). `remember`
- * stores this request's connects for the next ones; the caller runs it once it keeps the request. A session known
- * from neither keeps the defaults (ssh, source port 0, the type's default port).
+ * Cowrie: a line takes its session's protocol and ports from the session's connect line in this request. What earlier
+ * requests taught (the remembered connects, CowrieSessionsRepo) is applied by the Ingestor inside its transaction,
+ * under the session's lock, and a connect is remembered there too, only once its line was accepted: nothing of a
+ * session is read or written outside the transaction that stores its events.
  */
-export const prepareCowrieLines = (sensor: SensorIdentity, values: ReadonlyArray<unknown>) =>
-  Effect.gen(function* () {
-    const key = yield* Effect.flatMap(OrgKeys, (keys) => keys.lineIdKey(sensor.orgId))
-    const sessions = yield* CowrieSessionsRepo
-    const remembered = yield* sessions.find(sensor.orgId, sensor.sensorId, cowrieSessionsToLookUp(values))
-    const batch = mapCowrieBatch(values, key, remembered)
-    const remember = Effect.gen(function* () {
-      const now = new Date(yield* Clock.currentTimeMillis)
-      yield* sessions.remember(sensor.orgId, sensor.sensorId, batch.connects, now)
-    })
-    return { results: batch.results, remember }
-  })
-
-export const mapCowrieLines: BatchMapper<OrgKeys | CowrieSessionsRepo> = (sensor, values) =>
-  Effect.gen(function* () {
-    const prepared = yield* prepareCowrieLines(sensor, values)
-    yield* prepared.remember
-    return prepared.results
-  })
+export const mapCowrieLines: BatchMapper<OrgKeys> = (sensor, values) =>
+  Effect.map(
+    Effect.flatMap(OrgKeys, (keys) => keys.lineIdKey(sensor.orgId)),
+    (key) => mapCowrieBatch(values, key, new Map()).results,
+  )
 
 /** An item's outcome: D22's, or D42's ignored and merged lines (stored as no event of their own). */
 export type ItemOutcome =

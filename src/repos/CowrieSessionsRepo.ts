@@ -24,12 +24,21 @@ export interface IncompleteCowrieEvent extends CowrieSessionEvent {
   readonly attackerInput: Record<string, unknown>
 }
 
-/** One merged line's details (already cleaned and masked). */
-export interface CowrieDetailRow {
+/** What is stored of a session: its connect (when known), its client state, and its events waiting for the connect. */
+export interface CowrieSessionRow {
   readonly session: string
-  readonly lineId: string
-  readonly time: Date
-  readonly details: Record<string, unknown>
+  readonly connect: CowrieSession | undefined
+  /** cowrie_sessions.client as stored (readClientState reads it); null before the first merged line. */
+  readonly client: unknown
+  /** Only for the sessions asked for (those whose connect this request teaches), and only while the connect is unknown. */
+  readonly waiting: ReadonlyArray<IncompleteCowrieEvent>
+}
+
+/** A session's row to write: the connect it learnt (kept only when none was known), and its new client state. */
+export interface CowrieSessionWrite {
+  readonly session: string
+  readonly connect?: CowrieSession | undefined
+  readonly client?: unknown
 }
 
 const protocolOf = (v: unknown): "ssh" | "telnet" | undefined => (v === "ssh" || v === "telnet" ? v : undefined)
@@ -40,81 +49,84 @@ const isPort = (v: unknown): v is number => typeof v === "number" && Number.isIn
 const json = (v: unknown) => JSON.stringify(v, (_k, x) => (typeof x === "string" ? x.toWellFormed() : x))
 
 /**
- * D22/D42: what the service knows of Cowrie sessions, by (sensor, session): the connect's protocol and ports
- * (`cowrie_sessions`), the events stored from the session's lines (`cowrie_session_events`) and the details of the
- * lines merged into them (`cowrie_session_details`). The Ingestor calls these inside its transaction, under the
- * advisory lock of the session's source address. Every query but the prune takes the organization and filters on it.
+ * D22/D42: what the service knows of Cowrie sessions, by (sensor, session): the connect's protocol and ports and the
+ * session's client state (`cowrie_sessions`, one row per session), and the events stored from the session's lines
+ * (`cowrie_session_events`). The Ingestor calls these inside its transaction, under the advisory lock of the
+ * session's source address. Every query but the prune takes the organization and filters on it.
  */
 export class CowrieSessionsRepo extends Effect.Service<CowrieSessionsRepo>()("CowrieSessionsRepo", {
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
 
-    /** The sessions among `sessions` of this sensor whose connect is known, by session id. */
-    const find = (orgId: string, sensorId: string, sessions: ReadonlyArray<string>) =>
+    /**
+     * One statement for what a request needs of its sessions: each session's connect and client state (when it has a
+     * row), and, for the sessions in `teaching` whose connect is still unknown, the stored events waiting for it
+     * (oldest first).
+     */
+    const load = (orgId: string, sensorId: string, sessions: ReadonlyArray<string>, teaching: ReadonlyArray<string>) =>
       Effect.gen(function* () {
-        const found = new Map<string, CowrieSession>()
+        const found = new Map<string, CowrieSessionRow>()
         if (sessions.length === 0) return found
-        const rows = yield* sql<{ session: string; protocol: unknown; sourcePort: unknown; port: unknown }>`
-          select session, protocol, source_port as "sourcePort", port from cowrie_sessions
-          where org_id = ${orgId} and sensor_id = ${sensorId} and session in ${sql.in([...sessions])}
-            and protocol is not null`
+        const rows = yield* sql<{
+          session: string
+          protocol: unknown
+          sourcePort: unknown
+          port: unknown
+          client: unknown
+          waiting: ReadonlyArray<IncompleteCowrieEvent> | null
+        }>`
+          select w.session, s.protocol, s.source_port as "sourcePort", s.port, s.client,
+            -- A session's events may wait before the session has a row (stored before any connect or client line).
+            case when s.protocol is null and w.session in ${sql.in(teaching.length === 0 ? [""] : [...teaching])} then (
+              select jsonb_agg(jsonb_build_object('session', c.session, 'eventId', c.event_id, 'action', c.action,
+                  'ownProtocol', c.own_protocol, 'ownSourcePort', c.own_source_port, 'ownPort', c.own_port,
+                  'complete', c.complete, 'incidentId', e.incident_id, 'sourceIp', e.source_ip,
+                  'sourcePort', e.source_port, 'port', e.port, 'type', e.type, 'attackerInput', e.attacker_input)
+                  order by c.event_id)
+              from cowrie_session_events c join events e on e.id = c.event_id and e.org_id = c.org_id
+              where c.org_id = ${orgId} and c.sensor_id = ${sensorId} and c.session = w.session and not c.complete
+            ) end as waiting
+          from jsonb_array_elements_text(${json([...sessions])}::jsonb) as w(session)
+          left join cowrie_sessions s on s.org_id = ${orgId} and s.sensor_id = ${sensorId} and s.session = w.session`
         for (const row of rows) {
           const protocol = protocolOf(row.protocol)
-          if (protocol === undefined || !isPort(row.sourcePort) || !isPort(row.port)) continue
-          found.set(row.session, { protocol, sourcePort: row.sourcePort, port: row.port })
+          const connect =
+            protocol !== undefined && isPort(row.sourcePort) && isPort(row.port)
+              ? { protocol, sourcePort: row.sourcePort, port: row.port }
+              : undefined
+          found.set(row.session, { session: row.session, connect, client: row.client, waiting: row.waiting ?? [] })
         }
         return found
       }).pipe(dbErrors)
 
     /**
-     * Remembers these sessions' connects; a session whose connect is already known keeps its first record. Rows go in
-     * session order, so two concurrent requests with the same sessions wait for each other instead of deadlocking.
+     * Writes sessions' rows: a connect is kept only when none was known (a session's first record stays), a client
+     * state replaces the stored one. Rows go in session order, so two concurrent requests with the same sessions wait
+     * for each other instead of deadlocking.
      */
-    const remember = (
-      orgId: string,
-      sensorId: string,
-      connects: ReadonlyMap<string, CowrieSession>,
-      createdAt: Date,
-    ) => {
-      const rows = [...connects]
-        .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-        .map(([session, c]) => ({ session, protocol: c.protocol, source_port: c.sourcePort, port: c.port }))
+    const save = (orgId: string, sensorId: string, writes: ReadonlyArray<CowrieSessionWrite>, createdAt: Date) => {
+      const rows = [...writes]
+        .sort((a, b) => (a.session < b.session ? -1 : a.session > b.session ? 1 : 0))
+        .map((w) => ({
+          session: w.session,
+          protocol: w.connect?.protocol ?? null,
+          source_port: w.connect?.sourcePort ?? null,
+          port: w.connect?.port ?? null,
+          client: w.client ?? null,
+        }))
       if (rows.length === 0) return Effect.void
       return sql`
-        insert into cowrie_sessions (org_id, sensor_id, session, protocol, source_port, port, created_at)
-        select ${orgId}, ${sensorId}, session, protocol, source_port, port, ${createdAt}
-        from jsonb_to_recordset(${json(rows)}::jsonb) as r(session text, protocol text, source_port integer, port integer)
-        on conflict (sensor_id, session) do update
-          set protocol = excluded.protocol, source_port = excluded.source_port, port = excluded.port
-          where cowrie_sessions.protocol is null`.pipe(Effect.asVoid, dbErrors)
+        insert into cowrie_sessions (org_id, sensor_id, session, protocol, source_port, port, client, created_at)
+        select ${orgId}, ${sensorId}, session, protocol, source_port, port, client, ${createdAt}
+        from jsonb_to_recordset(${json(rows)}::jsonb)
+          as r(session text, protocol text, source_port integer, port integer, client jsonb)
+        on conflict (sensor_id, session) do update set
+          protocol = case when cowrie_sessions.protocol is null then excluded.protocol else cowrie_sessions.protocol end,
+          source_port = case when cowrie_sessions.protocol is null then excluded.source_port
+            else cowrie_sessions.source_port end,
+          port = case when cowrie_sessions.protocol is null then excluded.port else cowrie_sessions.port end,
+          client = coalesce(excluded.client, cowrie_sessions.client)`.pipe(Effect.asVoid, dbErrors)
     }
-
-    /** Stores merged lines' details (a line already stored is kept); returns the sessions that got a new line. */
-    const addDetails = (orgId: string, sensorId: string, rows: ReadonlyArray<CowrieDetailRow>, createdAt: Date) =>
-      rows.length === 0
-        ? Effect.succeed(new Set<string>())
-        : sql<{ session: string }>`
-            insert into cowrie_session_details (org_id, sensor_id, session, line_id, time, details, created_at)
-            select ${orgId}, ${sensorId}, session, line_id, time, details, ${createdAt}
-            from jsonb_to_recordset(${json(
-              [...rows]
-                .sort((a, b) => (a.lineId < b.lineId ? -1 : a.lineId > b.lineId ? 1 : 0))
-                .map((r) => ({ session: r.session, line_id: r.lineId, time: r.time, details: r.details })),
-            )}::jsonb) as r(session text, line_id text, time timestamptz, details jsonb)
-            on conflict (sensor_id, session, line_id) do nothing
-            returning session`.pipe(
-            Effect.map((inserted) => new Set(inserted.map((r) => r.session))),
-            dbErrors,
-          )
-
-    /** Every merged line of these sessions, earliest first (ties by line id). */
-    const details = (orgId: string, sensorId: string, sessions: ReadonlyArray<string>) =>
-      sessions.length === 0
-        ? Effect.succeed([] as ReadonlyArray<CowrieDetailRow>)
-        : sql<CowrieDetailRow>`
-            select session, line_id as "lineId", time, details from cowrie_session_details
-            where org_id = ${orgId} and sensor_id = ${sensorId} and session in ${sql.in([...sessions])}
-            order by session, time, line_id`.pipe(dbErrors)
 
     /** Records the events stored from sessions' lines. */
     const linkEvents = (orgId: string, sensorId: string, rows: ReadonlyArray<CowrieSessionEvent>, createdAt: Date) =>
@@ -138,20 +150,6 @@ export class CowrieSessionsRepo extends Effect.Service<CowrieSessionsRepo>()("Co
             )}::jsonb) as r(session text, event_id text, action text, own_protocol boolean, own_source_port boolean,
               own_port boolean, complete boolean)
             on conflict do nothing`.pipe(Effect.asVoid, dbErrors)
-
-    /** The stored events of these sessions that still wait for their session's connect. */
-    const incomplete = (orgId: string, sensorId: string, sessions: ReadonlyArray<string>) =>
-      sessions.length === 0
-        ? Effect.succeed([] as ReadonlyArray<IncompleteCowrieEvent>)
-        : sql<IncompleteCowrieEvent>`
-            select c.session, c.event_id as "eventId", c.action, c.own_protocol as "ownProtocol",
-              c.own_source_port as "ownSourcePort", c.own_port as "ownPort", c.complete,
-              e.incident_id as "incidentId", e.source_ip as "sourceIp", e.source_port as "sourcePort", e.port, e.type,
-              e.attacker_input as "attackerInput"
-            from cowrie_session_events c join events e on e.id = c.event_id and e.org_id = c.org_id
-            where c.org_id = ${orgId} and c.sensor_id = ${sensorId} and c.session in ${sql.in([...sessions])}
-              and not c.complete
-            order by c.event_id`.pipe(dbErrors)
 
     /** Writes the completed columns of stored events and marks them complete. */
     const complete = (
@@ -182,32 +180,40 @@ export class CowrieSessionsRepo extends Effect.Service<CowrieSessionsRepo>()("Co
               })),
             )
             yield* sql`
+              with done as (
+                update cowrie_session_events c set complete = true
+                from jsonb_to_recordset(${payload}::jsonb) as r(id text, session text)
+                where c.sensor_id = ${sensorId} and c.session = r.session and c.event_id = r.id
+              )
               update events e set type = r.type, service = r.service, source_port = r.source_port, port = r.port,
                 summary = r.summary
               from jsonb_to_recordset(${payload}::jsonb)
                 as r(id text, session text, type text, service text, source_port integer, port integer, summary text)
               where e.id = r.id and e.org_id = ${orgId}`
-            yield* sql`
-              update cowrie_session_events c set complete = true
-              from jsonb_to_recordset(${payload}::jsonb) as r(id text, session text)
-              where c.sensor_id = ${sensorId} and c.session = r.session and c.event_id = r.id`
           }).pipe(dbErrors)
 
-    /** Sets the session's client members on every stored event of the session (they never hide an own member). */
-    const addClientMembers = (
+    /** The stored events of these sessions, with their attackerInput (to set new client members on them). */
+    const sessionEvents = (orgId: string, sensorId: string, sessions: ReadonlyArray<string>) =>
+      sessions.length === 0
+        ? Effect.succeed([] as ReadonlyArray<{ session: string; eventId: string; attackerInput: unknown }>)
+        : sql<{ session: string; eventId: string; attackerInput: unknown }>`
+            select c.session, c.event_id as "eventId", e.attacker_input as "attackerInput"
+            from cowrie_session_events c join events e on e.id = c.event_id and e.org_id = c.org_id
+            where c.org_id = ${orgId} and c.sensor_id = ${sensorId} and c.session in ${sql.in([...sessions])}
+            order by c.event_id`.pipe(dbErrors)
+
+    /** Writes events' attackerInput (computed and bounded by the caller). */
+    const setAttackerInputs = (
       orgId: string,
-      sensorId: string,
-      clients: ReadonlyMap<string, Record<string, unknown>>,
+      rows: ReadonlyArray<{ readonly eventId: string; readonly attackerInput: Record<string, unknown> }>,
     ) =>
-      clients.size === 0
+      rows.length === 0
         ? Effect.void
         : sql`
-            update events e set attacker_input = e.attacker_input || r.client
-            from jsonb_to_recordset(${json([...clients].map(([session, client]) => ({ session, client })))}::jsonb)
-              as r(session text, client jsonb),
-              cowrie_session_events c
-            where c.org_id = ${orgId} and c.sensor_id = ${sensorId} and c.session = r.session
-              and e.id = c.event_id and e.org_id = ${orgId}`.pipe(Effect.asVoid, dbErrors)
+            update events e set attacker_input = r.attacker_input
+            from jsonb_to_recordset(${json(rows.map((r) => ({ id: r.eventId, attacker_input: r.attackerInput })))}::jsonb)
+              as r(id text, attacker_input jsonb)
+            where e.id = r.id and e.org_id = ${orgId}`.pipe(Effect.asVoid, dbErrors)
 
     /**
      * Deletes everything remembered of sessions created before `cutoff`, of all organizations (maintenance); returns
@@ -216,6 +222,7 @@ export class CowrieSessionsRepo extends Effect.Service<CowrieSessionsRepo>()("Co
     const pruneOlderThan = (cutoff: Date) =>
       Effect.gen(function* () {
         yield* sql`delete from cowrie_session_events where created_at < ${cutoff}`
+        // Merged lines' details as versions before 0021 stored them (no longer written).
         yield* sql`delete from cowrie_session_details where created_at < ${cutoff}`
         const rows = yield* sql<{ deleted: number }>`
           with gone as (delete from cowrie_sessions where created_at < ${cutoff} returning 1)
@@ -223,16 +230,6 @@ export class CowrieSessionsRepo extends Effect.Service<CowrieSessionsRepo>()("Co
         return rows[0]?.deleted ?? 0
       }).pipe(dbErrors)
 
-    return {
-      find,
-      remember,
-      addDetails,
-      details,
-      linkEvents,
-      incomplete,
-      complete,
-      addClientMembers,
-      pruneOlderThan,
-    } as const
+    return { load, save, linkEvents, complete, sessionEvents, setAttackerInputs, pruneOlderThan } as const
   }),
 }) {}

@@ -352,26 +352,30 @@ test("D22: remembered Cowrie sessions are the sensor's own, organization-scoped,
 
   const run = <A, E>(effect: Effect.Effect<A, E, CowrieSessionsRepo>) =>
     db.run(Effect.provide(effect, CowrieSessionsRepo.Default))
-  const found = await run(Effect.flatMap(CowrieSessionsRepo, (r) => r.find(tenant.orgId, sensor.id, [session])))
+  const connects = (orgId: string, sessions: Array<string>) =>
+    run(Effect.flatMap(CowrieSessionsRepo, (r) => r.load(orgId, sensor.id, sessions, []))).then(
+      (rows) => new Map([...rows].flatMap(([s, row]) => (row.connect === undefined ? [] : [[s, row.connect]]))),
+    )
+  const found = await connects(tenant.orgId, [session])
   expect([...found]).toEqual([[session, { protocol: "telnet", sourcePort: 41234, port: 2323 }]])
-  expect((await run(Effect.flatMap(CowrieSessionsRepo, (r) => r.find(other.orgId, sensor.id, [session])))).size).toBe(0)
+  expect((await connects(other.orgId, [session])).size).toBe(0)
 
   // A session remembered eight days ago is pruned by a 7-day cutoff; today's stays.
   const old = "01d5e5510000"
   const day = 24 * 60 * 60 * 1000
   await run(
     Effect.flatMap(CowrieSessionsRepo, (r) =>
-      r.remember(
+      r.save(
         tenant.orgId,
         sensor.id,
-        new Map([[old, { protocol: "telnet" as const, sourcePort: 1, port: 23 }]]),
+        [{ session: old, connect: { protocol: "telnet" as const, sourcePort: 1, port: 23 } }],
         new Date(Date.now() - 8 * day),
       ),
     ),
   )
   const deleted = await run(Effect.flatMap(CowrieSessionsRepo, (r) => r.pruneOlderThan(new Date(Date.now() - 7 * day))))
   expect(deleted).toBeGreaterThanOrEqual(1)
-  const left = await run(Effect.flatMap(CowrieSessionsRepo, (r) => r.find(tenant.orgId, sensor.id, [old, session])))
+  const left = await connects(tenant.orgId, [old, session])
   expect([...left.keys()]).toEqual([session])
 })
 

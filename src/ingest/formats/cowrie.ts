@@ -17,7 +17,14 @@
  * (`lineId` in native.ts): a line sent again is a duplicate, and the id is no oracle for the password in the line
  * (D19). (`cowrie:<session>:` + an unkeyed SHA-256 was the form before.)
  */
+import {
+  ATTACKER_INPUT_MAX_BYTES,
+  ATTACKER_INPUT_MAX_KEYS,
+  ATTACKER_INPUT_MAX_MASKED,
+  cutMark,
+} from "../../domain/attackerInput.ts"
 import { eventTypeSpec } from "../../domain/eventTypes.ts"
+import { truncateCodePoints } from "../../domain/sanitize.ts"
 import type { MapResult } from "./native.ts"
 import {
   type CowrieSession,
@@ -110,24 +117,36 @@ export const COWRIE_EVENTIDS: ReadonlyMap<string, CowrieOutcome> = new Map([
 export const COWRIE_UNKNOWN_ACTION = "activity"
 
 /**
- * D42: the attackerInput members that merged lines give the session's events. Own members of an event never use
- * these names, so the session's members can be added to a stored event at any time without hiding its own.
+ * D42: the attackerInput members that merged lines give the session's events, in the order they are kept when the
+ * size bounds leave no room for all (short ones first, the environment last). Own members of an event never use
+ * these names, so the session's members can be added to a stored event at any time without hiding its own, and taken
+ * off again when they change. `clientCut` says how much of the session's client details was left out.
  */
 export const COWRIE_CLIENT_MEMBERS: ReadonlyArray<string> = [
   "clientVersion",
   "hassh",
-  "hasshAlgorithms",
-  "terminalSize",
-  "env",
   "clientKeyFingerprint",
   "clientKeyType",
+  "terminalSize",
   "ja4",
   "ja4h",
   "sessionDurationSeconds",
+  "hasshAlgorithms",
+  "env",
+  "clientCut",
 ]
 
-/** At most this many environment variables of a session are kept (the first by time). */
+/** At most this many environment variables of a session are kept (the earliest by time). */
 export const COWRIE_MAX_ENV = 32
+
+/** Each client string (a value or a variable's name) is cut to this many code points (the cut ends with "…"). */
+export const COWRIE_CLIENT_STRING_MAX = 256
+
+/**
+ * The client members of a session take at most this many bytes (compact JSON, UTF-8) in an event's attackerInput:
+ * they never push the attacker's own input (commands, credentials) out of the event's bound (ATTACKER_INPUT_MAX_BYTES).
+ */
+export const COWRIE_CLIENT_MAX_BYTES = 2048
 
 /** The eventid of a session's first line, the only one with the protocol and the ports. */
 const COWRIE_CONNECT = "cowrie.session.connect"
@@ -497,31 +516,211 @@ export const mapCowrieBatch = (
   }
 }
 
+// ---------------------------------------------------------------------------------------------------------------
+// D42: a session's client members, kept per session (cowrie_sessions.client) and bounded on their own
+
 /**
- * D42: the client members of a session, from its merged lines' details (`rows` earliest first, ties by line id):
- * the earliest line wins a member; environment variables are merged by name (the earliest value of each, at most
- * COWRIE_MAX_ENV names). The same lines give the same members whatever order they arrived in. Pure.
+ * What is kept of a session's merged lines: for each member the earliest line's value, for the environment the
+ * COWRIE_MAX_ENV variables first set (each with its earliest value). `at` orders lines: the line's time, then its id.
+ * Values are already cleaned and masked (prepareAttackerInput) and cut to COWRIE_CLIENT_STRING_MAX code points, so
+ * the state of a session is bounded however many lines it has; once full, a later line changes nothing. The earliest
+ * lines win whatever order they arrived in: the same lines give the same state.
  */
-export const sessionClientMembers = (
-  rows: ReadonlyArray<{ readonly details: Record<string, unknown> }>,
-): Record<string, unknown> => {
-  const out: Record<string, unknown> = {}
-  const env: Record<string, unknown> = {}
-  for (const { details } of rows) {
-    for (const [key, value] of Object.entries(details)) {
-      if (!COWRIE_CLIENT_MEMBERS.includes(key)) continue
-      if (key === "env") {
-        if (!isRecord(value)) continue
-        for (const [name, v] of Object.entries(value)) {
-          if (name === "__proto__" || name === "constructor" || name === "prototype") continue
-          if (Object.hasOwn(env, name) || Object.keys(env).length >= COWRIE_MAX_ENV) continue
-          env[name] = v
+export interface CowrieClientState {
+  readonly members: ReadonlyArray<{ readonly name: string; readonly at: string; readonly value: unknown }>
+  readonly env: ReadonlyArray<{ readonly name: string; readonly at: string; readonly value: unknown }>
+}
+
+export const EMPTY_CLIENT_STATE: CowrieClientState = { members: [], env: [] }
+
+const isMaskedShape = (v: unknown): boolean =>
+  isRecord(v) && typeof v.masked === "string" && typeof v.length === "number" && typeof v.fingerprint === "string"
+
+/** A client value as kept: a string cut, a finite number or boolean, a masked secret; anything else is not kept. */
+const clientValue = (v: unknown): unknown => {
+  if (typeof v === "string") return truncateCodePoints(v, COWRIE_CLIENT_STRING_MAX)
+  if (typeof v === "number") return Number.isFinite(v) ? v : undefined
+  if (typeof v === "boolean") return v
+  if (isMaskedShape(v)) {
+    const m = v as { masked: string; length: number; fingerprint: string }
+    return { masked: m.masked.slice(0, 32), length: m.length, fingerprint: m.fingerprint.slice(0, 64) }
+  }
+  return undefined
+}
+
+const byAt = (a: { readonly at: string }, b: { readonly at: string }) => (a.at < b.at ? -1 : a.at > b.at ? 1 : 0)
+
+/** A stored state (any jsonb) read back; anything malformed is left out. Never throws. */
+export const readClientState = (stored: unknown): CowrieClientState => {
+  if (!isRecord(stored)) return EMPTY_CLIENT_STATE
+  const list = (v: unknown, max: number) =>
+    (Array.isArray(v) ? v : [])
+      .flatMap((e: unknown) =>
+        isRecord(e) && typeof e.name === "string" && typeof e.at === "string" && e.name !== ""
+          ? [{ name: truncateCodePoints(e.name, COWRIE_CLIENT_STRING_MAX), at: e.at, value: clientValue(e.value) }]
+          : [],
+      )
+      .filter((e) => e.value !== undefined)
+      .slice(0, max)
+  return {
+    members: list(stored.members, COWRIE_CLIENT_MEMBERS.length).filter((m) => COWRIE_CLIENT_MEMBERS.includes(m.name)),
+    env: list(stored.env, COWRIE_MAX_ENV),
+  }
+}
+
+/**
+ * The state with these merged lines' details added (`at`: the line's time and id; `details`: prepared members). The
+ * earliest value of each member and each variable wins; past COWRIE_MAX_ENV variables, the one first set latest is
+ * dropped. Pure; the input state is not changed.
+ */
+export const addClientDetails = (
+  state: CowrieClientState,
+  lines: ReadonlyArray<{ readonly at: string; readonly details: Record<string, unknown> }>,
+): CowrieClientState => {
+  const members = new Map(state.members.map((m) => [m.name, m]))
+  const env = new Map(state.env.map((e) => [e.name, e]))
+  for (const { at, details } of lines) {
+    for (const [name, raw] of Object.entries(details)) {
+      if (!COWRIE_CLIENT_MEMBERS.includes(name) || name === "clientCut") continue
+      if (name === "env") {
+        if (!isRecord(raw)) continue
+        for (const [rawName, v] of Object.entries(raw)) {
+          const value = clientValue(v)
+          const varName = truncateCodePoints(rawName, COWRIE_CLIENT_STRING_MAX)
+          if (value === undefined || varName === "") continue
+          const seen = env.get(varName)
+          if (seen === undefined || at < seen.at) env.set(varName, { name: varName, at, value })
         }
-      } else if (!Object.hasOwn(out, key)) {
-        out[key] = value
+        continue
       }
+      const value = clientValue(raw)
+      if (value === undefined) continue
+      const seen = members.get(name)
+      if (seen === undefined || at < seen.at) members.set(name, { name, at, value })
     }
   }
-  if (Object.keys(env).length > 0) out.env = env
+  const order = (a: { readonly name: string }, b: { readonly name: string }) =>
+    COWRIE_CLIENT_MEMBERS.indexOf(a.name) - COWRIE_CLIENT_MEMBERS.indexOf(b.name)
+  const byTime = (
+    a: { readonly name: string; readonly at: string },
+    b: { readonly name: string; readonly at: string },
+  ) => byAt(a, b) || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)
+  return {
+    members: [...members.values()].sort(order),
+    env: [...env.values()].sort(byTime).slice(0, COWRIE_MAX_ENV),
+  }
+}
+
+/** The UTF-8 size of a value's compact JSON. */
+export const jsonBytes = (v: unknown): number => Buffer.byteLength(JSON.stringify(v) ?? "", "utf8")
+
+/** A client cut mark never takes more than this (`"clientCut":"cut: … more members, … bytes"` and a comma). */
+const CLIENT_CUT_ROOM = 72
+
+/** A session's client members as they join its events, and how much of them was left out to keep the bound. */
+export interface CowrieClientMembers {
+  readonly members: Record<string, unknown>
+  readonly leftOut: number
+  readonly leftOutBytes: number
+}
+
+/**
+ * The members a session's state gives its events: in COWRIE_CLIENT_MEMBERS order, the environment's variables
+ * earliest first, each kept whole while the members stay within COWRIE_CLIENT_MAX_BYTES; what does not fit is left
+ * out and counted in a visible `clientCut` member. Pure.
+ */
+export const clientMembersOf = (state: CowrieClientState): CowrieClientMembers => {
+  const members: Record<string, unknown> = {}
+  let size = 2 // {}
+  let leftOut = 0
+  let leftOutBytes = 0
+  const budget = COWRIE_CLIENT_MAX_BYTES - CLIENT_CUT_ROOM
+  const entryBytes = (name: string, value: unknown) => jsonBytes(name) + 1 + jsonBytes(value) + 1
+  for (const m of state.members) {
+    const bytes = entryBytes(m.name, m.value)
+    if (size + bytes > budget) {
+      leftOut++
+      leftOutBytes += bytes
+      continue
+    }
+    members[m.name] = m.value
+    size += bytes
+  }
+  if (state.env.length > 0) {
+    const env: Array<[string, unknown]> = []
+    let envSize = entryBytes("env", {}) // "env":{}
+    for (const e of state.env) {
+      const bytes = entryBytes(e.name, e.value)
+      if (size + envSize + bytes > budget) {
+        leftOut++
+        leftOutBytes += bytes
+        continue
+      }
+      env.push([e.name, e.value])
+      envSize += bytes
+    }
+    if (env.length > 0) {
+      // fromEntries defines own properties: a variable named "__proto__" stays a variable.
+      members.env = Object.fromEntries(env)
+      size += envSize
+    }
+  }
+  if (leftOut > 0) members.clientCut = cutMark(leftOut, leftOutBytes)
+  return { members, leftOut, leftOutBytes }
+}
+
+const countMasked = (v: unknown, depth = 0): number => {
+  if (depth > 16 || typeof v !== "object" || v === null) return 0
+  if (isMaskedShape(v)) return 1
+  let n = 0
+  for (const x of Array.isArray(v) ? v : Object.values(v)) n += countMasked(x, depth + 1)
+  return n
+}
+
+/** An event's own members: its stored attackerInput without the session's client members. Pure. */
+export const ownMembersOf = (stored: Record<string, unknown>): Record<string, unknown> =>
+  Object.fromEntries(Object.entries(stored).filter(([k]) => !COWRIE_CLIENT_MEMBERS.includes(k)))
+
+/**
+ * D42 with the bound of every stored attackerInput: an event's own members (already prepared, within
+ * ATTACKER_INPUT_MAX_BYTES) first, then the session's client members, each kept whole while the whole stays within
+ * ATTACKER_INPUT_MAX_BYTES, ATTACKER_INPUT_MAX_KEYS members and ATTACKER_INPUT_MAX_MASKED masked secrets. What is left
+ * out is counted in `clientCut` (with what the session's own bound left out); the event's own members and its own cut
+ * mark are never touched. Pure.
+ */
+export const withClientMembers = (
+  own: Record<string, unknown>,
+  client: CowrieClientMembers | undefined,
+): Record<string, unknown> => {
+  if (client === undefined) return own
+  const out: Record<string, unknown> = { ...own }
+  let size = jsonBytes(own)
+  let keys = Object.keys(own).length
+  let masked = countMasked(own)
+  let leftOut = client.leftOut
+  let leftOutBytes = client.leftOutBytes
+  for (const [name, value] of Object.entries(client.members)) {
+    if (name === "clientCut" || Object.hasOwn(out, name)) continue
+    const bytes = jsonBytes(name) + 1 + jsonBytes(value) + 1
+    const secrets = countMasked(value)
+    if (
+      size + bytes > ATTACKER_INPUT_MAX_BYTES - CLIENT_CUT_ROOM ||
+      keys + 2 > ATTACKER_INPUT_MAX_KEYS ||
+      masked + secrets > ATTACKER_INPUT_MAX_MASKED
+    ) {
+      leftOut += name === "env" && isRecord(value) ? Object.keys(value).length : 1
+      leftOutBytes += bytes
+      continue
+    }
+    out[name] = value
+    size += bytes
+    keys++
+    masked += secrets
+  }
+  if (leftOut > 0) {
+    const mark = cutMark(leftOut, leftOutBytes)
+    // Within the bound whenever the event's own members were (they were cut short of it to leave room for a mark).
+    if (size + jsonBytes("clientCut") + 1 + jsonBytes(mark) + 1 <= ATTACKER_INPUT_MAX_BYTES) out.clientCut = mark
+  }
   return out
 }
