@@ -1,6 +1,7 @@
 import { BunRuntime } from "@effect/platform-bun"
 import { SqlClient } from "@effect/sql"
 import { ConfigError, Effect, Layer } from "effect"
+import { plainIngestWarning } from "./admin/sensorSetup.ts"
 import { ApiServerLive } from "./api/server.ts"
 import { SensorAuth } from "./auth/SensorAuth.ts"
 import { AppConfig, AppConfigLive, describeSettings, formatConfigError } from "./config.ts"
@@ -75,10 +76,21 @@ const IngestionLive = Layer.mergeAll(
 /** D11 counts: in memory, or shared through Redis when REDIS_URL is set. */
 const RateLimiterLive = Layer.unwrapEffect(Effect.map(AppConfig, (config) => RateLimiter.layerFrom(config.rateLimit)))
 
-/** One line with the effective configuration (secrets redacted), first thing at start-up. */
+/**
+ * One line with the effective configuration (secrets redacted), first thing at start-up; and once, a warning when
+ * sensors would send their tokens over plain HTTP to a service whose console is on HTTPS.
+ */
 const ConfigLogLive = Layer.effectDiscard(
   Effect.flatMap(AppConfig, (config) =>
-    Effect.logInfo("configuration").pipe(Effect.annotateLogs(describeSettings(config))),
+    Effect.logInfo("configuration").pipe(
+      Effect.annotateLogs(describeSettings(config)),
+      Effect.zipRight(
+        Effect.fromNullable(plainIngestWarning(config.appUrl, config.ingestUrl)).pipe(
+          Effect.flatMap((warning) => Effect.logWarning(warning)),
+          Effect.ignore,
+        ),
+      ),
+    ),
   ),
 )
 

@@ -81,6 +81,19 @@ export interface Snippet {
 const json = (value: string) => JSON.stringify(value)
 
 /**
+ * The warning shown beside the set-up snippets (and logged once at start-up) when the console is served over HTTPS
+ * but the ingest address sensors are given is plain HTTP (INGEST_URL unset, or set to http://): their bearer tokens
+ * would cross the network unencrypted. Undefined when there is nothing to say.
+ */
+export const plainIngestWarning = (appUrl: string, ingestUrl: string): string | undefined =>
+  /^https:/i.test(appUrl) && /^http:/i.test(ingestUrl)
+    ? `The ingest address ${ingestUrl} is plain HTTP: sensor tokens would travel unencrypted. Put TLS in front of the ingest listener and set INGEST_URL to its https:// address.`
+    : undefined
+
+/** Where the heartbeat snippet keeps the sensor's Authorization header (mode 600 from its creation). */
+export const HEARTBEAT_HEADER_FILE = "/etc/decoy-heartbeat.header"
+
+/**
  * The configuration for a new (or rotated) token, with this service's public ingest address (`INGEST_URL`).
  * The profile's own snippet comes first, the heartbeat last.
  */
@@ -152,11 +165,12 @@ export const setupSnippets = (input: { ingestUrl: string; token: string; profile
       kind: "heartbeat",
       title: "Heartbeat (every minute)",
       where:
-        "Store the header in a file only root reads (a token on a command line is visible to every local user), then call it from cron or a systemd timer; set the sensor's heartbeat interval to match.",
+        "As root, paste it into a shell, then press Ctrl-D: the header goes into a file only root can read from the start, and the token is never on a command line (visible to every local user) nor in the shell history. Then call it from cron or a systemd timer; set the sensor's heartbeat interval to match.",
       text: [
-        `printf '%s\\n' 'Authorization: Bearer ${input.token}' > /etc/decoy-heartbeat.header`,
-        "chmod 600 /etc/decoy-heartbeat.header",
-        `# crontab: * * * * * curl -fsS -m 10 -X POST -H @/etc/decoy-heartbeat.header ${base}/ingest/v1/heartbeat`,
+        `# crontab: * * * * * curl -fsS -m 10 -X POST -H @${HEARTBEAT_HEADER_FILE} ${base}/ingest/v1/heartbeat`,
+        "# The next command reads the header line below it from the terminal; press Ctrl-D after it.",
+        `(umask 077; rm -f ${HEARTBEAT_HEADER_FILE} && cat > ${HEARTBEAT_HEADER_FILE})`,
+        `Authorization: Bearer ${input.token}`,
       ].join("\n"),
     },
   ]

@@ -704,6 +704,7 @@ const makeRouter = Effect.gen(function* () {
               flash={flash}
               now={new Date()}
               ingestUrl={config.ingestUrl}
+              appUrl={config.appUrl}
             />,
           )
         }),

@@ -1,5 +1,5 @@
 import type { SensorView } from "../../admin/operations.ts"
-import { SENSOR_PROFILES, type Snippet, setupSnippets } from "../../admin/sensorSetup.ts"
+import { plainIngestWarning, SENSOR_PROFILES, type Snippet, setupSnippets } from "../../admin/sensorSetup.ts"
 import { parseToken, SENSOR_TOKEN } from "../../domain/secretToken.ts"
 import { Csrf, DataTable, type Flash, Time, type Viewer } from "./components.tsx"
 import { isAdmin, SettingsLayout } from "./settings.tsx"
@@ -10,13 +10,14 @@ import { isAdmin, SettingsLayout } from "./settings.tsx"
  * redirects to, with its set-up snippets filled in; it is never in a URL and never shown again.
  */
 
-const HEARTBEATS: ReadonlyArray<readonly [string, string]> = [
-  ["", "none expected"],
-  ["60s", "every minute"],
-  ["5m", "every 5 minutes"],
-  ["15m", "every 15 minutes"],
-  ["1h", "every hour"],
-  ["24h", "every day"],
+/** Value sent, label, and the interval in seconds it sets (null: none expected). */
+const HEARTBEATS: ReadonlyArray<readonly [string, string, number | null]> = [
+  ["", "none expected", null],
+  ["60s", "every minute", 60],
+  ["5m", "every 5 minutes", 300],
+  ["15m", "every 15 minutes", 900],
+  ["1h", "every hour", 3600],
+  ["24h", "every day", 86400],
 ]
 
 const STATUS_TEXT: Readonly<Record<string, string>> = {
@@ -94,14 +95,25 @@ export const SensorsPage = (props: {
   flash: Flash | undefined
   now: Date
   ingestUrl: string
+  /** APP_URL: over HTTPS, a plain-HTTP ingest address is warned about. */
+  appUrl?: string
 }) => {
   const shown = tokenSensor(props.flash, props.sensors)
+  const plain = plainIngestWarning(props.appUrl ?? "", props.ingestUrl)
+  const plainNotice = plain && (
+    <div class="notice notice-warn" role="alert">
+      <p>
+        <strong>Plain HTTP.</strong> {plain}
+      </p>
+    </div>
+  )
   return (
     <SettingsLayout viewer={props.viewer} tab="sensors" title="Sensors" flash={props.flash}>
       <p>
         Sensors report to the ingest address <code>{props.ingestUrl}</code> with their own token. A sensor that expects
         a heartbeat and misses three is <strong>silent</strong>.
       </p>
+      {plainNotice}
       <SilentNotice count={props.sensors.filter((s) => s.status === "silent").length} />
       {shown && (
         <div class="panel" id="setup">
@@ -110,6 +122,7 @@ export const SensorsPage = (props: {
             Paste one of these into the sensor's configuration. They hold the token above: like it, they are shown only
             now.
           </p>
+          {plainNotice}
           {setupSnippets({ ingestUrl: props.ingestUrl, token: shown.token, profile: shown.sensor.profile }).map((s) => (
             <SnippetBlock snippet={s} />
           ))}
@@ -243,9 +256,17 @@ export const SensorPage = (props: { viewer: Viewer; sensor: SensorView; flash: F
             <div class="field">
               <label for="heartbeat-interval">Expected heartbeat</label>
               <select id="heartbeat-interval" name="heartbeatInterval">
-                {HEARTBEATS.map(([value, label]) => (
-                  <option value={value}>{label}</option>
+                {HEARTBEATS.map(([value, label, seconds]) => (
+                  <option value={value} selected={seconds === s.heartbeatIntervalSeconds}>
+                    {label}
+                  </option>
                 ))}
+                {s.heartbeatIntervalSeconds !== null &&
+                  !HEARTBEATS.some(([, , seconds]) => seconds === s.heartbeatIntervalSeconds) && (
+                    <option value={`${s.heartbeatIntervalSeconds}s`} selected>
+                      {heartbeatText(s.heartbeatIntervalSeconds)}
+                    </option>
+                  )}
               </select>
             </div>
             <button type="submit" class="secondary">
