@@ -24,6 +24,7 @@ const NAV: ReadonlyArray<readonly [Section, string, string]> = [
   ["settings", "/settings/api", "Settings"],
 ]
 
+/** A page. Its `title` (the browser tab's, where nothing can be marked as attacker text) is never attacker-derived. */
 export const Layout = (props: { title: string; viewer?: Viewer | undefined; section: Section; children: Child }) => (
   <html lang="en">
     <head>

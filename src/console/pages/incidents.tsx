@@ -127,7 +127,7 @@ export const IncidentPage = (props: {
   const { shown, left } = fitEvents(i.events)
   const notShown = left + Math.max(0, i.eventCount - i.events.length)
   return (
-    <Layout title={i.title} viewer={props.viewer} section="incidents">
+    <Layout title={`Incident ${i.id}`} viewer={props.viewer} section="incidents">
       <FlashNotice flash={props.flash} />
       <p class="small">
         <a href="/incidents">← Incidents</a>

@@ -1,3 +1,4 @@
+import { isMaskedSecretShape, type MaskedSecret } from "../../domain/attackerInput.ts"
 import { eventTypeSpec } from "../../domain/eventTypes.ts"
 import type { Event } from "../../domain/models.ts"
 import { Attacker, attackerCost, attackerText, DataTable, ServiceText, SeverityBadge, Time } from "./components.tsx"
@@ -26,8 +27,11 @@ const MEMBER_NAME_CUT = 64
 
 type Member = readonly [name: string, value: unknown]
 
-const isMasked = (value: unknown): value is { masked: unknown; length: unknown; fingerprint: unknown } =>
-  typeof value === "object" && value !== null && "masked" in value && "fingerprint" in value
+/**
+ * A masked secret exactly as this service writes one (stars, a length, a hex fingerprint): anything else that merely
+ * has such members is attacker input like any other (D29), shown as the rest of it is.
+ */
+const isMasked = isMaskedSecretShape
 
 /** The members shown of an event, and how many are left out. */
 const shownMembers = (input: Event["attackerInput"]): { members: ReadonlyArray<Member>; more: number } => {
@@ -81,12 +85,17 @@ const factsOf = (input: Event["attackerInput"]): Array<readonly [string, unknown
   return facts
 }
 
-const MaskedValue = ({ value }: { value: { masked: unknown; length: unknown; fingerprint: unknown } }) => (
-  <span class="mono">
-    {String(value.masked)}{" "}
+/**
+ * A masked secret: its stars and fingerprint stay in the attacker box (they come from an attacker's event, even when
+ * their shape is the service's), the length is a number.
+ */
+const MaskedValue = ({ value }: { value: MaskedSecret }) => (
+  <span>
+    <Attacker value={value.masked} />{" "}
     <span class="muted small">
-      masked, {String(value.length)} characters, fingerprint {String(value.fingerprint)}
+      masked, {String(value.length)} characters{value.fingerprint !== "" && ", fingerprint "}
     </span>
+    {value.fingerprint !== "" && <Attacker value={value.fingerprint} />}
   </span>
 )
 
