@@ -60,6 +60,7 @@ const USAGE = `usage: bun run admin <command> [options] [--json]
   user list --org <org-id>                  console users (never a password)
   user disable <user-id>                    disable a user; their sessions end
   user reset <user-id>                      new set-password link; all their sessions end
+  user unlock <email>                       forget the failed sign-ins of this email (its sign-in lock)
   secrets reseal                            after a SECRET_KEY rotation (old key in SECRET_KEY_PREVIOUS):
                                             seal every stored secret under the current SECRET_KEY
 `
@@ -293,6 +294,14 @@ const run = (argv: ReadonlyArray<string>) =>
           reset,
           () =>
             `sessions of ${reset.email} ended. One-time link to set a new password, valid until ${reset.linkExpiresAt}:\n${reset.link}`,
+        )
+      }
+      case "user unlock": {
+        const unlocked = yield* (yield* Accounts).unlockUser(yield* requireFlag(rest[0], "<email>"), CLI_ACTOR)
+        return yield* print(
+          json,
+          unlocked,
+          () => `${unlocked.email}: ${unlocked.cleared} failed sign-in(s) forgotten; every address may sign in again`,
         )
       }
       case "secrets reseal": {

@@ -1,12 +1,19 @@
 import { randomBytes } from "node:crypto"
 import { SqlClient } from "@effect/sql"
-import { Data, Effect, Option } from "effect"
+import { Data, Effect, Option, Redacted } from "effect"
 import { AppConfig } from "../config.ts"
-import { sha256 } from "../domain/crypto.ts"
+import { constantTimeEqual, deriveKey, hmacSha256, sha256 } from "../domain/crypto.ts"
 import { isId, newId } from "../domain/ids.ts"
 import { addressBucketKey } from "../ratelimit/core.ts"
 import { AuditRepo } from "../repos/AuditRepo.ts"
-import { ConsoleUsersRepo, type FailureCounts, ROLES, type Role, type SessionRow } from "../repos/ConsoleUsersRepo.ts"
+import {
+  ConsoleUsersRepo,
+  type FailureCounts,
+  ROLES,
+  type Role,
+  type SessionRow,
+  type UserRow,
+} from "../repos/ConsoleUsersRepo.ts"
 import { OrgsRepo } from "../repos/OrgsRepo.ts"
 
 /** A refused account operation; the message is shown to the person as is (never a secret). */
@@ -33,11 +40,21 @@ export const THROTTLE_WINDOW_MS = 15 * 60_000
 export const MAX_FAILURES_PER_EMAIL = 5
 export const MAX_FAILURES_PER_IP = 20
 /**
- * Past this many failures for one email in the window, only addresses the user has signed in from before (within
- * KNOWN_ADDRESS_DAYS) are still verified: the ceiling on what many addresses together can guess.
+ * Tries of one address for an email that is over MAX_FAILURES_PER_EMAIL (below the ceiling): a few, so a person
+ * on a new address who mistypes once is not refused at the second try, while each address that guesses is soon out.
+ */
+export const NEW_ADDRESS_TRIES = 3
+/**
+ * Past this many failures for one email in the window, only a known device of the user, or an address the user has
+ * signed in or set the password from (within KNOWN_ADDRESS_DAYS), is still verified: the ceiling on what many
+ * addresses together can guess.
  */
 export const MAX_FAILURES_PER_EMAIL_CEILING = 50
 export const KNOWN_ADDRESS_DAYS = 90
+/** Failures in the window of one known device (its cookie): past them it is treated like any other browser. */
+export const MAX_FAILURES_PER_DEVICE = 5
+/** Life of the known-device cookie, renewed at each sign-in. */
+export const DEVICE_COOKIE_DAYS = 365
 const KNOWN_ADDRESSES_READ = 200
 /** last_seen_at is written at most this often per session (a page load is not a write each time). */
 const TOUCH_EVERY_MS = 60_000
@@ -62,11 +79,30 @@ const DUMMY_HASH = () => {
 export const prepareSignIn = () => void DUMMY_HASH()
 
 export type SignInResult =
-  | { readonly _tag: "SignedIn"; readonly token: string; readonly userId: string; readonly orgId: string }
+  | {
+      readonly _tag: "SignedIn"
+      readonly token: string
+      readonly userId: string
+      readonly orgId: string
+      /** The known-device cookie's value to set (DEVICE_COOKIE). */
+      readonly device: string
+    }
   | { readonly _tag: "Refused" }
   | { readonly _tag: "Throttled"; readonly retryAfterSeconds: number }
 
 export type LinkState = "valid" | "expired" | "unknown"
+
+/**
+ * The known-device cookie (D27): set at each sign-in and when a password is set, so this browser is known to be the
+ * user's. `__Host-`, Secure, HttpOnly, SameSite=Strict, Path=/. Its value is `<device id>.<MAC>`: 128 random bits,
+ * and HMAC-SHA256 over the user id and device id under a key derived from SECRET_KEY (so it cannot be made for
+ * another user or another device, and survives restarts on every replica). Not a credential: the password is
+ * always needed; it only decides how a sign-in is throttled.
+ */
+export const DEVICE_COOKIE = "__Host-device"
+const DEVICE_ID = /^[A-Za-z0-9_-]{22}$/
+const DEVICE_MAC = /^[A-Za-z0-9_-]{43}$/
+const deviceMessage = (userId: string, deviceId: string) => `console-device\n${userId}\n${deviceId}`
 
 /**
  * Console users, passwords, sign-in and sessions (D26, D27), shared by the admin CLI (`admin user …`) and the
@@ -78,7 +114,25 @@ export class Accounts extends Effect.Service<Accounts>()("Accounts", {
     const audit = yield* AuditRepo
     const orgs = yield* OrgsRepo
     const sql = yield* SqlClient.SqlClient
-    const { appUrl } = yield* AppConfig
+    const { appUrl, secretKey, secretKeyPrevious } = yield* AppConfig
+    // The current key signs; a key from before a SECRET_KEY rotation is still accepted.
+    const deviceKeys = [secretKey, ...secretKeyPrevious].map((key) =>
+      deriveKey(Redacted.value(key), "console-device-v1"),
+    )
+
+    /** The cookie value for this user and device (a new device when none is given). */
+    const deviceCookie = (userId: string, deviceId: string = randomBytes(16).toString("base64url")) =>
+      `${deviceId}.${hmacSha256(deviceKeys[0] as Buffer, deviceMessage(userId, deviceId)).toString("base64url")}`
+
+    /** The device id of a cookie value that is this user's, or undefined (none, malformed, another user's, forged). */
+    const deviceOf = (cookie: string | undefined, userId: string | undefined): string | undefined => {
+      if (cookie === undefined || userId === undefined || cookie.length !== 66) return undefined
+      const [deviceId = "", mac = ""] = cookie.split(".")
+      if (!DEVICE_ID.test(deviceId) || !DEVICE_MAC.test(mac)) return undefined
+      const given = Buffer.from(mac, "base64url")
+      const message = deviceMessage(userId, deviceId)
+      return deviceKeys.some((key) => constantTimeEqual(hmacSha256(key, message), given)) ? deviceId : undefined
+    }
 
     const linkFor = (userId: string, at: Date) =>
       Effect.gen(function* () {
@@ -206,8 +260,12 @@ export class Accounts extends Effect.Service<Accounts>()("Accounts", {
         return "valid" as LinkState
       })
 
-    /** D26: 12–256 characters, argon2id; the link is spent, every session of the user ends, the user is enabled. */
-    const setPassword = (token: string, password: string, ip: string) =>
+    /**
+     * D26: 12–256 characters, argon2id; the link is spent, every session of the user ends, the user is enabled. The
+     * browser becomes a known device of the user (the returned `device` cookie value; an earlier one of this user
+     * keeps its id), and the address a known one (D27).
+     */
+    const setPassword = (token: string, password: string, ip: string, deviceCookieValue?: string) =>
       Effect.gen(function* () {
         // The link first: hashing (argon2id, 64 MiB) is done only for a live link, never for anyone who POSTs to
         // an unknown or spent one. The link is checked again, and spent, in the transaction below.
@@ -237,7 +295,11 @@ export class Accounts extends Effect.Service<Accounts>()("Accounts", {
               ip,
               detail: null,
             })
-            return { userId: user.id, email: user.email }
+            return {
+              userId: user.id,
+              email: user.email,
+              device: deviceCookie(user.id, deviceOf(deviceCookieValue, user.id)),
+            }
           }),
         )
       })
@@ -258,17 +320,16 @@ export class Accounts extends Effect.Service<Accounts>()("Accounts", {
       })
 
     /**
-     * Whether an attempt for an email that is over its limit is still verified. An address (an IPv6 client: its
-     * /64) that has not failed for this email in the window is: the attempt's own row is its only one, so a lock
-     * made from other addresses never keeps the owner out. Past the ceiling, only an address the user signed in
-     * from before is, and only while it has not itself failed 5 times.
+     * Whether an attempt for an email that is over its limit is still verified. Below the ceiling, an address (an
+     * IPv6 client: its /64) that has failed fewer than NEW_ADDRESS_TRIES times for this email in the window is: a
+     * lock made from other addresses never keeps the owner out. Past the ceiling, only an address the user signed in
+     * or set the password from is, and only while it has not itself failed 5 times.
      */
-    const admittedWhileLocked = (email: string, ipBucket: string, failures: FailureCounts, now: Date) =>
+    const admittedWhileLocked = (user: UserRow | undefined, ipBucket: string, failures: FailureCounts, now: Date) =>
       Effect.gen(function* () {
-        if (failures.byEmail <= MAX_FAILURES_PER_EMAIL_CEILING && failures.byPair <= 1) return true
+        if (failures.byEmail <= MAX_FAILURES_PER_EMAIL_CEILING && failures.byPair <= NEW_ADDRESS_TRIES) return true
         if (failures.byPair > MAX_FAILURES_PER_EMAIL) return false
         // Read for an unknown email too (it finds none), so the answer takes the same time either way.
-        const user = Option.getOrUndefined(yield* users.findByEmail(email))
         const known = yield* users.signInAddresses(
           user?.orgId ?? "",
           user?.id ?? "",
@@ -282,19 +343,25 @@ export class Accounts extends Effect.Service<Accounts>()("Accounts", {
      * D27: throttled first, then the same answer and the same work for an unknown email and a wrong password. A
      * fresh session on every sign-in, and the browser's previous session (its cookie, when it sent one) ends.
      *
-     * Throttling (429 with Retry-After), per 15-minute window: more than 20 failures from one address (an IPv6 client
-     * per /64); more than 5 failures for one email, except from an address that has not failed for it in the window
-     * (admittedWhileLocked): anyone can make an email's count pass 5, so that alone must not lock its owner out,
-     * while each address that guesses wrong is refused for the rest of the window. Past 50 failures for the email,
-     * only addresses the user has signed in from before are still verified.
+     * Throttling (429 with Retry-After), per 15-minute window:
+     * - A known device of the user (its DEVICE_COOKIE, made for this email's user) is verified while it has failed at
+     *   most MAX_FAILURES_PER_DEVICE times, whatever the counts of the email or the address: a lock that others make
+     *   can never keep out a browser the user signed in from (or set the password from). Past its own limit it is
+     *   throttled like any other browser, by the rules below.
+     * - More than 20 failures from one address (an IPv6 client per /64).
+     * - More than 5 failures for one email, except from an address that has failed fewer than NEW_ADDRESS_TRIES
+     *   times for it (admittedWhileLocked): anyone can make an email's count pass 5, so that alone must not lock its
+     *   owner out, while each address that guesses wrong is refused for the rest of the window after a few tries.
+     *   Past 50 failures for the email, only addresses the user has signed in or set the password from are still
+     *   verified (besides known devices); `admin user unlock <email>` clears the count.
      *
      * Parallel attempts must not all read the count before any of them records a failure: each attempt is written
      * first (committed on its own), then the window is counted with it and every attempt still in flight. Over the
      * limit, the attempt removes its row and gets 429; otherwise its row stands as the failure unless the password
-     * is right. So at most 5 (or 20) attempts are ever verified per window and address, however many arrive at
-     * once, and at most one more from each address new to the email.
+     * is right. So at most 5 (or 20) attempts are ever verified per window and address or device, however many arrive
+     * at once, and at most NEW_ADDRESS_TRIES more from each address new to the email.
      */
-    const signIn = (emailInput: string, password: string, ip: string, previousToken?: string) =>
+    const signIn = (emailInput: string, password: string, ip: string, previousToken?: string, device?: string) =>
       Effect.gen(function* () {
         // Control characters never reach the database (PostgreSQL refuses NUL): the attempt is still counted.
         const email = normalizeEmail(emailInput)
@@ -305,17 +372,21 @@ export class Accounts extends Effect.Service<Accounts>()("Accounts", {
         const attemptId = newToken()
         // Per IP as the API's rate limiter counts (D11): an IPv6 client per /64, which it can rotate through at will.
         const ipBucket = addressBucketKey(ip)
-        yield* users.recordAttempt(attemptId, email, ipBucket, now, since)
-        const failures = yield* users.failuresSince(email, ipBucket, since)
+        const candidate = Option.getOrUndefined(yield* users.findByEmail(email))
+        const deviceId = deviceOf(device, candidate?.id)
+        yield* users.recordAttempt(attemptId, email, ipBucket, deviceId ?? null, now, since)
+        const failures = yield* users.failuresSince(email, ipBucket, deviceId ?? null, since)
         const waits: Array<number> = []
+        const knownDevice = deviceId !== undefined && failures.byDevice <= MAX_FAILURES_PER_DEVICE
         if (
+          !knownDevice &&
           failures.byEmail > MAX_FAILURES_PER_EMAIL &&
           failures.oldestEmail !== null &&
-          !(yield* admittedWhileLocked(email, ipBucket, failures, now))
+          !(yield* admittedWhileLocked(candidate, ipBucket, failures, now))
         ) {
           waits.push(failures.oldestEmail.getTime() + THROTTLE_WINDOW_MS - now.getTime())
         }
-        if (failures.byIp > MAX_FAILURES_PER_IP && failures.oldestIp !== null) {
+        if (!knownDevice && failures.byIp > MAX_FAILURES_PER_IP && failures.oldestIp !== null) {
           waits.push(failures.oldestIp.getTime() + THROTTLE_WINDOW_MS - now.getTime())
         }
         if (waits.length > 0) {
@@ -326,8 +397,6 @@ export class Accounts extends Effect.Service<Accounts>()("Accounts", {
             retryAfterSeconds: Math.max(1, Math.ceil(Math.max(...waits) / 1000)),
           } as SignInResult
         }
-        const user = yield* users.findByEmail(email)
-        const candidate = Option.getOrUndefined(user)
         const matches = yield* Effect.promise(async () =>
           Bun.password
             .verify(password.slice(0, PASSWORD_MAX * 4), candidate?.passwordHash ?? (await DUMMY_HASH()))
@@ -355,7 +424,7 @@ export class Accounts extends Effect.Service<Accounts>()("Accounts", {
               yield* users.deleteSession(hashToken(previousToken))
             }
             const token = yield* startSession(candidate.id, ip)
-            yield* users.clearFailures(email, ipBucket, since)
+            yield* users.clearFailures(email, ipBucket, deviceId ?? null, since)
             yield* audit.record({
               orgId: candidate.orgId,
               actor: candidate.id,
@@ -368,7 +437,13 @@ export class Accounts extends Effect.Service<Accounts>()("Accounts", {
           }),
         )
         yield* Effect.logInfo("console sign-in").pipe(Effect.annotateLogs({ userId: candidate.id, ip }))
-        return { _tag: "SignedIn", token, userId: candidate.id, orgId: candidate.orgId } as SignInResult
+        return {
+          _tag: "SignedIn",
+          token,
+          userId: candidate.id,
+          orgId: candidate.orgId,
+          device: deviceCookie(candidate.id, deviceId),
+        } as SignInResult
       })
 
     /**
@@ -392,6 +467,30 @@ export class Accounts extends Effect.Service<Accounts>()("Accounts", {
         return found
       })
 
+    /**
+     * `admin user unlock <email>`: every failed sign-in of the window for this email is forgotten, so every address is
+     * verified again at once (after an attack, for a user with no known device). Audited (D31).
+     */
+    const unlockUser = (emailInput: string, actor: Actor) =>
+      sql.withTransaction(
+        Effect.gen(function* () {
+          const email = normalizeEmail(emailInput)
+          const found = email.length <= 320 ? yield* users.findByEmail(email) : Option.none()
+          if (Option.isNone(found)) return yield* refuse("no console user has this email")
+          const user = found.value
+          const cleared = yield* users.clearEmailFailures(email)
+          yield* audit.record({
+            orgId: user.orgId,
+            actor: actor.id,
+            action: "user.unlock",
+            target: user.id,
+            ip: actor.ip,
+            detail: `${email} (${cleared} failed sign-ins cleared)`,
+          })
+          return { id: user.id, email, cleared }
+        }),
+      )
+
     const signOut = (token: string, actor: Actor, orgId: string) =>
       sql.withTransaction(
         Effect.zipRight(
@@ -405,6 +504,7 @@ export class Accounts extends Effect.Service<Accounts>()("Accounts", {
       listUsers,
       disableUser,
       resetUser,
+      unlockUser,
       linkState,
       setPassword,
       signIn,

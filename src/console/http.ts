@@ -107,21 +107,35 @@ export const declaredTooLarge = (headers: Readonly<Record<string, string | undef
 }
 
 /**
- * The checks every console request passes before any route runs: the URL's length, and the decoded path and every
- * query key and value (no control character, no unpaired surrogate, no value over MAX_VALUE_CHARS).
+ * The query of a request URL as the console reads it: the text after the first `?`, parsed as a form would be. Never
+ * throws (a URL parser does, on a protocol-relative path such as `//[/x`).
+ */
+export const searchParamsOf = (url: string): URLSearchParams => {
+  const q = url.indexOf("?")
+  return new URLSearchParams(q === -1 ? "" : url.slice(q + 1))
+}
+
+/**
+ * The checks every console request passes before any route runs: the URL's length, and the path as the router sees
+ * it (the request URL up to `?`, decoded) and every query key and value (no control character, no unpaired surrogate,
+ * no value over MAX_VALUE_CHARS). A path that does not start with one `/` (`//host/p`, `/\host/p`) is no console
+ * page: refused here, so no later parse of the URL reads it as another host. Never throws.
  */
 export const checkRequest = (request: HttpServerRequest.HttpServerRequest): "ok" | "too-large" | "bad" => {
   if (declaredTooLarge(request.headers)) return "too-large"
-  if (request.url.length > MAX_URL_CHARS) return "bad"
-  const url = new URL(request.url, "http://console")
+  const url = request.url
+  if (url.length > MAX_URL_CHARS) return "bad"
+  const q = url.indexOf("?")
+  const rawPath = q === -1 ? url : url.slice(0, q)
+  if (!/^\/(?![/\\])/.test(rawPath)) return "bad"
   let path: string
   try {
-    path = decodeURIComponent(url.pathname)
+    path = decodeURIComponent(rawPath)
   } catch {
     return "bad"
   }
   if (!isSafeValue(path)) return "bad"
-  for (const [k, v] of url.searchParams) if (!isSafeValue(k) || !isSafeValue(v)) return "bad"
+  for (const [k, v] of searchParamsOf(url)) if (!isSafeValue(k) || !isSafeValue(v)) return "bad"
   return "ok"
 }
 

@@ -19,7 +19,7 @@ import { ConsoleReads } from "../repos/ConsoleReads.ts"
 import { ConsoleUsersRepo, type SessionRow } from "../repos/ConsoleUsersRepo.ts"
 import { EventsRepo } from "../repos/EventsRepo.ts"
 import { IncidentsRepo } from "../repos/IncidentsRepo.ts"
-import { Accounts, type Actor, prepareSignIn } from "./Accounts.ts"
+import { Accounts, type Actor, DEVICE_COOKIE, DEVICE_COOKIE_DAYS, prepareSignIn } from "./Accounts.ts"
 import { ASSETS } from "./assets.ts"
 import { HTTPS_REQUIRED_TEXT, HTTPS_REQUIRED_TITLE, httpsRequired } from "./httpsRequired.ts"
 import {
@@ -58,6 +58,14 @@ interface SignedIn extends SessionRow {
 }
 
 const cookieOptions = { httpOnly: true, secure: true, sameSite: "lax" as const, path: "/" }
+/** D27: the known-device cookie (Accounts.ts DEVICE_COOKIE), sent only with this site's own requests. */
+const deviceCookieOptions = {
+  httpOnly: true,
+  secure: true,
+  sameSite: "strict" as const,
+  path: "/",
+  maxAge: `${DEVICE_COOKIE_DAYS} days` as const,
+}
 
 /** ?after= of the incident and event lists: the keyset position as `<ms>.<id>` (org-scoped in SQL, D7). */
 const encodeAfter = (time: Date, id: string) => `${time.getTime()}.${id}`
@@ -293,6 +301,7 @@ const makeRouter = Effect.gen(function* () {
           form.password ?? "",
           ipOf(req),
           req.cookies[SESSION_COOKIE],
+          req.cookies[DEVICE_COOKIE],
         )
         if (result._tag === "Throttled") {
           return yield* again(
@@ -304,6 +313,7 @@ const makeRouter = Effect.gen(function* () {
         if (result._tag === "Refused") return yield* again(401, "Wrong email or password.")
         return yield* seeOther(next).pipe(
           HttpServerResponse.setCookie(SESSION_COOKIE, result.token, { ...cookieOptions, maxAge: "7 days" }),
+          Effect.flatMap(HttpServerResponse.setCookie(DEVICE_COOKIE, result.device, deviceCookieOptions)),
           Effect.flatMap(HttpServerResponse.expireCookie(FORM_COOKIE, { path: "/", secure: true })),
         )
       }),
@@ -344,8 +354,15 @@ const makeRouter = Effect.gen(function* () {
         if (!tokensEqual(form.csrf, req.cookies[FORM_COOKIE]) || token === undefined) {
           return forbidden("This form has expired. Open the link again.")
         }
-        return yield* accounts.setPassword(token, form.password ?? "", ipOf(req)).pipe(
-          Effect.as(seeOther("/sign-in?done=password")),
+        return yield* accounts.setPassword(token, form.password ?? "", ipOf(req), req.cookies[DEVICE_COOKIE]).pipe(
+          Effect.flatMap((done) =>
+            HttpServerResponse.setCookie(
+              seeOther("/sign-in?done=password"),
+              DEVICE_COOKIE,
+              done.device,
+              deviceCookieOptions,
+            ),
+          ),
           Effect.catchTag("AccountError", (e) => {
             if (e.kind === "link") return Effect.succeed(linkExpired())
             const csrf = formCookie()

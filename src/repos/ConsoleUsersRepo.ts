@@ -27,14 +27,17 @@ export interface SessionRow {
   readonly expiresAt: Date
 }
 
-/** Failed sign-ins of the window (D27), by email, by address, and by the two together. */
+/** Failed sign-ins of the window (D27), by email, by address, by the two together, and by known device. */
 export interface FailureCounts {
   readonly byEmail: number
   readonly byIp: number
   readonly byPair: number
+  /** 0 when the attempt came from no known device. */
+  readonly byDevice: number
   readonly oldestEmail: Date | null
   readonly oldestIp: Date | null
   readonly oldestPair: Date | null
+  readonly oldestDevice: Date | null
 }
 
 /**
@@ -149,22 +152,31 @@ export class ConsoleUsersRepo extends Effect.Service<ConsoleUsersRepo>()("Consol
        * D27: an attempt is written, in its own statement (committed at once), before its password is verified, so
        * parallel attempts see each other when they count. Also forgets rows older than `forgetBefore`.
        */
-      recordAttempt: (attemptId: string, email: string, ip: string, at: Date, forgetBefore: Date) =>
+      recordAttempt: (
+        attemptId: string,
+        email: string,
+        ip: string,
+        device: string | null,
+        at: Date,
+        forgetBefore: Date,
+      ) =>
         Effect.zipRight(
           sql`delete from console_signin_failures where at < ${forgetBefore}`,
-          sql`insert into console_signin_failures (attempt_id, email, ip, at)
-              values (${attemptId}, ${email}, ${ip}, ${at})`,
+          sql`insert into console_signin_failures (attempt_id, email, ip, device, at)
+              values (${attemptId}, ${email}, ${ip}, ${device}, ${at})`,
         ).pipe(Effect.asVoid, dbErrors),
       /** An attempt that was throttled (never verified) is not a failure: its row goes. */
       forgetAttempt: (attemptId: string) =>
         sql`delete from console_signin_failures where attempt_id = ${attemptId}`.pipe(Effect.asVoid, dbErrors),
       /**
-       * Failures since `since` for this email, for this IP, and for this email from this IP, with the oldest of each
-       * (for Retry-After).
+       * Failures since `since` for this email, for this IP, for this email from this IP, and for this known device
+       * (none when `device` is null), with the oldest of each (for Retry-After).
        */
-      failuresSince: (email: string, ip: string, since: Date) =>
+      failuresSince: (email: string, ip: string, device: string | null, since: Date) =>
         sql<FailureCounts>`
           select
+            (select count(*)::int from console_signin_failures where device = ${device} and at > ${since}) as by_device,
+            (select min(at) from console_signin_failures where device = ${device} and at > ${since}) as oldest_device,
             (select count(*)::int from console_signin_failures where email = ${email} and at > ${since}) as by_email,
             (select count(*)::int from console_signin_failures where ip = ${ip} and at > ${since}) as by_ip,
             (select count(*)::int from console_signin_failures
@@ -175,7 +187,16 @@ export class ConsoleUsersRepo extends Effect.Service<ConsoleUsersRepo>()("Consol
               where email = ${email} and ip = ${ip} and at > ${since}) as oldest_pair`.pipe(
           Effect.map(
             (rows) =>
-              rows[0] ?? { byEmail: 0, byIp: 0, byPair: 0, oldestEmail: null, oldestIp: null, oldestPair: null },
+              rows[0] ?? {
+                byEmail: 0,
+                byIp: 0,
+                byPair: 0,
+                byDevice: 0,
+                oldestEmail: null,
+                oldestIp: null,
+                oldestPair: null,
+                oldestDevice: null,
+              },
           ),
           dbErrors,
         ),
@@ -183,19 +204,28 @@ export class ConsoleUsersRepo extends Effect.Service<ConsoleUsersRepo>()("Consol
        * After a successful sign-in: this address's failures for the email go (and every row older than `before`).
        * Failures from other addresses stay: a sign-in by the owner does not give an attacker a fresh allowance.
        */
-      clearFailures: (email: string, ip: string, before: Date) =>
-        sql`delete from console_signin_failures where (email = ${email} and ip = ${ip}) or at < ${before}`.pipe(
+      clearFailures: (email: string, ip: string, device: string | null, before: Date) =>
+        sql`delete from console_signin_failures
+            where (email = ${email} and ip = ${ip}) or device = ${device} or at < ${before}`.pipe(
           Effect.asVoid,
           dbErrors,
         ),
+      /** `user unlock`: every failure of the window for this email goes; how many there were. */
+      clearEmailFailures: (email: string) =>
+        sql<{ n: number }>`with gone as (delete from console_signin_failures where email = ${email} returning 1)
+          select count(*)::int as n from gone`.pipe(
+          Effect.map((rows) => rows[0]?.n ?? 0),
+          dbErrors,
+        ),
       /**
-       * The addresses a user signed in from since `since` (the audit log's `signin` rows, newest first, at most
-       * `limit`). Read through the organization's index; an unknown user (orgId "") finds none in the same way.
+       * The addresses a user signed in from, or set their password from, since `since` (the audit log's `signin` and
+       * `user.password_set` rows, newest first, at most `limit`). Read through the organization's index; an unknown
+       * user (orgId "") finds none in the same way.
        */
       signInAddresses: (orgId: string, userId: string, since: Date, limit: number) =>
         sql<{ ip: string | null }>`
           select ip from audit_log
-          where org_id = ${orgId} and at > ${since} and action = 'signin' and target = ${userId}
+          where org_id = ${orgId} and at > ${since} and action in ('signin', 'user.password_set') and target = ${userId}
           order by at desc limit ${limit}`.pipe(
           Effect.map((rows) => rows.flatMap((r) => (r.ip === null ? [] : [r.ip]))),
           dbErrors,
