@@ -128,18 +128,21 @@ test("D42: a session's client members are kept once per session, bounded; a merg
   expect((await ingest(server.ingestUrl, "cowrie", sensor.token, lines)).body.accepted).toBe(2)
   // Nothing per merged line is stored: one bounded state per session.
   const details = await query<{ n: number }>(
-    (sql) => sql`select count(*)::int as n from cowrie_session_details where session = ${s}`,
+    (sql) =>
+      sql`select count(*)::int as n from cowrie_session_details where sensor_id = ${sensor.id} and session = ${s}`,
   )
   expect(details[0]?.n).toBe(0)
   const state = await query<{ size: number }>(
-    (sql) => sql`select octet_length(client::text)::int as size from cowrie_sessions where session = ${s}`,
+    (sql) =>
+      sql`select octet_length(client::text)::int as size from cowrie_sessions where sensor_id = ${sensor.id} and session = ${s}`,
   )
   expect(state[0]?.size ?? 0).toBeGreaterThan(0)
   expect(state[0]?.size ?? Number.POSITIVE_INFINITY).toBeLessThan(64 * 1024)
 
   const versions = () =>
     query<{ id: string; xmin: string }>(
-      (sql) => sql`select id, xmin::text as xmin from events where source_ip = ${ip} order by id`,
+      (sql) =>
+        sql`select id, xmin::text as xmin from events where org_id = ${tenant.orgId} and source_ip = ${ip} order by id`,
     )
   const before = await versions()
   // Later variables (the session already holds its 32) and a later client version: nothing changes.
@@ -165,7 +168,7 @@ test("D42/D36: a connect line rejected for clock skew teaches nothing: the sessi
   const [event] = await eventsOf(ip)
   expect(event).toMatchObject({ type: "ssh.login_attempt", port: 22, sourcePort: 0 })
   const known = await query<{ protocol: string | null }>(
-    (sql) => sql`select protocol from cowrie_sessions where session = ${s}`,
+    (sql) => sql`select protocol from cowrie_sessions where sensor_id = ${sensor.id} and session = ${s}`,
   )
   expect(known.every((r) => r.protocol === null)).toBe(true)
 })
