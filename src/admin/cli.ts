@@ -174,7 +174,7 @@ const run = (argv: ReadonlyArray<string>) =>
           sensor,
           () =>
             `sensor ${sensor.id} created. Its ingest token, shown only now:\n${sensor.token}\n` +
-            `It reports to ${config.ingestUrl} (README "Sensors" has ready-to-paste configuration; the console shows it filled in).`,
+            `It reports to ${config.ingestUrl} (docs/connect-a-sensor.md has the configuration for OpenCanary, Cowrie and HEC shippers; Settings → Sensors in the console shows it filled in).`,
         )
       }
       case "sensor profiles": {
