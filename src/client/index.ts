@@ -40,16 +40,27 @@ export interface FollowHandle<A> extends AsyncIterable<A> {
   readonly token: string | undefined
 }
 
+/** Options of the Promise flavour's follow. */
+export interface FollowCallOptions extends FollowOptions {
+  /** Stops the loop (it then ends without an error). */
+  readonly signal?: AbortSignal
+  /**
+   * Called with each new token to save, once every item before it has been handled (also after a page with no
+   * items), and awaited before the next request: a process killed at any moment resumes from the last page it saved.
+   */
+  readonly onToken?: ((token: string) => void | Promise<void>) | undefined
+}
+
 export interface Client {
   readonly incidents: {
     list(filters?: IncidentFilters): AsyncIterable<IncidentSummary>
     get(id: string): Promise<Incident>
-    follow(options?: FollowOptions & { readonly signal?: AbortSignal }): FollowHandle<IncidentSummary>
+    follow(options?: FollowCallOptions): FollowHandle<IncidentSummary>
   }
   readonly events: {
     list(filters?: EventFilters): AsyncIterable<Event>
     get(id: string): Promise<Event>
-    follow(options?: FollowOptions & { readonly signal?: AbortSignal }): FollowHandle<Event>
+    follow(options?: FollowCallOptions): FollowHandle<Event>
   }
 }
 
@@ -104,8 +115,13 @@ export const createClient = (options: ClientOptions): Client => {
       c: IncidentClient,
       params: { after?: string; from?: string; limit: string },
     ) => Effect.Effect<ChangePage<A>, ApiError>,
-    options: FollowOptions & { readonly signal?: AbortSignal } = {},
+    options: FollowCallOptions = {},
   ): FollowHandle<A> => {
+    const moveTo = async (token: string) => {
+      if (token === handle.token) return
+      handle.token = token
+      await options.onToken?.(token)
+    }
     const handle = {
       token: options.after,
       async *[Symbol.asyncIterator]() {
@@ -138,10 +154,10 @@ export const createClient = (options: ClientOptions): Client => {
           // the page's token is the one to save (a `break` does not come back, so that page may come again).
           for (const [i, item] of p.data.entries()) {
             yield item
-            if (i === p.data.length - 1) handle.token = p.nextToken
+            if (i === p.data.length - 1) await moveTo(p.nextToken)
             if (signal?.aborted) return
           }
-          handle.token = p.nextToken
+          await moveTo(p.nextToken)
           if (!p.hasMore) await sleep(options.pollIntervalMs ?? 2000, signal)
         }
       },

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, expect, test } from "bun:test"
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
@@ -180,4 +180,68 @@ test("the README's curl and jq poller runs as written and resumes from its token
   // Only the change made while it was stopped.
   expect(b.lines).toHaveLength(1)
   expect(JSON.parse(b.lines[0] ?? "{}").id).not.toBe(JSON.parse(a.lines[0] ?? "{}").id)
+})
+
+/** examples/poller.ts on its own token file; its output lines, and a way to end it. */
+const startPoller = (key: string, tokenFile: string) => {
+  const child = Bun.spawn(["bun", "examples/poller.ts"], {
+    cwd: ROOT,
+    env: {
+      PATH: process.env.PATH ?? "",
+      BASE_URL: server.url,
+      API_KEY: key,
+      TOKEN_FILE: tokenFile,
+      POLL_INTERVAL_MS: "100",
+    },
+    stdout: "pipe",
+    stderr: "pipe",
+  })
+  return { child, ...linesOf(child) }
+}
+
+test("the poller saves its token after each page (atomically), so a kill -9 replays nothing it had handled", async () => {
+  const { orgId, key } = await createTenant(db, "Killed Co")
+  const sensor = await createSensor(db, orgId, "web-killed")
+  await ingest(server.ingestUrl, "events", sensor.token, [
+    nativeEvent({ sourceIp: "192.0.2.61" }),
+    nativeEvent({ sourceIp: "192.0.2.62" }),
+  ])
+  const tokenDir = mkdtempSync(join(dir, "killed-"))
+  const tokenFile = join(tokenDir, "token")
+  const first = startPoller(key, tokenFile)
+  await waitUntil(() => first.lines.length >= 2)
+  // The page is handled and the feed caught up: the token is on disk without any signal.
+  await waitUntil(() => existsSync(tokenFile))
+  await Bun.sleep(300)
+  first.child.kill("SIGKILL")
+  await first.child.exited
+  await first.reading
+  expect(first.lines).toHaveLength(2)
+  expect(readFileSync(tokenFile, "utf8")).toMatch(/^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]{22}$/)
+  // Written to a temporary file and renamed: nothing else is left beside it.
+  expect(readdirSync(tokenDir)).toEqual(["token"])
+
+  await ingest(server.ingestUrl, "events", sensor.token, [nativeEvent({ sourceIp: "192.0.2.63" })])
+  const second = startPoller(key, tokenFile)
+  await waitUntil(() => second.lines.length >= 1)
+  await Bun.sleep(500)
+  second.child.kill("SIGTERM")
+  expect(await second.child.exited).toBe(0)
+  await second.reading
+  // Only the incident made while it was down; none of the two it had handled before the kill.
+  expect(second.lines).toHaveLength(1)
+  const before = new Set(first.lines.map((line) => JSON.parse(line).id))
+  expect(before.has(JSON.parse(second.lines[0] ?? "{}").id)).toBe(false)
+})
+
+test("a wrong key ends the poller with one line saying so, exit 1, no stack trace", async () => {
+  const { child, reading } = startPoller(`dsk_${"x".repeat(40)}`, join(mkdtempSync(join(dir, "badkey-")), "token"))
+  const [stderr, code] = await Promise.all([new Response(child.stderr as ReadableStream).text(), child.exited])
+  await reading
+  expect(code).toBe(1)
+  const lines = stderr.split("\n").filter((line) => line.trim() !== "")
+  expect(lines).toHaveLength(1)
+  expect(lines[0]).toStartWith("poller: 401 unauthorized")
+  expect(lines[0]).toContain("check API_KEY")
+  expect(stderr).not.toMatch(/^\s+at /m)
 })
