@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, expect, test } from "bun:test"
-import { readFileSync } from "node:fs"
+import { existsSync, readdirSync, readFileSync } from "node:fs"
 import { join } from "node:path"
 import { cleanup, type RunningServer, shutdown, startServer, testEnv } from "../support/server.ts"
 
@@ -74,3 +74,32 @@ test("issue #15: an operator's BUN_JSC_forceRAMSize is kept, and SIGTERM stops t
     cleanup(other)
   }
 })
+
+test("two `bun run start` at once from one checkout: both builds succeed, whole, and both servers start", async () => {
+  const builds = [0, 1].map(() =>
+    Bun.spawn(["bun", "run", "build:server"], { cwd: ROOT, stdout: "pipe", stderr: "pipe" }),
+  )
+  const results = await Promise.all(
+    builds.map(async (child) => ({ code: await child.exited, stderr: await new Response(child.stderr).text() })),
+  )
+  for (const result of results) expect(result).toMatchObject({ code: 0 })
+  // The build in place is whole: the bundle, and the static files once (not a static/static copied over another).
+  const built = join(ROOT, "dist", "server")
+  expect(existsSync(join(built, "main.js"))).toBe(true)
+  expect(readdirSync(join(built, "static")).sort()).toEqual(readdirSync(join(ROOT, "src", "console", "static")).sort())
+  const servers: Array<RunningServer> = []
+  try {
+    servers.push(
+      ...(await Promise.all([0, 1].map(() => startServer({ env: testEnv(), command: ["sh", "bin/serve"] })))),
+    )
+    for (const started of servers) {
+      expect((await fetch(`${started.opsUrl}/healthz`)).status).toBe(200)
+      expect((await fetch(`${started.consoleUrl}/sign-in`)).status).toBe(200)
+    }
+  } finally {
+    for (const started of servers) {
+      await started.stop()
+      cleanup(started)
+    }
+  }
+}, 180_000)
