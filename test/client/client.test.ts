@@ -251,6 +251,35 @@ describe("D34 client", () => {
     expect(incidents.slice(-2).sort()).toEqual(["192.0.2.200", "192.0.2.201"])
   })
 
+  test("Node users get the built client: `npm pack` builds dist/client (prepack) and packs it; installs build nothing", async () => {
+    const packageJson = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8"))
+    expect(packageJson.scripts.prepack).toBe("bun run build:client")
+    // Not `prepare`: bun install runs a root prepare too, also the Dockerfile's `bun install --production`, which has
+    // neither the sources nor tsc, and every CI install would wait for tsc.
+    expect(packageJson.scripts.prepare).toBeUndefined()
+    const pack = Bun.spawnSync(["npm", "pack", "--dry-run", "--json", "--ignore-scripts=false"], {
+      cwd: ROOT,
+      stdout: "pipe",
+      stderr: "pipe",
+    })
+    expect(pack.exitCode).toBe(0)
+    // The build's own output comes first on stdout, then npm's JSON.
+    const out = pack.stdout.toString()
+    const listed = JSON.parse(out.slice(out.indexOf("[\n"))) as Array<{ files: Array<{ path: string }> }>
+    const files = (listed[0]?.files ?? []).map((file) => file.path)
+    for (const built of [
+      "dist/client/index.js",
+      "dist/client/effect.js",
+      "dist/client/types/client/index.d.ts",
+      "dist/client/types/client/effect.d.ts",
+    ]) {
+      expect(files).toContain(built)
+    }
+    // Nothing else of dist/ (the server's build), nor local data, keys or dependencies.
+    expect(files.filter((f) => f.startsWith("dist/") && !f.startsWith("dist/client/"))).toEqual([])
+    expect(files.filter((f) => /(^|\/)(\.data|node_modules)\/|\.pem$|^\.env$/.test(f))).toEqual([])
+  }, 120_000)
+
   test("the built client (bun run build:client) runs on Node and lists incidents", async () => {
     const build = Bun.spawnSync(["bun", "run", "build:client"], { cwd: ROOT, stdout: "pipe", stderr: "pipe" })
     expect(build.exitCode).toBe(0)
