@@ -164,7 +164,8 @@ const parseEvent = (raw: Uint8Array): IncidentWebhook | SensorHealthWebhook | un
   } catch {
     return undefined
   }
-  if (!isRecord(body) || typeof body.id !== "string" || body.id === "" || typeof body.type !== "string") return undefined
+  if (!isRecord(body) || typeof body.id !== "string" || body.id === "" || typeof body.type !== "string")
+    return undefined
   if (KNOWN_TYPES.has(body.type) && !isRecord(body.incident)) return undefined
   if (SENSOR_HEALTH_TYPES.has(body.type) && !isRecord(body.sensor)) return undefined
   // The body is signed by the service, so its shape can be trusted beyond this outline.

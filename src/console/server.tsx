@@ -21,7 +21,6 @@ import { EventsRepo } from "../repos/EventsRepo.ts"
 import { IncidentsRepo } from "../repos/IncidentsRepo.ts"
 import { Accounts, type Actor, DEVICE_COOKIE, DEVICE_COOKIE_DAYS, prepareSignIn } from "./Accounts.ts"
 import { ASSETS } from "./assets.ts"
-import { HTTPS_REQUIRED_TEXT, HTTPS_REQUIRED_TITLE, httpsRequired } from "./httpsRequired.ts"
 import {
   checkRequest,
   formEntries,
@@ -36,6 +35,7 @@ import {
   seeOther,
   tokensEqual,
 } from "./http.ts"
+import { HTTPS_REQUIRED_TEXT, HTTPS_REQUIRED_TITLE, httpsRequired } from "./httpsRequired.ts"
 import { MessagePage, NotFoundPage, SetPasswordPage, SignInPage } from "./pages/auth.tsx"
 import type { Flash, Viewer } from "./pages/components.tsx"
 import { EventsPage } from "./pages/events.tsx"
