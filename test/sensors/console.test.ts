@@ -279,6 +279,21 @@ describe("D43: Settings → Sensors", () => {
       await screenshot(page, "sensors", shots)
       await page.reload()
       expect(await page.content()).not.toContain(token)
+      // The list with a silent sensor (its last contact moved back past three heartbeats), and a sensor's page.
+      await db.run(
+        Effect.flatMap(
+          SqlClient.SqlClient,
+          (sql) => sql`update sensors
+            set last_seen_at = now() - interval '1 hour', created_at = now() - interval '2 hours'
+            where org_id = ${orgId} and name = 'edge-canary-07'`,
+        ),
+      )
+      await page.goto(`${consoleUrl}/settings/sensors`)
+      expect(await page.content()).toContain("is silent")
+      await screenshot(page, "sensors-list", shots)
+      await page.locator("tr", { hasText: "edge-canary-07" }).locator("a").click()
+      await page.waitForURL(/\/settings\/sensors\/sen_/)
+      await screenshot(page, "sensor", shots)
       expect(watch.violations).toEqual([])
       expect(watch.errors).toEqual([])
       await context.close()
