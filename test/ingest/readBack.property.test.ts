@@ -125,13 +125,24 @@ const nativeEvent = objectOf({
   attackerInput: field(attackerInput),
 })
 
+// Lines that become events, four times in five: merged and ignored lines store nothing of their own (D42), and a run
+// that accepts too few events proves little; the fifth draw keeps them in the mix, merged client details included.
+const mostlyAccepted = <K>(table: ReadonlyMap<K, { readonly outcome: string }>) =>
+  fc.oneof(
+    {
+      arbitrary: fc.constantFrom(...[...table].filter(([, o]) => o.outcome === "accepted").map(([k]) => k)),
+      weight: 4,
+    },
+    { arbitrary: fc.constantFrom(...table.keys()), weight: 1 },
+  )
+
 const OC_NAMES = ["USERNAME", "PASSWORD", "PATH", "USERAGENT", "VNC Password", "UserName", "Password", "CMD", "ARGS"]
 const openCanaryLine = objectOf({
   dst_host: field(fc.constant("10.0.0.5")),
   dst_port: field(port),
   local_time: field(ocTime),
   logdata: field(fc.dictionary(fc.oneof(fc.constantFrom(...OC_NAMES), memberName), memberValue, { maxKeys: 8 })),
-  logtype: field(fc.constantFrom(...OPENCANARY_LOGTYPES.keys())),
+  logtype: field(mostlyAccepted(OPENCANARY_LOGTYPES)),
   node_id: field(fc.constant("canary-01")),
   src_host: field(ip),
   src_port: field(port),
@@ -139,7 +150,7 @@ const openCanaryLine = objectOf({
 })
 
 const cowrieLine = objectOf({
-  eventid: field(fc.constantFrom(...COWRIE_EVENTIDS.keys())),
+  eventid: field(mostlyAccepted(COWRIE_EVENTIDS)),
   username: field(memberValue),
   password: field(memberValue),
   input: field(memberValue),
