@@ -36,7 +36,7 @@ const authFailures = Schema.Union(Unauthorized, Forbidden, RateLimited, Internal
 const bearer = HttpApiSecurity.bearer.pipe(
   HttpApiSecurity.annotate(
     OpenApi.Description,
-    "An API key, `Authorization: Bearer dsk_<key id>_<secret>` (D9). Each endpoint names the scope it needs.",
+    "An API key, `Authorization: Bearer dsk_<key id>_<secret>`. Each endpoint names the scope it needs.",
   ),
   HttpApiSecurity.annotate(OpenApi.Format, "dsk_<key id>_<secret>"),
 )
@@ -70,7 +70,7 @@ const param = (jsonSchema: object, description: string) =>
 const limitParam = param({ type: "integer", minimum: 1, maximum: 100, default: 50 }, "Page size, 1 to 100 (default 50)")
 const cursorParam = param(
   { type: "string", minLength: 1 },
-  "The nextCursor of a previous response with the same endpoint and filters; omit for the first page (D7)",
+  "The nextCursor of a previous response with the same endpoint and filters; omit for the first page",
 )
 const timestamp = { type: "string", format: "date-time" }
 
@@ -81,19 +81,19 @@ export const IncidentListParams = Schema.Struct({
 })
 
 export const EventListParams = Schema.Struct({
-  sensorId: param({ type: "string", pattern: idPattern("sensor") }, "Only events of this sensor (sen_<ULID>, D1)"),
-  severity: param({ type: "string", enum: [...SEVERITIES] }, "Only events of this severity (D3)"),
-  type: param({ type: "string", enum: [...EVENT_TYPE_NAMES] }, "Only events of this type (D23)"),
+  sensorId: param({ type: "string", pattern: idPattern("sensor") }, "Only events of this sensor (sen_<ULID>)"),
+  severity: param({ type: "string", enum: [...SEVERITIES] }, "Only events of this severity"),
+  type: param({ type: "string", enum: [...EVENT_TYPE_NAMES] }, "Only events of this type"),
   sourceIp: param(
     { type: "string", maxLength: 45 },
     "Only events from this source address: an IPv4 address in dotted decimal or an IPv6 address (no zone); an IPv4-mapped IPv6 address matches its IPv4 address",
   ),
   incidentId: param(
     { type: "string", pattern: idPattern("incident") },
-    "Only member events of this incident (inc_<ULID>, D1, D6, D8)",
+    "Only member events of this incident (inc_<ULID>): all of them, past the first 200 that GET /v1/incidents/{id} returns",
   ),
-  from: param(timestamp, "Events at or after this RFC 3339 time with a zone (Z or an offset); inclusive (D6)"),
-  to: param(timestamp, "Events before this RFC 3339 time with a zone (Z or an offset); exclusive (D6)"),
+  from: param(timestamp, "Events at or after this RFC 3339 time with a zone (Z or an offset); inclusive"),
+  to: param(timestamp, "Events before this RFC 3339 time with a zone (Z or an offset); exclusive"),
   limit: limitParam,
   cursor: cursorParam,
 })
@@ -102,7 +102,7 @@ export const EventListParams = Schema.Struct({
 export const FeedParams = Schema.Struct({
   after: param(
     { type: "string", minLength: 1 },
-    "The nextToken of a previous response of this endpoint (D33); omit on a first call",
+    "The nextToken of a previous response of this endpoint; omit on a first call",
   ),
   from: param(
     timestamp,
@@ -112,7 +112,7 @@ export const FeedParams = Schema.Struct({
 })
 
 const FEED_DESCRIPTION = (what: string) =>
-  `${what} Pass the response's nextToken as after on the next call, always: it is never null, and a follower that does so receives every committed change at least once and never skips one, even when transactions of several processes commit out of order (D33). A committed change appears within about a second. When hasMore is false, wait a moment (for example 1 to 5 s) before asking again. The token is bound to this endpoint and organization; a malformed, tampered or foreign one is answered 400.`
+  `${what} Pass the response's nextToken as after on the next call, always: it is never null, and a follower that does so receives every committed change at least once and never skips one, even when transactions of several processes commit out of order. A committed change appears within about a second. When hasMore is false, wait a moment (for example 1 to 5 s) before asking again. The token is bound to this endpoint and organization; a malformed, tampered or foreign one is answered 400.`
 
 /**
  * The path id is any text to the HttpApi (so its decoding never fails); the handler answers a malformed id 404 like
@@ -143,7 +143,7 @@ export class IncidentsGroup extends HttpApiGroup.make("incidents")
       .setUrlParams(FeedParams)
       .addSuccess(IncidentChangePage)
       .addError(InvalidRequest)
-      .annotate(OpenApi.Summary, "Incidents in the order they changed: the feed for pollers (D32)")
+      .annotate(OpenApi.Summary, "Incidents in the order they changed: the feed for pollers")
       .annotate(
         OpenApi.Description,
         FEED_DESCRIPTION(
@@ -153,7 +153,7 @@ export class IncidentsGroup extends HttpApiGroup.make("incidents")
   )
   .add(
     HttpApiEndpoint.get("getIncident", "/v1/incidents/:id")
-      .setPath(idPath("incident", "Incident identifier, inc_<ULID> (D1); a malformed id is answered 404"))
+      .setPath(idPath("incident", "Incident identifier, inc_<ULID>; a malformed id is answered 404"))
       .addSuccess(Incident)
       .addError(NotFound)
       .annotate(OpenApi.Summary, "One incident with its first 200 member events, oldest first"),
@@ -175,7 +175,7 @@ export class EventsGroup extends HttpApiGroup.make("events")
       .setUrlParams(FeedParams)
       .addSuccess(EventChangePage)
       .addError(InvalidRequest)
-      .annotate(OpenApi.Summary, "Events in the order they were stored: the feed for pollers (D32)")
+      .annotate(OpenApi.Summary, "Events in the order they were stored: the feed for pollers")
       .annotate(
         OpenApi.Description,
         FEED_DESCRIPTION(
@@ -185,7 +185,7 @@ export class EventsGroup extends HttpApiGroup.make("events")
   )
   .add(
     HttpApiEndpoint.get("getEvent", "/v1/events/:id")
-      .setPath(idPath("event", "Event identifier, evt_<ULID> (D1); a malformed id is answered 404"))
+      .setPath(idPath("event", "Event identifier, evt_<ULID>; a malformed id is answered 404"))
       .addSuccess(EventSchema)
       .addError(NotFound)
       .annotate(OpenApi.Summary, "One event"),

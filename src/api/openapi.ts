@@ -91,6 +91,19 @@ const PROBLEMS: ReadonlyMap<number, ProblemKind> = (() => {
   return byStatus
 })()
 
+/** What `detail` says, per status: only a 400 names a parameter. */
+const DETAIL_BY_STATUS: ReadonlyMap<number, string> = new Map([
+  [400, "What went wrong, for a human: names the offending parameter and its allowed values"],
+  [401, "Why the key was refused (missing, malformed, unknown, revoked or expired) and how to send one"],
+  [403, "The scope the endpoint needs, or that the feature is off for the organization"],
+  [404, "Which kind of record was not found in the caller's organization"],
+  [414, "The longest request URL the API accepts"],
+  [429, "That the rate limit was reached; Retry-After says when to try again"],
+  [500, "A fixed message: nothing about the cause is disclosed"],
+  [503, "Why the service cannot answer now (database unreachable or busy); retry after Retry-After seconds"],
+])
+const DETAIL_GENERIC = "What went wrong and what to do, for a human"
+
 const problemSchema = (status: number, kind: ProblemKind, description: string): JsonSchema => ({
   type: "object",
   required: ["type", "title", "status", "detail", "code"],
@@ -104,9 +117,9 @@ const problemSchema = (status: number, kind: ProblemKind, description: string): 
     status: { type: "integer", enum: [status], description: "The HTTP status code" },
     detail: {
       type: "string",
-      description: "What went wrong, for a human; names the offending parameter and its allowed values (D5)",
+      description: DETAIL_BY_STATUS.get(status) ?? DETAIL_GENERIC,
     },
-    code: { type: "string", enum: [...kind.codes], description: "Stable snake_case error code (D4)" },
+    code: { type: "string", enum: [...kind.codes], description: "Stable snake_case error code" },
   },
   additionalProperties: false,
   description,
@@ -115,18 +128,17 @@ const problemSchema = (status: number, kind: ProblemKind, description: string): 
 const HEADERS: Record<string, Header> = {
   RateLimit: {
     description:
-      'D11: the tighter of the two limits (per API key, per client address): `"default";r=<requests remaining>;t=<seconds until the window frees one>`',
+      'The tighter of the two limits (per API key, per client address): `"default";r=<requests remaining>;t=<seconds until the window frees one>`',
     required: true,
     schema: { type: "string", pattern: '^"default";r=[0-9]+;t=[0-9]+$', examples: ['"default";r=119;t=60'] },
   },
   "RateLimit-Policy": {
-    description: 'D11: `"default";q=<requests>;w=<window seconds>`, the same for every response',
+    description: '`"default";q=<requests>;w=<window seconds>`, the same for every response',
     required: true,
     schema: { type: "string", pattern: '^"default";q=[0-9]+;w=[0-9]+$', examples: ['"default";q=120;w=60'] },
   },
   "Retry-After": {
-    description:
-      "D11: whole seconds until a request would be allowed again (at least 1); on a 503 (D37), when to try again",
+    description: "Whole seconds until a request would be allowed again (at least 1); on a 503, when to try again",
     required: true,
     schema: { type: "integer", minimum: 1 },
   },
@@ -266,7 +278,7 @@ export const describeServer = (generated: Record<string, unknown>): Record<strin
     schemas[TIMESTAMP] = {
       type: "string",
       format: "date-time",
-      description: "RFC 3339 UTC timestamp with milliseconds, e.g. 2026-11-21T15:57:42.053Z (D2)",
+      description: "RFC 3339 UTC timestamp with milliseconds, e.g. 2026-11-21T15:57:42.053Z",
     }
   }
 

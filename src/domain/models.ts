@@ -33,10 +33,11 @@ export const Sensor = Schema.Struct({
 }).annotations({ identifier: "Sensor" })
 
 export const MaskedSecret = Schema.Struct({
-  masked: Schema.String.annotations({ description: "Mask characters: '*' repeated min(length, 32) (D19)" }),
+  masked: Schema.String.annotations({ description: "Mask characters: '*' repeated min(length, 32)" }),
   length: Schema.Int.annotations({ description: "Length of the captured value in code points" }),
   fingerprint: Schema.String.annotations({
-    description: "First 32 hex characters of a per-organization keyed HMAC-SHA256 of the captured value (D19)",
+    description:
+      "First 32 hex characters of a per-organization keyed HMAC-SHA256 of the captured value: equal values have equal digests within one organization",
   }),
 }).annotations({ identifier: "MaskedSecret" })
 
@@ -54,7 +55,7 @@ export const AttackerInput = Schema.Struct(
 })
 
 export const Event = Schema.Struct({
-  id: Schema.String.annotations({ description: "Event identifier, evt_<ULID> (D1)" }),
+  id: Schema.String.annotations({ description: "Event identifier, evt_<ULID>" }),
   time: Timestamp,
   sensor: SensorRef,
   sourceIp: Schema.String,
@@ -76,9 +77,9 @@ export const IncidentStatus = Schema.Literal("open", "closed")
 export type IncidentStatus = typeof IncidentStatus.Type
 
 const incidentFields = {
-  id: Schema.String.annotations({ description: "Incident identifier, inc_<ULID> (D1)" }),
+  id: Schema.String.annotations({ description: "Incident identifier, inc_<ULID>" }),
   title: Schema.String.annotations({ description: untrusted("Written by the service.") }),
-  severity: Severity.annotations({ description: "Highest severity of the member events (D3)" }),
+  severity: Severity.annotations({ description: "Highest severity of the member events" }),
   status: IncidentStatus,
   narrative: Schema.String.annotations({ description: untrusted("Written by the service.") }),
   recommendedAction: Schema.String.annotations({ description: untrusted("Written by the service.") }),
@@ -86,7 +87,7 @@ const incidentFields = {
   sourceIp: Schema.String.annotations({ description: "Address of the attacking machine" }),
   eventCount: Schema.Int.annotations({ description: "Total number of events in the incident" }),
   eventTypes: Schema.Array(Schema.String).annotations({ description: "Event types present in the incident" }),
-  highConfidence: Schema.Boolean.annotations({ description: "True when any member event has confidence high (D3)" }),
+  highConfidence: Schema.Boolean.annotations({ description: "True when any member event has confidence high" }),
   firstSeenAt: Timestamp,
   lastSeenAt: Timestamp,
   resolvedAt: Schema.NullOr(Timestamp).annotations({ description: "Null while unresolved" }),
@@ -101,7 +102,9 @@ export type IncidentSummary = typeof IncidentSummary.Type
 /** An incident on the single-incident endpoint: with its first 200 member events, oldest first (D8). */
 export const Incident = Schema.Struct({
   ...incidentFields,
-  events: Schema.Array(Event).annotations({ description: "Member events, oldest first, at most 200 (D8)" }),
+  events: Schema.Array(Event).annotations({
+    description: "Member events, oldest first, at most 200; GET /v1/events?incidentId=… returns all of them",
+  }),
 }).annotations({ identifier: "Incident" })
 export type Incident = typeof Incident.Type
 
@@ -119,7 +122,7 @@ export const EventPage = Schema.Struct({ data: Schema.Array(Event), nextCursor }
 const feedPage = {
   nextToken: Schema.String.annotations({
     description:
-      "Opaque token to pass as `after` on the next call; never null. Keep it (it stays valid while the changes exist) and ask again (D32, D33)",
+      "Opaque token to pass as `after` on the next call; never null. Keep it (it stays valid while the changes exist) and ask again",
   }),
   hasMore: Schema.Boolean.annotations({
     description: "True when more changes are ready now: ask again at once. False: wait a moment, then ask again",

@@ -25,7 +25,10 @@ const problemFields = <const S extends number>(status: S, title: string, code: s
 
 export class InvalidRequest extends Schema.Class<InvalidRequest>("InvalidRequest")(
   fields(400),
-  HttpApiSchema.annotations({ status: 400, description: "invalid_request: a parameter is invalid (D5)" }),
+  HttpApiSchema.annotations({
+    status: 400,
+    description: "invalid_request: a parameter is invalid; detail names it and its allowed values",
+  }),
 ) {
   static of(detail: string) {
     return new InvalidRequest(problemFields(400, "Bad Request", "invalid_request", detail))
@@ -71,7 +74,10 @@ export class NotFound extends Schema.Class<NotFound>("NotFound")(
 
 export class RateLimited extends Schema.Class<RateLimited>("RateLimited")(
   fields(429),
-  HttpApiSchema.annotations({ status: 429, description: "rate_limited: more than 120 requests a minute (D11)" }),
+  HttpApiSchema.annotations({
+    status: 429,
+    description: "rate_limited: more than 120 requests a minute; Retry-After says when to try again",
+  }),
 ) {
   static of(detail: string) {
     return new RateLimited(problemFields(429, "Too Many Requests", "rate_limited", detail))
@@ -94,7 +100,7 @@ export class ServiceUnavailable extends Schema.Class<ServiceUnavailable>("Servic
   HttpApiSchema.annotations({
     status: 503,
     description:
-      "unavailable: the database cannot be reached, or it is busy (no connection free in time, or a query time-out); Retry-After says when to try again (D37)",
+      "unavailable: the database cannot be reached, or it is busy (no connection free in time, or a query time-out); Retry-After says when to try again",
   }),
 ) {
   /** The database cannot be reached (refused, reset, down, starting or shutting down). */

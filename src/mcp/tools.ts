@@ -97,7 +97,7 @@ const idInput = (kind: "incident" | "event", prefix: string): Tool["inputSchema"
   properties: {
     id: {
       type: "string",
-      description: `${kind} identifier, ${prefix}_<ULID> (D1); unknown or malformed ids: not_found`,
+      description: `${kind} identifier, ${prefix}_<ULID>; unknown or malformed ids: not_found`,
     },
   },
   required: ["id"],
