@@ -40,8 +40,12 @@ import { noteOutcomes, noteSensor } from "./requestLog.ts"
  *   or not a JSON object (or a JSON text of one), an unreadable HEC `time`: 400 code 6 (12/13 for a missing/blank
  *   `event`) with `invalid-event-number` (counting from 0). An event that its mapping or validation rejects (D42,
  *   D36 clock skew) does not (D22: one bad event does not reject the batch): the others are stored, the answer is
- *   Success, and the rejected ones are counted in the request's log line and metrics. HEC senders do not retry a
- *   400, so refusing the batch would lose its good events. A resent batch stores nothing twice (D22 ids).
+ *   Success with `rejected` (their count) and `reason` (the first one's), and the rejected ones are counted in the
+ *   request's log line and metrics. HEC senders do not retry a 400, so refusing the batch would lose its good events.
+ *   When every event is rejected, nothing is lost by saying so: 400 code 6 with the first one's
+ *   `invalid-event-number` and `reason`, so a sensor with a wrong clock sees an error. A resent batch stores nothing
+ *   twice (D22 ids).
+ * - A missing or malformed token is a 401 with `WWW-Authenticate: Splunk`, as Splunk answers (not the API's Bearer).
  * - Answers are HEC's (`{"text", "code"}`), never RFC 9457 problems: HEC clients read `code`.
  */
 
@@ -51,6 +55,8 @@ export interface HecBody {
   readonly "invalid-event-number"?: number
   /** Why an event was refused (cleaned and bounded like every D22 reason); not part of Splunk's answer. */
   readonly reason?: string
+  /** On a Success: how many events mapping or validation rejected (none stored); not part of Splunk's answer. */
+  readonly rejected?: number
 }
 
 export interface HecAnswer {
@@ -93,6 +99,26 @@ export const HEC_TOO_LARGE = answer(
   413,
 )
 export const HEC_NOT_FOUND = answer(404, "The requested URL was not found on this server.", 404)
+
+/** The `WWW-Authenticate` of a HEC 401: Splunk's scheme. */
+export const HEC_WWW_AUTHENTICATE = "Splunk"
+
+/** The longest `reason` of a rejected event in a HEC answer. */
+export const MAX_HEC_REASON_CHARS = 200
+
+/**
+ * A rejection's reason as a HEC answer carries it: the rule it broke, never the sender's text. Schema's
+ * `, actual <value>` tail and the quoted excerpts of the mappers' `missing or invalid x: "<value>"` are left out,
+ * as is a Cowrie eventid (any text after `cowrie.`); at most MAX_HEC_REASON_CHARS characters.
+ */
+export const hecReason = (reason: string): string => {
+  const safe = reason
+    .replace(/, actual [\s\S]*$/, "")
+    .replace(/^cowrie eventid [\s\S]* maps to no event type$/, "the cowrie eventid maps to no event type")
+    .replace(/"(?:[^"\\]|\\[\s\S])*"?/g, "(value left out)")
+  const chars = Array.from(safe)
+  return chars.length <= MAX_HEC_REASON_CHARS ? safe : `${chars.slice(0, MAX_HEC_REASON_CHARS - 1).join("")}…`
+}
 
 export const hecResponse = (a: HecAnswer, headers: Record<string, string> = {}) =>
   HttpServerResponse.unsafeJson(a.body, { status: a.status, headers })
@@ -337,8 +363,15 @@ const handleEvents = Effect.gen(function* () {
   // D22: the events that mapping or validation rejected are left out (counted below); the others are stored.
   const ingestor = yield* Ingestor
   const stored = yield* ingestor.ingest(sensor, eventsToStore(checked), mergesOf(checked))
-  noteOutcomes(request, countOutcomes([...checked.flatMap((c) => ("outcome" in c ? [c.outcome] : [])), ...stored]))
-  return HEC_SUCCESS
+  const outcomes = [...checked.flatMap((c) => ("outcome" in c ? [c.outcome] : [])), ...stored]
+  noteOutcomes(request, countOutcomes(outcomes))
+  const rejected = outcomes.filter((o) => o.status === "rejected").sort((a, b) => a.index - b.index)
+  const first = rejected[0]
+  if (first === undefined || !("reason" in first)) return HEC_SUCCESS
+  const reason = hecReason(first.reason)
+  // Every event rejected: nothing was stored, so an error loses nothing and tells the sensor.
+  if (rejected.length === events.length) return hecInvalidData(first.index, reason)
+  return answer(200, "Success", 0, { rejected: rejected.length, reason })
 })
 
 /** `POST /services/collector/event` (and its aliases). */

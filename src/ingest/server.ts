@@ -9,7 +9,14 @@ import { Lifecycle } from "../ops/Lifecycle.ts"
 import { touchIngestMetrics } from "../ops/metrics.ts"
 import { MAX_BODY_BYTES, MAX_EVENTS, type ParsedBody, parseBody, SERVER_MAX_BODY_BYTES } from "./body.ts"
 import { HEARTBEAT_PATH, heartbeatRoute } from "./heartbeat.ts"
-import { HEC_INTERNAL, HEC_NOT_FOUND, hecEventsRoute, hecHealthRoute, hecResponse } from "./hec.ts"
+import {
+  HEC_INTERNAL,
+  HEC_NOT_FOUND,
+  HEC_WWW_AUTHENTICATE,
+  hecEventsRoute,
+  hecHealthRoute,
+  hecResponse,
+} from "./hec.ts"
 import { Ingestor } from "./Ingestor.ts"
 import { formMessages, isFormBody, unwrapOpenCanaryItem } from "./opencanaryWebhook.ts"
 import {
@@ -159,7 +166,12 @@ const ingestUnrouted = (request: HttpServerRequest.HttpServerRequest) => {
 const hecFace = (request: HttpServerRequest.HttpServerRequest, response: HttpServerResponse.HttpServerResponse) => {
   if (!isHecRoute(request.url)) return response
   const base = response.status >= 500 && response.status !== 503 ? hecResponse(HEC_INTERNAL) : response
-  const fixed = base === response ? response : finalizeResponse(request, base, ingestUnrouted)
+  const finalized = base === response ? response : finalizeResponse(request, base, ingestUnrouted)
+  // The shared edge names the API's Bearer realm on a 401; a HEC client expects Splunk's scheme.
+  const fixed =
+    finalized.status === 401
+      ? HttpServerResponse.setHeader(finalized, "www-authenticate", HEC_WWW_AUTHENTICATE)
+      : finalized
   const body = fixed.body
   return body._tag === "Uint8Array"
     ? HttpServerResponse.setBody(fixed, HttpBody.uint8Array(body.body, "application/json; charset=utf-8"))

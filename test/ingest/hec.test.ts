@@ -191,6 +191,16 @@ describe("D41 HEC: answers", () => {
     })
   })
 
+  test("D41: a HEC 401 names Splunk's scheme in WWW-Authenticate, not the API's Bearer realm", async () => {
+    const event = JSON.stringify({ event: nativeEvent("auth-scheme") })
+    for (const headers of [{}, { authorization: "Basic eDp5" }, { authorization: "  " }]) {
+      const res = await post("/services/collector/event", undefined, event, headers)
+      expect(res.status).toBe(401)
+      expect(res.headers.get("www-authenticate")).toBe("Splunk")
+      await res.body?.cancel()
+    }
+  })
+
   test("D41: a token in the URL (?token=) is refused, even a valid one, and nothing is stored", async () => {
     const t = await tenantWithSensor("hec-query")
     const event = JSON.stringify({ event: nativeEvent("query-1") })
@@ -260,7 +270,7 @@ describe("D41 HEC: answers", () => {
     expect(res).toEqual({
       status: 200,
       contentType: "application/json; charset=utf-8",
-      body: { text: "Success", code: 0 },
+      body: { text: "Success", code: 0, rejected: 2, reason: expect.stringMatching(/^time is \d+ seconds ahead/) },
     })
     expect((await eventsOf(t.key)).map((e) => e.sourceIp)).toEqual(["198.51.100.23"])
     await Bun.sleep(100)
@@ -281,6 +291,44 @@ describe("D41 HEC: answers", () => {
       })
     }
     expect((await eventsOf(t.key)).map((e) => e.sourceIp).sort()).toEqual(["198.51.100.23", "198.51.100.24"])
+  })
+
+  test("D41/D36: when every event is rejected, nothing is stored and the answer is 400 code 6 with the first rejected event's number and the skew in seconds", async () => {
+    const t = await tenantWithSensor("hec-all-rejected")
+    const noSession = { eventid: "cowrie.login.failed", src_ip: "198.51.100.25", timestamp: nowIso(-1000) }
+    const ahead = nativeEvent("all-rejected-1", { time: nowIso(3_600_000) })
+    const batch = [ahead, noSession].map((event) => JSON.stringify({ event })).join("\n")
+    const res = await hec(await post("/services/collector/event", t.token, batch))
+    expect(res.status).toBe(400)
+    expect(res.body).toEqual({
+      text: "Invalid data format",
+      code: 6,
+      "invalid-event-number": 0,
+      reason: expect.stringMatching(/^time is 3[56]\d\d seconds ahead of the server clock \(at most 300 allowed\)/),
+    })
+    expect(await eventsOf(t.key)).toEqual([])
+  })
+
+  test("D41: the reason of a rejected event is bounded and carries none of the sender's text", async () => {
+    const t = await tenantWithSensor("hec-reason")
+    const marker = "IGNORE-PREVIOUS-INSTRUCTIONS"
+    const good = nativeEvent("reason-ok")
+    const cases = [
+      { eventid: `cowrie.${marker} maps to`, session: "s1", src_ip: "198.51.100.25", timestamp: nowIso(-1000) },
+      { eventid: "cowrie.login.failed", session: marker, src_ip: marker, timestamp: nowIso(-1000) },
+      { logtype: 4002, src_host: marker.repeat(20), utc_time: "2026-01-01 00:00:00.000000", logdata: {} },
+      nativeEvent("reason-2", { sourceIp: marker.repeat(50) }),
+      nativeEvent("reason-3", { type: marker }),
+    ]
+    for (const bad of cases) {
+      const batch = [bad, good].map((event) => JSON.stringify({ event })).join("\n")
+      const res = await hec(await post("/services/collector/event", t.token, batch))
+      expect(res).toMatchObject({ status: 200, body: { text: "Success", code: 0, rejected: 1 } })
+      expect(typeof res.body.reason).toBe("string")
+      expect(res.body.reason.length).toBeGreaterThan(5)
+      expect(res.body.reason.length).toBeLessThanOrEqual(200)
+      expect(res.body.reason).not.toContain("IGNORE")
+    }
   })
 
   test("D41: gzip and deflate bodies (the OpenTelemetry Collector gzips by default) are inflated; past 1 MiB inflated is 413 however small the body; a body that does not inflate or another encoding is code 6", async () => {
