@@ -83,7 +83,11 @@ export class SensorAuth extends Effect.Service<SensorAuth>()("SensorAuth", {
         Effect.fail(
           e.reason === "revoked"
             ? Unauthorized.of("The sensor token has been revoked.")
-            : Unauthorized.of("The sensor token is not valid. Send Authorization: Bearer <SENSOR_TOKEN>."),
+            : e.reason === "missing"
+              ? Unauthorized.of(
+                  "The sensor token is missing. Send it in the Authorization header: Authorization: Bearer <sensor token>.",
+                )
+              : Unauthorized.of("The sensor token is not valid. Send Authorization: Bearer <sensor token>."),
         ),
       )
 
