@@ -5,7 +5,7 @@ import { isCrossSite, safeNext } from "../../src/console/http.ts"
 import { Attacker, Layout, serviceTextParts } from "../../src/console/pages/components.tsx"
 import { EventsPage } from "../../src/console/pages/events.tsx"
 import { EventTable, IncidentPage, IncidentTable } from "../../src/console/pages/incidents.tsx"
-import { AlertsPage, DeliveryLogPage } from "../../src/console/pages/settings.tsx"
+import { AlertsPage, DeliveryLogPage, SettingsLayout } from "../../src/console/pages/settings.tsx"
 import { fitEvents } from "../../src/console/pages/timeline.tsx"
 import { eventTypeSpec, incidentTexts } from "../../src/domain/eventTypes.ts"
 import type { Event } from "../../src/domain/models.ts"
@@ -246,7 +246,7 @@ test("D29: an incident whose events carry huge attacker input renders a page of 
 test("D30: a port scan reads in one line (protocol, port), its packet fields folded; attacker input in two columns", () => {
   const scan = event("portscan.syn", camelKeys({ ...IPTABLES_KV, SYN: "", DPT: "22", SPT: "40000" }), 22)
   const out = String(EventTable({ events: [scan], now: NOW }))
-  expect(out).toMatch(/protocol <code class="atk"[^>]*>TCP<\/code> · ports <code class="atk"[^>]*>22<\/code>/)
+  expect(out).toMatch(/protocol <code class="atk"[^>]*>TCP<\/code> · port <code class="atk"[^>]*>22<\/code>/)
   expect(out).toMatch(
     /<details class="fields"><summary class="small">Packet fields \(\d+\)<\/summary><table class="kv">/,
   )
@@ -284,4 +284,79 @@ test("D26, D31: an analyst sees only a webhook URL's origin on Alerts and the de
   }
   const admin = String(AlertsPage({ viewer: viewer("admin"), channels: [channel], flash: undefined, now: NOW }))
   expect(admin).toContain("s3cr3tPathToken")
+})
+
+// --- Readable values: counts, empty values, ports, phone-width tables, notices -------------------------------------
+
+test("a masked secret of one character says 1 character; longer ones say characters", () => {
+  const one = event("ssh.login_attempt", { username: "a", password: { masked: "*", length: 1, fingerprint: "" } })
+  const six = event("ssh.login_attempt", { username: "a", password: { masked: "******", length: 6, fingerprint: "" } })
+  const html = String(EventTable({ events: [one, six], now: NOW }))
+  expect(html).toContain("masked, 1 character")
+  expect(html).not.toContain("1 characters")
+  expect(html).toContain("masked, 6 characters")
+})
+
+test("D29: an empty attacker value shows an (empty) marker in its attacker box, not an empty box", () => {
+  const scan = event("portscan.syn", camelKeys({ ...IPTABLES_KV, SYN: "", OUT: "", DPT: "22" }), 22)
+  const out = String(EventTable({ events: [scan], now: NOW }))
+  expect(out).toMatch(
+    /<code class="atk atk-empty" title="Attacker-supplied text: empty"><em class="muted">\(empty\)<\/em><\/code>/,
+  )
+  expect(out).not.toMatch(/<code class="atk"[^>]*><\/code>/)
+  // A value that is the text "(empty)" stays attacker text, boxed as such, not the interface's muted marker.
+  const posing = String(Attacker({ value: "(empty)" }))
+  expect(posing).toMatch(/<code class="atk" [^>]*>\(empty\)<\/code>/)
+  expect(posing).not.toContain("<em")
+})
+
+test("D29: a scan's port is boxed the same way on the Events page and the incident page", () => {
+  // No port among the packet fields: the event's own port is shown, boxed like a port from the fields.
+  const scan = event("portscan.syn", { proto: "TCP" }, 8080)
+  const eventsPage = String(
+    EventsPage({
+      viewer: viewer("analyst"),
+      rows: [scan],
+      types: ["portscan.syn"],
+      filters: { type: "", from: "", to: "", incidentId: "" },
+      error: undefined,
+      next: undefined,
+      now: NOW,
+    }),
+  )
+  const incidentPage = String(
+    IncidentPage({
+      viewer: viewer("analyst"),
+      incident: incident([scan], []),
+      more: undefined,
+      flash: undefined,
+      now: NOW,
+    }),
+  )
+  const digest = /protocol <code class="atk"[^>]*>TCP<\/code> · port <code class="atk"[^>]*>8080<\/code>/
+  expect(eventsPage).toMatch(digest)
+  expect(incidentPage).toMatch(digest)
+  // A list of ports keeps the plural.
+  const many = String(EventTable({ events: [event("portscan.syn", { ports: "22,23,80" }, 22)], now: NOW }))
+  expect(many).toMatch(/ports <code class="atk"[^>]*>22,23,80<\/code>/)
+})
+
+test("on a phone, the incidents table stacks: every cell carries its column's label", () => {
+  const summary = { ...incident([], []), events: undefined }
+  const html = String(IncidentTable({ rows: [summary], now: NOW }))
+  expect(html).toContain('<table class="stacked">')
+  for (const label of ["Severity", "Incident", "Source", "Sensor", "Events", "Last seen", "Status"]) {
+    expect(html).toContain(`data-label="${label}"`)
+  }
+  const css = readFileSync(join(CONSOLE_DIR, "static", "console.css"), "utf8")
+  expect(css).toContain("table.stacked td[data-label]::before")
+})
+
+test("an analyst's read-only notice is information, not a success message", () => {
+  const html = String(
+    SettingsLayout({ viewer: viewer("analyst"), tab: "alerts", title: "Alerts", flash: undefined, children: "" }),
+  )
+  expect(html).toContain("You can read these settings")
+  expect(html).toMatch(/class="notice notice-info"[^>]*>\s*You can read these settings/)
+  expect(html).not.toContain("notice-ok")
 })

@@ -269,13 +269,22 @@ describe("D43: Settings → Sensors", () => {
       await page.selectOption("#sensor-profile", "opencanary")
       await page.selectOption("#sensor-heartbeat", "60s")
       await Promise.all([page.waitForURL(/flash=/), page.click("form[action='/settings/sensors'] button[type=submit]")])
-      const snippet = await page.inputValue("#snippet-opencanary")
+      const snippet = (await page.textContent("#snippet-opencanary")) ?? ""
       const token = (await page.textContent("#secret-value"))?.trim() ?? ""
       expect(token).toMatch(/^dst_sen_/)
       expect(snippet).toContain(`"url": "${INGEST_URL}/ingest/v1/opencanary"`)
       expect(snippet).toContain(`Bearer ${token}`)
       expect(JSON.parse(`{${snippet}}`).Webhook.headers.Authorization).toBe(`Bearer ${token}`)
-      expect(await page.inputValue("#snippet-cowrie")).toContain(`token = ${token}`)
+      expect(await page.textContent("#snippet-cowrie")).toContain(`token = ${token}`)
+      // Long lines wrap on screen, so no snippet scrolls sideways; the text copied stays as written (one line each).
+      const heartbeat = (await page.textContent("#snippet-heartbeat")) ?? ""
+      expect(heartbeat.split("\n")[0]).toMatch(/^# crontab: .*curl .*\/ingest\/v1\/heartbeat/)
+      const snippetIds = await page.locator("pre.snippet").evaluateAll((pres) => pres.map((p) => p.id))
+      expect(snippetIds).toContain("snippet-heartbeat")
+      for (const id of snippetIds) {
+        const [scroll, client] = await page.locator(`#${id}`).evaluate((p) => [p.scrollWidth, p.clientWidth])
+        expect(scroll).toBeLessThanOrEqual(client ?? 0)
+      }
       await screenshot(page, "sensors", shots)
       await page.reload()
       expect(await page.content()).not.toContain(token)
@@ -294,6 +303,10 @@ describe("D43: Settings → Sensors", () => {
       await page.locator("tr", { hasText: "edge-canary-07" }).locator("a").click()
       await page.waitForURL(/\/settings\/sensors\/sen_/)
       await screenshot(page, "sensor", shots)
+      // The Revoke confirmation: its checkbox and its label on one line.
+      const box = await page.locator("#revoke-confirm").boundingBox()
+      const label = await page.locator("label[for=revoke-confirm]").boundingBox()
+      expect(box && label && Math.abs(box.y + box.height / 2 - (label.y + label.height / 2))).toBeLessThan(6)
       expect(watch.violations).toEqual([])
       expect(watch.errors).toEqual([])
       await context.close()

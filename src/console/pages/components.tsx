@@ -80,9 +80,11 @@ export const DataTable = <T,>(props: {
   empty?: string | undefined
   rows: ReadonlyArray<T>
   children: (row: T) => Child
+  /** On a phone, each row as a card of "label value" lines (its cells carry `data-label`), not a wide table. */
+  stacked?: boolean
 }) => (
   <div class="table-wrap">
-    <table>
+    <table class={props.stacked === true ? "stacked" : undefined}>
       <thead>
         <tr>
           {props.columns.map((column) =>
@@ -211,11 +213,22 @@ export const attackerCost = (text: string, cut: number = ATTACKER_CUT): number =
 const ATTACKER_TITLE = "Attacker-supplied text"
 
 /**
+ * An empty attacker value: its box, holding the interface's own "(empty)" in muted italics, not an empty box too
+ * small to see. The marker is not attacker text; a value that is the text "(empty)" shows in the box's own type.
+ */
+const AttackerEmpty = () => (
+  <code class="atk atk-empty" title={`${ATTACKER_TITLE}: empty`}>
+    <em class="muted">(empty)</em>
+  </code>
+)
+
+/**
  * Attacker-supplied text: shown as text, monospace, marked as such (D29). Longer than `cut` code points: a preview,
  * the rest behind a <details>; longer than ATTACKER_SHOWN_MAX: cut there too, with a visible mark and the full length.
  */
 export const Attacker = ({ value, cut = ATTACKER_CUT }: { value: unknown; cut?: number }) => {
   const text = attackerText(value)
+  if (text === "") return <AttackerEmpty />
   const length = text.length <= cut ? text.length : codePointLength(text)
   if (length <= cut) {
     return (
@@ -302,6 +315,8 @@ export const ServiceText = ({ text, known = [] }: { text: string; known?: Readon
         part.text
       ) : known.includes(part.text) ? (
         `"${part.text}"`
+      ) : part.text === "" ? (
+        <AttackerEmpty />
       ) : (
         <code class="atk" title={ATTACKER_TITLE}>
           {part.text}

@@ -44,25 +44,32 @@ export const IncidentTable = ({ rows, now }: { rows: ReadonlyArray<IncidentSumma
     ]}
     empty="No incidents."
     rows={rows}
+    stacked
   >
     {(i) => (
       <tr>
-        <td>
+        <td data-label="Severity">
           <SeverityBadge severity={i.severity} />
         </td>
-        <td>
+        <td data-label="Incident">
           <a href={`/incidents/${i.id}`}>
             <ServiceText text={i.title} known={[i.sensor.name]} />
           </a>
           <div class="muted small mono hide-sm">{i.id}</div>
         </td>
-        <td class="mono">{i.sourceIp}</td>
-        <td class="hide-sm">{i.sensor.name}</td>
-        <td class="hide-sm">{i.eventCount}</td>
-        <td>
+        <td class="mono" data-label="Source">
+          {i.sourceIp}
+        </td>
+        <td class="hide-sm" data-label="Sensor">
+          {i.sensor.name}
+        </td>
+        <td class="hide-sm" data-label="Events">
+          {i.eventCount}
+        </td>
+        <td data-label="Last seen">
           <Time at={i.lastSeenAt} now={now} />
         </td>
-        <td class="hide-sm">
+        <td class="hide-sm" data-label="Status">
           <StatusBadge status={i.status} />
         </td>
       </tr>

@@ -65,23 +65,14 @@ const tokenSensor = (flash: Flash | undefined, sensors: ReadonlyArray<SensorView
 
 const SnippetBlock = ({ snippet }: { snippet: Snippet }) => {
   const id = `snippet-${snippet.kind}`
-  const lines = snippet.text.split("\n")
   return (
     <section class="panel">
       <h3>{snippet.title}</h3>
       <p class="small">{snippet.where}</p>
-      <textarea
-        id={id}
-        class="secret mono"
-        readOnly
-        wrap="off"
-        rows={lines.length + 1}
-        cols={Math.min(120, Math.max(60, ...lines.map((l) => l.length + 2)))}
-        aria-label={snippet.title}
-        spellcheck={false}
-      >
+      {/* Long lines wrap on screen only: the Copy button and a selection copy the text exactly as written. */}
+      <pre id={id} class="snippet">
         {snippet.text}
-      </textarea>
+      </pre>
       <button type="button" class="secondary" data-copy={id}>
         Copy
       </button>

@@ -32,7 +32,9 @@ export const SettingsLayout = (props: {
     <h1>{props.title}</h1>
     <FlashNotice flash={props.flash} />
     {props.viewer.role !== "admin" && (
-      <p class="notice notice-ok">You can read these settings; only an administrator can change them.</p>
+      <p class="notice notice-info" role="note">
+        You can read these settings; only an administrator can change them.
+      </p>
     )}
     {props.children}
   </Layout>

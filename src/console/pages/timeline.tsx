@@ -28,6 +28,15 @@ const MEMBER_NAME_CUT = 64
 type Member = readonly [name: string, value: unknown]
 
 /**
+ * A fact's label: "port" for one port (a number, or digits), "ports" for a list or range; the others as they are.
+ * The value is boxed either way: it comes from the event, which an attacker's traffic shaped (D29).
+ */
+const factLabel = (label: string, value: unknown): string =>
+  label === "ports" && (typeof value === "number" || (typeof value === "string" && /^\d+$/.test(value)))
+    ? "port"
+    : label
+
+/**
  * A masked secret exactly as this service writes one (stars, a length, a hex fingerprint): anything else that merely
  * has such members is attacker input like any other (D29), shown as the rest of it is.
  */
@@ -93,7 +102,8 @@ const MaskedValue = ({ value }: { value: MaskedSecret }) => (
   <span>
     <Attacker value={value.masked} />{" "}
     <span class="muted small">
-      masked, {String(value.length)} characters{value.fingerprint !== "" && ", fingerprint "}
+      masked, {String(value.length)} {value.length === 1 ? "character" : "characters"}
+      {value.fingerprint !== "" && ", fingerprint "}
     </span>
     {value.fingerprint !== "" && <Attacker value={value.fingerprint} />}
   </span>
@@ -133,7 +143,10 @@ const EventDetail = ({ e }: { e: Event }) => {
   const facts = factsOf(e.attackerInput)
   const scan = spec?.action === "scan"
   const folded = scan || members > MEMBERS_OPEN_MAX
-  if (scan && !facts.some(([label]) => label === "ports") && e.port > 0) facts.unshift(["port", e.port])
+  if (scan && !facts.some(([label]) => label === "ports") && e.port > 0) {
+    // The event's port where the attacker input names none: after the protocol, boxed as packet fields' ports are.
+    facts.splice(facts[0]?.[0] === "protocol" ? 1 : 0, 0, ["ports", e.port])
+  }
   return (
     <>
       <div>
@@ -144,7 +157,7 @@ const EventDetail = ({ e }: { e: Event }) => {
           {facts.map(([label, value], i) => (
             <>
               {i > 0 && " · "}
-              {label} {typeof value === "number" ? String(value) : <Attacker value={value} cut={MEMBER_NAME_CUT} />}
+              {factLabel(label, value)} <Attacker value={value} cut={MEMBER_NAME_CUT} />
             </>
           ))}
         </div>
@@ -218,7 +231,7 @@ export const EventsLeftOut = (props: {
   api: string
 }) =>
   props.n > 0 ? (
-    <p class="notice notice-ok left-out" role="status">
+    <p class="notice notice-info left-out" role="status">
       {props.n} more {props.n === 1 ? "event" : "events"} not shown here, to keep this page small. See{" "}
       {props.link && (
         <>
