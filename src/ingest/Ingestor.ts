@@ -202,7 +202,8 @@ export class Ingestor extends Effect.Service<Ingestor>()("Ingestor", {
      * D42, inside the ingest transaction and under the advisory locks of the sessions' source addresses (every line
      * of a Cowrie session has the same one), so lines of one session in concurrent requests take turns:
      * - reads what is known of the request's sessions in one statement (connect, client state, and the stored events
-     *   still waiting for a connect this request teaches);
+     *   still waiting for a known or taught connect, at most 1,000 per session); a session merged before 0021 gets its
+     *   client state from its old details there (CowrieSessionsRepo.load), so `before` below already holds them;
      * - writes a session's row only when this request teaches its connect or changes its client state;
      * - completes the session's events stored before its connect was known (type, ports, summary) and writes their
      *   incidents' event types and texts again;

@@ -1,5 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
+import { addClientDetails, type CowrieClientState, EMPTY_CLIENT_STATE } from "../ingest/formats/cowrie.ts"
 import type { CowrieSession } from "../ingest/formats/native.ts"
 import { dbErrors } from "./errors.ts"
 
@@ -41,6 +42,29 @@ export interface CowrieSessionWrite {
   readonly client?: unknown
 }
 
+/** At most this many events of a session waiting for its connect are completed per request (oldest first). */
+export const COWRIE_WAITING_MAX = 1000
+
+/** At most this many of a session's merged lines stored before 0021 build its client state (earliest first). */
+export const COWRIE_LEGACY_DETAILS_MAX = 1000
+
+/** Merged lines' details as stored before 0021, as the client-state fold takes them; and the oldest row's age. */
+const legacyLines = (
+  rows: ReadonlyArray<{ lineId: unknown; time: unknown; details: unknown; createdAt: unknown }> | null,
+): { lines: Array<{ at: string; details: Record<string, unknown> }>; createdAt: string } => {
+  const lines: Array<{ at: string; details: Record<string, unknown> }> = []
+  let createdAt: string | undefined
+  for (const r of rows ?? []) {
+    const time = typeof r.time === "string" ? new Date(r.time) : undefined
+    if (time === undefined || Number.isNaN(time.getTime()) || typeof r.lineId !== "string") continue
+    if (typeof r.details !== "object" || r.details === null || Array.isArray(r.details)) continue
+    // The same `at` as a merged line's (its time and id), so the earliest value wins across versions.
+    lines.push({ at: `${time.toISOString()} ${r.lineId}`, details: r.details as Record<string, unknown> })
+    if (typeof r.createdAt === "string" && (createdAt === undefined || r.createdAt < createdAt)) createdAt = r.createdAt
+  }
+  return { lines, createdAt: createdAt ?? new Date().toISOString() }
+}
+
 const protocolOf = (v: unknown): "ssh" | "telnet" | undefined => (v === "ssh" || v === "telnet" ? v : undefined)
 
 const isPort = (v: unknown): v is number => typeof v === "number" && Number.isInteger(v) && v >= 0 && v <= 65535
@@ -60,8 +84,14 @@ export class CowrieSessionsRepo extends Effect.Service<CowrieSessionsRepo>()("Co
 
     /**
      * One statement for what a request needs of its sessions: each session's connect and client state (when it has a
-     * row), and, for the sessions in `teaching` whose connect is still unknown, the stored events waiting for it
-     * (oldest first).
+     * row), and, for the sessions whose connect is known or taught by this request (`teaching`), the stored events
+     * still waiting for it (oldest first, at most COWRIE_WAITING_MAX per session: the rest are completed by the
+     * session's next requests, each taking the next oldest).
+     *
+     * A session merged by a version before 0021 has no client state but its merged lines' details in
+     * `cowrie_session_details` (no longer written): its state is built from the earliest COWRIE_LEGACY_DETAILS_MAX of
+     * them with the same fold as merged lines (addClientDetails: bounded, the earliest value wins) and stored, in the
+     * caller's transaction, so its next merged line adds to the old details instead of replacing them on its events.
      */
     const load = (orgId: string, sensorId: string, sessions: ReadonlyArray<string>, teaching: ReadonlyArray<string>) =>
       Effect.gen(function* () {
@@ -74,27 +104,60 @@ export class CowrieSessionsRepo extends Effect.Service<CowrieSessionsRepo>()("Co
           port: unknown
           client: unknown
           waiting: ReadonlyArray<IncompleteCowrieEvent> | null
+          legacy: ReadonlyArray<{ lineId: unknown; time: unknown; details: unknown; createdAt: unknown }> | null
         }>`
           select w.session, s.protocol, s.source_port as "sourcePort", s.port, s.client,
             -- A session's events may wait before the session has a row (stored before any connect or client line).
-            case when s.protocol is null and w.session in ${sql.in(teaching.length === 0 ? [""] : [...teaching])} then (
+            case when s.protocol is not null or w.session in ${sql.in(teaching.length === 0 ? [""] : [...teaching])}
+            then (
               select jsonb_agg(jsonb_build_object('session', c.session, 'eventId', c.event_id, 'action', c.action,
                   'ownProtocol', c.own_protocol, 'ownSourcePort', c.own_source_port, 'ownPort', c.own_port,
                   'complete', c.complete, 'incidentId', e.incident_id, 'sourceIp', e.source_ip,
                   'sourcePort', e.source_port, 'port', e.port, 'type', e.type, 'attackerInput', e.attacker_input)
                   order by c.event_id)
-              from cowrie_session_events c join events e on e.id = c.event_id and e.org_id = c.org_id
-              where c.org_id = ${orgId} and c.sensor_id = ${sensorId} and c.session = w.session and not c.complete
-            ) end as waiting
+              from (
+                select * from cowrie_session_events c
+                where c.org_id = ${orgId} and c.sensor_id = ${sensorId} and c.session = w.session and not c.complete
+                order by c.event_id limit ${COWRIE_WAITING_MAX}
+              ) c join events e on e.id = c.event_id and e.org_id = c.org_id
+            ) end as waiting,
+            -- Merged lines' details as versions before 0021 stored them, for a session without a client state yet.
+            case when s.client is null or jsonb_typeof(s.client) = 'null' then (
+              select jsonb_agg(jsonb_build_object('lineId', d.line_id, 'time', d.time, 'details', d.details,
+                  'createdAt', d.created_at) order by d.time, d.line_id)
+              from (
+                select * from cowrie_session_details d
+                where d.org_id = ${orgId} and d.sensor_id = ${sensorId} and d.session = w.session
+                order by d.time, d.line_id limit ${COWRIE_LEGACY_DETAILS_MAX}
+              ) d
+            ) end as legacy
           from jsonb_array_elements_text(${json([...sessions])}::jsonb) as w(session)
           left join cowrie_sessions s on s.org_id = ${orgId} and s.sensor_id = ${sensorId} and s.session = w.session`
+        const upgraded: Array<{ session: string; client: CowrieClientState; created_at: string }> = []
         for (const row of rows) {
           const protocol = protocolOf(row.protocol)
           const connect =
             protocol !== undefined && isPort(row.sourcePort) && isPort(row.port)
               ? { protocol, sourcePort: row.sourcePort, port: row.port }
               : undefined
-          found.set(row.session, { session: row.session, connect, client: row.client, waiting: row.waiting ?? [] })
+          let client = row.client
+          const legacy = legacyLines(row.legacy)
+          if (legacy.lines.length > 0) {
+            const state = addClientDetails(EMPTY_CLIENT_STATE, legacy.lines)
+            client = state
+            upgraded.push({ session: row.session, client: state, created_at: legacy.createdAt })
+          }
+          found.set(row.session, { session: row.session, connect, client, waiting: row.waiting ?? [] })
+        }
+        if (upgraded.length > 0) {
+          // Stored once (kept only while no state is stored), with the old lines' age so pruning stays by age.
+          yield* sql`
+            insert into cowrie_sessions (org_id, sensor_id, session, client, created_at)
+            select ${orgId}, ${sensorId}, session, client, created_at
+            from jsonb_to_recordset(${json(upgraded.sort((a, b) => (a.session < b.session ? -1 : a.session > b.session ? 1 : 0)))}::jsonb)
+              as r(session text, client jsonb, created_at timestamptz)
+            on conflict (sensor_id, session) do update set client = excluded.client
+            where cowrie_sessions.client is null or jsonb_typeof(cowrie_sessions.client) = 'null'`
         }
         return found
       }).pipe(dbErrors)
