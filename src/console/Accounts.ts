@@ -53,8 +53,10 @@ export const MAX_FAILURES_PER_EMAIL_CEILING = 50
 export const KNOWN_ADDRESS_DAYS = 90
 /** Failures in the window of one known device (its cookie): past them it is treated like any other browser. */
 export const MAX_FAILURES_PER_DEVICE = 5
-/** Life of the known-device cookie, renewed at each sign-in. */
+/** Life of the known-device cookie, renewed at each sign-in: the browser's Max-Age, and checked by the server. */
 export const DEVICE_COOKIE_DAYS = 365
+/** A known-device cookie issued this far in the future (another replica's clock) still counts. */
+const DEVICE_CLOCK_SKEW_SECONDS = 300
 const KNOWN_ADDRESSES_READ = 200
 /** last_seen_at is written at most this often per session (a page load is not a write each time). */
 const TOUCH_EVERY_MS = 60_000
@@ -94,15 +96,21 @@ export type LinkState = "valid" | "expired" | "unknown"
 
 /**
  * The known-device cookie (D27): set at each sign-in and when a password is set, so this browser is known to be the
- * user's. `__Host-`, Secure, HttpOnly, SameSite=Strict, Path=/. Its value is `<device id>.<MAC>`: 128 random bits,
- * and HMAC-SHA256 over the user id and device id under a key derived from SECRET_KEY (so it cannot be made for
- * another user or another device, and survives restarts on every replica). Not a credential: the password is
+ * user's. `__Host-`, Secure, HttpOnly, SameSite=Strict, Path=/. Its value is `<device id>.<issued>.<MAC>`: 128
+ * random bits, the issue time (Unix seconds), and HMAC-SHA256 over the user id, the user's device generation, the
+ * device id and the issue time under a key derived from SECRET_KEY (so it cannot be made for another user or
+ * another device, nor made younger, and survives restarts on every replica). The server refuses it past
+ * DEVICE_COOKIE_DAYS after its issue time, whatever the browser keeps; `user reset`, `user disable` and a password
+ * set bump the generation, so every earlier cookie of the user stops counting. Not a credential: the password is
  * always needed; it only decides how a sign-in is throttled.
  */
 export const DEVICE_COOKIE = "__Host-device"
 const DEVICE_ID = /^[A-Za-z0-9_-]{22}$/
+const DEVICE_ISSUED = /^[0-9]{1,12}$/
 const DEVICE_MAC = /^[A-Za-z0-9_-]{43}$/
-const deviceMessage = (userId: string, deviceId: string) => `console-device\n${userId}\n${deviceId}`
+const DEVICE_COOKIE_MAX = 22 + 1 + 12 + 1 + 43
+const deviceMessage = (userId: string, generation: number, deviceId: string, issued: string) =>
+  `console-device-v2\n${userId}\n${generation}\n${deviceId}\n${issued}`
 
 /**
  * Console users, passwords, sign-in and sessions (D26, D27), shared by the admin CLI (`admin user …`) and the
@@ -120,17 +128,34 @@ export class Accounts extends Effect.Service<Accounts>()("Accounts", {
       deriveKey(Redacted.value(key), "console-device-v1"),
     )
 
-    /** The cookie value for this user and device (a new device when none is given). */
-    const deviceCookie = (userId: string, deviceId: string = randomBytes(16).toString("base64url")) =>
-      `${deviceId}.${hmacSha256(deviceKeys[0] as Buffer, deviceMessage(userId, deviceId)).toString("base64url")}`
+    /**
+     * The cookie value for this user at their current device generation, issued now (a new device when none is
+     * given).
+     */
+    const deviceCookie = (
+      user: { readonly id: string; readonly deviceGeneration: number },
+      now: Date,
+      deviceId: string = randomBytes(16).toString("base64url"),
+    ) => {
+      const issued = String(Math.floor(now.getTime() / 1000))
+      const mac = hmacSha256(deviceKeys[0] as Buffer, deviceMessage(user.id, user.deviceGeneration, deviceId, issued))
+      return `${deviceId}.${issued}.${mac.toString("base64url")}`
+    }
 
-    /** The device id of a cookie value that is this user's, or undefined (none, malformed, another user's, forged). */
-    const deviceOf = (cookie: string | undefined, userId: string | undefined): string | undefined => {
-      if (cookie === undefined || userId === undefined || cookie.length !== 66) return undefined
-      const [deviceId = "", mac = ""] = cookie.split(".")
-      if (!DEVICE_ID.test(deviceId) || !DEVICE_MAC.test(mac)) return undefined
+    /**
+     * The device id of a cookie value that is this user's at their current generation and was issued within
+     * DEVICE_COOKIE_DAYS, or undefined (none, malformed, another user's, forged, expired, revoked).
+     */
+    const deviceOf = (cookie: string | undefined, user: UserRow | undefined, now: Date): string | undefined => {
+      if (cookie === undefined || user === undefined || cookie.length > DEVICE_COOKIE_MAX) return undefined
+      const [deviceId = "", issued = "", mac = "", ...rest] = cookie.split(".")
+      if (rest.length > 0 || !DEVICE_ID.test(deviceId) || !DEVICE_ISSUED.test(issued) || !DEVICE_MAC.test(mac)) {
+        return undefined
+      }
+      const ageSeconds = Math.floor(now.getTime() / 1000) - Number(issued)
+      if (ageSeconds > DEVICE_COOKIE_DAYS * 86_400 || ageSeconds < -DEVICE_CLOCK_SKEW_SECONDS) return undefined
       const given = Buffer.from(mac, "base64url")
-      const message = deviceMessage(userId, deviceId)
+      const message = deviceMessage(user.id, user.deviceGeneration, deviceId, issued)
       return deviceKeys.some((key) => constantTimeEqual(hmacSha256(key, message), given)) ? deviceId : undefined
     }
 
@@ -207,6 +232,8 @@ export class Accounts extends Effect.Service<Accounts>()("Accounts", {
           yield* users.setDisabled(user.id, at)
           yield* users.deleteSessionsOf(user.id)
           yield* users.expireLinks(user.id, at)
+          // Its known-device cookies no longer lift the email's lock (a re-enabled user gets a new one).
+          yield* users.bumpDeviceGeneration(user.id)
           yield* audit.record({
             orgId: user.orgId,
             actor: actor.id,
@@ -221,8 +248,9 @@ export class Accounts extends Effect.Service<Accounts>()("Accounts", {
 
     /**
      * D26: a new one-time link, and every session ends now. The old password stops working at once (a reset is what
-     * an admin does when it may be known to someone else): the user signs in again only after using the link. A
-     * disabled user stays disabled until the link is used.
+     * an admin does when it may be known to someone else): the user signs in again only after using the link. Every
+     * known-device cookie of the user stops counting as known (one may be stolen too). A disabled user stays disabled
+     * until the link is used.
      */
     const resetUser = (orgId: string | undefined, userId: string, actor: Actor) =>
       sql.withTransaction(
@@ -231,6 +259,7 @@ export class Accounts extends Effect.Service<Accounts>()("Accounts", {
           const at = new Date()
           yield* users.deleteSessionsOf(user.id)
           yield* users.setPasswordHash(user.id, null)
+          yield* users.bumpDeviceGeneration(user.id)
           const link = yield* linkFor(user.id, at)
           yield* audit.record({
             orgId: user.orgId,
@@ -261,11 +290,11 @@ export class Accounts extends Effect.Service<Accounts>()("Accounts", {
       })
 
     /**
-     * D26: 12–256 characters, argon2id; the link is spent, every session of the user ends, the user is enabled. The
-     * browser becomes a known device of the user (the returned `device` cookie value; an earlier one of this user
-     * keeps its id), and the address a known one (D27).
+     * D26: 12–256 characters, argon2id; the link is spent, every session of the user ends, the user is enabled. Every
+     * earlier known-device cookie of the user stops counting; this browser becomes a known device under a new id
+     * (the returned `device` cookie value), and the address a known one (D27).
      */
-    const setPassword = (token: string, password: string, ip: string, deviceCookieValue?: string) =>
+    const setPassword = (token: string, password: string, ip: string) =>
       Effect.gen(function* () {
         // The link first: hashing (argon2id, 64 MiB) is done only for a live link, never for anyone who POSTs to
         // an unknown or spent one. The link is checked again, and spent, in the transaction below.
@@ -287,6 +316,7 @@ export class Accounts extends Effect.Service<Accounts>()("Accounts", {
             yield* users.setPasswordHash(user.id, hash)
             if (user.disabledAt !== null) yield* users.setDisabled(user.id, null)
             yield* users.deleteSessionsOf(user.id)
+            const deviceGeneration = yield* users.bumpDeviceGeneration(user.id)
             yield* audit.record({
               orgId: user.orgId,
               actor: user.id,
@@ -298,7 +328,7 @@ export class Accounts extends Effect.Service<Accounts>()("Accounts", {
             return {
               userId: user.id,
               email: user.email,
-              device: deviceCookie(user.id, deviceOf(deviceCookieValue, user.id)),
+              device: deviceCookie({ id: user.id, deviceGeneration }, at),
             }
           }),
         )
@@ -344,11 +374,12 @@ export class Accounts extends Effect.Service<Accounts>()("Accounts", {
      * fresh session on every sign-in, and the browser's previous session (its cookie, when it sent one) ends.
      *
      * Throttling (429 with Retry-After), per 15-minute window:
-     * - A known device of the user (its DEVICE_COOKIE, made for this email's user) is verified while it has failed at
-     *   most MAX_FAILURES_PER_DEVICE times, whatever the counts of the email or the address: a lock that others make
+     * - A known device of the user (its DEVICE_COOKIE, made for this email's user at the user's current device
+     *   generation, issued within DEVICE_COOKIE_DAYS) is verified while it has failed at most
+     *   MAX_FAILURES_PER_DEVICE times, whatever the count of the email (not of the address): a lock that others make
      *   can never keep out a browser the user signed in from (or set the password from). Past its own limit it is
      *   throttled like any other browser, by the rules below.
-     * - More than 20 failures from one address (an IPv6 client per /64).
+     * - More than 20 failures from one address (an IPv6 client per /64), with or without a known device.
      * - More than 5 failures for one email, except from an address that has failed fewer than NEW_ADDRESS_TRIES
      *   times for it (admittedWhileLocked): anyone can make an email's count pass 5, so that alone must not lock its
      *   owner out, while each address that guesses wrong is refused for the rest of the window after a few tries.
@@ -373,7 +404,7 @@ export class Accounts extends Effect.Service<Accounts>()("Accounts", {
         // Per IP as the API's rate limiter counts (D11): an IPv6 client per /64, which it can rotate through at will.
         const ipBucket = addressBucketKey(ip)
         const candidate = Option.getOrUndefined(yield* users.findByEmail(email))
-        const deviceId = deviceOf(device, candidate?.id)
+        const deviceId = deviceOf(device, candidate, now)
         yield* users.recordAttempt(attemptId, email, ipBucket, deviceId ?? null, now, since)
         const failures = yield* users.failuresSince(email, ipBucket, deviceId ?? null, since)
         const waits: Array<number> = []
@@ -386,7 +417,8 @@ export class Accounts extends Effect.Service<Accounts>()("Accounts", {
         ) {
           waits.push(failures.oldestEmail.getTime() + THROTTLE_WINDOW_MS - now.getTime())
         }
-        if (!knownDevice && failures.byIp > MAX_FAILURES_PER_IP && failures.oldestIp !== null) {
+        // The address flood limit holds for known devices too: the cookie lifts only the email's lock and ceiling.
+        if (failures.byIp > MAX_FAILURES_PER_IP && failures.oldestIp !== null) {
           waits.push(failures.oldestIp.getTime() + THROTTLE_WINDOW_MS - now.getTime())
         }
         if (waits.length > 0) {
@@ -442,7 +474,7 @@ export class Accounts extends Effect.Service<Accounts>()("Accounts", {
           token,
           userId: candidate.id,
           orgId: candidate.orgId,
-          device: deviceCookie(candidate.id, deviceId),
+          device: deviceCookie(candidate, new Date(), deviceId),
         } as SignInResult
       })
 

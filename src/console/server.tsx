@@ -354,7 +354,7 @@ const makeRouter = Effect.gen(function* () {
         if (!tokensEqual(form.csrf, req.cookies[FORM_COOKIE]) || token === undefined) {
           return forbidden("This form has expired. Open the link again.")
         }
-        return yield* accounts.setPassword(token, form.password ?? "", ipOf(req), req.cookies[DEVICE_COOKIE]).pipe(
+        return yield* accounts.setPassword(token, form.password ?? "", ipOf(req)).pipe(
           Effect.flatMap((done) =>
             HttpServerResponse.setCookie(
               seeOther("/sign-in?done=password"),

@@ -13,6 +13,8 @@ export interface UserRow {
   readonly passwordHash: string | null
   readonly disabledAt: Date | null
   readonly createdAt: Date
+  /** Signed into every known-device cookie of the user; bumped to revoke them all (D27). */
+  readonly deviceGeneration: number
 }
 
 /** A live session with its user, as the console reads it on every request. */
@@ -47,7 +49,7 @@ export interface FailureCounts {
 export class ConsoleUsersRepo extends Effect.Service<ConsoleUsersRepo>()("ConsoleUsersRepo", {
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
-    const userColumns = sql`id, org_id, email, role, password_hash, disabled_at, created_at`
+    const userColumns = sql`id, org_id, email, role, password_hash, disabled_at, created_at, device_generation`
 
     return {
       insertUser: (row: { id: string; orgId: string; email: string; role: Role; createdAt: Date }) =>
@@ -74,6 +76,13 @@ export class ConsoleUsersRepo extends Effect.Service<ConsoleUsersRepo>()("Consol
         sql`update console_users set disabled_at = ${at} where id = ${id}`.pipe(Effect.asVoid, dbErrors),
       setPasswordHash: (id: string, hash: string | null) =>
         sql`update console_users set password_hash = ${hash} where id = ${id}`.pipe(Effect.asVoid, dbErrors),
+      /** Every known-device cookie of the user stops counting as known; the new generation. */
+      bumpDeviceGeneration: (id: string) =>
+        sql<{ deviceGeneration: number }>`update console_users set device_generation = device_generation + 1
+          where id = ${id} returning device_generation`.pipe(
+          Effect.map((rows) => rows[0]?.deviceGeneration ?? 0),
+          dbErrors,
+        ),
 
       insertLink: (row: { tokenHash: Uint8Array; userId: string; expiresAt: Date; createdAt: Date }) =>
         sql`insert into console_password_links (token_hash, user_id, expires_at, created_at)

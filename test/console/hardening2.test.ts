@@ -1,12 +1,14 @@
 import { afterAll, beforeAll, expect, test } from "bun:test"
+import { randomBytes } from "node:crypto"
 import { readFileSync } from "node:fs"
 import { connect } from "node:net"
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
+import { deriveKey, hmacSha256 } from "../../src/domain/crypto.ts"
 import { adminJson, admin as runAdmin } from "../support/cli.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
 import { createSensor, createTenant } from "../support/fixtures.ts"
-import { type RunningServer, shutdown, startServer, testEnv } from "../support/server.ts"
+import { type RunningServer, shutdown, startServer, TEST_SECRET_KEY, testEnv } from "../support/server.ts"
 
 /**
  * Console and listener hardening: body limits on every listener (and the console's memory under oversized posts),
@@ -447,7 +449,7 @@ test("D27: an attacker with 60 addresses cannot keep out the owner with a known-
   const home = await signIn(owner.email, PASSWORD, newIp())
   expect(home.status).toBe(303)
   const device = home.device as string
-  expect(device).toMatch(/^__Host-device=[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}$/)
+  expect(device).toMatch(/^__Host-device=[A-Za-z0-9_-]{22}\.[0-9]{10}\.[A-Za-z0-9_-]{43}$/)
   const setCookie = home.response.headers.getSetCookie().find((c) => c.startsWith("__Host-device=")) ?? ""
   for (const attribute of ["HttpOnly", "Secure", "SameSite=Strict", "Path=/", "Max-Age="]) {
     expect(setCookie.toLowerCase()).toContain(attribute.toLowerCase())
@@ -468,8 +470,9 @@ test("D27: an attacker with 60 addresses cannot keep out the owner with a known-
   expect((await signIn(invited.email, PASSWORD, newIp())).status).toBe(429)
   // ...and a device cookie of another user, or a forged one, counts for nothing.
   expect((await signIn(owner.email, PASSWORD, newIp(), "/", invited.device)).status).toBe(429)
-  const [id] = device.slice("__Host-device=".length).split(".")
-  expect((await signIn(owner.email, PASSWORD, newIp(), "/", `__Host-device=${id}.${"A".repeat(43)}`)).status).toBe(429)
+  const [id, issued] = device.slice("__Host-device=".length).split(".")
+  const forged = `__Host-device=${id}.${issued}.${"A".repeat(43)}`
+  expect((await signIn(owner.email, PASSWORD, newIp(), "/", forged)).status).toBe(429)
   // (a) The owner, from a new address (a phone, a new lease), with the cookie: signed in.
   const away = await signIn(owner.email, PASSWORD, newIp(), "/", device)
   expect(away.status).toBe(303)
@@ -499,6 +502,116 @@ test("D27: a known device has its own limit: 5 wrong passwords, then it is throt
   // A thief of the cookie (or the owner mistyping) on rotating addresses: 5 verified guesses, then 429.
   for (let i = 0; i < 5; i++) expect((await signIn(user.email, WRONG, newIp(), "/", device)).status).toBe(401)
   expect((await signIn(user.email, PASSWORD, newIp(), "/", device)).status).toBe(429)
+}, 120_000)
+
+/** Failures in the window for `email` from 60 other addresses, written directly: past the ceiling of 50. */
+const pastCeiling = (email: string) =>
+  db.run(
+    Effect.flatMap(SqlClient.SqlClient, (sql) =>
+      sql.unsafe(
+        `insert into console_signin_failures (attempt_id, email, ip, at)
+         select 'ceiling-' || g || '-' || $2, $1, '203.0.113.' || g, now() - interval '1 minute'
+         from generate_series(1, 60) as g`,
+        [email, `${Date.now()}-${Math.random()}`],
+      ),
+    ),
+  )
+
+const deviceGeneration = async (userId: string) =>
+  (
+    await db.run(
+      Effect.flatMap(
+        SqlClient.SqlClient,
+        (sql) => sql<{ g: number }>`select device_generation as g from console_users where id = ${userId}`,
+      ),
+    )
+  )[0]?.g as number
+
+/** A known-device cookie signed with the server's key as the server signs it, with any issue time. */
+const deviceKey = deriveKey(Buffer.from(TEST_SECRET_KEY, "hex"), "console-device-v1")
+const signedDevice = (userId: string, generation: number, issuedSeconds: number) => {
+  const id = randomBytes(16).toString("base64url")
+  const issued = String(issuedSeconds)
+  const mac = hmacSha256(deviceKey, `console-device-v2\n${userId}\n${generation}\n${id}\n${issued}`)
+  return `__Host-device=${id}.${issued}.${mac.toString("base64url")}`
+}
+
+test("D27: a known-device cookie counts for 365 days after its signed issue time, whatever the browser keeps; one without an issue time never", async () => {
+  const user = await newUser("admin")
+  await pastCeiling(user.email)
+  const generation = await deviceGeneration(user.id)
+  const now = Math.floor(Date.now() / 1000)
+  // The earlier form, signed over the user and device only, could never expire: it is not known.
+  const id = randomBytes(16).toString("base64url")
+  const bare = hmacSha256(deviceKey, `console-device\n${user.id}\n${id}`).toString("base64url")
+  expect((await signIn(user.email, PASSWORD, newIp(), "/", `__Host-device=${id}.${bare}`)).status).toBe(429)
+  // Issued 366 days ago, correctly signed: expired on the server. Issued a day ahead: refused too.
+  const expired = signedDevice(user.id, generation, now - 366 * 86_400)
+  expect((await signIn(user.email, PASSWORD, newIp(), "/", expired)).status).toBe(429)
+  expect(
+    (await signIn(user.email, PASSWORD, newIp(), "/", signedDevice(user.id, generation, now + 86_400))).status,
+  ).toBe(429)
+  // The issue time is signed: an old cookie cannot be made younger.
+  const [expiredId, , expiredMac] = expired.slice("__Host-device=".length).split(".")
+  const younger = `__Host-device=${expiredId}.${now - 86_400}.${expiredMac}`
+  expect((await signIn(user.email, PASSWORD, newIp(), "/", younger)).status).toBe(429)
+  // Issued 364 days ago: still known, verified past the ceiling, and renewed with a fresh issue time.
+  const old = await signIn(user.email, PASSWORD, newIp(), "/", signedDevice(user.id, generation, now - 364 * 86_400))
+  expect(old.status).toBe(303)
+  expect(Number(old.device?.split(".")[1])).toBeGreaterThanOrEqual(now)
+}, 120_000)
+
+test("D27, D26: `admin user reset` and `user disable` revoke every known-device cookie of the user; set-password gives a new device", async () => {
+  const user = await newUser("analyst")
+  await pastCeiling(user.email)
+  // The cookie that set-password gave is known: verified past the ceiling.
+  const home = await signIn(user.email, PASSWORD, newIp(), "/", user.device)
+  expect(home.status).toBe(303)
+  const renewed = home.device as string
+  const { link } = (await adminJson(server.env, ["user", "reset", user.id])) as { link: string }
+  // A stolen cookie (either one) no longer lifts the lock after the reset: 429, not a verified guess.
+  expect((await signIn(user.email, WRONG, newIp(), "/", renewed)).status).toBe(429)
+  expect((await signIn(user.email, WRONG, newIp(), "/", user.device)).status).toBe(429)
+  // Setting the password (in the browser that held the old cookie) gives a cookie with a new device id.
+  const path = new URL(link).pathname
+  const form = await openForm(path)
+  const set = await postForm(path, { csrf: form.csrf, password: PASSWORD }, `${form.cookie}; ${renewed}`, newIp())
+  expect(set.status).toBe(303)
+  const fresh = cookieOf(set, "__Host-device") as string
+  expect(fresh.split(".")[0]).not.toBe(renewed.split(".")[0])
+  expect((await signIn(user.email, PASSWORD, newIp(), "/", renewed)).status).toBe(429)
+  const back = await signIn(user.email, PASSWORD, newIp(), "/", fresh)
+  expect(back.status).toBe(303)
+  // Disabling revokes them too: the disabled user's cookie no longer gets a verified guess.
+  await adminJson(server.env, ["user", "disable", user.id])
+  expect((await signIn(user.email, WRONG, newIp(), "/", back.device)).status).toBe(429)
+}, 120_000)
+
+test("D27: a known device from an address with more than 20 failures gets 429 (the cookie lifts only the email's lock)", async () => {
+  const user = await newUser("admin")
+  const device = (await signIn(user.email, PASSWORD, newIp())).device as string
+  const ip = newIp()
+  await db.run(
+    Effect.flatMap(SqlClient.SqlClient, (sql) =>
+      sql.unsafe(
+        `insert into console_signin_failures (attempt_id, email, ip, at)
+         select 'flood-' || g || '-' || $2, 'flood-' || g || '@sec.example', $1, now() - interval '1 minute'
+         from generate_series(1, 21) as g`,
+        [ip, `${Date.now()}-${Math.random()}`],
+      ),
+    ),
+  )
+  const flooded = await signIn(user.email, PASSWORD, ip, "/", device)
+  expect(flooded.status).toBe(429)
+  expect(Number(flooded.response.headers.get("retry-after"))).toBeGreaterThan(0)
+  // The same cookie from another address is still known and let in.
+  expect((await signIn(user.email, PASSWORD, newIp(), "/", device)).status).toBe(303)
+  // The flood's rows go, so a later run on this database does not meet them on its addresses.
+  await db.run(
+    Effect.flatMap(SqlClient.SqlClient, (sql) =>
+      sql.unsafe(`delete from console_signin_failures where attempt_id like 'flood-%'`),
+    ),
+  )
 }, 120_000)
 
 test("D27, D31: `admin user unlock <email>` forgets the email's failures, so a new address signs in again; audited", async () => {
