@@ -133,9 +133,10 @@ export const OpsServerLive = Layer.unwrapEffect(
       ),
     ).pipe(
       Layer.provide(Layer.effectDiscard(Effect.zipRight(touchCounters, logAddress))),
-      // Bun's own cut-off (a bare 413), far below its 128 MiB default.
+      // Bun's own cut-off, far below its 128 MiB default but well above ours: Bun closes a connection that passes it
+      // without an answer, which a fast chunked sender reached before our 413 under load (at 64 KiB).
       Layer.provide(
-        BunHttpServer.layer({ port: config.opsPort, hostname: config.host, maxRequestBodySize: 64 * 1024 }),
+        BunHttpServer.layer({ port: config.opsPort, hostname: config.host, maxRequestBodySize: 8 * 1024 * 1024 }),
       ),
     ),
   ),
