@@ -18,12 +18,12 @@ const ROOT = join(import.meta.dir, "..", "..")
 
 const INCIDENT_SUMMARIES = [
   "List incidents, most recent activity first",
-  "Incidents in the order they changed: the feed for pollers (D32)",
+  "Incidents in the order they changed: the feed for pollers",
   "One incident with its first 200 member events, oldest first",
 ]
 const EVENT_SUMMARIES = [
   "List decoy events, newest first",
-  "Events in the order they were stored: the feed for pollers (D32)",
+  "Events in the order they were stored: the feed for pollers",
   "One event",
 ]
 
