@@ -132,7 +132,15 @@ const strings = (v: unknown): Array<string> =>
 const expectFenced = async (result: { content: Array<{ text: string }>; structuredContent: unknown }, path: string) => {
   // structuredContent: the API's JSON, byte for byte.
   const rest = await fetch(`${server.url}${path}`, { headers: { authorization: `Bearer ${tenant.key}` } })
-  expect(JSON.stringify(result.structuredContent)).toBe(await rest.text())
+  const restText = await rest.text()
+  if (path.includes("/changes")) {
+    // A caught-up feed's nextToken carries the database's snapshot horizon, which any transaction of the server's
+    // own background work (sweeps, dispatcher) moves between the two calls: compare everything else byte for byte.
+    const withoutToken = (text: string) => JSON.stringify({ ...JSON.parse(text), nextToken: "" })
+    expect(withoutToken(JSON.stringify(result.structuredContent))).toBe(withoutToken(restText))
+  } else {
+    expect(JSON.stringify(result.structuredContent)).toBe(restText)
+  }
 
   const text = result.content[0]?.text ?? ""
   const { inner, outside } = dissect(text)
