@@ -10,20 +10,20 @@
  *   DATABASE_URL=… SECRET_KEY=<hex> APP_URL=… PORT=0 bun bench/baseline.ts
  */
 import { SQL } from "bun"
-import { decodeSecretKey } from "../src/config.ts"
 import { deriveKey } from "../src/domain/crypto.ts"
 import { type CursorScope, decodeCursor, encodeCursor } from "../src/domain/cursor.ts"
 import { EVENT_TYPE_NAMES } from "../src/domain/eventTypes.ts"
 import { isId } from "../src/domain/ids.ts"
-import { presentEvent, presentIncident, presentIncidentSummary } from "../src/domain/present.ts"
+import { decodeSecretKey } from "../src/platform/config.ts"
 import type { EventRow } from "../src/repos/EventsRepo.ts"
 import type { IncidentRow } from "../src/repos/IncidentsRepo.ts"
+import { presentEvent, presentIncident, presentIncidentSummary } from "../src/repos/present.ts"
 
 const secret = decodeSecretKey(process.env.SECRET_KEY ?? "")
 if (secret === undefined) throw new Error("SECRET_KEY is required (hex or base64, 32+ bytes)")
 const cursorKey = deriveKey(secret, "cursor-v1")
 const appUrl = (process.env.APP_URL ?? "http://localhost:3000").replace(/\/+$/, "")
-// The service's pool has 20 connections (src/db/client.ts).
+// The service's pool has 20 connections (src/platform/db/client.ts).
 const sql = new SQL({ url: process.env.DATABASE_URL ?? "", max: 20 })
 const types = new Set(EVENT_TYPE_NAMES)
 

@@ -7,7 +7,7 @@
  */
 import { heapStats } from "bun:jsc"
 import { Effect } from "effect"
-import { makeMemoryStore } from "../src/ratelimit/memoryStore.ts"
+import { makeMemoryStore } from "../src/platform/ratelimit/memoryStore.ts"
 
 const IPS = Number(process.argv[2] ?? 100_000)
 const WINDOW_MS = 60_000

@@ -1,35 +1,25 @@
 import { BunRuntime } from "@effect/platform-bun"
 import { SqlClient } from "@effect/sql"
 import { ConfigError, Effect, Layer } from "effect"
+import { AdminServicesLive } from "./admin/layer.ts"
 import { plainIngestWarning } from "./admin/sensorSetup.ts"
-import { ApiServerLive } from "./api/server.ts"
-import { SensorAuth } from "./auth/SensorAuth.ts"
-import { AppConfig, AppConfigLive, describeSettings, formatConfigError } from "./config.ts"
-import { ConsoleServerLive, ConsoleServicesLive } from "./console/server.tsx"
-import { DatabaseLive, serverPool } from "./db/client.ts"
-import { migrate } from "./db/migrate.ts"
-import { AttackerInputRepairLive } from "./ingest/AttackerInputRepair.ts"
-import { IdleCloserLive } from "./ingest/IdleCloser.ts"
-import { Ingestor } from "./ingest/Ingestor.ts"
-import { OrgKeys } from "./ingest/OrgKeys.ts"
-import { SensorHealthSweepLive } from "./ingest/SensorHealthSweep.ts"
-import { IngestServerLive } from "./ingest/server.ts"
-import { LoggingLive } from "./logging.ts"
-import { Lifecycle } from "./ops/Lifecycle.ts"
-import { exitOnPortInUse } from "./ops/portInUse.ts"
+import { apiServer } from "./api/server.ts"
+import { ConsoleLive } from "./console/server.tsx"
+import { IngestLive } from "./ingest/layer.ts"
+import { McpRouteLive } from "./mcp/http.ts"
 import { OpsServerLive } from "./ops/server.ts"
-import { exitOnStartupFailure } from "./ops/startupFailure.ts"
-import { RateLimiter } from "./ratelimit/RateLimiter.ts"
-import { CowrieSessionsRepo } from "./repos/CowrieSessionsRepo.ts"
-import { EventsRepo } from "./repos/EventsRepo.ts"
-import { IncidentsRepo } from "./repos/IncidentsRepo.ts"
-import { OrgsRepo } from "./repos/OrgsRepo.ts"
-import { SensorsRepo } from "./repos/SensorsRepo.ts"
-import { TransitionsRepo } from "./repos/TransitionsRepo.ts"
-import { WebhooksRepo } from "./repos/WebhooksRepo.ts"
-import { WebhookDispatcherLive } from "./webhooks/Dispatcher.ts"
-import { WebhookOutbox } from "./webhooks/Outbox.ts"
-import { WebhookSender } from "./webhooks/WebhookSender.ts"
+import { AppConfig, AppConfigLive, describeSettings, formatConfigError } from "./platform/config.ts"
+import { DatabaseLive, serverPool } from "./platform/db/client.ts"
+import { migrate } from "./platform/db/migrate.ts"
+import { Lifecycle } from "./platform/Lifecycle.ts"
+import { LoggingLive } from "./platform/logging.ts"
+import { WebhookSender } from "./platform/outbound/WebhookSender.ts"
+import { exitOnPortInUse } from "./platform/portInUse.ts"
+import { RateLimiter } from "./platform/ratelimit/RateLimiter.ts"
+import { exitOnStartupFailure } from "./platform/startupFailure.ts"
+import { KeyAuth } from "./repos/KeyAuth.ts"
+import { ReposLive } from "./repos/layers.ts"
+import { WebhooksLive } from "./webhooks/layer.ts"
 
 /**
  * Applies pending migrations before anything serves (they run once, under an advisory lock). Once the server's client
@@ -44,33 +34,6 @@ const MigrationsLive = Layer.effectDiscard(
       Effect.provide(DatabaseLive),
     ),
   ),
-)
-
-/** The repositories every face reads and writes through (each built on the pool of the face it is given to). */
-const ReposLive = Layer.mergeAll(
-  OrgsRepo.Default,
-  IncidentsRepo.Default,
-  EventsRepo.Default,
-  TransitionsRepo.Default,
-  SensorsRepo.Default,
-  WebhooksRepo.Default,
-)
-
-/**
- * Sensors report here (INGEST_PORT); the idle-close and silent-sensor fibers run beside it; the dispatcher sends the
- * webhooks.
- */
-const IngestionLive = Layer.mergeAll(
-  IngestServerLive,
-  IdleCloserLive,
-  SensorHealthSweepLive,
-  WebhookDispatcherLive,
-  AttackerInputRepairLive,
-).pipe(
-  Layer.provide(Layer.mergeAll(Ingestor.Default, SensorAuth.Default, WebhookSender.Default)),
-  // One cache of the organizations' keys for the Ingestor and the honeypot routes.
-  Layer.provide(Layer.mergeAll(WebhookOutbox.Default, OrgKeys.Default)),
-  Layer.provideMerge(Layer.mergeAll(ReposLive, CowrieSessionsRepo.Default)),
 )
 
 /** D11 counts: in memory, or shared through Redis when REDIS_URL is set. */
@@ -95,24 +58,39 @@ const ConfigLogLive = Layer.effectDiscard(
 )
 
 /** /healthz, /readyz, /metrics on OPS_PORT; up before migrations so readiness can say they are pending. */
-const OpsLive = OpsServerLive.pipe(Layer.provide(WebhooksRepo.Default))
+const OpsLive = OpsServerLive.pipe(Layer.provide(ReposLive))
 
-/** D25: the web console on CONSOLE_PORT, on the same repos and admin services as the API and the admin CLI. */
-const ConsoleLive = ConsoleServerLive.pipe(
-  Layer.provide(ConsoleServicesLive),
-  Layer.provide(Layer.mergeAll(ReposLive, WebhookSender.Default)),
+/**
+ * The read API on PORT with the MCP door at POST /mcp: one key cache (KeyAuth) for both, on the API's own pool (D37)
+ * so a busy ingest never takes an API client's connection. Fresh: layers are memoised by identity across the whole
+ * build, so without it the API would reuse the repositories the ingest side built on the ingest pool.
+ */
+const ReadApiLive = Layer.fresh(
+  apiServer(McpRouteLive).pipe(
+    Layer.provide(KeyAuth.Default),
+    Layer.provide(Layer.mergeAll(ReposLive, RateLimiterLive)),
+    Layer.provide(serverPool("api")),
+  ),
 )
 
-/** The only place the service's layers are composed. */
+/**
+ * The web console on CONSOLE_PORT with the admin services, on a small pool of its own: a busy console never takes a
+ * sensor's connection, nor an API client's.
+ */
+const ConsoleFaceLive = Layer.fresh(
+  ConsoleLive.pipe(
+    Layer.provide(AdminServicesLive),
+    Layer.provide(Layer.mergeAll(ReposLive, WebhookSender.Default)),
+    Layer.provide(serverPool("console")),
+  ),
+)
+
+/** The only place the service's faces are composed: each face with its database pool. */
 export const MainLive = Layer.mergeAll(
-  // D37: the read API has a pool of its own; everything else (ingest, dispatcher, ops) shares the ingest pool.
-  // Fresh: layers are memoised by identity across the whole build, so without it the API would reuse the
-  // repositories the ingest side built on the ingest pool.
-  Layer.fresh(ApiServerLive.pipe(Layer.provide(RateLimiterLive), Layer.provide(serverPool("api")))),
-  IngestionLive,
-  // The console (people at a browser) has a small pool of its own too: a busy console never takes a sensor's
-  // connection, nor an API client's.
-  Layer.fresh(ConsoleLive.pipe(Layer.provide(serverPool("console")))),
+  ReadApiLive,
+  // Ingest and the webhook dispatcher share the ingest pool (as does ops).
+  Layer.mergeAll(IngestLive, WebhooksLive).pipe(Layer.provide(ReposLive)),
+  ConsoleFaceLive,
 ).pipe(
   Layer.provide(MigrationsLive),
   // Built before and closed after everything else: during a shutdown /readyz keeps answering (503) while the

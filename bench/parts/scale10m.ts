@@ -1,7 +1,7 @@
 import { SQL } from "bun"
-import { decodeSecretKey } from "../../src/config.ts"
 import { deriveKey } from "../../src/domain/crypto.ts"
 import { encodeCursor } from "../../src/domain/cursor.ts"
+import { decodeSecretKey } from "../../src/platform/config.ts"
 import { adminJson } from "../lib/admin.ts"
 import { type BenchContext, log, round, serviceEnv, sleep } from "../lib/common.ts"
 import { memoryFigures } from "../lib/proc.ts"

@@ -1,10 +1,10 @@
 import { SqlClient } from "@effect/sql"
 import { Effect, Option } from "effect"
-import type { Actor } from "../console/Accounts.ts"
 import { isId } from "../domain/ids.ts"
 import { ApiKeysRepo } from "../repos/ApiKeysRepo.ts"
 import { AuditRepo } from "../repos/AuditRepo.ts"
 import { WebhooksRepo } from "../repos/WebhooksRepo.ts"
+import type { Actor } from "./Accounts.ts"
 import { AdminError, AdminOperations } from "./operations.ts"
 import { WebhookAdmin } from "./webhookOperations.ts"
 

@@ -1,22 +1,16 @@
 import { parseArgs } from "node:util"
 import { BunContext } from "@effect/platform-bun"
 import { Cause, ConfigError, Effect, Exit, Layer, Logger, LogLevel, Option } from "effect"
-import { AppConfig, AppConfigLive, formatConfigError } from "../config.ts"
-import { AccountError, Accounts, CLI_ACTOR } from "../console/Accounts.ts"
-import { DatabaseLive } from "../db/client.ts"
-import { migrate } from "../db/migrate.ts"
-import { CliLoggingLive } from "../logging.ts"
-import { ApiKeysRepo } from "../repos/ApiKeysRepo.ts"
-import { AuditRepo } from "../repos/AuditRepo.ts"
-import { ConsoleUsersRepo } from "../repos/ConsoleUsersRepo.ts"
-import { EventsRepo } from "../repos/EventsRepo.ts"
-import { IncidentsRepo } from "../repos/IncidentsRepo.ts"
+import { AppConfig, AppConfigLive, formatConfigError } from "../platform/config.ts"
+import { DatabaseLive } from "../platform/db/client.ts"
+import { migrate } from "../platform/db/migrate.ts"
+import { CliLoggingLive } from "../platform/logging.ts"
+import { WebhookSender } from "../platform/outbound/WebhookSender.ts"
+import { ReposLive } from "../repos/layers.ts"
 import { OrgsRepo } from "../repos/OrgsRepo.ts"
-import { SensorsRepo } from "../repos/SensorsRepo.ts"
-import { TransitionsRepo } from "../repos/TransitionsRepo.ts"
-import { WebhooksRepo } from "../repos/WebhooksRepo.ts"
-import { WebhookSender } from "../webhooks/WebhookSender.ts"
+import { AccountError, Accounts, CLI_ACTOR } from "./Accounts.ts"
 import { AdminActions } from "./AdminActions.ts"
+import { AdminServicesLive } from "./layer.ts"
 import { AdminError, AdminOperations } from "./operations.ts"
 import { SENSOR_PROFILES } from "./sensorSetup.ts"
 import { WebhookAdmin } from "./webhookOperations.ts"
@@ -423,29 +417,16 @@ const run = (argv: ReadonlyArray<string>) =>
     }
   })
 
-export const AdminLive = Layer.mergeAll(AdminActions.Default, Accounts.Default).pipe(
-  Layer.provideMerge(WebhookAdmin.Default),
-  Layer.provideMerge(Layer.mergeAll(AdminOperations.Default, WebhookSender.Default)),
-  Layer.provideMerge(
-    Layer.mergeAll(
-      OrgsRepo.Default,
-      ApiKeysRepo.Default,
-      SensorsRepo.Default,
-      IncidentsRepo.Default,
-      TransitionsRepo.Default,
-      WebhooksRepo.Default,
-      EventsRepo.Default,
-      ConsoleUsersRepo.Default,
-      AuditRepo.Default,
-    ),
-  ),
+/** The CLI's own wiring: the admin services on one database client (a short-lived process, one connection). */
+const CliLive = AdminServicesLive.pipe(
+  Layer.provideMerge(Layer.mergeAll(ReposLive, WebhookSender.Default)),
   Layer.provideMerge(DatabaseLive),
   Layer.provideMerge(AppConfigLive),
 )
 
 if (import.meta.main) {
   const program = run(process.argv.slice(2)).pipe(
-    Effect.provide(AdminLive),
+    Effect.provide(CliLive),
     Effect.provide(BunContext.layer),
     Effect.provide(CliLoggingLive),
     Logger.withMinimumLogLevel(LogLevel.Warning),

@@ -2,7 +2,7 @@ import { createRequire } from "node:module"
 import { dirname, join } from "node:path"
 import { HttpApiBuilder, HttpServerResponse, OpenApi } from "@effect/platform"
 import { Effect } from "effect"
-import { IncidentApi } from "./definition.ts"
+import { IncidentApi } from "./contract/definition.ts"
 
 /**
  * D38: the API reference at /docs, working with no network beyond the service. It is the page of

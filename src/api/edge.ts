@@ -1,11 +1,11 @@
-import { HttpApp, HttpBody, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Cause, Chunk, Clock, Effect, Metric, Option } from "effect"
-import { problemBody, UNAVAILABLE_RETRY_AFTER_SECONDS } from "../domain/problem.ts"
-import { httpRequestDuration, httpRequests } from "../ops/metrics.ts"
-import { addressBucketKey } from "../ratelimit/core.ts"
-import { type RateDecision, type RateLimiterService, rateLimitHeaders } from "../ratelimit/RateLimiter.ts"
-import { type Cidr, clientIp } from "./clientIp.ts"
-import { MAX_URL_LENGTH, PROBLEM_CONTENT_TYPE, URI_TOO_LONG, WWW_AUTHENTICATE } from "./edgeConstants.ts"
+import { HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { Clock, Effect, Metric, Option } from "effect"
+import { MAX_URL_LENGTH, URI_TOO_LONG } from "../domain/problem.ts"
+import { type Cidr, clientIp } from "../platform/http/clientIp.ts"
+import { API_CSP, finalizeResponse, logDefects, problem, secureWith } from "../platform/http/responses.ts"
+import { httpRequestDuration, httpRequests } from "../platform/metrics.ts"
+import { addressBucketKey } from "../platform/ratelimit/core.ts"
+import { type RateDecision, type RateLimiterService, rateLimitHeaders } from "../platform/ratelimit/RateLimiter.ts"
 import { requestFacts } from "./requestContext.ts"
 
 /**
@@ -16,7 +16,6 @@ import { requestFacts } from "./requestContext.ts"
  * - Errors carry `application/problem+json`, JSON successes `application/json; charset=utf-8`.
  */
 
-const API_CSP = "default-src 'none'; frame-ancestors 'none'"
 // The reference page at /docs (D38) runs the Scalar script and styles inlined by the service itself (nothing from
 // another host); its WebAssembly needs 'wasm-unsafe-eval'. It shows no attacker data. Only that exact path gets it.
 const DOCS_CSP =
@@ -38,79 +37,10 @@ export const isDocsAlias = (url: string): boolean => {
 }
 
 export const ALLOWED_METHODS = "GET, HEAD"
-export { MAX_URL_LENGTH, PROBLEM_CONTENT_TYPE, URI_TOO_LONG, WWW_AUTHENTICATE }
+export { MAX_URL_LENGTH, URI_TOO_LONG }
 
-export const problem = (
-  status: number,
-  title: string,
-  code: string,
-  detail: string,
-  headers: Record<string, string> = {},
-) => HttpServerResponse.unsafeJson(problemBody(status, title, code, detail), { status, headers })
-
-export const secure = (
-  request: HttpServerRequest.HttpServerRequest,
-  response: HttpServerResponse.HttpServerResponse,
-) => {
-  const body = response.body
-  const headers: Record<string, string> = {
-    "x-content-type-options": "nosniff",
-    "content-security-policy": isDocsPath(request.url) ? DOCS_CSP : API_CSP,
-    "cache-control": "no-store",
-    "referrer-policy": "no-referrer",
-  }
-  if (response.status === 401) headers["www-authenticate"] = WWW_AUTHENTICATE
-  // D37: a 503 (database unreachable or busy) says when to try again.
-  if (response.status === 503 && response.headers["retry-after"] === undefined) {
-    headers["retry-after"] = String(UNAVAILABLE_RETRY_AFTER_SECONDS)
-  }
-  const secured = HttpServerResponse.setHeaders(response, headers)
-  // The content type lives on the body (a response copy re-derives the header from it), so re-type the body.
-  if (body._tag === "Uint8Array" && body.contentType.startsWith("application/json")) {
-    const type = response.status >= 400 ? `${PROBLEM_CONTENT_TYPE}; charset=utf-8` : "application/json; charset=utf-8"
-    return HttpServerResponse.setBody(secured, HttpBody.uint8Array(body.body, type))
-  }
-  return secured
-}
-
-/** A problem document (one of the classes in domain/problem.ts) as a response. */
-export const problemResponse = (p: {
-  readonly status: number
-  readonly title: string
-  readonly code: string
-  readonly detail: string
-}) => problem(p.status, p.title, p.code, p.detail)
-
-/**
- * Empty 404/500 answers come from the router (unknown path) and from defects; they get problem bodies here.
- * Runs as a pre-response handler because the app hands its response to the server before middleware returns.
- * Each listener says what an unrouted request gets.
- */
-export const finalizeResponse = (
-  request: HttpServerRequest.HttpServerRequest,
-  response: HttpServerResponse.HttpServerResponse,
-  unrouted: (request: HttpServerRequest.HttpServerRequest) => HttpServerResponse.HttpServerResponse,
-) => {
-  if (response.body._tag === "Empty" && response.status === 404) return secure(request, unrouted(request))
-  if (response.body._tag === "Empty" && response.status >= 500) {
-    return secure(
-      request,
-      problem(500, "Internal Server Error", "internal", "An unexpected error occurred. It has been logged."),
-    )
-  }
-  return secure(request, response)
-}
-
-/**
- * Logs a request's defects at ERROR, except the router's own way of answering an unknown path: it dies with the empty
- * 404 response itself, which finalizeResponse turns into a problem body (not an error of ours).
- */
-export const logDefects = <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-  Effect.tapDefect(self, (cause) =>
-    Chunk.every(Cause.defects(cause), HttpServerResponse.isServerResponse)
-      ? Effect.void
-      : Effect.logError("unhandled defect", cause),
-  )
+/** The API's security headers: its CSP, and the reference page's own CSP on the exact path /docs. */
+export const secure = secureWith((url) => (isDocsPath(url) ? DOCS_CSP : API_CSP))
 
 const apiUnrouted = () => problem(404, "Not Found", "not_found", "No such endpoint. See /openapi.json.")
 
@@ -268,7 +198,7 @@ export const makeEdgeMiddleware =
           const keyLimit = requestFacts(request).keyLimit
           // Refused by the per-key limit: the request does not count against the address either (D11).
           if (keyLimit !== undefined && !keyLimit.allowed) yield* limiter.release(ipBucket(client), ipLimit)
-          const final = withLimits(finalizeResponse(req, res, apiUnrouted), tighter(ipLimit, keyLimit))
+          const final = withLimits(finalizeResponse(req, res, apiUnrouted, secure), tighter(ipLimit, keyLimit))
           yield* accessLog(request, final.status, started, client)
           return final
         }),

@@ -6,10 +6,11 @@ import {
   type FeedEndpoint,
   type FeedPosition,
 } from "../domain/feedToken.ts"
-import { PAGE_MAX_BYTES, rememberSerialized, serializeWithin } from "../domain/present.ts"
+import { parseTimestamp } from "../domain/time.ts"
+import type { DatabaseError } from "../platform/db/errors.ts"
 import type { ChangePage, ChangeQuery } from "../repos/ChangesRepo.ts"
-import type { DatabaseError } from "../repos/errors.ts"
-import { InvalidQuery, parseLimit, parseTimestamp, type QueryError, type RawParam } from "./params.ts"
+import { PAGE_MAX_BYTES, rememberSerialized, serializeWithin } from "../repos/present.ts"
+import { InvalidQuery, parseLimit, type QueryError, type RawParam } from "./params.ts"
 
 /**
  * D32/D33: one page of a change feed. Query: `after` (a token) or, on a first call, `from` (RFC 3339), and `limit`.

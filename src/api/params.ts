@@ -3,8 +3,9 @@ import { type CursorPosition, type CursorProblem, type CursorScope, decodeCursor
 import { EVENT_TYPE_NAMES } from "../domain/eventTypes.ts"
 import { isId } from "../domain/ids.ts"
 import { canonicalIp } from "../domain/ip.ts"
-import { IncidentStatus } from "../domain/models.ts"
+import { INCIDENT_STATUS_FILTERS, IncidentStatus } from "../domain/models.ts"
 import { SEVERITIES, type Severity } from "../domain/severity.ts"
+import { parseTimestamp } from "../domain/time.ts"
 import type { EventFilters } from "../repos/EventsRepo.ts"
 
 /**
@@ -53,7 +54,6 @@ export const parseLimit = (raw: RawParam): Parsed<number> =>
   })
 
 /** The `status` filter's values (spec: open, closed, all; default all): also the OpenAPI enum. */
-export const INCIDENT_STATUS_FILTERS = [...IncidentStatus.literals, "all"] as const
 
 export const parseStatus = (raw: RawParam): Parsed<IncidentStatus | undefined> =>
   Either.flatMap(single("status", raw), (text) => {
@@ -66,46 +66,6 @@ export const parseCursor = (raw: RawParam): Parsed<string | undefined> =>
   Either.flatMap(single("cursor", raw), (text) =>
     text === "" ? fail("cursor", "the nextCursor value of a previous response") : Either.right(text),
   )
-
-const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?(?:([Zz])|([+-])(\d{2}):(\d{2}))$/
-
-/**
- * D6: an RFC 3339 timestamp with a zone (Z or an offset). Stored times have milliseconds, so a finer fraction
- * rounds up: `time >= from` and `time < to` then select exactly the events the caller's instant selects.
- */
-export const parseTimestamp = (text: string): Date | undefined => {
-  const m = RFC3339.exec(text)
-  if (!m) return undefined
-  const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number) as [
-    number,
-    number,
-    number,
-    number,
-    number,
-    number,
-  ]
-  const monthEnd = new Date(Date.UTC(2000, 0, 1))
-  monthEnd.setUTCFullYear(year, month, 0)
-  const daysInMonth = monthEnd.getUTCDate()
-  if (month < 1 || month > 12 || day < 1 || day > daysInMonth || hour > 23 || minute > 59 || second > 59)
-    return undefined
-  let offsetMinutes = 0
-  if (m[9] !== undefined) {
-    const oh = Number(m[10])
-    const om = Number(m[11])
-    if (oh > 23 || om > 59) return undefined
-    offsetMinutes = (m[9] === "-" ? -1 : 1) * (oh * 60 + om)
-  }
-  const fraction = m[7] ? m[7].slice(1) : ""
-  const nanos = Number(fraction.padEnd(9, "0"))
-  const ms = Math.ceil(nanos / 1e6)
-  // Date.UTC reads years 0–99 as 1900–1999; setUTCFullYear takes the year as written.
-  const base = new Date(Date.UTC(2000, month - 1, day, hour, minute, second))
-  base.setUTCFullYear(year, month - 1, day)
-  const epoch = base.getTime() + ms - offsetMinutes * 60_000
-  const date = new Date(epoch)
-  return Number.isNaN(date.getTime()) ? undefined : date
-}
 
 const timestampParam = (name: string, raw: RawParam): Parsed<Date | undefined> =>
   Either.flatMap(single(name, raw), (text) => {

@@ -1,15 +1,16 @@
 import { Effect } from "effect"
-import type { KeyAuthError } from "../auth/KeyAuth.ts"
 import {
   Forbidden,
-  InternalError,
+  type InternalError,
   InvalidRequest,
   NotFound,
-  ServiceUnavailable,
+  type ServiceUnavailable,
   Unauthorized,
 } from "../domain/problem.ts"
-import { DatabaseError } from "../repos/errors.ts"
-import type { LookupError } from "./handlers.ts"
+import { DatabaseError } from "../platform/db/errors.ts"
+import { databaseProblem } from "../platform/http/problems.ts"
+import type { KeyAuthError } from "../repos/KeyAuth.ts"
+import type { LookupError } from "./errors.ts"
 import type { QueryError } from "./params.ts"
 
 /**
@@ -17,46 +18,6 @@ import type { QueryError } from "./params.ts"
  * documents of domain/problem.ts (D4). Only here does a failure get an HTTP status, a code and a detail text; the
  * auth middleware (api/auth.ts) and each handler (api/handlers.ts) apply it at their edge.
  */
-
-const CONNECTION_FAILURE = /ECONNREFUSED|ECONNRESET|ENOTFOUND|ETIMEDOUT|EPIPE|Connection terminated|connect|timeout/i
-/**
- * D37 "busy": pg-pool found no free connection within its wait (`timeout exceeded when trying to connect`), the pg
- * driver's query time-out fired (`Query read timeout`), or PostgreSQL cancelled a statement (57014) or has no
- * connection slot left (53300). Checked before CONNECTION_FAILURE, whose "timeout" would match them too.
- */
-const BUSY = /timeout exceeded when trying to connect|Query read timeout/
-const BUSY_SQLSTATES = new Set(["57014", "53300"])
-
-/** Why a query failed, as far as the 503/500 answer goes. */
-export const databaseFailureKind = (error: DatabaseError): "busy" | "unreachable" | "internal" => {
-  const cause = error.cause
-  if (cause._tag !== "SqlError") return "internal"
-  const inner = cause.cause as { code?: unknown } | undefined
-  const text = `${cause.message} ${String(cause.cause)}`
-  if (BUSY.test(text) || (typeof inner?.code === "string" && BUSY_SQLSTATES.has(inner.code))) return "busy"
-  return CONNECTION_FAILURE.test(text) ? "unreachable" : "internal"
-}
-
-/**
- * The edge's answer to a failed query (API and ingest): 503 when the database cannot be reached or is busy (D37: the
- * detail says which; Retry-After is added by api/edge.ts), 500 otherwise. The cause is logged; neither SQL nor a stack
- * reaches the client (D4).
- */
-export const databaseProblem = (error: DatabaseError) => {
-  const kind = databaseFailureKind(error)
-  const problem =
-    kind === "busy" ? ServiceUnavailable.busy() : kind === "unreachable" ? ServiceUnavailable.of() : InternalError.of()
-  const log =
-    kind === "busy"
-      ? Effect.logWarning("database busy", error.cause)
-      : Effect.logError(kind === "unreachable" ? "database unreachable" : "database error", error.cause)
-  // The driver's own words (an Error object logs as {}): which wait ran out, or which connection failed.
-  const reason = kind === "internal" ? undefined : String(error.cause.cause)
-  return log.pipe(
-    reason === undefined ? (self) => self : Effect.annotateLogs({ reason }),
-    Effect.zipRight(Effect.fail(problem)),
-  )
-}
 
 // The problems that never vary, built once.
 const KEY_MISSING = Unauthorized.of("The Authorization header is missing. Send Authorization: Bearer <API_KEY>.")

@@ -1,4 +1,4 @@
-import type { RateDecision } from "../ratelimit/RateLimiter.ts"
+import type { RateDecision } from "../platform/ratelimit/RateLimiter.ts"
 
 /**
  * What the edge learns about a request from the layers inside it (the caller's organization and key), keyed by

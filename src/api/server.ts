@@ -1,33 +1,20 @@
 import { HttpApiBuilder, HttpMiddleware, HttpRouter, HttpServer } from "@effect/platform"
 import { BunHttpServer } from "@effect/platform-bun"
 import { Effect, Layer } from "effect"
-import { KeyAuth } from "../auth/KeyAuth.ts"
-import { AppConfig } from "../config.ts"
-import { SERVER_MAX_BODY_BYTES } from "../ingest/body.ts"
-import { McpRouteLive } from "../mcp/http.ts"
-import { Lifecycle } from "../ops/Lifecycle.ts"
-import { RateLimiter } from "../ratelimit/RateLimiter.ts"
-import { ApiKeysRepo } from "../repos/ApiKeysRepo.ts"
-import { ChangesRepo } from "../repos/ChangesRepo.ts"
-import { EventsRepo } from "../repos/EventsRepo.ts"
-import { IncidentsRepo } from "../repos/IncidentsRepo.ts"
+import { AppConfig } from "../platform/config.ts"
+import { SERVER_MAX_BODY_BYTES } from "../platform/http/body.ts"
+import { Lifecycle } from "../platform/Lifecycle.ts"
+import { RateLimiter } from "../platform/ratelimit/RateLimiter.ts"
 import { EventsAuthLive, IncidentsAuthLive } from "./auth.ts"
-import { IncidentApi } from "./definition.ts"
+import { IncidentApi } from "./contract/definition.ts"
 import { DocsLive } from "./docs.ts"
 import { MAX_URL_LENGTH, makeEdgeMiddleware } from "./edge.ts"
 import { EventsHandlers, IncidentsHandlers } from "./handlers.ts"
 
-/** The read API as a Layer: the HttpApi, its handlers and middleware, OpenAPI at /openapi.json, docs at /docs. */
-/** What the handlers and the MCP route read through: one KeyAuth (one key cache) and the repositories. */
-const ApiDependenciesLive = Layer.provideMerge(
-  KeyAuth.Default,
-  Layer.mergeAll(IncidentsRepo.Default, EventsRepo.Default, ApiKeysRepo.Default, ChangesRepo.Default),
-)
-
+/** The read API as a Layer: the HttpApi, its handlers and their authentication. */
 export const ApiLive = HttpApiBuilder.api(IncidentApi).pipe(
   Layer.provide([IncidentsHandlers, EventsHandlers]),
   Layer.provide([IncidentsAuthLive, EventsAuthLive]),
-  Layer.provide(ApiDependenciesLive),
 )
 
 const logAddress = Effect.gen(function* () {
@@ -39,27 +26,31 @@ const logAddress = Effect.gen(function* () {
   }
 })
 
-/** The API listener on PORT (never the ingest port, D22). */
-export const ApiServerLive = Layer.unwrapEffect(
-  Effect.map(Effect.all([AppConfig, RateLimiter]), ([config, limiter]) =>
-    HttpApiBuilder.serve(makeEdgeMiddleware(config.trustProxy, limiter)).pipe(
-      // No http.server span per request: nothing exports traces, and building one (URL, headers, attributes) was a
-      // visible share of each request's CPU (performance issue #6). The edge also turns the SQL spans off.
-      HttpMiddleware.withTracerDisabledWhen(() => true),
-      Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/openapi.json" })),
-      // D38: the reference page, served whole by the service (api/docs.ts).
-      Layer.provide(DocsLive),
-      // POST /mcp for AI agents (D39), on the same router behind the same edge.
-      Layer.provide(McpRouteLive.pipe(Layer.provide(ApiDependenciesLive))),
-      Layer.provide(ApiLive),
-      // The router refuses path parameters over 100 characters by default: such an id would get 404 before
-      // authentication (D10 says 401 first). Any id up to the URL limit reaches the handler, which answers 404.
-      Layer.provide(HttpRouter.setRouterConfig({ maxParamLength: MAX_URL_LENGTH })),
-      Layer.provide(Layer.effectDiscard(logAddress)),
-      // A body of any size gets our 405 problem (the API is read-only), never Bun's bare 413.
-      Layer.provide(
-        BunHttpServer.layer({ port: config.port, hostname: config.host, maxRequestBodySize: SERVER_MAX_BODY_BYTES }),
+/**
+ * The API listener on PORT (never the ingest port, D22), with `routes`: other routes served on the same router behind
+ * the same edge (main.ts gives it the MCP door's POST /mcp). It needs KeyAuth, the repositories, the rate limiter and
+ * a database pool, given by main.ts.
+ */
+export const apiServer = <E, R>(routes: Layer.Layer<never, E, R>) =>
+  Layer.unwrapEffect(
+    Effect.map(Effect.all([AppConfig, RateLimiter]), ([config, limiter]) =>
+      HttpApiBuilder.serve(makeEdgeMiddleware(config.trustProxy, limiter)).pipe(
+        // No http.server span per request: nothing exports traces, and building one (URL, headers, attributes) was a
+        // visible share of each request's CPU (performance issue #6). The edge also turns the SQL spans off.
+        HttpMiddleware.withTracerDisabledWhen(() => true),
+        Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/openapi.json" })),
+        // D38: the reference page, served whole by the service (api/docs.ts).
+        Layer.provide(DocsLive),
+        Layer.provide(routes),
+        Layer.provide(ApiLive),
+        // The router refuses path parameters over 100 characters by default: such an id would get 404 before
+        // authentication (D10 says 401 first). Any id up to the URL limit reaches the handler, which answers 404.
+        Layer.provide(HttpRouter.setRouterConfig({ maxParamLength: MAX_URL_LENGTH })),
+        Layer.provide(Layer.effectDiscard(logAddress)),
+        // A body of any size gets our 405 problem (the API is read-only), never Bun's bare 413.
+        Layer.provide(
+          BunHttpServer.layer({ port: config.port, hostname: config.host, maxRequestBodySize: SERVER_MAX_BODY_BYTES }),
+        ),
       ),
     ),
-  ),
-)
+  )

@@ -1,6 +1,6 @@
 import { HttpApiClient, HttpClient, HttpClientError, HttpClientRequest } from "@effect/platform"
 import { Chunk, Data, Duration, Effect, Option, Stream } from "effect"
-import { IncidentApi } from "../api/definition.ts"
+import { IncidentApi } from "../api/contract/definition.ts"
 import type { Event, Incident, IncidentSummary } from "../domain/models.ts"
 
 /**

@@ -1,7 +1,7 @@
 import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Data, Effect } from "effect"
 import { constantTimeEqual } from "../domain/crypto.ts"
-import { readBodyCapped } from "../ingest/body.ts"
+import { readBodyCapped } from "../platform/http/body.ts"
 
 /** D29: on every console response. */
 export const CONTENT_SECURITY_POLICY =

@@ -1,4 +1,4 @@
-import { type Cidr, trusted } from "../api/clientIp.ts"
+import { type Cidr, trusted } from "../platform/http/clientIp.ts"
 
 /**
  * D27: the console's cookies are `__Host-` and Secure, so a browser keeps them only over HTTPS, or over plain HTTP on

@@ -2,25 +2,22 @@ import { randomBytes } from "node:crypto"
 import { HttpRouter, HttpServer, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { BunHttpServer } from "@effect/platform-bun"
 import { Cause, Effect, Layer, Option } from "effect"
+import { Accounts, type Actor, DEVICE_COOKIE, DEVICE_COOKIE_DAYS, prepareSignIn } from "../admin/Accounts.ts"
 import { AdminActions } from "../admin/AdminActions.ts"
-import { AdminOperations } from "../admin/operations.ts"
-import { WebhookAdmin } from "../admin/webhookOperations.ts"
-import { clientIp } from "../api/clientIp.ts"
-import { INCIDENT_EVENTS_SHOWN } from "../api/handlers.ts"
-import { parseTimestamp } from "../api/params.ts"
-import { AppConfig, sealerOf } from "../config.ts"
 import { sha256 } from "../domain/crypto.ts"
 import { EVENT_TYPE_NAMES } from "../domain/eventTypes.ts"
 import { isId } from "../domain/ids.ts"
-import { presentEvent, presentIncident, presentIncidentSummary } from "../domain/present.ts"
-import { ApiKeysRepo } from "../repos/ApiKeysRepo.ts"
+import { INCIDENT_EVENTS_SHOWN } from "../domain/models.ts"
+import { parseTimestamp } from "../domain/time.ts"
+import { AppConfig, sealerOf } from "../platform/config.ts"
+import { clientIp } from "../platform/http/clientIp.ts"
 import { AuditRepo } from "../repos/AuditRepo.ts"
-import { ConsoleReads } from "../repos/ConsoleReads.ts"
 import { ConsoleUsersRepo, type SessionRow } from "../repos/ConsoleUsersRepo.ts"
 import { EventsRepo } from "../repos/EventsRepo.ts"
 import { IncidentsRepo } from "../repos/IncidentsRepo.ts"
-import { Accounts, type Actor, DEVICE_COOKIE, DEVICE_COOKIE_DAYS, prepareSignIn } from "./Accounts.ts"
+import { presentEvent, presentIncident, presentIncidentSummary } from "../repos/present.ts"
 import { ASSETS } from "./assets.ts"
+import { ConsoleReads } from "./ConsoleReads.ts"
 import {
   checkRequest,
   formEntries,
@@ -935,15 +932,8 @@ const logAddress = Effect.gen(function* () {
   }
 })
 
-export const ConsoleServicesLive = Layer.mergeAll(Accounts.Default, AdminActions.Default).pipe(
-  Layer.provideMerge(WebhookAdmin.Default.pipe(Layer.provideMerge(AdminOperations.Default))),
-  Layer.provideMerge(
-    Layer.mergeAll(ConsoleUsersRepo.Default, AuditRepo.Default, ConsoleReads.Default, ApiKeysRepo.Default),
-  ),
-)
-
 /** The console listener on CONSOLE_PORT (D25): never the API's port; it accepts no API key. */
-export const ConsoleServerLive = Layer.unwrapEffect(
+const ConsoleListenerLive = Layer.unwrapEffect(
   Effect.map(AppConfig, (config) =>
     Layer.unwrapEffect(Effect.map(makeRouter, (router) => HttpServer.serve(securityHeaders(router)))).pipe(
       Layer.provide(Layer.effectDiscard(logAddress)),
@@ -960,3 +950,9 @@ export const ConsoleServerLive = Layer.unwrapEffect(
     ),
   ),
 )
+
+/**
+ * The console face: its listener, with the console's own read statements. It needs the admin services
+ * (admin/layer.ts), the shared repositories and a database pool, all given by main.ts.
+ */
+export const ConsoleLive = ConsoleListenerLive.pipe(Layer.provide(ConsoleReads.Default))

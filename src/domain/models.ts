@@ -1,4 +1,4 @@
-import { Schema } from "effect"
+import { ParseResult, Schema } from "effect"
 import { Confidence, Severity } from "./severity.ts"
 
 /**
@@ -143,3 +143,21 @@ export const EventChangePage = Schema.Struct({
   data: Schema.Array(Event).annotations({ description: "Events in the order they were stored" }),
   ...feedPage,
 }).annotations({ identifier: "EventChangePage" })
+
+/** Spec: firstSeenAt/lastSeenAt in a webhook are "in seconds precision, ending in Z": 2026-11-21T15:57:42Z. */
+export const TimestampSeconds = Schema.transformOrFail(Schema.String, Schema.DateFromSelf, {
+  strict: true,
+  decode: (text, _, ast) => {
+    const date = new Date(text)
+    return Number.isNaN(date.getTime())
+      ? ParseResult.fail(new ParseResult.Type(ast, text, "not a timestamp"))
+      : ParseResult.succeed(date)
+  },
+  encode: (date) => ParseResult.succeed(date.toISOString().replace(/\.\d{3}Z$/, "Z")),
+}).annotations({ description: "RFC 3339 UTC timestamp in whole seconds, e.g. 2026-11-21T15:57:42Z" })
+
+/** Member events shown on a single incident (D8); the rest are reached through /v1/events?incidentId=. */
+export const INCIDENT_EVENTS_SHOWN = 200
+
+/** What the `status` filter of the incident list accepts: a status, or `all`. */
+export const INCIDENT_STATUS_FILTERS = [...IncidentStatus.literals, "all"] as const

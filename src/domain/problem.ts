@@ -128,3 +128,10 @@ export const UNAVAILABLE_RETRY_AFTER_SECONDS = 2
 /** A problem body for answers produced outside the HttpApi (unknown route, 405, 413, ...). */
 export const problemBody = (status: number, title: string, code: string, detail: string) =>
   problemFields(status, title, code, detail)
+
+/** What every listener adds beyond the HttpApi, documented by the OpenAPI description too. */
+/** Longer URLs get 414 here; a request head beyond Bun's own limit gets Bun's 431 before any of our code runs. */
+export const MAX_URL_LENGTH = 8192
+export const WWW_AUTHENTICATE = 'Bearer realm="incident-api"'
+export const PROBLEM_CONTENT_TYPE = "application/problem+json"
+export const URI_TOO_LONG = { title: "URI Too Long", code: "uri_too_long" } as const

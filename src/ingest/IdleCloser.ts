@@ -1,9 +1,9 @@
 import { SqlClient } from "@effect/sql"
 import { Clock, Duration, Effect, Layer, Schedule } from "effect"
-import { AppConfig } from "../config.ts"
-import { CowrieSessionsRepo } from "../repos/CowrieSessionsRepo.ts"
+import { AppConfig } from "../platform/config.ts"
 import { IncidentsRepo } from "../repos/IncidentsRepo.ts"
 import { TransitionsRepo } from "../repos/TransitionsRepo.ts"
+import { CowrieSessionsRepo } from "./CowrieSessionsRepo.ts"
 
 /** How long a Cowrie session's connect is remembered for its later lines (README "Cowrie sessions"). */
 export const COWRIE_SESSION_RETENTION_MS = 7 * 24 * 3600_000

@@ -1,17 +1,17 @@
 import { SqlClient } from "@effect/sql"
 import { SqlError } from "@effect/sql/SqlError"
 import { Clock, Duration, Effect } from "effect"
-import { AppConfig } from "../config.ts"
 import { prepareAttackerInput } from "../domain/attackerInput.ts"
 import { eventTypeSpec } from "../domain/eventTypes.ts"
 import { newId } from "../domain/ids.ts"
 import { sanitizeText } from "../domain/sanitize.ts"
-import { CowrieSessionsRepo } from "../repos/CowrieSessionsRepo.ts"
+import { AppConfig } from "../platform/config.ts"
+import { DatabaseError, transactionErrors } from "../platform/db/errors.ts"
 import { EventsRepo, type NewEvent } from "../repos/EventsRepo.ts"
-import { DatabaseError, transactionErrors } from "../repos/errors.ts"
 import { type IncidentRow, IncidentsRepo } from "../repos/IncidentsRepo.ts"
+import { WebhookOutbox } from "../repos/Outbox.ts"
 import { TransitionsRepo } from "../repos/TransitionsRepo.ts"
-import { WebhookOutbox } from "../webhooks/Outbox.ts"
+import { CowrieSessionsRepo } from "./CowrieSessionsRepo.ts"
 import {
   addClientDetails,
   type CowrieClientMembers,

@@ -1,5 +1,5 @@
 import { Effect, Option } from "effect"
-import { AppConfig, sealerOf } from "../config.ts"
+import { AppConfig, sealerOf } from "../platform/config.ts"
 import { OrgsRepo } from "../repos/OrgsRepo.ts"
 import { lineIdKey } from "./formats/native.ts"
 

@@ -1,11 +1,11 @@
 import { SqlClient } from "@effect/sql"
 import { Clock, Duration, Effect, Layer, Metric, Schedule } from "effect"
-import { AppConfig } from "../config.ts"
 import { newId } from "../domain/ids.ts"
-import { SENSOR_STATES, sensorsGauge } from "../ops/metrics.ts"
+import { sensorWebhookTypeOf, serializeSensorWebhookBody } from "../domain/sensorHealthPayload.ts"
+import { AppConfig } from "../platform/config.ts"
+import { SENSOR_STATES, sensorsGauge } from "../platform/metrics.ts"
 import { type SensorRow, type SensorStatus, SensorsRepo, statusOf } from "../repos/SensorsRepo.ts"
 import { type NewDelivery, WebhooksRepo } from "../repos/WebhooksRepo.ts"
-import { sensorWebhookTypeOf, serializeSensorWebhookBody } from "../webhooks/sensorPayload.ts"
 
 /** A sweep interval below this (a typo such as "0 seconds") would only spin. */
 const MIN_SWEEP_MS = 100

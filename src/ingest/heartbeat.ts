@@ -1,9 +1,9 @@
 import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect } from "effect"
-import { problem, problemResponse } from "../api/edge.ts"
-import { databaseProblem } from "../api/problems.ts"
-import { SensorAuth } from "../auth/SensorAuth.ts"
-import { readBodyCapped } from "./body.ts"
+import { readBodyCapped } from "../platform/http/body.ts"
+import { databaseProblem } from "../platform/http/problems.ts"
+import { problem, problemResponse } from "../platform/http/responses.ts"
+import { SensorAuth } from "./SensorAuth.ts"
 
 export const HEARTBEAT_PATH = "/ingest/v1/heartbeat"
 

@@ -1,11 +1,10 @@
 import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
 import { Duration, Effect, Either } from "effect"
-import { databaseFailureKind } from "../api/problems.ts"
-import { SensorAuth } from "../auth/SensorAuth.ts"
 import type { MapResult } from "../ingest/formats/native.ts"
-import type { DatabaseError } from "../repos/errors.ts"
-import { MAX_BODY_BYTES, MAX_EVENTS } from "./body.ts"
+import type { DatabaseError } from "../platform/db/errors.ts"
+import { MAX_BODY_BYTES, MAX_EVENTS } from "../platform/http/body.ts"
+import { databaseFailureKind } from "../platform/http/problems.ts"
 import { Ingestor } from "./Ingestor.ts"
 import {
   bodyEncodingOf,
@@ -20,6 +19,7 @@ import {
   readEncodedBodyText,
 } from "./pipeline.ts"
 import { noteOutcomes, noteSensor } from "./requestLog.ts"
+import { SensorAuth } from "./SensorAuth.ts"
 
 /**
  * D41 (a): the Splunk HTTP Event Collector protocol on the ingest listener, so a honeypot or a log shipper reports

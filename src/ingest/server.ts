@@ -1,13 +1,12 @@
 import { HttpApp, HttpBody, HttpRouter, HttpServer, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { BunHttpServer } from "@effect/platform-bun"
 import { Effect, Layer } from "effect"
-import { finalizeResponse, logDefects, problem, problemResponse } from "../api/edge.ts"
-import { databaseProblem } from "../api/problems.ts"
-import { SensorAuth } from "../auth/SensorAuth.ts"
-import { AppConfig } from "../config.ts"
-import { Lifecycle } from "../ops/Lifecycle.ts"
-import { touchIngestMetrics } from "../ops/metrics.ts"
-import { MAX_BODY_BYTES, MAX_EVENTS, type ParsedBody, parseBody, SERVER_MAX_BODY_BYTES } from "./body.ts"
+import { AppConfig } from "../platform/config.ts"
+import { MAX_BODY_BYTES, MAX_EVENTS, type ParsedBody, parseBody, SERVER_MAX_BODY_BYTES } from "../platform/http/body.ts"
+import { databaseProblem } from "../platform/http/problems.ts"
+import { finalizeResponse, logDefects, problem, problemResponse } from "../platform/http/responses.ts"
+import { Lifecycle } from "../platform/Lifecycle.ts"
+import { touchIngestMetrics } from "../platform/metrics.ts"
 import { HEARTBEAT_PATH, heartbeatRoute } from "./heartbeat.ts"
 import {
   HEC_INTERNAL,
@@ -32,6 +31,7 @@ import {
   readBodyText,
 } from "./pipeline.ts"
 import { ingestRouteOf, logIngestRequest, noteOutcomes, noteSensor } from "./requestLog.ts"
+import { SensorAuth } from "./SensorAuth.ts"
 
 /**
  * D22: the ingestion listener on INGEST_PORT (never the API's port). One route per format; each answers with one

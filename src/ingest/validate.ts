@@ -1,9 +1,9 @@
 import { Either, ParseResult, Schema } from "effect"
-import { parseTimestamp } from "../api/params.ts"
 import { EVENT_TYPE_NAMES, eventTypeSpec } from "../domain/eventTypes.ts"
 import { canonicalIp } from "../domain/ip.ts"
 import { cleanExcerpt, sanitizeText } from "../domain/sanitize.ts"
 import { Confidence, Severity } from "../domain/severity.ts"
+import { parseTimestamp } from "../domain/time.ts"
 
 /**
  * D22: validation of one native event (the item of `POST /ingest/v1/events`, or what a honeypot mapper made).

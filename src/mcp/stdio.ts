@@ -10,7 +10,7 @@ import {
   makeClient,
 } from "../client/effect.ts"
 import { problemBody } from "../domain/problem.ts"
-import type { Scope } from "../repos/ApiKeysRepo.ts"
+import type { Scope } from "../domain/scopes.ts"
 import { type Backend, DEFAULT_MAX_RESULT_CHARS, makeMcpServer, type ProblemBody, type ToolName } from "./tools.ts"
 
 /**

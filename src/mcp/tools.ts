@@ -8,7 +8,7 @@ import {
   type Tool,
 } from "@modelcontextprotocol/sdk/types.js"
 import { JSONSchema, type Schema } from "effect"
-import { EventListParams, FeedParams, IncidentListParams } from "../api/definition.ts"
+import { EventListParams, FeedParams, IncidentListParams } from "../api/contract/definition.ts"
 import {
   Event,
   EventChangePage,
@@ -18,7 +18,7 @@ import {
   IncidentPage as IncidentPageSchema,
 } from "../domain/models.ts"
 import { problemBody } from "../domain/problem.ts"
-import type { Scope } from "../repos/ApiKeysRepo.ts"
+import type { Scope } from "../domain/scopes.ts"
 import { newNonce, renderResult } from "./fence.ts"
 
 /**

@@ -3,12 +3,9 @@ import { SqlClient, SqlSchema } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { Deferred, Effect, Option, Schema } from "effect"
 import Pg from "pg"
-import { listenClientConfig } from "../db/listen.ts"
-import { dbErrors } from "./errors.ts"
-
-export const SCOPES = ["incidents:read", "events:read"] as const
-export const Scope = Schema.Literal(...SCOPES)
-export type Scope = typeof Scope.Type
+import type { Scope } from "../domain/scopes.ts"
+import { dbErrors } from "../platform/db/errors.ts"
+import { listenClientConfig } from "../platform/db/listen.ts"
 
 export const ApiKeyRow = Schema.Struct({
   id: Schema.String,

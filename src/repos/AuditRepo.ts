@@ -1,7 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import { newId } from "../domain/ids.ts"
-import { dbErrors } from "./errors.ts"
+import { dbErrors } from "../platform/db/errors.ts"
 
 /** D31: who did what to which target, from where. Never a secret: `detail` holds names and settings only. */
 export interface AuditEntry {

@@ -1,8 +1,8 @@
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import type { FeedPosition } from "../domain/feedToken.ts"
+import { type DatabaseError, dbErrors } from "../platform/db/errors.ts"
 import { EVENT_SELECT, type EventRow } from "./EventsRepo.ts"
-import { type DatabaseError, dbErrors } from "./errors.ts"
 import type { IncidentRow } from "./IncidentsRepo.ts"
 import type { SqlText } from "./statement.ts"
 

@@ -1,6 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { Effect, Option } from "effect"
-import { dbErrors } from "./errors.ts"
+import { dbErrors } from "../platform/db/errors.ts"
 
 export type Role = "admin" | "analyst"
 export const ROLES: ReadonlyArray<Role> = ["admin", "analyst"]

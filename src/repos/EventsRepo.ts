@@ -2,7 +2,7 @@ import { PgClient } from "@effect/sql-pg"
 import { Effect, Option, Schema } from "effect"
 import type { CursorPosition } from "../domain/cursor.ts"
 import { Confidence, Severity } from "../domain/severity.ts"
-import { dbErrors } from "./errors.ts"
+import { dbErrors } from "../platform/db/errors.ts"
 import type { SqlText } from "./statement.ts"
 
 export const EventRow = Schema.Struct({

@@ -4,7 +4,7 @@ import { Effect, Option, Schema } from "effect"
 import type { CursorPosition } from "../domain/cursor.ts"
 import { IncidentStatus } from "../domain/models.ts"
 import { Severity } from "../domain/severity.ts"
-import { type DatabaseError, dbErrors } from "./errors.ts"
+import { type DatabaseError, dbErrors } from "../platform/db/errors.ts"
 import type { SqlText } from "./statement.ts"
 
 export const IncidentRow = Schema.Struct({

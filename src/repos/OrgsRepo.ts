@@ -1,8 +1,8 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Schema } from "effect"
 import { newId } from "../domain/ids.ts"
+import { dbErrors } from "../platform/db/errors.ts"
 import { ApiKeysRepo, KEY_CHANGES_CHANNEL } from "./ApiKeysRepo.ts"
-import { dbErrors } from "./errors.ts"
 
 export const OrgRow = Schema.Struct({
   id: Schema.String,

@@ -1,6 +1,6 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
-import { dbErrors } from "./errors.ts"
+import { dbErrors } from "../platform/db/errors.ts"
 
 /** D43: what `health` records (the status last announced to the alert channels). */
 export const SENSOR_HEALTH = ["unknown", "alive", "silent"] as const

@@ -2,8 +2,8 @@ import { SqlClient } from "@effect/sql"
 import { Effect, Metric } from "effect"
 import { newId } from "../domain/ids.ts"
 import type { Severity } from "../domain/severity.ts"
-import { incidentTransitions } from "../ops/metrics.ts"
-import { dbErrors } from "./errors.ts"
+import { dbErrors } from "../platform/db/errors.ts"
+import { incidentTransitions } from "../platform/metrics.ts"
 
 export interface NewTransition {
   readonly orgId: string

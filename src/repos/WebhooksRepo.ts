@@ -1,7 +1,8 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Schema } from "effect"
+import { DeliveryStatus } from "../domain/deliveryRetry.ts"
 import { Severity } from "../domain/severity.ts"
-import { dbErrors } from "./errors.ts"
+import { dbErrors } from "../platform/db/errors.ts"
 
 /** A webhook channel as stored; the signing secrets are sealed (D16), never plain. */
 export const ChannelRow = Schema.Struct({
@@ -19,9 +20,6 @@ export const ChannelRow = Schema.Struct({
   updatedAt: Schema.DateFromSelf,
 })
 export type ChannelRow = typeof ChannelRow.Type
-
-export const DeliveryStatus = Schema.Literal("pending", "failed", "succeeded", "dead")
-export type DeliveryStatus = typeof DeliveryStatus.Type
 
 export const DeliveryRow = Schema.Struct({
   id: Schema.String,

@@ -1,13 +1,13 @@
 import { hostname } from "node:os"
 import { PgClient } from "@effect/sql-pg"
 import { Cause, Clock, Duration, Effect, FiberSet, Layer, Metric, Queue } from "effect"
-import { AppConfig } from "../config.ts"
-import { listenForever } from "../db/listen.ts"
+import { nextState } from "../domain/deliveryRetry.ts"
 import { newId } from "../domain/ids.ts"
-import { webhookAttempts } from "../ops/metrics.ts"
+import { AppConfig } from "../platform/config.ts"
+import { listenForever } from "../platform/db/listen.ts"
+import { webhookAttempts } from "../platform/metrics.ts"
+import { WebhookSender } from "../platform/outbound/WebhookSender.ts"
 import { type ClaimedDelivery, DELIVERIES_NOTIFY_CHANNEL, WebhooksRepo } from "../repos/WebhooksRepo.ts"
-import { nextState } from "./retry.ts"
-import { WebhookSender } from "./WebhookSender.ts"
 
 /** D15/D17 attempt log: a receiver's answer is kept, cut to this many characters. */
 export const MAX_LOGGED_RESPONSE = 65_536

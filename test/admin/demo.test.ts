@@ -26,7 +26,7 @@ afterAll(async () => {
 })
 
 const runDemo = async (env: Record<string, string>, args: ReadonlyArray<string> = []) => {
-  const child = Bun.spawn(["bun", "src/admin/demo.ts", ...args], { cwd: ROOT, env, stdout: "pipe", stderr: "pipe" })
+  const child = Bun.spawn(["bun", "src/demo.ts", ...args], { cwd: ROOT, env, stdout: "pipe", stderr: "pipe" })
   const [out, err, code] = await Promise.all([
     new Response(child.stdout).text(),
     new Response(child.stderr).text(),

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test"
-import { clientIp, parseTrustProxy } from "../../src/api/clientIp.ts"
+import { clientIp, parseTrustProxy } from "../../src/platform/http/clientIp.ts"
 
 const cidrs = (text: string) => {
   const parsed = parseTrustProxy(text)

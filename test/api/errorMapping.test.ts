@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test"
-import { EventNotFound, IncidentNotFound } from "../../src/api/handlers.ts"
+import { EventNotFound, IncidentNotFound } from "../../src/api/errors.ts"
 import { CursorInvalid, InvalidQuery, QueryParameterRepeated, TimeRangeInverted } from "../../src/api/params.ts"
 import { authProblem, lookupProblem, queryProblem } from "../../src/api/problems.ts"
 import {
@@ -13,7 +13,7 @@ import {
   KeyRevoked,
   KeyUnknown,
   ScopeMissing,
-} from "../../src/auth/KeyAuth.ts"
+} from "../../src/repos/KeyAuth.ts"
 
 /**
  * The API edge's mapping of tagged errors to problem documents (D4): pure, tag in, problem out. The HTTP side of

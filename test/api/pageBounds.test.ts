@@ -1,8 +1,8 @@
 import { describe, expect, test } from "bun:test"
-import { page } from "../../src/api/handlers.ts"
-import { presentIncident, serializedAnswer, takeWithinBytes } from "../../src/domain/present.ts"
+import { page } from "../../src/api/queries.ts"
 import type { EventRow } from "../../src/repos/EventsRepo.ts"
 import type { IncidentRow } from "../../src/repos/IncidentsRepo.ts"
+import { presentIncident, serializedAnswer, takeWithinBytes } from "../../src/repos/present.ts"
 
 /**
  * Issue "Hardening 2" item 4: an API answer is bounded in bytes, not only by count. A page stops adding rows before

@@ -2,9 +2,9 @@ import { expect, test } from "bun:test"
 import { Schema } from "effect"
 import fc from "fast-check"
 import { EventPage, Incident, IncidentPage } from "../../src/domain/models.ts"
-import { presentEvent, presentIncident, presentIncidentSummary } from "../../src/domain/present.ts"
 import type { EventRow } from "../../src/repos/EventsRepo.ts"
 import type { IncidentRow } from "../../src/repos/IncidentsRepo.ts"
+import { presentEvent, presentIncident, presentIncidentSummary } from "../../src/repos/present.ts"
 
 /**
  * The handlers answer JSON.stringify(present…(row)) without the HttpApi's Schema encode (performance issue #6):

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto"
 import { join } from "node:path"
 import { ConfigProvider, Effect, Exit, Logger, Redacted } from "effect"
-import { formatConfigError, loadSettings } from "../../src/config.ts"
+import { formatConfigError, loadSettings } from "../../src/platform/config.ts"
 
 /**
  * One contender of the SECRET_KEY race (test/config/startup.test.ts). It waits until START_AT (epoch ms), then loads

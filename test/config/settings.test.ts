@@ -10,11 +10,11 @@ import {
   loggingConfig,
   rateLimitConfig,
   settingsConfig,
-} from "../../src/config.ts"
+} from "../../src/platform/config.ts"
 import { TEST_SECRET_KEY } from "../support/server.ts"
 
 /**
- * The configuration layer itself (src/config.ts) over a given environment: which DATABASE_URLs it accepts (those
+ * The configuration layer itself (src/platform/config.ts) over a given environment: which DATABASE_URLs it accepts (those
  * the pg driver can connect with), the one-line messages of bad values, and the key file's failure cases.
  * Start-up with real processes is in startup.test.ts.
  */

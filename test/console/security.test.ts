@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, expect, test } from "bun:test"
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
-import { Accounts } from "../../src/console/Accounts.ts"
+import { Accounts } from "../../src/admin/Accounts.ts"
 import { redactPath } from "../../src/console/http.ts"
 import { adminJson } from "../support/cli.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"

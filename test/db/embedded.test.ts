@@ -2,7 +2,7 @@ import { afterAll, describe, expect, test } from "bun:test"
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { DATABASE_ACCOUNT } from "../../src/db/embedded.ts"
+import { DATABASE_ACCOUNT } from "../../src/platform/db/embedded.ts"
 import { admin, adminJson } from "../support/cli.ts"
 import { type RunningServer, startServer, testEnv } from "../support/server.ts"
 

@@ -4,8 +4,8 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { SqlClient } from "@effect/sql"
 import { ConfigProvider, Effect, Layer } from "effect"
-import { type AppConfig, AppConfigLive } from "../../src/config.ts"
-import { DatabaseLive, serverPool } from "../../src/db/client.ts"
+import { type AppConfig, AppConfigLive } from "../../src/platform/config.ts"
+import { DatabaseLive, serverPool } from "../../src/platform/db/client.ts"
 import { testEnv } from "../support/server.ts"
 
 /**

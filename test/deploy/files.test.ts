@@ -2,9 +2,9 @@ import { describe, expect, test } from "bun:test"
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs"
 import { join, relative } from "node:path"
 import { ConfigError, ConfigProvider, ConfigProviderPathPatch, Effect, HashSet, Layer } from "effect"
-import { settingsConfig } from "../../src/config.ts"
-import { MIGRATIONS_DIR } from "../../src/db/migrate.ts"
-import { LoggingLive } from "../../src/logging.ts"
+import { settingsConfig } from "../../src/platform/config.ts"
+import { MIGRATIONS_DIR } from "../../src/platform/db/migrate.ts"
+import { LoggingLive } from "../../src/platform/logging.ts"
 
 /**
  * The deployment files (Dockerfile, .dockerignore, compose.yaml) and the README's configuration table stay

@@ -56,7 +56,7 @@ test("D15/D24 `bun run demo --org` sends signed created, escalated and reopened 
     },
   })
 
-  const demo = Bun.spawn(["bun", "src/admin/demo.ts", "--org", org.id], {
+  const demo = Bun.spawn(["bun", "src/demo.ts", "--org", org.id], {
     cwd: ROOT,
     env,
     stdout: "pipe",

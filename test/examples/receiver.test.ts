@@ -12,7 +12,7 @@ import {
   type ReceiverOptions,
   startReceiver,
 } from "../../examples/receiver.ts"
-import { generateSigningSecret, signatureHeader } from "../../src/webhooks/sign.ts"
+import { generateSigningSecret, signatureHeader } from "../../src/domain/webhookSignature.ts"
 import { makeTestCertificate } from "../support/tls.ts"
 
 const SECRET = generateSigningSecret()

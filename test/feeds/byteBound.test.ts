@@ -1,8 +1,8 @@
 import { describe, expect, test } from "bun:test"
 import { Effect } from "effect"
 import { feedPage } from "../../src/api/feeds.ts"
-import { serializedAnswer } from "../../src/domain/present.ts"
 import type { ChangePage, ChangeQuery, Positioned } from "../../src/repos/ChangesRepo.ts"
+import { serializedAnswer } from "../../src/repos/present.ts"
 
 /**
  * D32 and issue "Hardening 2" item 4: a change feed page is bounded in bytes like the lists. It stops adding changes

@@ -1,7 +1,7 @@
 import { expect, test } from "bun:test"
 import { SqlError } from "@effect/sql/SqlError"
 import { isDeadlock } from "../../src/ingest/Ingestor.ts"
-import { DatabaseError } from "../../src/repos/errors.ts"
+import { DatabaseError } from "../../src/platform/db/errors.ts"
 
 // A deadlock (only possible with the idle close, which locks open incidents in scan order) reruns the transaction.
 test("isDeadlock: PostgreSQL 40P01, bare or wrapped by a repository, and nothing else", () => {

@@ -1,6 +1,6 @@
 import { expect, test } from "bun:test"
 import fc from "fast-check"
-import { decodeUtf8, invalidUtf8Offset } from "../../src/ingest/body.ts"
+import { decodeUtf8, invalidUtf8Offset } from "../../src/platform/http/body.ts"
 
 /** D22: a body that is not well-formed UTF-8 is refused, and the refusal names the first bad byte. */
 const fatal = new TextDecoder("utf-8", { fatal: true })

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { randomBytes } from "node:crypto"
 import { RedisClient } from "bun"
 import { ConfigProvider, Effect, Exit, HashMap, Logger, Metric, Scope, TestClock, TestContext } from "effect"
-import { makeMemoryStore } from "../../src/ratelimit/memoryStore.ts"
+import { makeMemoryStore } from "../../src/platform/ratelimit/memoryStore.ts"
 import {
   formatRateLimitHeaders,
   makeRateLimiter,
@@ -12,8 +12,8 @@ import {
   RateLimitStoreError,
   rateLimitHeaders,
   rateLimitStoreErrors,
-} from "../../src/ratelimit/RateLimiter.ts"
-import { makeRedisStore, redisStoreScoped, SLIDING_LOG_SHA } from "../../src/ratelimit/redisStore.ts"
+} from "../../src/platform/ratelimit/RateLimiter.ts"
+import { makeRedisStore, redisStoreScoped, SLIDING_LOG_SHA } from "../../src/platform/ratelimit/redisStore.ts"
 
 const REDIS_URL = process.env.RATELIMIT_TEST_REDIS_URL ?? "redis://127.0.0.1:6379"
 const T = 1_700_000_000_000

@@ -1,6 +1,10 @@
 import { describe, expect, test } from "bun:test"
 import { Schema } from "effect"
-import { SensorWebhookBody, sensorWebhookTypeOf, serializeSensorWebhookBody } from "../../src/webhooks/sensorPayload.ts"
+import {
+  SensorWebhookBody,
+  sensorWebhookTypeOf,
+  serializeSensorWebhookBody,
+} from "../../src/domain/sensorHealthPayload.ts"
 
 /** D43: which health moves are announced, and the exact body of a sensor-health webhook. */
 

@@ -1,15 +1,20 @@
 import { ConfigProvider, type Effect, Layer, Logger, LogLevel, ManagedRuntime } from "effect"
-import { AdminLive } from "../../src/admin/cli.ts"
-import { EventsRepo } from "../../src/repos/EventsRepo.ts"
+import { AdminServicesLive } from "../../src/admin/layer.ts"
+import { AppConfigLive } from "../../src/platform/config.ts"
+import { DatabaseLive } from "../../src/platform/db/client.ts"
+import { WebhookSender } from "../../src/platform/outbound/WebhookSender.ts"
+import { ReposLive } from "../../src/repos/layers.ts"
 
 /**
  * The test process's own connection to the server's database (the embedded one through its socket, or
  * PostgreSQL), with the real repositories: test data is written through them, never through mocks.
  */
 export const testDatabase = (env: Record<string, string>) => {
-  // The admin tool's own layer (repositories, database, config), plus the events repository.
-  const layer = EventsRepo.Default.pipe(
-    Layer.provideMerge(AdminLive),
+  // The admin services with every repository, on one database client, as the admin CLI wires them.
+  const layer = AdminServicesLive.pipe(
+    Layer.provideMerge(Layer.mergeAll(ReposLive, WebhookSender.Default)),
+    Layer.provideMerge(DatabaseLive),
+    Layer.provideMerge(AppConfigLive),
     Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env))))),
     Layer.provide(Logger.minimumLogLevel(LogLevel.Warning)),
   )

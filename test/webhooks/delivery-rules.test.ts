@@ -1,4 +1,5 @@
 import { describe, expect, test } from "bun:test"
+import { JITTER, nextState } from "../../src/domain/deliveryRetry.ts"
 import type { EventRow } from "../../src/repos/EventsRepo.ts"
 import type { IncidentRow } from "../../src/repos/IncidentsRepo.ts"
 import {
@@ -7,8 +8,7 @@ import {
   WEBHOOK_EVENTS,
   webhookIncident,
   webhookTypeOf,
-} from "../../src/webhooks/payload.ts"
-import { JITTER, nextState } from "../../src/webhooks/retry.ts"
+} from "../../src/repos/webhookPayload.ts"
 
 const incidentRow: IncidentRow = {
   id: "inc_01JDEMO0000000000000000000",

@@ -2,6 +2,7 @@ import { describe, expect, test } from "bun:test"
 import { Schema } from "effect"
 import { maskSecret } from "../../src/domain/attackerInput.ts"
 import { CUT_MEMBER } from "../../src/domain/sanitize.ts"
+import { signatureHeader } from "../../src/domain/webhookSignature.ts"
 import type { EventRow } from "../../src/repos/EventsRepo.ts"
 import type { IncidentRow } from "../../src/repos/IncidentsRepo.ts"
 import {
@@ -11,8 +12,7 @@ import {
   WEBHOOK_TYPES,
   WebhookBody,
   webhookIncident,
-} from "../../src/webhooks/payload.ts"
-import { signatureHeader } from "../../src/webhooks/sign.ts"
+} from "../../src/repos/webhookPayload.ts"
 import { verifyWebhook } from "../../src/webhooks/verify.ts"
 
 /**

@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test"
 import { createServer } from "node:net"
-import { sendWebhook, type WebhookSendRequest, type WebhookSendResult } from "../../src/webhooks/send.ts"
-import { type AddressPolicy, checkAndResolveWebhookUrl } from "../../src/webhooks/urlRule.ts"
+import { sendWebhook, type WebhookSendRequest, type WebhookSendResult } from "../../src/platform/outbound/send.ts"
+import { type AddressPolicy, checkAndResolveWebhookUrl } from "../../src/platform/outbound/urlRule.ts"
 import {
   issueCertificate,
   makeTestCa,

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test"
 import { createHmac } from "node:crypto"
-import { generateSigningSecret, signatureHeader } from "../../src/webhooks/sign.ts"
+import { generateSigningSecret, signatureHeader } from "../../src/domain/webhookSignature.ts"
 
 const HEADER_PATTERN = /^t=[0-9]{1,12}(,v1=[0-9a-f]{64})+$/
 const SECRET_PATTERN = /^whsec_[A-Za-z0-9_-]{43}$/

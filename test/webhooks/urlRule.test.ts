@@ -8,7 +8,7 @@ import {
   parseAllowPrivate,
   resolveAndCheck,
   systemLookup,
-} from "../../src/webhooks/urlRule.ts"
+} from "../../src/platform/outbound/urlRule.ts"
 
 /** A lookup that must not be called (IP-literal hosts are checked directly). */
 const noLookup = async (host: string): Promise<ReadonlyArray<string>> => {

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test"
 import { createHmac } from "node:crypto"
 import fc from "fast-check"
-import { generateSigningSecret, signatureHeader } from "../../src/webhooks/sign.ts"
+import { generateSigningSecret, signatureHeader } from "../../src/domain/webhookSignature.ts"
 import {
   SIGNATURE_HEADER,
   type VerifyOptions,

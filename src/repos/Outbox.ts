@@ -1,11 +1,11 @@
 import { Effect, Option } from "effect"
-import { AppConfig } from "../config.ts"
 import { newId } from "../domain/ids.ts"
 import { meetsMinimum, type Severity } from "../domain/severity.ts"
-import { EventsRepo } from "../repos/EventsRepo.ts"
-import { type IncidentRow, IncidentsRepo } from "../repos/IncidentsRepo.ts"
-import { type NewDelivery, WebhooksRepo } from "../repos/WebhooksRepo.ts"
-import { serializeWebhookBody, WEBHOOK_EVENTS, webhookIncident, webhookTypeOf } from "./payload.ts"
+import { AppConfig } from "../platform/config.ts"
+import { EventsRepo } from "./EventsRepo.ts"
+import { type IncidentRow, IncidentsRepo } from "./IncidentsRepo.ts"
+import { type NewDelivery, WebhooksRepo } from "./WebhooksRepo.ts"
+import { serializeWebhookBody, WEBHOOK_EVENTS, webhookIncident, webhookTypeOf } from "./webhookPayload.ts"
 
 export interface RecordedTransition {
   readonly id: string

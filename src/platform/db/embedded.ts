@@ -303,7 +303,7 @@ const postmaster = (dataDir: string): { readonly pid: number; readonly status: s
 /** D33: a session idle inside a transaction holds back every change feed; PostgreSQL ends it after 15 s. */
 const IDLE_TX_SETTING = "idle_in_transaction_session_timeout = 15000"
 const SETTINGS = `
-# --- decoy incident service: the embedded database (src/db/embedded.ts) ---
+# --- decoy incident service: the embedded database (src/platform/db/embedded.ts) ---
 # Unix socket only, in this directory (the postmaster runs in PGDATA): no TCP port.
 listen_addresses = ''
 unix_socket_directories = '.'

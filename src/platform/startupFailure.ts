@@ -1,6 +1,6 @@
 import { Effect, Option, Redacted } from "effect"
-import { databaseTarget, settingsConfig } from "../config.ts"
-import { EmbeddedDatabaseError } from "../db/embedded.ts"
+import { databaseTarget, settingsConfig } from "./config.ts"
+import { EmbeddedDatabaseError } from "./db/embedded.ts"
 
 /**
  * Start-up failures the operator can fix (the embedded database refused to start, DATABASE_URL unreachable): one line

@@ -1,7 +1,6 @@
 import { Schema } from "effect"
-import { Timestamp } from "../domain/models.ts"
-import { truncateCodePoints } from "../domain/sanitize.ts"
-import { TimestampSeconds } from "./payload.ts"
+import { Timestamp, TimestampSeconds } from "./models.ts"
+import { truncateCodePoints } from "./sanitize.ts"
 
 /**
  * D43 sensor-health webhooks: `sensor.silent` (a sensor that expects a heartbeat missed three) and

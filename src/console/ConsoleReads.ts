@@ -1,8 +1,8 @@
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import type { CursorPosition } from "../domain/cursor.ts"
-import { dbErrors } from "./errors.ts"
-import type { IncidentRow } from "./IncidentsRepo.ts"
+import { dbErrors } from "../platform/db/errors.ts"
+import type { IncidentRow } from "../repos/IncidentsRepo.ts"
 
 /** The incident columns as IncidentsRepo reads them (IncidentRow's names). */
 const INCIDENT_COLUMNS = `i.id, i.org_id as "orgId", i.sensor_id as "sensorId", s.name as "sensorName",

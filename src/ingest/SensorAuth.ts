@@ -2,9 +2,9 @@ import { Clock, Data, Effect, FiberSet, Option } from "effect"
 import { constantTimeEqual, sha256 } from "../domain/crypto.ts"
 import { Unauthorized } from "../domain/problem.ts"
 import { bearerToken, parseToken, SENSOR_TOKEN } from "../domain/secretToken.ts"
-import type { SensorIdentity } from "../ingest/Ingestor.ts"
-import type { DatabaseError } from "../repos/errors.ts"
+import type { DatabaseError } from "../platform/db/errors.ts"
 import { LAST_SEEN_EVERY_MS, SensorsRepo } from "../repos/SensorsRepo.ts"
+import type { SensorIdentity } from "./Ingestor.ts"
 
 /**
  * Why a sensor token was refused. Each face maps it to its own answer: the `/ingest/v1/*` routes answer 401 for

@@ -1,22 +1,24 @@
 import { parseArgs } from "node:util"
 import { BunContext } from "@effect/platform-bun"
 import { Cause, ConfigError, Data, Effect, Exit, Layer, Logger, LogLevel, Option } from "effect"
-import { SensorAuth } from "../auth/SensorAuth.ts"
-import { AppConfig, AppConfigLive, formatConfigError } from "../config.ts"
-import { Accounts, CLI_ACTOR } from "../console/Accounts.ts"
-import { DatabaseLive } from "../db/client.ts"
-import { migrate } from "../db/migrate.ts"
-import { Ingestor } from "../ingest/Ingestor.ts"
-import { OrgKeys } from "../ingest/OrgKeys.ts"
-import { IngestServerLive } from "../ingest/server.ts"
-import { CliLoggingLive } from "../logging.ts"
-import { Lifecycle } from "../ops/Lifecycle.ts"
-import { CowrieSessionsRepo } from "../repos/CowrieSessionsRepo.ts"
-import { WebhooksRepo } from "../repos/WebhooksRepo.ts"
-import { WebhookDispatcherLive } from "../webhooks/Dispatcher.ts"
-import { WebhookOutbox } from "../webhooks/Outbox.ts"
-import { AdminLive } from "./cli.ts"
-import { AdminOperations } from "./operations.ts"
+import { Accounts, CLI_ACTOR } from "./admin/Accounts.ts"
+import { AdminServicesLive } from "./admin/layer.ts"
+import { AdminOperations } from "./admin/operations.ts"
+import { CowrieSessionsRepo } from "./ingest/CowrieSessionsRepo.ts"
+import { Ingestor } from "./ingest/Ingestor.ts"
+import { OrgKeys } from "./ingest/OrgKeys.ts"
+import { SensorAuth } from "./ingest/SensorAuth.ts"
+import { IngestServerLive } from "./ingest/server.ts"
+import { AppConfig, AppConfigLive, formatConfigError } from "./platform/config.ts"
+import { DatabaseLive } from "./platform/db/client.ts"
+import { migrate } from "./platform/db/migrate.ts"
+import { Lifecycle } from "./platform/Lifecycle.ts"
+import { CliLoggingLive } from "./platform/logging.ts"
+import { WebhookSender } from "./platform/outbound/WebhookSender.ts"
+import { ReposLive } from "./repos/layers.ts"
+import { WebhookOutbox } from "./repos/Outbox.ts"
+import { WebhooksRepo } from "./repos/WebhooksRepo.ts"
+import { WebhookDispatcherLive } from "./webhooks/Dispatcher.ts"
 
 /**
  * `bun run demo` (D24): a demo organization, sensor and key, and an attack sent through the real ingestion
@@ -325,7 +327,8 @@ const DemoLive = Layer.mergeAll(Ingestor.Default, SensorAuth.Default, WebhookDis
   // The ingest listener the demo starts needs the same keys as its Ingestor, and the Cowrie sessions.
   Layer.provideMerge(Layer.merge(OrgKeys.Default, CowrieSessionsRepo.Default)),
   Layer.provide(MigrationsLive),
-  Layer.provideMerge(AdminLive),
+  Layer.provideMerge(AdminServicesLive),
+  Layer.provideMerge(Layer.mergeAll(ReposLive, WebhookSender.Default)),
   Layer.provideMerge(DatabaseLive),
   Layer.provideMerge(AppConfigLive),
 )

@@ -2,13 +2,16 @@ import {
   Forbidden,
   InternalError,
   InvalidRequest,
+  MAX_URL_LENGTH,
   NotFound,
+  PROBLEM_CONTENT_TYPE,
   RateLimited,
   ServiceUnavailable,
   Unauthorized,
-} from "../domain/problem.ts"
-import type { Scope } from "../repos/ApiKeysRepo.ts"
-import { MAX_URL_LENGTH, PROBLEM_CONTENT_TYPE, URI_TOO_LONG, WWW_AUTHENTICATE } from "./edgeConstants.ts"
+  URI_TOO_LONG,
+  WWW_AUTHENTICATE,
+} from "../../domain/problem.ts"
+import type { Scope } from "../../domain/scopes.ts"
 
 /**
  * The OpenAPI document as the server behaves (issue item 8). `OpenApi.fromApi` describes what the HttpApi itself

@@ -1,5 +1,5 @@
 import ipaddr from "ipaddr.js"
-import { canonicalIp } from "../domain/ip.ts"
+import { canonicalIp } from "../../domain/ip.ts"
 
 /**
  * D11: the client is the socket peer, unless the peer is a proxy named in TRUST_PROXY; then X-Forwarded-For is

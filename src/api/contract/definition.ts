@@ -1,15 +1,16 @@
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSecurity, OpenApi } from "@effect/platform"
 import { Context, Schema } from "effect"
-import { EVENT_TYPE_NAMES } from "../domain/eventTypes.ts"
-import { idPattern } from "../domain/ids.ts"
+import { EVENT_TYPE_NAMES } from "../../domain/eventTypes.ts"
+import { idPattern } from "../../domain/ids.ts"
 import {
   EventChangePage,
   EventPage,
   Event as EventSchema,
+  INCIDENT_STATUS_FILTERS,
   Incident,
   IncidentChangePage,
   IncidentPage,
-} from "../domain/models.ts"
+} from "../../domain/models.ts"
 import {
   Forbidden,
   InternalError,
@@ -18,11 +19,10 @@ import {
   RateLimited,
   ServiceUnavailable,
   Unauthorized,
-} from "../domain/problem.ts"
-import { SEVERITIES } from "../domain/severity.ts"
-import type { Scope } from "../repos/ApiKeysRepo.ts"
+} from "../../domain/problem.ts"
+import type { Scope } from "../../domain/scopes.ts"
+import { SEVERITIES } from "../../domain/severity.ts"
 import { describeServer, requiresScope } from "./openapi.ts"
-import { INCIDENT_STATUS_FILTERS } from "./params.ts"
 
 /** The authenticated caller, provided to handlers by the auth middleware. */
 export class Caller extends Context.Tag("Caller")<

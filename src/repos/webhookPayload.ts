@@ -1,30 +1,18 @@
-import { ParseResult, Schema } from "effect"
+import { Schema } from "effect"
 import { webhookAttackerInputWithCut } from "../domain/attackerInput.ts"
 import { techniquesForEventTypes } from "../domain/eventTypes.ts"
-import { AttackerInput, Technique, Timestamp } from "../domain/models.ts"
+import { AttackerInput, Technique, Timestamp, TimestampSeconds } from "../domain/models.ts"
 import { truncateCodePoints, utf8Length } from "../domain/sanitize.ts"
 import { Confidence, Severity } from "../domain/severity.ts"
 import { mergeTechniques, techniquesForTags } from "../domain/techniques.ts"
-import type { EventRow } from "../repos/EventsRepo.ts"
-import type { IncidentRow } from "../repos/IncidentsRepo.ts"
+import type { EventRow } from "./EventsRepo.ts"
+import type { IncidentRow } from "./IncidentsRepo.ts"
 
 /**
  * The webhook body (spec "Webhook incident", "Webhook delivery", D15, D20), field for field in the spec's order.
  * Pure: the body is built once, when the delivery is queued, and its exact bytes are what every attempt sends and
  * signs (the same `id` and `createdAt` on every retry).
  */
-
-/** Spec: firstSeenAt/lastSeenAt in a webhook are "in seconds precision, ending in Z": 2026-11-21T15:57:42Z. */
-export const TimestampSeconds = Schema.transformOrFail(Schema.String, Schema.DateFromSelf, {
-  strict: true,
-  decode: (text, _, ast) => {
-    const date = new Date(text)
-    return Number.isNaN(date.getTime())
-      ? ParseResult.fail(new ParseResult.Type(ast, text, "not a timestamp"))
-      : ParseResult.succeed(date)
-  },
-  encode: (date) => ParseResult.succeed(date.toISOString().replace(/\.\d{3}Z$/, "Z")),
-}).annotations({ description: "RFC 3339 UTC timestamp in whole seconds, e.g. 2026-11-21T15:57:42Z" })
 
 /** A webhook event: no `sensor`, no `sourceIp` (the incident carries them), attackerInput strings cut to 256. */
 export const WebhookEvent = Schema.Struct({

@@ -3,7 +3,7 @@ import { loggingConfig } from "./config.ts"
 
 /**
  * JSON lines by default (one line per log entry); LOG_FORMAT=pretty for a terminal; LOG_LEVEL (default Info:
- * trace, debug, info, warn or warning, error, fatal, none; any case). Both are read in src/config.ts
+ * trace, debug, info, warn or warning, error, fatal, none; any case). Both are read in src/platform/config.ts
  * (`loggingConfig`); a bad value stops start-up naming the variable.
  */
 export const LoggingLive = Layer.unwrapEffect(

@@ -12,11 +12,11 @@ import {
 } from "node:fs"
 import { join, resolve } from "node:path"
 import { Config, ConfigError, Context, Duration, Effect, Either, Layer, LogLevel, Option, Redacted } from "effect"
-import { type Cidr, parseTrustProxy } from "./api/clientIp.ts"
+import { makeSealer, type Sealer } from "../domain/sealing.ts"
 import { formerEmbeddedDatabase } from "./db/embedded.ts"
-import { makeSealer, type Sealer } from "./domain/sealing.ts"
+import { type Cidr, parseTrustProxy } from "./http/clientIp.ts"
+import { parseAllowPrivate } from "./outbound/urlRule.ts"
 import { DEFAULT_LIMIT, DEFAULT_WINDOW_MS } from "./ratelimit/core.ts"
-import { parseAllowPrivate } from "./webhooks/urlRule.ts"
 
 /**
  * Every environment variable of the service is defined here and read through Effect `Config` (README
@@ -38,7 +38,7 @@ export interface Settings {
   readonly consolePort: number
   /** D25: CONSOLE_TLS_CERT_FILE and CONSOLE_TLS_KEY_FILE (PEM): the console serves HTTPS itself. */
   readonly consoleTls: Option.Option<{ readonly cert: string; readonly key: string }>
-  /** Unset: the embedded PostgreSQL server in dataDir/pg (src/db/embedded.ts). */
+  /** Unset: the embedded PostgreSQL server in dataDir/pg (src/platform/db/embedded.ts). */
   readonly databaseUrl: Option.Option<Redacted.Redacted<string>>
   readonly dataDir: string
   readonly baseUrl: string

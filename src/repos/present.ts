@@ -1,10 +1,10 @@
-import type { EventRow } from "../repos/EventsRepo.ts"
-import type { IncidentRow } from "../repos/IncidentsRepo.ts"
-import { readableAttackerInput } from "./attackerInput.ts"
-import { techniquesForEventTypes } from "./eventTypes.ts"
-import type { Event, Incident, IncidentSummary } from "./models.ts"
-import { utf8Length } from "./sanitize.ts"
-import { mergeTechniques, type Technique, techniquesForTags } from "./techniques.ts"
+import { readableAttackerInput } from "../domain/attackerInput.ts"
+import { techniquesForEventTypes } from "../domain/eventTypes.ts"
+import type { Event, Incident, IncidentSummary } from "../domain/models.ts"
+import { utf8Length } from "../domain/sanitize.ts"
+import { mergeTechniques, type Technique, techniquesForTags } from "../domain/techniques.ts"
+import type { EventRow } from "./EventsRepo.ts"
+import type { IncidentRow } from "./IncidentsRepo.ts"
 
 /**
  * Stored rows to the API's shapes (spec "Resources"), field by field in the spec's order. Pure: the techniques

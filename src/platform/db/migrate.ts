@@ -1,10 +1,19 @@
-import { readdirSync, readFileSync } from "node:fs"
-import { join } from "node:path"
+import { existsSync, readdirSync, readFileSync } from "node:fs"
+import { dirname, join } from "node:path"
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 
-/** sql/ beside src/: plain, ordered migrations `NNNN_name.sql`. */
-export const MIGRATIONS_DIR = join(import.meta.dir, "..", "..", "sql")
+/**
+ * The repository's sql/ folder: plain, ordered migrations `NNNN_name.sql`. Found by walking up from this module, which
+ * runs from src/platform/db/ or, bundled, from dist/.server-XXXXXX/.
+ */
+const findMigrationsDir = (from: string): string => {
+  for (let dir = from; ; dir = dirname(dir)) {
+    if (existsSync(join(dir, "sql", "0001_init.sql"))) return join(dir, "sql")
+    if (dirname(dir) === dir) return join(from, "sql")
+  }
+}
+export const MIGRATIONS_DIR = findMigrationsDir(import.meta.dir)
 
 export interface Migration {
   readonly version: string

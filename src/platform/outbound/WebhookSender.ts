@@ -1,7 +1,7 @@
 import { Clock, Duration, Effect } from "effect"
+import { signatureHeader } from "../../domain/webhookSignature.ts"
 import { AppConfig, sealerOf } from "../config.ts"
 import { sendWebhook, type WebhookSendResult } from "./send.ts"
-import { signatureHeader } from "./sign.ts"
 import { systemLookup } from "./urlRule.ts"
 
 export const USER_AGENT = "DecoyIncidentService-Webhooks/1.0"

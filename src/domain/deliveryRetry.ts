@@ -1,4 +1,8 @@
-import type { DeliveryStatus } from "../repos/WebhooksRepo.ts"
+import { Schema } from "effect"
+
+/** Where a delivery stands: pending (queued or waiting for a retry), failed, succeeded or dead. */
+export const DeliveryStatus = Schema.Literal("pending", "failed", "succeeded", "dead")
+export type DeliveryStatus = typeof DeliveryStatus.Type
 
 /**
  * D17, pure: what a delivery becomes after one attempt. A 2xx is success; a 410 stops retries (dead at once);

@@ -1,5 +1,5 @@
 import { Effect, Option } from "effect"
-import { settingsConfig } from "../config.ts"
+import { settingsConfig } from "./config.ts"
 
 /** The port of a listener that could not start because the port is taken (Bun: EADDRINUSE), else undefined. */
 export const portInUse = (defect: unknown): number | undefined => {

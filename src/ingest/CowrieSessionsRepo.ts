@@ -1,8 +1,8 @@
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
-import { addClientDetails, type CowrieClientState, EMPTY_CLIENT_STATE } from "../ingest/formats/cowrie.ts"
-import type { CowrieSession } from "../ingest/formats/native.ts"
-import { dbErrors } from "./errors.ts"
+import { dbErrors } from "../platform/db/errors.ts"
+import { addClientDetails, type CowrieClientState, EMPTY_CLIENT_STATE } from "./formats/cowrie.ts"
+import type { CowrieSession } from "./formats/native.ts"
 
 /** An event stored from a session's line, and what that line named itself (cowrie_session_events). */
 export interface CowrieSessionEvent {

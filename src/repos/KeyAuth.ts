@@ -2,9 +2,10 @@ import { randomBytes } from "node:crypto"
 import { PgClient } from "@effect/sql-pg"
 import { Clock, Data, Deferred, Effect, FiberSet, Option, Schedule } from "effect"
 import Pg from "pg"
-import { AppConfig } from "../config.ts"
-import { listenClientConfig } from "../db/listen.ts"
+import type { Scope } from "../domain/scopes.ts"
 import { API_KEY_TOKEN, bearerToken, parseToken, secretMatches } from "../domain/secretToken.ts"
+import { AppConfig } from "../platform/config.ts"
+import { listenClientConfig } from "../platform/db/listen.ts"
 import {
   ApiKeysRepo,
   KEY_CACHE_APPLICATION_NAME,
@@ -12,8 +13,7 @@ import {
   KEY_CHANGES_CHANNEL,
   type KeyCredentialRow,
   LAST_USED_EVERY_MS,
-  type Scope,
-} from "../repos/ApiKeysRepo.ts"
+} from "./ApiKeysRepo.ts"
 
 export interface AuthenticatedKey {
   readonly orgId: string

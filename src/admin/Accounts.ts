@@ -1,10 +1,10 @@
 import { randomBytes } from "node:crypto"
 import { SqlClient } from "@effect/sql"
 import { Data, Effect, Option, Redacted } from "effect"
-import { AppConfig } from "../config.ts"
 import { constantTimeEqual, deriveKey, hmacSha256, sha256 } from "../domain/crypto.ts"
 import { isId, newId } from "../domain/ids.ts"
-import { addressBucketKey } from "../ratelimit/core.ts"
+import { AppConfig } from "../platform/config.ts"
+import { addressBucketKey } from "../platform/ratelimit/core.ts"
 import { AuditRepo } from "../repos/AuditRepo.ts"
 import {
   ConsoleUsersRepo,

@@ -1,0 +1,10 @@
+import { Data } from "effect"
+
+/**
+ * No incident with this id in the caller's organization (or the id is not an incident id). It carries only the id
+ * the caller asked for.
+ */
+export class IncidentNotFound extends Data.TaggedError("IncidentNotFound")<{ readonly id: string }> {}
+/** No event with this id in the caller's organization (or the id is not an event id). */
+export class EventNotFound extends Data.TaggedError("EventNotFound")<{ readonly id: string }> {}
+export type LookupError = IncidentNotFound | EventNotFound

@@ -1,0 +1,163 @@
+import { HttpServerResponse } from "@effect/platform"
+import { type Context, Effect, Option, Redacted } from "effect"
+import { deriveKey } from "../domain/crypto.ts"
+import { type CursorScope, encodeCursor } from "../domain/cursor.ts"
+import { isId } from "../domain/ids.ts"
+import { INCIDENT_EVENTS_SHOWN } from "../domain/models.ts"
+import { AppConfig } from "../platform/config.ts"
+import { ChangesRepo } from "../repos/ChangesRepo.ts"
+import { EventsRepo } from "../repos/EventsRepo.ts"
+import { IncidentsRepo } from "../repos/IncidentsRepo.ts"
+import {
+  PAGE_MAX_BYTES,
+  presentEvent,
+  presentIncident,
+  presentIncidentSummary,
+  rememberSerialized,
+  serializedAnswer,
+  serializeWithin,
+} from "../repos/present.ts"
+import type { Caller, EventListParams, IncidentListParams } from "./contract/definition.ts"
+import { EventNotFound, IncidentNotFound } from "./errors.ts"
+import { type FeedParams, feedPage } from "./feeds.ts"
+import {
+  eventFilterDigestInput,
+  parseCursor,
+  parseEventListParams,
+  parseLimit,
+  parseStatus,
+  readCursor,
+} from "./params.ts"
+import { listFailures, lookupFailures } from "./problems.ts"
+
+/** The cursor signing key, derived from SECRET_KEY so cursors survive restarts and work across replicas. */
+const cursorKey = Effect.map(AppConfig, (config) => deriveKey(Redacted.value(config.secretKey), "cursor-v1"))
+/** The feed token signing key (D33), derived from SECRET_KEY like the cursor key. */
+const feedTokenKey = Effect.map(AppConfig, (config) => deriveKey(Redacted.value(config.secretKey), "feed-token-v1"))
+
+/**
+ * The answer, serialized once. present.ts builds exactly the encoded shapes of domain/models.ts (Dates serialize as
+ * their ISO string, as the schema's encoding does), so the HttpApi's per-response Schema encode is skipped
+ * (performance issue #6); test/api/present.test.ts holds the two to the same bytes.
+ */
+export const json = (body: unknown) => {
+  // An answer bounded by size was serialized then: its text is sent as it is (the same bytes JSON.stringify gives).
+  const text = typeof body === "object" && body !== null ? serializedAnswer(body) : undefined
+  return text === undefined
+    ? HttpServerResponse.unsafeJson(body)
+    : HttpServerResponse.text(text, { contentType: "application/json" })
+}
+
+/**
+ * One page from `limit + 1` rows: the extra row only says that a next page exists. The page is also bounded in
+ * bytes (PAGE_MAX_BYTES, issue "Hardening 2" item 4): rows stop being added before the answer would pass it (at
+ * least one is shown), and then the cursor points right after the last row shown, so a walk never skips one.
+ */
+export const page = <Row extends { readonly id: string }, Out>(
+  rows: ReadonlyArray<Row>,
+  limit: number,
+  position: (row: Row) => Date,
+  present: (row: Row) => Out,
+  next: (at: { time: Date; id: string }) => string,
+  maxBytes: number = PAGE_MAX_BYTES,
+) => {
+  const candidates = rows.slice(0, limit)
+  // Room for the envelope and the longest cursor.
+  const fitted = serializeWithin(candidates.map(present), maxBytes - 1024)
+  const shown = fitted.items.length
+  const last = candidates[shown - 1]
+  const more = rows.length > limit || shown < candidates.length
+  const answer = {
+    data: [...fitted.items],
+    nextCursor: more && last ? next({ time: position(last), id: last.id }) : null,
+  }
+  return rememberSerialized(
+    answer,
+    `{"data":[${fitted.texts.join(",")}],"nextCursor":${JSON.stringify(answer.nextCursor)}}`,
+  )
+}
+
+type CallerInfo = Context.Tag.Service<Caller>
+
+/**
+ * The read queries behind the endpoints, with their validation and problem mapping: the HttpApi handlers below and
+ * the MCP tools (mcp/tools.ts) both call these, so an agent gets exactly the API's answers and errors.
+ */
+export const makeReadQueries = Effect.gen(function* () {
+  const incidents = yield* IncidentsRepo
+  const events = yield* EventsRepo
+  const { appUrl } = yield* AppConfig
+  const key = yield* cursorKey
+  const changes = yield* ChangesRepo
+  const tokenKey = yield* feedTokenKey
+
+  const listIncidents = (caller: CallerInfo, urlParams: typeof IncidentListParams.Type) =>
+    Effect.gen(function* () {
+      const status = yield* parseStatus(urlParams.status)
+      const limit = yield* parseLimit(urlParams.limit)
+      const cursor = yield* parseCursor(urlParams.cursor)
+      const scope: CursorScope = { endpoint: "incidents", orgId: caller.orgId, filters: { status } }
+      const after = yield* readCursor(key, scope, cursor)
+      const rows = yield* incidents.list({ orgId: caller.orgId, status, after, fetch: limit + 1 })
+      return page(
+        rows,
+        limit,
+        (r) => r.lastSeenAt,
+        (r) => presentIncidentSummary(r, appUrl),
+        (at) => encodeCursor(key, scope, at),
+      )
+    }).pipe(listFailures)
+
+  const getIncident = (caller: CallerInfo, id: string) =>
+    Effect.gen(function* () {
+      if (!isId("incident", id)) return yield* new IncidentNotFound({ id })
+      const row = yield* incidents.findById(caller.orgId, id)
+      if (Option.isNone(row)) return yield* new IncidentNotFound({ id })
+      const members = yield* events.members(caller.orgId, id, INCIDENT_EVENTS_SHOWN)
+      return presentIncident(row.value, members, appUrl)
+    }).pipe(lookupFailures)
+
+  const listEvents = (caller: CallerInfo, urlParams: typeof EventListParams.Type) =>
+    Effect.gen(function* () {
+      const input = yield* parseEventListParams(urlParams)
+      const scope: CursorScope = {
+        endpoint: "events",
+        orgId: caller.orgId,
+        filters: eventFilterDigestInput(input.filters),
+      }
+      const after = yield* readCursor(key, scope, input.cursor)
+      const rows = yield* events.list({
+        orgId: caller.orgId,
+        filters: input.filters,
+        after,
+        fetch: input.limit + 1,
+      })
+      return page(
+        rows,
+        input.limit,
+        (r) => r.time,
+        presentEvent,
+        (at) => encodeCursor(key, scope, at),
+      )
+    }).pipe(listFailures)
+
+  const getEvent = (caller: CallerInfo, id: string) =>
+    Effect.gen(function* () {
+      if (!isId("event", id)) return yield* new EventNotFound({ id })
+      const row = yield* events.findById(caller.orgId, id)
+      if (Option.isNone(row)) return yield* new EventNotFound({ id })
+      return presentEvent(row.value)
+    }).pipe(lookupFailures)
+
+  // D32: the change feeds.
+  const incidentChanges = (caller: CallerInfo, urlParams: FeedParams) =>
+    feedPage(tokenKey, "incidents/changes", caller.orgId, urlParams, changes.incidents, (r) =>
+      presentIncidentSummary(r, appUrl),
+    ).pipe(listFailures)
+
+  const eventChanges = (caller: CallerInfo, urlParams: FeedParams) =>
+    feedPage(tokenKey, "events/changes", caller.orgId, urlParams, changes.events, presentEvent).pipe(listFailures)
+
+  return { listIncidents, getIncident, listEvents, getEvent, incidentChanges, eventChanges } as const
+})
+export type ReadQueries = Effect.Effect.Success<typeof makeReadQueries>

@@ -1,0 +1,26 @@
+import { Layer } from "effect"
+import { WebhookOutbox } from "../repos/Outbox.ts"
+import { AttackerInputRepairLive } from "./AttackerInputRepair.ts"
+import { CowrieSessionsRepo } from "./CowrieSessionsRepo.ts"
+import { IdleCloserLive } from "./IdleCloser.ts"
+import { Ingestor } from "./Ingestor.ts"
+import { OrgKeys } from "./OrgKeys.ts"
+import { SensorAuth } from "./SensorAuth.ts"
+import { SensorHealthSweepLive } from "./SensorHealthSweep.ts"
+import { IngestServerLive } from "./server.ts"
+
+/**
+ * The ingest face: sensors report on INGEST_PORT; beside the listener run the idle-close fiber, the silent-sensor
+ * sweep and the one-time repair of stored attacker input. It needs the shared repositories, a database pool, the
+ * configuration and the lifecycle, given by main.ts.
+ */
+export const IngestLive = Layer.mergeAll(
+  IngestServerLive,
+  IdleCloserLive,
+  SensorHealthSweepLive,
+  AttackerInputRepairLive,
+).pipe(
+  Layer.provide(Layer.mergeAll(Ingestor.Default, SensorAuth.Default)),
+  // One cache of the organizations' keys for the Ingestor and the honeypot routes.
+  Layer.provide(Layer.mergeAll(WebhookOutbox.Default, OrgKeys.Default, CowrieSessionsRepo.Default)),
+)

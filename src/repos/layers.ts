@@ -1,0 +1,28 @@
+import { Layer } from "effect"
+import { ApiKeysRepo } from "./ApiKeysRepo.ts"
+import { AuditRepo } from "./AuditRepo.ts"
+import { ChangesRepo } from "./ChangesRepo.ts"
+import { ConsoleUsersRepo } from "./ConsoleUsersRepo.ts"
+import { EventsRepo } from "./EventsRepo.ts"
+import { IncidentsRepo } from "./IncidentsRepo.ts"
+import { OrgsRepo } from "./OrgsRepo.ts"
+import { SensorsRepo } from "./SensorsRepo.ts"
+import { TransitionsRepo } from "./TransitionsRepo.ts"
+import { WebhooksRepo } from "./WebhooksRepo.ts"
+
+/**
+ * Every shared repository, listed once. A repository holds no state but its statements, so each face gets all of
+ * them, built on the database pool main.ts gives that face.
+ */
+export const ReposLive = Layer.mergeAll(
+  OrgsRepo.Default,
+  ApiKeysRepo.Default,
+  SensorsRepo.Default,
+  IncidentsRepo.Default,
+  EventsRepo.Default,
+  ChangesRepo.Default,
+  TransitionsRepo.Default,
+  WebhooksRepo.Default,
+  ConsoleUsersRepo.Default,
+  AuditRepo.Default,
+)
