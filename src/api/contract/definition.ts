@@ -135,7 +135,7 @@ export class IncidentsGroup extends HttpApiGroup.make("incidents")
       .annotate(OpenApi.Summary, "List incidents, most recent activity first")
       .annotate(
         OpenApi.Description,
-        "Polling rule: request the first page and stop at the first incident already seen.",
+        "To follow new and changed incidents, poll GET /v1/incidents/changes with its token: it never skips one. Reading this list's first page and stopping at the first incident already seen finds new incidents, but misses one whose latest activity is older than that of a seen incident that just changed.",
       ),
   )
   .add(
