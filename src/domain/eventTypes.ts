@@ -1,26 +1,26 @@
 /**
  * D23: the event-type table. Each event type a sensor can report, with its decoy service, default port, action,
- * default severity and confidence (D3), ATT&CK techniques (ids into `techniques.ts`), and the templates from which
- * the service writes event summaries and incident texts (D14).
- *
- * Attacker text never reaches these templates raw: the caller sanitizes it first (D20), and the templates only ever
- * show it quoted (`quoteAttackerText`), so it reads as data and cannot pose as the service's own words.
+ * default severity and confidence (D3), ATT&CK techniques (ids into `techniques.ts`), its label and incident title,
+ * and its recommended action (`recommendedActions.ts`). How an event is worded is `eventSummary.ts`; how an incident's
+ * title, narrative and advice are written from these rows is `narrative.ts` (D14).
  */
-import { truncateCodePoints } from "./sanitize.ts"
+import { eventSummary, type SummaryInput } from "./eventSummary.ts"
+import {
+  DB_ACTION,
+  ISOLATE_SOURCE,
+  LOGIN_ACTION,
+  PATCH_ACTION,
+  REDIS_ACTION,
+  SCAN_ACTION,
+  SHELL_ACTION,
+  SMB_ACTION,
+  SUCCESS_ACTION,
+  WEB_ACTION,
+} from "./recommendedActions.ts"
 import type { Confidence, Severity } from "./severity.ts"
 import { CONFIDENCES, severityRank } from "./severity.ts"
 import type { Technique } from "./techniques.ts"
 import { sortTechniques, techniqueById } from "./techniques.ts"
-
-export interface SummaryInput {
-  readonly sourceIp: string
-  readonly port: number
-  readonly service: string
-  /** Already-sanitized attacker text; shown quoted. */
-  readonly username?: string | undefined
-  /** Already-sanitized attacker text (path, command, URL, file name, ...); shown quoted. */
-  readonly detail?: string | undefined
-}
 
 export interface EventTypeSpec {
   /** e.g. "ssh.login_attempt"; always `<service>.<something>`. */
@@ -46,18 +46,6 @@ export interface EventTypeSpec {
   /** Per-type advice used for incidents (D14). */
   readonly recommendedAction: string
 }
-
-/** Attacker text shown in a template is cut to this many code points (the cut ends with "…"). */
-export const QUOTE_MAX_CODE_POINTS = 64
-
-/**
- * Quotes already-sanitized attacker text for a service-written template: cut to 64 code points (ending in "…" when
- * cut), then written as a JSON string literal, so quotes and backslashes inside are escaped and the text cannot close
- * its own quotation.
- */
-export const quoteAttackerText = (s: string): string => JSON.stringify(truncateCodePoints(s, QUOTE_MAX_CODE_POINTS))
-
-const nonEmpty = (s: string | undefined): s is string => s !== undefined && s.length > 0
 
 interface Row {
   readonly type: string
@@ -89,29 +77,9 @@ const spec = (row: Row): EventTypeSpec => {
     label: row.label,
     incidentTitle: row.incidentTitle,
     recommendedAction: row.recommendedAction,
-    summary: (e) => {
-      let line = `${row.label} from ${e.sourceIp}`
-      if (Number.isInteger(e.port) && e.port > 0) line += ` on port ${e.port}`
-      if (nonEmpty(e.username)) line += ` with username ${quoteAttackerText(e.username)}`
-      if (detailNoun !== undefined && nonEmpty(e.detail)) line += `, ${detailNoun} ${quoteAttackerText(e.detail)}`
-      return line
-    },
+    summary: (e) => eventSummary(row.label, detailNoun, e),
   }
 }
-
-// Recommended actions (D14). Every one of them starts from the same fact: no legitimate user or system has a reason
-// to touch a decoy, so the source address is either compromised or hostile.
-const ISOLATE_SOURCE =
-  "Find and isolate the machine at the source address: nothing legitimate touches a decoy, so treat it as compromised or hostile."
-const SCAN_ACTION = `${ISOLATE_SOURCE} Check whether it scanned other hosts too, and look for a scheduled job, script or tool on it that started the scan.`
-const LOGIN_ACTION = `${ISOLATE_SOURCE} Look for the same usernames on your real systems, reset weak or default passwords, and check those systems' logs for successful logins from that address.`
-const SUCCESS_ACTION = `${ISOLATE_SOURCE} The attacker logged in with credentials they may also use elsewhere: find every real account with these credentials, change them, and review recent logins from that address.`
-const SHELL_ACTION = `${ISOLATE_SOURCE} The attacker reached a shell and ran commands: collect the session's commands and downloads from the decoy, block any addresses or URLs they used, and search your real hosts for the same files and commands.`
-const SMB_ACTION = `${ISOLATE_SOURCE} Someone browsed a decoy file share and opened files: find which account and process on that machine did it, and check access to your real file shares from that address.`
-const WEB_ACTION = `${ISOLATE_SOURCE} Review the requests for exploitation attempts and check that your real web applications are patched against them.`
-const DB_ACTION = `${ISOLATE_SOURCE} Check your real database servers for logins and queries from that address, and make sure no database account uses a default or empty password.`
-const PATCH_ACTION = `${ISOLATE_SOURCE} Check that your real services are patched against the exploit named in the event, and look for the same attempt against them.`
-const REDIS_ACTION = `${ISOLATE_SOURCE} Make sure your real Redis servers require authentication and are not reachable from that address.`
 
 const ROWS: ReadonlyArray<Row> = [
   // SSH (Cowrie and OpenCanary)
@@ -708,66 +676,4 @@ export const mostSevereEventType = (types: Iterable<string>, preferred?: string)
     }
   }
   return best
-}
-
-/** At most this many usernames are quoted in an incident narrative. */
-export const NARRATIVE_MAX_USERNAMES = 5
-/** At most this many event types are named in an incident narrative. */
-const NARRATIVE_MAX_TYPES = 6
-
-const GENERIC_TITLE = "Decoy activity"
-const GENERIC_ACTION = ISOLATE_SOURCE
-
-const typeLabel = (type: string): string => EVENT_TYPES.get(type)?.label ?? `event type ${quoteAttackerText(type)}`
-
-const listWithMore = (items: ReadonlyArray<string>, max: number, noun?: string): string => {
-  const shown = items.slice(0, max).join(", ")
-  const rest = items.length - max
-  if (rest <= 0) return shown
-  return noun === undefined ? `${shown} and ${rest} more` : `${shown} and ${rest} more ${noun}`
-}
-
-const plural = (n: number, one: string, many: string): string => `${n} ${n === 1 ? one : many}`
-
-/**
- * D14: the incident texts, written by the service from the templates of its event types. `usernames` are
- * already-sanitized attacker text and only appear quoted; `sensorName` (set by an admin) is quoted as well.
- *
- * - title: the primary type's incident title (its event label when the incident has a single event), the source
- *   address and the sensor, e.g. `SSH brute force from 203.0.113.7 on sensor "web-01"`.
- * - narrative: two or three sentences: counts and types, the usernames tried (at most 5 quoted), and why it matters.
- * - recommendedAction: the advice of the most severe event type present.
- */
-export const incidentTexts = (i: {
-  readonly eventTypes: ReadonlyArray<string>
-  readonly primaryType: string
-  readonly sensorName: string
-  readonly sourceIp: string
-  readonly eventCount: number
-  readonly usernames: ReadonlyArray<string>
-}): { readonly title: string; readonly narrative: string; readonly recommendedAction: string } => {
-  const sensor = JSON.stringify(i.sensorName)
-  const primary = EVENT_TYPES.get(i.primaryType) ?? mostSevereEventType(i.eventTypes)
-  const heading = primary === undefined ? GENERIC_TITLE : i.eventCount === 1 ? primary.label : primary.incidentTitle
-  const title = `${heading} from ${i.sourceIp} on sensor ${sensor}`
-
-  const types = [...new Set(i.eventTypes)]
-  const count = Number.isFinite(i.eventCount) && i.eventCount >= 0 ? Math.floor(i.eventCount) : 0
-  const sentences: Array<string> = []
-  const typesText = types.length === 0 ? "" : `: ${listWithMore(types.map(typeLabel), NARRATIVE_MAX_TYPES, "types")}`
-  sentences.push(`${plural(count, "event", "events")} from ${i.sourceIp} on decoy sensor ${sensor}${typesText}.`)
-  const usernames = [...new Set(i.usernames.filter((u) => u.length > 0))]
-  if (usernames.length > 0) {
-    const quoted = usernames.map(quoteAttackerText)
-    const what = usernames.length === 1 ? "Username tried" : "Usernames tried"
-    sentences.push(`${what}: ${listWithMore(quoted, NARRATIVE_MAX_USERNAMES)}.`)
-  }
-  sentences.push("No legitimate user or system has a reason to contact a decoy.")
-
-  const worst = mostSevereEventType(types, i.primaryType)
-  return {
-    title,
-    narrative: sentences.join(" "),
-    recommendedAction: worst === undefined ? GENERIC_ACTION : worst.recommendedAction,
-  }
 }

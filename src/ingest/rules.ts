@@ -1,4 +1,5 @@
-import { incidentTexts, mostSevereEventType } from "../domain/eventTypes.ts"
+import { mostSevereEventType } from "../domain/eventTypes.ts"
+import { incidentTexts } from "../domain/narrative.ts"
 import { maxSeverity, type Severity, severityRank } from "../domain/severity.ts"
 
 /**

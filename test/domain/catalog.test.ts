@@ -1,13 +1,13 @@
 import { describe, expect, test } from "bun:test"
+import { quoteAttackerText } from "../../src/domain/eventSummary.ts"
 import {
   EVENT_TYPE_NAMES,
   EVENT_TYPES,
   eventTypeSpec,
-  incidentTexts,
   mostSevereEventType,
-  quoteAttackerText,
   techniquesForEventTypes,
 } from "../../src/domain/eventTypes.ts"
+import { incidentTexts } from "../../src/domain/narrative.ts"
 import { CONFIDENCES, SEVERITIES } from "../../src/domain/severity.ts"
 import {
   mergeTechniques,
