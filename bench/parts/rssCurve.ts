@@ -12,7 +12,7 @@ import { keyPool, load, type Timing } from "./api.ts"
  * machine's RAM), the sources unbundled (`bun src/main.ts`, as the tests run them, unbounded), `bun --smol`, and
  * `BUN_JSC_forceRAMSize` (the heap JavaScriptCore sizes
  * itself for) at 512, 384, 256, 192 and 128 MiB; `--quick` runs the default, --smol and 256 MiB only.
- * BENCH_RSS_SETTINGS="default smol 256 smol+256" picks others (numbers are MiB of forceRAMSize; smol+N both). bench/run.ts draws
+ * BENCH_RSS_SETTINGS="default smol 256 smol+256" picks others (numbers are MiB of forceRAMSize; smol+N both). bench/lib/report.ts draws
  * the curve as bench/results/<date>-rss-curve.svg (peak RSS against req/s, one point per setting).
  */
 

@@ -18,7 +18,7 @@ import {
 
 /**
  * `sweep`: one list endpoint (default GET /v1/incidents of the 1M-event organization) at 1, 16, 64 and 256
- * connections, service and baseline interleaved at each count. bench/run.ts draws the figures as
+ * connections, service and baseline interleaved at each count. bench/lib/report.ts draws the figures as
  * bench/results/<date>-chart.svg (req/s and p99 against connections, service beside baseline).
  */
 
