@@ -2,10 +2,9 @@ import { randomBytes } from "node:crypto"
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { Deferred, Effect, Option, Schema } from "effect"
-import Pg from "pg"
 import type { Scope } from "../domain/scopes.ts"
 import { dbErrors } from "../platform/db/errors.ts"
-import { listenClientConfig } from "../platform/db/listen.ts"
+import { listen } from "../platform/db/listen.ts"
 
 export const ApiKeyRow = Schema.Struct({
   id: Schema.String,
@@ -96,26 +95,12 @@ export class ApiKeysRepo extends Effect.Service<ApiKeysRepo>()("ApiKeysRepo", {
         const nonce = `ack-${randomBytes(12).toString("base64url")}`
         const heard = yield* Deferred.make<void>()
         let acks = 0
-        const listening = yield* Effect.acquireRelease(
-          Effect.tryPromise(async () => {
-            const client = new Pg.Client(listenClientConfig(pg.config))
-            client.on("error", () => {})
-            client.on("notification", (message) => {
-              if (message.channel === KEY_CHANGES_ACK_CHANNEL && message.payload === nonce && ++acks >= counted) {
-                Deferred.unsafeDone(heard, Effect.void)
-              }
-            })
-            try {
-              await client.connect()
-              await client.query(`LISTEN ${Pg.escapeIdentifier(KEY_CHANGES_ACK_CHANNEL)}`)
-            } catch (error) {
-              client.end().catch(() => {})
-              throw error
-            }
-            return client
-          }).pipe(Effect.option),
-          (client) => Effect.sync(() => void Option.map(client, (c) => c.end().catch(() => {}))),
-        )
+        const listening = yield* listen(pg.config, {
+          channels: [KEY_CHANGES_ACK_CHANNEL],
+          onNotification: (message) => {
+            if (message.payload === nonce && ++acks >= counted) Deferred.unsafeDone(heard, Effect.void)
+          },
+        }).pipe(Effect.option)
         if (Option.isNone(listening)) {
           yield* Effect.logWarning("could not wait for the API key caches to confirm the change")
           return yield* change("")

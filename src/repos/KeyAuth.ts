@@ -1,11 +1,10 @@
 import { randomBytes } from "node:crypto"
 import { PgClient } from "@effect/sql-pg"
-import { Clock, Data, Deferred, Effect, FiberSet, Option, Schedule } from "effect"
-import Pg from "pg"
+import { Clock, Data, Deferred, Effect, FiberSet, Option } from "effect"
 import type { Scope } from "../domain/scopes.ts"
 import { API_KEY_TOKEN, bearerToken, parseToken, secretMatches } from "../domain/secretToken.ts"
 import { AppConfig } from "../platform/config.ts"
-import { listenClientConfig } from "../platform/db/listen.ts"
+import { listenForever } from "../platform/db/listen.ts"
 import {
   ApiKeysRepo,
   KEY_CACHE_APPLICATION_NAME,
@@ -143,66 +142,48 @@ const makeKeyCache = () => {
 export type KeyCache = ReturnType<typeof makeKeyCache>
 
 /**
- * Keeps the cache's LISTEN connection for as long as the scope lives (the pg.Client approach of db/listen.ts, which
- * has no hook for "connected" and "lost"): connect, LISTEN, send a probe NOTIFY through the pool and wait for it;
- * only then is the cache used. When the connection errs or ends, the cache is emptied and off until the next
- * connection's probe comes back (after 1 s, backing off to 30 s).
+ * Keeps the cache's LISTEN connection for as long as the scope lives: connect, LISTEN, send a probe NOTIFY through
+ * the pool and wait for it; only then is the cache used. When the connection errs or ends, the cache is emptied and
+ * off until the next connection's probe comes back (after 1 s, backing off to 30 s).
  */
 const listenForKeyChanges = (pg: PgClient.PgClient, cache: KeyCache) => {
-  const session = Effect.gen(function* () {
-    const lost = yield* Deferred.make<void>()
-    const probed = yield* Deferred.make<void>()
-    const nonce = `probe:${randomBytes(12).toString("base64url")}`
-    const client = new Pg.Client(listenClientConfig(pg.config, KEY_CACHE_APPLICATION_NAME))
-    client.on("notification", (message) => {
-      if (message.channel !== KEY_CHANGES_CHANNEL) return
+  // The current connection's probe: its own notification coming back shows that NOTIFY reaches this process.
+  let probe: { readonly nonce: string; readonly heard: Deferred.Deferred<void> } | undefined
+  return listenForever(pg.config, {
+    channels: [KEY_CHANGES_CHANNEL],
+    applicationName: KEY_CACHE_APPLICATION_NAME,
+    maxDelay: "30 seconds",
+    onNotification: (message, connection) => {
       const payload = message.payload ?? ""
-      if (payload === nonce) Deferred.unsafeDone(probed, Effect.void)
+      if (probe !== undefined && payload === probe.nonce) Deferred.unsafeDone(probe.heard, Effect.void)
       if (payload.startsWith("probe:")) return
       // `<change>|<nonce>`: the announcing command waits for every cache's acknowledgement (ApiKeysRepo.announced).
       const bar = payload.indexOf("|")
       cache.invalidate(bar < 0 ? payload : payload.slice(0, bar))
-      if (bar >= 0) {
-        client.query("select pg_notify($1, $2)", [KEY_CHANGES_ACK_CHANNEL, payload.slice(bar + 1)]).catch(() => {})
-      }
-    })
-    const onLost = () => {
-      cache.stop()
-      Deferred.unsafeDone(lost, Effect.void)
-    }
-    client.on("error", onLost)
-    client.on("end", onLost)
-    yield* Effect.addFinalizer(() =>
-      Effect.sync(() => {
-        cache.stop()
-        client.removeAllListeners()
-        client.on("error", () => {})
-        client.end().catch(() => {})
+      if (bar >= 0) connection.notify(KEY_CHANGES_ACK_CHANNEL, payload.slice(bar + 1))
+    },
+    onLost: cache.stop,
+    whileConnected: (connection) =>
+      Effect.gen(function* () {
+        yield* Effect.addFinalizer(() => Effect.sync(cache.stop))
+        const nonce = `probe:${randomBytes(12).toString("base64url")}`
+        const heard = yield* Deferred.make<void>()
+        probe = { nonce, heard }
+        yield* pg`select pg_notify(${KEY_CHANGES_CHANNEL}, ${nonce})`
+        const probed = yield* Deferred.await(heard).pipe(Effect.timeout(PROBE_TIMEOUT_MS), Effect.option)
+        if (Option.isNone(probed)) {
+          yield* Effect.logWarning("api key cache off: this process does not receive NOTIFY; keys are read per request")
+          return
+        }
+        if (yield* connection.isLost) return
+        cache.start()
+        yield* Effect.logInfo("api key cache on")
+        yield* connection.lost
+        yield* Effect.logWarning(
+          "api key cache off: LISTEN connection lost; keys are read per request until it is back",
+        )
       }),
-    )
-    yield* Effect.tryPromise(async () => {
-      await client.connect()
-      await client.query(`LISTEN ${Pg.escapeIdentifier(KEY_CHANGES_CHANNEL)}`)
-    })
-    yield* pg`select pg_notify(${KEY_CHANGES_CHANNEL}, ${nonce})`
-    const heard = yield* Deferred.await(probed).pipe(Effect.timeout(PROBE_TIMEOUT_MS), Effect.option)
-    if (Option.isNone(heard)) {
-      yield* Effect.logWarning("api key cache off: this process does not receive NOTIFY; keys are read per request")
-      return
-    }
-    if (yield* Deferred.isDone(lost)) return
-    cache.start()
-    yield* Effect.logInfo("api key cache on")
-    yield* Deferred.await(lost)
-    yield* Effect.logWarning("api key cache off: LISTEN connection lost; keys are read per request until it is back")
-  }).pipe(
-    Effect.scoped,
-    Effect.catchAll(() => Effect.void),
-  )
-  return session.pipe(
-    Effect.repeat(Schedule.union(Schedule.exponential("1 second", 1.5), Schedule.spaced("30 seconds"))),
-    Effect.zipRight(Effect.never),
-  )
+  })
 }
 
 /**

@@ -182,8 +182,12 @@ export const WebhookDispatcherLive = Layer.scopedDiscard(
     })
 
     // NOTIFY wakes the claimer at once (also after a database restart); polling covers what LISTEN cannot.
-    const listener = listenForever(pg.config, DELIVERIES_NOTIFY_CHANNEL, () => {
-      Queue.unsafeOffer(wake, undefined)
+    // It also wakes it right after each (re)connection, since notifications sent while disconnected are lost.
+    const listener = listenForever(pg.config, {
+      channels: [DELIVERIES_NOTIFY_CHANNEL],
+      maxDelay: "5 seconds",
+      onNotification: () => Queue.unsafeOffer(wake, undefined),
+      whileConnected: (connection) => Effect.zipRight(signal, connection.lost),
     })
 
     yield* Effect.forkScoped(listener)
