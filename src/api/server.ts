@@ -1,9 +1,9 @@
-import { HttpApiBuilder, HttpMiddleware, HttpRouter, HttpServer } from "@effect/platform"
+import { HttpApiBuilder, HttpMiddleware, HttpRouter } from "@effect/platform"
 import { BunHttpServer } from "@effect/platform-bun"
 import { Effect, Layer } from "effect"
 import { AppConfig } from "../platform/config.ts"
 import { SERVER_MAX_BODY_BYTES } from "../platform/http/body.ts"
-import { Lifecycle } from "../platform/Lifecycle.ts"
+import { listening } from "../platform/http/listening.ts"
 import { RateLimiter } from "../platform/ratelimit/RateLimiter.ts"
 import { EventsAuthLive, IncidentsAuthLive } from "./auth.ts"
 import { IncidentApi } from "./contract/definition.ts"
@@ -16,15 +16,6 @@ export const ApiLive = HttpApiBuilder.api(IncidentApi).pipe(
   Layer.provide([IncidentsHandlers, EventsHandlers]),
   Layer.provide([IncidentsAuthLive, EventsAuthLive]),
 )
-
-const logAddress = Effect.gen(function* () {
-  const server = yield* HttpServer.HttpServer
-  const address = server.address
-  if (address._tag === "TcpAddress") {
-    yield* Effect.logInfo("api listening").pipe(Effect.annotateLogs({ listener: "api", port: address.port }))
-    yield* Effect.flatMap(Lifecycle, (lifecycle) => lifecycle.listening("api"))
-  }
-})
 
 /**
  * The API listener on PORT (never the ingest port, D22), with `routes`: other routes served on the same router behind
@@ -46,7 +37,7 @@ export const apiServer = <E, R>(routes: Layer.Layer<never, E, R>) =>
         // The router refuses path parameters over 100 characters by default: such an id would get 404 before
         // authentication (D10 says 401 first). Any id up to the URL limit reaches the handler, which answers 404.
         Layer.provide(HttpRouter.setRouterConfig({ maxParamLength: MAX_URL_LENGTH })),
-        Layer.provide(Layer.effectDiscard(logAddress)),
+        Layer.provide(Layer.effectDiscard(listening("api"))),
         // A body of any size gets our 405 problem (the API is read-only), never Bun's bare 413.
         Layer.provide(
           BunHttpServer.layer({ port: config.port, hostname: config.host, maxRequestBodySize: SERVER_MAX_BODY_BYTES }),

@@ -3,9 +3,9 @@ import { BunHttpServer } from "@effect/platform-bun"
 import { Effect, Layer } from "effect"
 import { AppConfig } from "../platform/config.ts"
 import { MAX_BODY_BYTES, MAX_EVENTS, type ParsedBody, parseBody, SERVER_MAX_BODY_BYTES } from "../platform/http/body.ts"
+import { listening } from "../platform/http/listening.ts"
 import { databaseProblem } from "../platform/http/problems.ts"
 import { finalizeResponse, logDefects, problem, problemResponse } from "../platform/http/responses.ts"
-import { Lifecycle } from "../platform/Lifecycle.ts"
 import { touchIngestMetrics } from "../platform/metrics.ts"
 import { HEARTBEAT_PATH, heartbeatRoute } from "./heartbeat.ts"
 import {
@@ -184,16 +184,6 @@ const ingestEdge = <E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<E, R> =>
     return Effect.as(logIngestRequest(req, response), response)
   }).pipe(logDefects)
 
-const logAddress = Effect.gen(function* () {
-  const server = yield* HttpServer.HttpServer
-  if (server.address._tag === "TcpAddress") {
-    yield* Effect.logInfo("ingest listening").pipe(
-      Effect.annotateLogs({ listener: "ingest", port: server.address.port }),
-    )
-    yield* Effect.flatMap(Lifecycle, (lifecycle) => lifecycle.listening("ingest"))
-  }
-})
-
 /**
  * The ingest listener as a layer (its own Bun server, on INGEST_PORT). It needs SensorAuth, the Ingestor, OrgKeys
  * (line-id keys) and CowrieSessionsRepo from outside (main.ts and the demo compose them).
@@ -201,7 +191,7 @@ const logAddress = Effect.gen(function* () {
 export const IngestServerLive = Layer.unwrapEffect(
   Effect.map(AppConfig, (config) =>
     HttpServer.serve(router, ingestEdge).pipe(
-      Layer.provide(Layer.effectDiscard(Effect.zipRight(touchIngestMetrics, logAddress))),
+      Layer.provide(Layer.effectDiscard(Effect.zipRight(touchIngestMetrics, listening("ingest")))),
       // Bun's own limit is set far above ours, so our check answers every oversized body with a problem (D22).
       Layer.provide(
         BunHttpServer.layer({

@@ -6,6 +6,7 @@ import { problemBody } from "../domain/problem.ts"
 import { AppConfig } from "../platform/config.ts"
 import { readMigrations } from "../platform/db/migrate.ts"
 import { readBodyCapped } from "../platform/http/body.ts"
+import { listening } from "../platform/http/listening.ts"
 import { Lifecycle } from "../platform/Lifecycle.ts"
 import { webhookOldestDueAge, webhookQueueDepth } from "../platform/metrics.ts"
 import { rateLimitStoreErrors } from "../platform/ratelimit/RateLimiter.ts"
@@ -101,13 +102,6 @@ const router = HttpRouter.empty.pipe(
   HttpRouter.get("/metrics", metrics),
 )
 
-const logAddress = Effect.gen(function* () {
-  const server = yield* HttpServer.HttpServer
-  if (server.address._tag === "TcpAddress") {
-    yield* Effect.logInfo("ops listening").pipe(Effect.annotateLogs({ listener: "ops", port: server.address.port }))
-  }
-})
-
 // Counters appear once touched: show the fail-open count as 0 from the start rather than not at all.
 const touchCounters = Metric.incrementBy(rateLimitStoreErrors, 0)
 
@@ -132,7 +126,7 @@ export const OpsServerLive = Layer.unwrapEffect(
         ),
       ),
     ).pipe(
-      Layer.provide(Layer.effectDiscard(Effect.zipRight(touchCounters, logAddress))),
+      Layer.provide(Layer.effectDiscard(Effect.zipRight(touchCounters, listening("ops")))),
       // Bun's own cut-off, far below its 128 MiB default but well above ours: Bun closes a connection that passes it
       // without an answer, which a fast chunked sender reached before our 413 under load (at 64 KiB).
       Layer.provide(
