@@ -233,15 +233,9 @@ const seconds = (text: string | undefined) => {
 
 // --- README -----------------------------------------------------------------------------------------------------------
 
-const readmeConfigurationNames = (): ReadonlySet<string> => {
-  const readme = read("README.md")
-  const start = readme.indexOf("\n## Configuration\n")
-  expect(start).toBeGreaterThanOrEqual(0)
-  const rest = readme.slice(start + 1)
-  const end = rest.indexOf("\n## ", 1)
-  const section = end === -1 ? rest : rest.slice(0, end)
-  return new Set(matchAll(section, new RegExp(`^\\| \`(${ENV_NAME})\` \\|`, "gm")))
-}
+/** The configuration reference (docs/configuration.md): the first cell of each table row. */
+const readmeConfigurationNames = (): ReadonlySet<string> =>
+  new Set(matchAll(read("docs/configuration.md"), new RegExp(`^\\| \`(${ENV_NAME})\` \\|`, "gm")))
 
 // --- Tests ------------------------------------------------------------------------------------------------------------
 
@@ -252,7 +246,7 @@ describe("the variables the code reads", () => {
     expect(requested.filter((name) => !READ_BY_CODE.has(name))).toEqual([])
   })
 
-  test("README 'Configuration' lists exactly the variables the code reads", () => {
+  test("docs/configuration.md lists exactly the variables the code reads", () => {
     const documented = readmeConfigurationNames()
     const readByCodeButNotInReadme = [...READ_BY_CODE].filter((name) => !documented.has(name)).sort()
     const inReadmeButNotReadByCode = [...documented].filter((name) => !READ_BY_CODE.has(name)).sort()

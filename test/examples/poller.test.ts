@@ -91,12 +91,12 @@ test("the README's poller prints every change, saves its token on SIGTERM, and r
   expect(second.lines.filter((l) => !firstIds.has(l.id))).toHaveLength(1)
 })
 
-/** The README's code blocks under "Polling for new incidents", as written. */
+/** The code blocks of docs/api.md under "Following new incidents", as written. */
 const readmeBlock = (language: "ts" | "sh") => {
-  const readme = readFileSync(join(ROOT, "README.md"), "utf8")
-  const section = readme.slice(readme.indexOf("## Polling for new incidents"))
+  const readme = readFileSync(join(ROOT, "docs", "api.md"), "utf8")
+  const section = readme.slice(readme.indexOf("## Following new incidents"))
   const match = new RegExp(`\`\`\`${language}\\n([\\s\\S]*?)\`\`\``).exec(section)
-  if (!match?.[1]) throw new Error(`no ${language} block in the README section`)
+  if (!match?.[1]) throw new Error(`no ${language} block in the docs/api.md section`)
   return match[1]
 }
 
