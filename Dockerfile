@@ -4,7 +4,7 @@
 #   docker run --rm -p 8080:8080 -p 8081:8081 -e DATABASE_URL=postgres://… -e SECRET_KEY=… decoy-incident-service
 #
 # Without DATABASE_URL the service runs its embedded PostgreSQL server in /data/pg (a volume), as the image's user
-# (bun); see README "Storage" and "Deploy".
+# (bun); see docs/operators.md.
 # The Bun version is the one CI installs (.ci/run: bun@1.4.4); test/deploy/files.test.ts keeps the two equal.
 # Both stages are Debian (glibc), so the native optional packages installed in the first stage fit the second (the
 # embedded PostgreSQL's binaries bring their own libraries; their links are made by the package's postinstall, which

@@ -19,8 +19,8 @@ import { parseAllowPrivate } from "./outbound/urlRule.ts"
 import { DEFAULT_LIMIT, DEFAULT_WINDOW_MS } from "./ratelimit/core.ts"
 
 /**
- * Every environment variable of the service is defined here and read through Effect `Config` (README
- * "Configuration" lists them): the settings (`settingsConfig`, `AppConfig`), the rate limits (`rateLimitConfig`,
+ * Every environment variable of the service is defined here and read through Effect `Config` (docs/configuration.md
+ * lists them): the settings (`settingsConfig`, `AppConfig`), the rate limits (`rateLimitConfig`,
  * also used by `RateLimiter.layerFromEnv`) and the logging (`loggingConfig`, used by `LoggingLive`). No other module
  * reads the environment.
  *

@@ -95,7 +95,10 @@ const brokenLink = (file: string, target: string, anchorsCache: Map<string, Read
 
 const FILES = markdownFiles()
 /** README.md and the pages under docs/: what a reader of the service is sent to. */
-const READER_PAGES = FILES.filter((f) => f === "README.md" || (f.startsWith("docs/") && !f.includes("/", 5)))
+// docs/design.md is where the decision numbers cited in code comments are defined; every other page is for readers.
+const READER_PAGES = FILES.filter(
+  (f) => f === "README.md" || (f.startsWith("docs/") && !f.includes("/", 5) && f !== "docs/design.md"),
+)
 
 describe("the repository's Markdown", () => {
   test("the scan finds the pages it is meant to check", () => {
