@@ -93,74 +93,78 @@ export class CowrieSessionsRepo extends Effect.Service<CowrieSessionsRepo>()("Co
      * them with the same fold as merged lines (addClientDetails: bounded, the earliest value wins) and stored, in the
      * caller's transaction, so its next merged line adds to the old details instead of replacing them on its events.
      */
-    const load = (orgId: string, sensorId: string, sessions: ReadonlyArray<string>, teaching: ReadonlyArray<string>) =>
-      Effect.gen(function* () {
-        const found = new Map<string, CowrieSessionRow>()
-        if (sessions.length === 0) return found
-        const rows = yield* sql<{
-          session: string
-          protocol: unknown
-          sourcePort: unknown
-          port: unknown
-          client: unknown
-          waiting: ReadonlyArray<IncompleteCowrieEvent> | null
-          legacy: ReadonlyArray<{ lineId: unknown; time: unknown; details: unknown; createdAt: unknown }> | null
-        }>`
-          select w.session, s.protocol, s.source_port as "sourcePort", s.port, s.client,
-            -- A session's events may wait before the session has a row (stored before any connect or client line).
-            case when s.protocol is not null or w.session in ${sql.in(teaching.length === 0 ? [""] : [...teaching])}
-            then (
-              select jsonb_agg(jsonb_build_object('session', c.session, 'eventId', c.event_id, 'action', c.action,
-                  'ownProtocol', c.own_protocol, 'ownSourcePort', c.own_source_port, 'ownPort', c.own_port,
-                  'complete', c.complete, 'incidentId', e.incident_id, 'sourceIp', e.source_ip,
-                  'sourcePort', e.source_port, 'port', e.port, 'type', e.type, 'attackerInput', e.attacker_input)
-                  order by c.event_id)
-              from (
-                select * from cowrie_session_events c
-                where c.org_id = ${orgId} and c.sensor_id = ${sensorId} and c.session = w.session and not c.complete
-                order by c.event_id limit ${COWRIE_WAITING_MAX}
-              ) c join events e on e.id = c.event_id and e.org_id = c.org_id
-            ) end as waiting,
-            -- Merged lines' details as versions before 0021 stored them, for a session without a client state yet.
-            case when s.client is null or jsonb_typeof(s.client) = 'null' then (
-              select jsonb_agg(jsonb_build_object('lineId', d.line_id, 'time', d.time, 'details', d.details,
-                  'createdAt', d.created_at) order by d.time, d.line_id)
-              from (
-                select * from cowrie_session_details d
-                where d.org_id = ${orgId} and d.sensor_id = ${sensorId} and d.session = w.session
-                order by d.time, d.line_id limit ${COWRIE_LEGACY_DETAILS_MAX}
-              ) d
-            ) end as legacy
-          from jsonb_array_elements_text(${json([...sessions])}::jsonb) as w(session)
-          left join cowrie_sessions s on s.org_id = ${orgId} and s.sensor_id = ${sensorId} and s.session = w.session`
-        const upgraded: Array<{ session: string; client: CowrieClientState; created_at: string }> = []
-        for (const row of rows) {
-          const protocol = protocolOf(row.protocol)
-          const connect =
-            protocol !== undefined && isPort(row.sourcePort) && isPort(row.port)
-              ? { protocol, sourcePort: row.sourcePort, port: row.port }
-              : undefined
-          let client = row.client
-          const legacy = legacyLines(row.legacy)
-          if (legacy.lines.length > 0) {
-            const state = addClientDetails(EMPTY_CLIENT_STATE, legacy.lines)
-            client = state
-            upgraded.push({ session: row.session, client: state, created_at: legacy.createdAt })
-          }
-          found.set(row.session, { session: row.session, connect, client, waiting: row.waiting ?? [] })
+    const load = Effect.fn("CowrieSessionsRepo.load")(function* (
+      orgId: string,
+      sensorId: string,
+      sessions: ReadonlyArray<string>,
+      teaching: ReadonlyArray<string>,
+    ) {
+      const found = new Map<string, CowrieSessionRow>()
+      if (sessions.length === 0) return found
+      const rows = yield* sql<{
+        session: string
+        protocol: unknown
+        sourcePort: unknown
+        port: unknown
+        client: unknown
+        waiting: ReadonlyArray<IncompleteCowrieEvent> | null
+        legacy: ReadonlyArray<{ lineId: unknown; time: unknown; details: unknown; createdAt: unknown }> | null
+      }>`
+        select w.session, s.protocol, s.source_port as "sourcePort", s.port, s.client,
+          -- A session's events may wait before the session has a row (stored before any connect or client line).
+          case when s.protocol is not null or w.session in ${sql.in(teaching.length === 0 ? [""] : [...teaching])}
+          then (
+            select jsonb_agg(jsonb_build_object('session', c.session, 'eventId', c.event_id, 'action', c.action,
+                'ownProtocol', c.own_protocol, 'ownSourcePort', c.own_source_port, 'ownPort', c.own_port,
+                'complete', c.complete, 'incidentId', e.incident_id, 'sourceIp', e.source_ip,
+                'sourcePort', e.source_port, 'port', e.port, 'type', e.type, 'attackerInput', e.attacker_input)
+                order by c.event_id)
+            from (
+              select * from cowrie_session_events c
+              where c.org_id = ${orgId} and c.sensor_id = ${sensorId} and c.session = w.session and not c.complete
+              order by c.event_id limit ${COWRIE_WAITING_MAX}
+            ) c join events e on e.id = c.event_id and e.org_id = c.org_id
+          ) end as waiting,
+          -- Merged lines' details as versions before 0021 stored them, for a session without a client state yet.
+          case when s.client is null or jsonb_typeof(s.client) = 'null' then (
+            select jsonb_agg(jsonb_build_object('lineId', d.line_id, 'time', d.time, 'details', d.details,
+                'createdAt', d.created_at) order by d.time, d.line_id)
+            from (
+              select * from cowrie_session_details d
+              where d.org_id = ${orgId} and d.sensor_id = ${sensorId} and d.session = w.session
+              order by d.time, d.line_id limit ${COWRIE_LEGACY_DETAILS_MAX}
+            ) d
+          ) end as legacy
+        from jsonb_array_elements_text(${json([...sessions])}::jsonb) as w(session)
+        left join cowrie_sessions s on s.org_id = ${orgId} and s.sensor_id = ${sensorId} and s.session = w.session`
+      const upgraded: Array<{ session: string; client: CowrieClientState; created_at: string }> = []
+      for (const row of rows) {
+        const protocol = protocolOf(row.protocol)
+        const connect =
+          protocol !== undefined && isPort(row.sourcePort) && isPort(row.port)
+            ? { protocol, sourcePort: row.sourcePort, port: row.port }
+            : undefined
+        let client = row.client
+        const legacy = legacyLines(row.legacy)
+        if (legacy.lines.length > 0) {
+          const state = addClientDetails(EMPTY_CLIENT_STATE, legacy.lines)
+          client = state
+          upgraded.push({ session: row.session, client: state, created_at: legacy.createdAt })
         }
-        if (upgraded.length > 0) {
-          // Stored once (kept only while no state is stored), with the old lines' age so pruning stays by age.
-          yield* sql`
-            insert into cowrie_sessions (org_id, sensor_id, session, client, created_at)
-            select ${orgId}, ${sensorId}, session, client, created_at
-            from jsonb_to_recordset(${json(upgraded.sort((a, b) => (a.session < b.session ? -1 : a.session > b.session ? 1 : 0)))}::jsonb)
-              as r(session text, client jsonb, created_at timestamptz)
-            on conflict (sensor_id, session) do update set client = excluded.client
-            where cowrie_sessions.client is null or jsonb_typeof(cowrie_sessions.client) = 'null'`
-        }
-        return found
-      }).pipe(dbErrors)
+        found.set(row.session, { session: row.session, connect, client, waiting: row.waiting ?? [] })
+      }
+      if (upgraded.length > 0) {
+        // Stored once (kept only while no state is stored), with the old lines' age so pruning stays by age.
+        yield* sql`
+          insert into cowrie_sessions (org_id, sensor_id, session, client, created_at)
+          select ${orgId}, ${sensorId}, session, client, created_at
+          from jsonb_to_recordset(${json(upgraded.sort((a, b) => (a.session < b.session ? -1 : a.session > b.session ? 1 : 0)))}::jsonb)
+            as r(session text, client jsonb, created_at timestamptz)
+          on conflict (sensor_id, session) do update set client = excluded.client
+          where cowrie_sessions.client is null or jsonb_typeof(cowrie_sessions.client) = 'null'`
+      }
+      return found
+    }, dbErrors)
 
     /**
      * Writes sessions' rows: a connect is kept only when none was known (a session's first record stays), a client
@@ -215,7 +219,7 @@ export class CowrieSessionsRepo extends Effect.Service<CowrieSessionsRepo>()("Co
             on conflict do nothing`.pipe(Effect.asVoid, dbErrors)
 
     /** Writes the completed columns of stored events and marks them complete. */
-    const complete = (
+    const complete = Effect.fn("CowrieSessionsRepo.complete")(function* (
       orgId: string,
       sensorId: string,
       rows: ReadonlyArray<{
@@ -227,33 +231,31 @@ export class CowrieSessionsRepo extends Effect.Service<CowrieSessionsRepo>()("Co
         readonly port: number
         readonly summary: string
       }>,
-    ) =>
-      rows.length === 0
-        ? Effect.void
-        : Effect.gen(function* () {
-            const payload = json(
-              rows.map((r) => ({
-                id: r.eventId,
-                session: r.session,
-                type: r.type,
-                service: r.service,
-                source_port: r.sourcePort,
-                port: r.port,
-                summary: r.summary,
-              })),
-            )
-            yield* sql`
-              with done as (
-                update cowrie_session_events c set complete = true
-                from jsonb_to_recordset(${payload}::jsonb) as r(id text, session text)
-                where c.sensor_id = ${sensorId} and c.session = r.session and c.event_id = r.id
-              )
-              update events e set type = r.type, service = r.service, source_port = r.source_port, port = r.port,
-                summary = r.summary
-              from jsonb_to_recordset(${payload}::jsonb)
-                as r(id text, session text, type text, service text, source_port integer, port integer, summary text)
-              where e.id = r.id and e.org_id = ${orgId}`
-          }).pipe(dbErrors)
+    ) {
+      if (rows.length === 0) return
+      const payload = json(
+        rows.map((r) => ({
+          id: r.eventId,
+          session: r.session,
+          type: r.type,
+          service: r.service,
+          source_port: r.sourcePort,
+          port: r.port,
+          summary: r.summary,
+        })),
+      )
+      yield* sql`
+          with done as (
+            update cowrie_session_events c set complete = true
+            from jsonb_to_recordset(${payload}::jsonb) as r(id text, session text)
+            where c.sensor_id = ${sensorId} and c.session = r.session and c.event_id = r.id
+          )
+          update events e set type = r.type, service = r.service, source_port = r.source_port, port = r.port,
+            summary = r.summary
+          from jsonb_to_recordset(${payload}::jsonb)
+            as r(id text, session text, type text, service text, source_port integer, port integer, summary text)
+          where e.id = r.id and e.org_id = ${orgId}`
+    }, dbErrors)
 
     /** The stored events of these sessions, with their attackerInput (to set new client members on them). */
     const sessionEvents = (orgId: string, sensorId: string, sessions: ReadonlyArray<string>) =>
@@ -282,16 +284,15 @@ export class CowrieSessionsRepo extends Effect.Service<CowrieSessionsRepo>()("Co
      * Deletes everything remembered of sessions created before `cutoff`, of all organizations (maintenance); returns
      * how many sessions. A later line of a pruned session maps with the defaults (ssh, source port 0, the type's port).
      */
-    const pruneOlderThan = (cutoff: Date) =>
-      Effect.gen(function* () {
-        yield* sql`delete from cowrie_session_events where created_at < ${cutoff}`
-        // Merged lines' details as versions before 0021 stored them (no longer written).
-        yield* sql`delete from cowrie_session_details where created_at < ${cutoff}`
-        const rows = yield* sql<{ deleted: number }>`
-          with gone as (delete from cowrie_sessions where created_at < ${cutoff} returning 1)
-          select count(*)::int as deleted from gone`
-        return rows[0]?.deleted ?? 0
-      }).pipe(dbErrors)
+    const pruneOlderThan = Effect.fn("CowrieSessionsRepo.pruneOlderThan")(function* (cutoff: Date) {
+      yield* sql`delete from cowrie_session_events where created_at < ${cutoff}`
+      // Merged lines' details as versions before 0021 stored them (no longer written).
+      yield* sql`delete from cowrie_session_details where created_at < ${cutoff}`
+      const rows = yield* sql<{ deleted: number }>`
+        with gone as (delete from cowrie_sessions where created_at < ${cutoff} returning 1)
+        select count(*)::int as deleted from gone`
+      return rows[0]?.deleted ?? 0
+    }, dbErrors)
 
     return { load, save, linkEvents, complete, sessionEvents, setAttackerInputs, pruneOlderThan } as const
   }),

@@ -502,24 +502,27 @@ export class Ingestor extends Effect.Service<Ingestor>()("Ingestor", {
      * Ingests validated events of one sensor, and the client details of Cowrie lines merged into their sessions'
      * events (D42); returns one outcome per event, in input order (a merged line's outcome is the route's).
      */
-    const ingest = (
+    const ingest: (
+      sensor: SensorIdentity,
+      events: ReadonlyArray<EventItem>,
+      merges?: ReadonlyArray<CowrieMerge>,
+    ) => Effect.Effect<Array<EventOutcome>, DatabaseError> = Effect.fn("Ingestor.ingest")(function* (
       sensor: SensorIdentity,
       events: ReadonlyArray<EventItem>,
       merges: ReadonlyArray<CowrieMerge> = [],
-    ): Effect.Effect<Array<EventOutcome>, DatabaseError> =>
-      Effect.gen(function* () {
-        if (events.length === 0 && merges.length === 0) return []
-        // D19: the organization's fingerprint key, unsealed once per process.
-        const key = yield* orgKeys.fingerprintKey(sensor.orgId)
-        const outcomes = yield* ingestBatch(sensor, key, events, merges).pipe(
-          transactionErrors,
-          // The advisory locks and the incidents are locked in one order by every request; a deadlock can still
-          // involve the idle close (it locks open incidents in scan order): the transaction is simply run again.
-          Effect.retry({ times: 3, while: isDeadlock }),
-          Effect.catchTag("SqlError", (cause) => Effect.fail(new DatabaseError({ cause }))),
-        )
-        return outcomes.sort((a, b) => a.index - b.index)
-      })
+    ) {
+      if (events.length === 0 && merges.length === 0) return []
+      // D19: the organization's fingerprint key, unsealed once per process.
+      const key = yield* orgKeys.fingerprintKey(sensor.orgId)
+      const outcomes = yield* ingestBatch(sensor, key, events, merges).pipe(
+        transactionErrors,
+        // The advisory locks and the incidents are locked in one order by every request; a deadlock can still
+        // involve the idle close (it locks open incidents in scan order): the transaction is simply run again.
+        Effect.retry({ times: 3, while: isDeadlock }),
+        Effect.catchTag("SqlError", (cause) => Effect.fail(new DatabaseError({ cause }))),
+      )
+      return outcomes.sort((a, b) => a.index - b.index)
+    })
 
     return { ingest } as const
   }),

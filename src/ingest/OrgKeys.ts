@@ -15,25 +15,23 @@ export class OrgKeys extends Effect.Service<OrgKeys>()("OrgKeys", {
     const fingerprintKeys = new Map<string, Uint8Array>()
     const lineIdKeys = new Map<string, Uint8Array>()
 
-    const fingerprintKey = (orgId: string) =>
-      Effect.gen(function* () {
-        const cached = fingerprintKeys.get(orgId)
-        if (cached) return cached
-        const org = yield* orgs.findById(orgId)
-        const key = Option.isSome(org) ? sealer.open(org.value.fingerprintKey) : undefined
-        if (key === undefined) return yield* Effect.dieMessage(`fingerprint key of ${orgId} cannot be opened`)
-        fingerprintKeys.set(orgId, key)
-        return key
-      })
+    const fingerprintKey = Effect.fn("OrgKeys.fingerprintKey")(function* (orgId: string) {
+      const cached = fingerprintKeys.get(orgId)
+      if (cached) return cached
+      const org = yield* orgs.findById(orgId)
+      const key = Option.isSome(org) ? sealer.open(org.value.fingerprintKey) : undefined
+      if (key === undefined) return yield* Effect.dieMessage(`fingerprint key of ${orgId} cannot be opened`)
+      fingerprintKeys.set(orgId, key)
+      return key
+    })
 
-    const lineIdKeyOf = (orgId: string) =>
-      Effect.gen(function* () {
-        const cached = lineIdKeys.get(orgId)
-        if (cached) return cached
-        const key = lineIdKey(yield* fingerprintKey(orgId))
-        lineIdKeys.set(orgId, key)
-        return key
-      })
+    const lineIdKeyOf = Effect.fn("OrgKeys.lineIdKey")(function* (orgId: string) {
+      const cached = lineIdKeys.get(orgId)
+      if (cached) return cached
+      const key = lineIdKey(yield* fingerprintKey(orgId))
+      lineIdKeys.set(orgId, key)
+      return key
+    })
 
     return { fingerprintKey, lineIdKey: lineIdKeyOf } as const
   }),

@@ -47,10 +47,10 @@ export class SensorAuth extends Effect.Service<SensorAuth>()("SensorAuth", {
     }
 
     /** The sensor of a presented token (undefined: none presented), or why it was refused. */
-    const verifyToken = (
+    const verifyToken: (
       token: string | undefined,
-    ): Effect.Effect<SensorIdentity, SensorTokenRejected | DatabaseError> =>
-      Effect.gen(function* () {
+    ) => Effect.Effect<SensorIdentity, SensorTokenRejected | DatabaseError> = Effect.fn("SensorAuth.verifyToken")(
+      function* (token: string | undefined) {
         if (token === undefined || token === "") return yield* new SensorTokenRejected({ reason: "missing" })
         const parsed = parseToken(SENSOR_TOKEN, token)
         if (parsed === undefined) return yield* new SensorTokenRejected({ reason: "invalid" })
@@ -69,7 +69,8 @@ export class SensorAuth extends Effect.Service<SensorAuth>()("SensorAuth", {
         if (s.revokedAt !== null) return yield* new SensorTokenRejected({ reason: "revoked" })
         yield* recordContact(s.id, now)
         return { sensorId: s.id, orgId: s.orgId, name: s.name, profile: s.profile } satisfies SensorIdentity
-      })
+      },
+    )
 
     /** `Authorization: Bearer <token>`: the sensor, or a SensorTokenRejected. */
     const check = (authorization: string | undefined) =>

@@ -28,12 +28,14 @@ export class OrgsRepo extends Effect.Service<OrgsRepo>()("OrgsRepo", {
 
     return {
       /** `fingerprintKey` is the encrypted per-organization fingerprint key (D19). */
-      create: (input: { readonly name: string; readonly fingerprintKey: string }) =>
-        Effect.gen(function* () {
-          const row = { id: newId("organization"), ...input, deceptionEnabled: true, createdAt: new Date() }
-          yield* sql`insert into organizations ${sql.insert(row)}`
-          return row satisfies OrgRow
-        }).pipe(dbErrors),
+      create: Effect.fn("OrgsRepo.create")(function* (input: {
+        readonly name: string
+        readonly fingerprintKey: string
+      }) {
+        const row = { id: newId("organization"), ...input, deceptionEnabled: true, createdAt: new Date() }
+        yield* sql`insert into organizations ${sql.insert(row)}`
+        return row satisfies OrgRow
+      }, dbErrors),
       findById: (id: string) => findById(id).pipe(dbErrors),
       list: () =>
         SqlSchema.findAll({

@@ -42,63 +42,62 @@ export class WebhookOutbox extends Effect.Service<WebhookOutbox>()("WebhookOutbo
      * The deliveries of many incidents' transitions (one ingestion request): each organization's channels are read
      * once, and all rows are written with one insert and one NOTIFY. Nothing is read when no transition is announced.
      */
-    const enqueueAll = (entries: ReadonlyArray<OutboxEntry>) =>
-      Effect.gen(function* () {
-        const announced = entries.filter((e) => e.transitions.some((t) => webhookTypeOf(t.kind) !== undefined))
-        if (announced.length === 0) return 0
-        // D15: a channel receives an incident whose severity is at least its minimum (enabled channels, by id).
-        const channelsOf = new Map<string, ReadonlyArray<{ readonly id: string; readonly minSeverity: Severity }>>()
-        for (const orgId of new Set(announced.map((e) => e.orgId))) {
-          const all = yield* webhooks.listChannels(orgId)
-          channelsOf.set(
-            orgId,
-            all.filter((c) => c.enabled).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)),
-          )
-        }
-        const rows: Array<NewDelivery> = []
-        for (const entry of announced) {
-          const channels = channelsOf.get(entry.orgId) ?? []
-          if (channels.length === 0) continue
-          let incident: Parameters<typeof webhookIncident> | undefined
-          for (const transition of entry.transitions) {
-            const type = webhookTypeOf(transition.kind)
-            if (type === undefined) continue
-            const matching = channels.filter((c) => meetsMinimum(transition.toSeverity, c.minSeverity))
-            if (matching.length === 0) continue
-            if (incident === undefined) {
-              // The incident as this transaction leaves it, with its newest events.
-              let row = entry.incident
-              if (row === undefined) {
-                const found = yield* incidents.findById(entry.orgId, entry.incidentId)
-                if (Option.isNone(found)) return yield* Effect.dieMessage(`incident ${entry.incidentId} vanished`)
-                row = found.value
-              }
-              const recent = yield* events.recent(entry.orgId, entry.incidentId, WEBHOOK_EVENTS)
-              incident = [row, entry.sensorProfile, recent, config.appUrl]
+    const enqueueAll = Effect.fn("WebhookOutbox.enqueueAll")(function* (entries: ReadonlyArray<OutboxEntry>) {
+      const announced = entries.filter((e) => e.transitions.some((t) => webhookTypeOf(t.kind) !== undefined))
+      if (announced.length === 0) return 0
+      // D15: a channel receives an incident whose severity is at least its minimum (enabled channels, by id).
+      const channelsOf = new Map<string, ReadonlyArray<{ readonly id: string; readonly minSeverity: Severity }>>()
+      for (const orgId of new Set(announced.map((e) => e.orgId))) {
+        const all = yield* webhooks.listChannels(orgId)
+        channelsOf.set(
+          orgId,
+          all.filter((c) => c.enabled).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)),
+        )
+      }
+      const rows: Array<NewDelivery> = []
+      for (const entry of announced) {
+        const channels = channelsOf.get(entry.orgId) ?? []
+        if (channels.length === 0) continue
+        let incident: Parameters<typeof webhookIncident> | undefined
+        for (const transition of entry.transitions) {
+          const type = webhookTypeOf(transition.kind)
+          if (type === undefined) continue
+          const matching = channels.filter((c) => meetsMinimum(transition.toSeverity, c.minSeverity))
+          if (matching.length === 0) continue
+          if (incident === undefined) {
+            // The incident as this transaction leaves it, with its newest events.
+            let row = entry.incident
+            if (row === undefined) {
+              const found = yield* incidents.findById(entry.orgId, entry.incidentId)
+              if (Option.isNone(found)) return yield* Effect.dieMessage(`incident ${entry.incidentId} vanished`)
+              row = found.value
             }
-            const payload = webhookIncident(...incident)
-            for (const channel of matching) {
-              const id = newId("webhookDelivery", transition.at.getTime())
-              rows.push({
-                id,
-                orgId: entry.orgId,
-                channelId: channel.id,
-                transitionId: transition.id,
-                type,
-                incidentId: entry.incidentId,
-                body: serializeWebhookBody({ id, type, createdAt: transition.at, incident: payload }),
-                status: "pending",
-                nextAttemptAt: transition.at,
-                createdAt: transition.at,
-              })
-            }
+            const recent = yield* events.recent(entry.orgId, entry.incidentId, WEBHOOK_EVENTS)
+            incident = [row, entry.sensorProfile, recent, config.appUrl]
+          }
+          const payload = webhookIncident(...incident)
+          for (const channel of matching) {
+            const id = newId("webhookDelivery", transition.at.getTime())
+            rows.push({
+              id,
+              orgId: entry.orgId,
+              channelId: channel.id,
+              transitionId: transition.id,
+              type,
+              incidentId: entry.incidentId,
+              body: serializeWebhookBody({ id, type, createdAt: transition.at, incident: payload }),
+              status: "pending",
+              nextAttemptAt: transition.at,
+              createdAt: transition.at,
+            })
           }
         }
-        if (rows.length === 0) return 0
-        yield* webhooks.insertDeliveries(rows)
-        yield* webhooks.notify
-        return rows.length
-      })
+      }
+      if (rows.length === 0) return 0
+      yield* webhooks.insertDeliveries(rows)
+      yield* webhooks.notify
+      return rows.length
+    })
 
     return { enqueueAll } as const
   }),

@@ -19,15 +19,13 @@ export class TransitionsRepo extends Effect.Service<TransitionsRepo>()("Transiti
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     return {
-      insert: (transitions: ReadonlyArray<NewTransition>) =>
-        transitions.length === 0
-          ? Effect.succeed([] as ReadonlyArray<string>)
-          : Effect.gen(function* () {
-              const rows = transitions.map((t) => ({ id: newId("transition", t.at.getTime()), ...t }))
-              yield* sql`insert into incident_transitions ${sql.insert(rows)}`
-              for (const row of rows) yield* Metric.increment(Metric.tagged(incidentTransitions, "kind", row.kind))
-              return rows.map((r) => r.id)
-            }).pipe(dbErrors),
+      insert: Effect.fn("TransitionsRepo.insert")(function* (transitions: ReadonlyArray<NewTransition>) {
+        if (transitions.length === 0) return [] as ReadonlyArray<string>
+        const rows = transitions.map((t) => ({ id: newId("transition", t.at.getTime()), ...t }))
+        yield* sql`insert into incident_transitions ${sql.insert(rows)}`
+        for (const row of rows) yield* Metric.increment(Metric.tagged(incidentTransitions, "kind", row.kind))
+        return rows.map((r) => r.id)
+      }, dbErrors),
       forIncident: (incidentId: string) =>
         sql<{ id: string; kind: string; fromSeverity: string | null; toSeverity: string; at: Date }>`
           select id, kind, from_severity, to_severity, at from incident_transitions
