@@ -4,7 +4,6 @@ import { RedisClient } from "bun"
 import { ConfigProvider, Effect, Exit, HashMap, Logger, Metric, Scope, TestClock, TestContext } from "effect"
 import { makeMemoryStore } from "../../src/platform/ratelimit/memoryStore.ts"
 import {
-  formatRateLimitHeaders,
   makeRateLimiter,
   type RateDecision,
   RateLimiter,
@@ -508,17 +507,19 @@ describe("RateLimiter", () => {
 })
 
 describe("headers", () => {
-  test("D11 formatRateLimitHeaders: allowed", () => {
+  const policy = { policyHeader: '"default";q=120;w=60' }
+
+  test("D11 rateLimitHeaders: allowed", () => {
     const allowed: RateDecision = { allowed: true, limit: 120, remaining: 119, resetSeconds: 60, retryAfterSeconds: 0 }
-    expect(formatRateLimitHeaders(allowed, 60)).toEqual({
+    expect(rateLimitHeaders(policy, allowed)).toEqual({
       "RateLimit-Policy": '"default";q=120;w=60',
       RateLimit: '"default";r=119;t=60',
     })
   })
 
-  test("D11 formatRateLimitHeaders: rejected carries Retry-After in whole seconds", () => {
+  test("D11 rateLimitHeaders: rejected carries Retry-After in whole seconds", () => {
     const rejected: RateDecision = { allowed: false, limit: 120, remaining: 0, resetSeconds: 48, retryAfterSeconds: 48 }
-    expect(formatRateLimitHeaders(rejected, 60)).toEqual({
+    expect(rateLimitHeaders(policy, rejected)).toEqual({
       "RateLimit-Policy": '"default";q=120;w=60',
       RateLimit: '"default";r=0;t=48',
       "Retry-After": "48",

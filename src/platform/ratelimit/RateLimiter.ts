@@ -15,7 +15,6 @@ import { type RedisConnectOptions, type RedisStoreOptions, redisStoreScoped } fr
 export {
   DEFAULT_LIMIT,
   DEFAULT_WINDOW_MS,
-  formatRateLimitHeaders,
   type RateDecision,
   type RateLimitStore,
   RateLimitStoreError,
@@ -90,7 +89,10 @@ export const makeRateLimiter = (store: RateLimitStore, options: LimiterOptions =
   }
 }
 
-/** The three headers for a response, with the policy taken from the limiter that made the decision. */
+/**
+ * The headers of a response (IETF httpapi RateLimit headers draft, D11): `RateLimit-Policy` (taken from the limiter
+ * that made the decision), `RateLimit` and, when the request was rejected, `Retry-After` (whole seconds).
+ */
 export const rateLimitHeaders = (
   limiter: Pick<RateLimiterService, "policyHeader">,
   decision: RateDecision,

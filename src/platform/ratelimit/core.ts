@@ -98,19 +98,6 @@ export const failOpenDecision = (limit: number): RateDecision => ({
 export const policyHeaderValue = (limit: number, windowSecs: number): string => `"default";q=${limit};w=${windowSecs}`
 
 /**
- * Header values for a response (IETF httpapi RateLimit headers draft, D11): `RateLimit-Policy`, `RateLimit` and, when
- * the request was rejected, `Retry-After` (whole seconds).
- */
-export const formatRateLimitHeaders = (decision: RateDecision, windowSecs: number): Record<string, string> => {
-  const headers: Record<string, string> = {
-    "RateLimit-Policy": policyHeaderValue(decision.limit, windowSecs),
-    RateLimit: `"default";r=${decision.remaining};t=${decision.resetSeconds}`,
-  }
-  if (!decision.allowed) headers["Retry-After"] = String(Math.max(1, decision.retryAfterSeconds))
-  return headers
-}
-
-/**
  * The part of a client address one per-IP bucket counts. An IPv6 client usually holds a whole /64 (SLAAC, privacy
  * addresses) and can rotate through it at will, so IPv6 addresses count per /64 (`2001:db8:1:2::/64`); IPv4 per
  * address. Text that is not an IP address stays as it is. Both stores (memory, Redis) count by this name.
