@@ -10,7 +10,7 @@ import { parseTimestamp } from "../domain/time.ts"
 import type { DatabaseError } from "../platform/db/errors.ts"
 import type { ChangePage, ChangeQuery } from "../repos/ChangesRepo.ts"
 import { PAGE_MAX_BYTES, rememberSerialized, serializeWithin } from "../repos/present.ts"
-import { InvalidQuery, parseLimit, type QueryError, type RawParam } from "./params.ts"
+import { InvalidQuery, parseLimit, type QueryError, type RawParam, singleParam } from "./params.ts"
 
 /**
  * D32/D33: one page of a change feed. Query: `after` (a token) or, on a first call, `from` (RFC 3339), and `limit`.
@@ -24,13 +24,6 @@ export interface FeedParams {
   readonly limit?: RawParam
 }
 
-const single = (name: string, raw: RawParam): Either.Either<string | undefined, QueryError> => {
-  if (raw === undefined || typeof raw === "string") return Either.right(raw)
-  return raw.length === 1
-    ? Either.right(raw[0])
-    : Either.left(new InvalidQuery({ parameter: name, allowed: "given once" }))
-}
-
 const TOKEN_ALLOWED = "the nextToken value of a previous response of this endpoint, for this organization"
 
 export const parseFeedParams = (
@@ -41,8 +34,8 @@ export const parseFeedParams = (
 ): Either.Either<{ readonly after: FeedPosition; readonly limit: number }, QueryError> =>
   Either.gen(function* () {
     const limit = yield* parseLimit(p.limit)
-    const after = yield* single("after", p.after)
-    const fromText = yield* single("from", p.from)
+    const after = yield* singleParam("after", p.after)
+    const fromText = yield* singleParam("from", p.from)
     if (after !== undefined && fromText !== undefined) {
       return yield* Either.left(
         new InvalidQuery({ parameter: "from", allowed: "left out when after is given (after says where to go on)" }),

@@ -36,7 +36,8 @@ type Parsed<A> = Either.Either<A, QueryError>
 
 const fail = (parameter: string, allowed: string) => Either.left(new InvalidQuery({ parameter, allowed }))
 
-const single = (name: string, raw: RawParam): Parsed<string | undefined> => {
+/** The one value of a parameter given at most once (QueryParameterRepeated otherwise); every parameter goes through it. */
+export const singleParam = (name: string, raw: RawParam): Parsed<string | undefined> => {
   if (raw === undefined || typeof raw === "string") return Either.right(raw)
   return raw.length === 1 ? Either.right(raw[0]) : Either.left(new QueryParameterRepeated({ parameter: name }))
 }
@@ -45,7 +46,7 @@ export const DEFAULT_LIMIT = 50
 export const MAX_LIMIT = 100
 
 export const parseLimit = (raw: RawParam): Parsed<number> =>
-  Either.flatMap(single("limit", raw), (text) => {
+  Either.flatMap(singleParam("limit", raw), (text) => {
     if (text === undefined) return Either.right(DEFAULT_LIMIT)
     const n = /^[0-9]{1,4}$/.test(text) ? Number(text) : Number.NaN
     return Number.isInteger(n) && n >= 1 && n <= MAX_LIMIT
@@ -56,19 +57,19 @@ export const parseLimit = (raw: RawParam): Parsed<number> =>
 /** The `status` filter's values (spec: open, closed, all; default all): also the OpenAPI enum. */
 
 export const parseStatus = (raw: RawParam): Parsed<IncidentStatus | undefined> =>
-  Either.flatMap(single("status", raw), (text) => {
+  Either.flatMap(singleParam("status", raw), (text) => {
     if (text === undefined || text === "all") return Either.right(undefined)
     if (Schema.is(IncidentStatus)(text)) return Either.right(text)
     return fail("status", `one of: ${INCIDENT_STATUS_FILTERS.join(", ")} (default all)`)
   })
 
 export const parseCursor = (raw: RawParam): Parsed<string | undefined> =>
-  Either.flatMap(single("cursor", raw), (text) =>
+  Either.flatMap(singleParam("cursor", raw), (text) =>
     text === "" ? fail("cursor", "the nextCursor value of a previous response") : Either.right(text),
   )
 
 const timestampParam = (name: string, raw: RawParam): Parsed<Date | undefined> =>
-  Either.flatMap(single(name, raw), (text) => {
+  Either.flatMap(singleParam(name, raw), (text) => {
     if (text === undefined) return Either.right(undefined)
     const date = parseTimestamp(text)
     return date === undefined
@@ -77,7 +78,7 @@ const timestampParam = (name: string, raw: RawParam): Parsed<Date | undefined> =
   })
 
 const idParam = (name: string, kind: "sensor" | "incident", example: string, raw: RawParam) =>
-  Either.flatMap(single(name, raw), (text) =>
+  Either.flatMap(singleParam(name, raw), (text) =>
     text === undefined || isId(kind, text)
       ? Either.right(text)
       : fail(name, `${kind === "sensor" ? "a sensor" : "an incident"} identifier (${example})`),
@@ -103,15 +104,15 @@ export const parseEventListParams = (p: {
   Either.gen(function* () {
     const sensorId = yield* idParam("sensorId", "sensor", "sen_…", p.sensorId)
     const incidentId = yield* idParam("incidentId", "incident", "inc_…", p.incidentId)
-    const severityText = yield* single("severity", p.severity)
+    const severityText = yield* singleParam("severity", p.severity)
     if (severityText !== undefined && !(SEVERITIES as ReadonlyArray<string>).includes(severityText)) {
       return yield* fail("severity", `one of: ${SEVERITIES.join(", ")}`)
     }
-    const type = yield* single("type", p.type)
+    const type = yield* singleParam("type", p.type)
     if (type !== undefined && !EVENT_TYPE_NAMES.includes(type)) {
       return yield* fail("type", `one of: ${EVENT_TYPE_NAMES.join(", ")}`)
     }
-    const sourceIpText = yield* single("sourceIp", p.sourceIp)
+    const sourceIpText = yield* singleParam("sourceIp", p.sourceIp)
     const sourceIp = sourceIpText === undefined ? undefined : canonicalIp(sourceIpText)
     if (sourceIpText !== undefined && sourceIp === undefined) {
       return yield* fail("sourceIp", "an IPv4 address (dotted decimal) or an IPv6 address")

@@ -205,6 +205,12 @@ describe("GET /v1/incidents/changes and /v1/events/changes (D32)", () => {
       expect(res.headers.get("content-type")).toStartWith("application/problem+json")
       expect(res.body.code).toBe("invalid_request")
     }
+    // A repeated parameter gets the same answer as on the lists (D5).
+    for (const query of ["after=x&after=y", "from=2026-01-01T00:00:00Z&from=2026-01-02T00:00:00Z"]) {
+      const res = await get(server.url, `/v1/events/changes?${query}`, a.key)
+      expect(res.status).toBe(400)
+      expect(res.body.detail).toBe(`The query parameter ${query.split("=")[0]} was given more than once.`)
+    }
   })
 
   test("scopes (D9): incidents/changes needs incidents:read, events/changes events:read; no key is 401", async () => {
