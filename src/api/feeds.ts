@@ -9,7 +9,8 @@ import {
 import { parseTimestamp } from "../domain/time.ts"
 import type { DatabaseError } from "../platform/db/errors.ts"
 import type { ChangePage, ChangeQuery } from "../repos/ChangesRepo.ts"
-import { PAGE_MAX_BYTES, rememberSerialized, serializeWithin } from "../repos/present.ts"
+import { PAGE_MAX_BYTES } from "../repos/present.ts"
+import { fitPage, pageAnswer } from "./paging.ts"
 import { InvalidQuery, parseLimit, type QueryError, type RawParam, singleParam } from "./params.ts"
 
 /**
@@ -85,18 +86,10 @@ export const feedPage = <Row extends { readonly id: string }, Out>(
   Effect.gen(function* () {
     const { after, limit } = yield* parseFeedParams(key, endpoint, orgId, params)
     const page = yield* read({ orgId, after, fetch: limit + 1 })
-    const candidates = page.rows.slice(0, limit)
-    // Room for the envelope and the token.
-    const fitted = serializeWithin(candidates.map(present), maxBytes - 1024)
-    const shown = fitted.items.length
-    const hasMore = page.rows.length > limit || shown < candidates.length
-    const last = candidates[shown - 1]
+    const fitted = fitPage(page.rows, limit, present, maxBytes)
+    const { last, more: hasMore } = fitted
     let next: FeedPosition = last ? { xid: last.changeXid, seq: last.changeSeq, fromMs: after.fromMs } : after
     const horizon = { xid: page.horizon, seq: "0" }
     if (!hasMore && later(horizon, next)) next = { ...horizon, fromMs: null }
-    const nextToken = encodeFeedToken(key, endpoint, orgId, next)
-    return rememberSerialized(
-      { data: [...fitted.items], nextToken, hasMore },
-      `{"data":[${fitted.texts.join(",")}],"nextToken":${JSON.stringify(nextToken)},"hasMore":${hasMore}}`,
-    )
+    return pageAnswer(fitted, { nextToken: encodeFeedToken(key, endpoint, orgId, next), hasMore })
   })

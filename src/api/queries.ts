@@ -13,13 +13,12 @@ import {
   presentEvent,
   presentIncident,
   presentIncidentSummary,
-  rememberSerialized,
   serializedAnswer,
-  serializeWithin,
 } from "../repos/present.ts"
 import type { Caller, EventListParams, IncidentListParams } from "./contract/definition.ts"
 import { EventNotFound, IncidentNotFound } from "./errors.ts"
 import { type FeedParams, feedPage } from "./feeds.ts"
+import { fitPage, pageAnswer } from "./paging.ts"
 import {
   eventFilterDigestInput,
   parseCursor,
@@ -49,9 +48,8 @@ export const json = (body: unknown) => {
 }
 
 /**
- * One page from `limit + 1` rows: the extra row only says that a next page exists. The page is also bounded in
- * bytes (PAGE_MAX_BYTES, issue "Hardening 2" item 4): rows stop being added before the answer would pass it (at
- * least one is shown), and then the cursor points right after the last row shown, so a walk never skips one.
+ * One list page from `limit + 1` rows (fitPage): bounded in bytes too (PAGE_MAX_BYTES, issue "Hardening 2" item 4),
+ * with a cursor pointing right after the last row shown when anything was left out, so a walk never skips one.
  */
 export const page = <Row extends { readonly id: string }, Out>(
   rows: ReadonlyArray<Row>,
@@ -61,20 +59,9 @@ export const page = <Row extends { readonly id: string }, Out>(
   next: (at: { time: Date; id: string }) => string,
   maxBytes: number = PAGE_MAX_BYTES,
 ) => {
-  const candidates = rows.slice(0, limit)
-  // Room for the envelope and the longest cursor.
-  const fitted = serializeWithin(candidates.map(present), maxBytes - 1024)
-  const shown = fitted.items.length
-  const last = candidates[shown - 1]
-  const more = rows.length > limit || shown < candidates.length
-  const answer = {
-    data: [...fitted.items],
-    nextCursor: more && last ? next({ time: position(last), id: last.id }) : null,
-  }
-  return rememberSerialized(
-    answer,
-    `{"data":[${fitted.texts.join(",")}],"nextCursor":${JSON.stringify(answer.nextCursor)}}`,
-  )
+  const fitted = fitPage(rows, limit, present, maxBytes)
+  const { last } = fitted
+  return pageAnswer(fitted, { nextCursor: fitted.more && last ? next({ time: position(last), id: last.id }) : null })
 }
 
 type CallerInfo = Context.Tag.Service<Caller>
