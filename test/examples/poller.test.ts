@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
-import { createSensor, createTenant } from "../support/fixtures.ts"
+import { createKey, createSensor, createTenant } from "../support/fixtures.ts"
 import { ingest, nativeEvent } from "../support/ingest.ts"
 import { type RunningServer, shutdown, startServer } from "../support/server.ts"
 
@@ -234,14 +234,53 @@ test("the poller saves its token after each page (atomically), so a kill -9 repl
   expect(before.has(JSON.parse(second.lines[0] ?? "{}").id)).toBe(false)
 })
 
-test("a wrong key ends the poller with one line saying so, exit 1, no stack trace", async () => {
-  const { child, reading } = startPoller(`dsk_${"x".repeat(40)}`, join(mkdtempSync(join(dir, "badkey-")), "token"))
+/** Runs the poller with `key` until it ends by itself; its exit code, its stderr lines and its stdout lines. */
+const pollerFailure = async (key: string) => {
+  const tokenFile = join(mkdtempSync(join(dir, "badkey-")), "token")
+  const { child, lines, reading } = startPoller(key, tokenFile)
   const [stderr, code] = await Promise.all([new Response(child.stderr as ReadableStream).text(), child.exited])
   await reading
-  expect(code).toBe(1)
-  const lines = stderr.split("\n").filter((line) => line.trim() !== "")
-  expect(lines).toHaveLength(1)
-  expect(lines[0]).toStartWith("poller: 401 unauthorized")
-  expect(lines[0]).toContain("check API_KEY")
-  expect(stderr).not.toMatch(/^\s+at /m)
+  return {
+    code,
+    stderr,
+    lines: stderr.split("\n").filter((line) => line.trim() !== ""),
+    stdout: lines,
+    savedToken: existsSync(tokenFile),
+  }
+}
+
+test("a wrong key ends the poller with one line saying so, exit 1, no stack trace", async () => {
+  const run = await pollerFailure(`dsk_${"x".repeat(40)}`)
+  expect(run.code).toBe(1)
+  expect(run.lines).toHaveLength(1)
+  expect(run.lines[0]).toStartWith("poller: 401 unauthorized")
+  expect(run.lines[0]).toContain("check API_KEY")
+  expect(run.stderr).not.toMatch(/^\s+at /m)
 })
+
+test("every kind of bad key (a real key's id with a wrong secret, none at all, a key without incidents:read) ends the poller with one line naming what to fix, exit 1, nothing on stdout, no token saved", async () => {
+  const { orgId, key } = await createTenant(db, "Bad Keys Co")
+  const eventsOnly = await createKey(db, orgId, "events:read")
+  // The same key id with another 43-character secret: the server looks the key up and refuses the secret.
+  const wrongSecret = `${key.slice(0, key.lastIndexOf("_") + 1)}${"A".repeat(43)}`
+  expect(wrongSecret).not.toBe(key)
+  const cases = [
+    { key: wrongSecret, starts: "poller: 401 unauthorized", hint: "(check API_KEY)" },
+    { key: "", starts: "poller: 401 unauthorized", hint: "(check API_KEY)" },
+    { key: eventsOnly.key, starts: "poller: 403 insufficient_scope", hint: "(the key needs the incidents:read scope)" },
+  ]
+  for (const c of cases) {
+    const run = await pollerFailure(c.key)
+    expect({ code: run.code, lines: run.lines.length, stdout: run.stdout, savedToken: run.savedToken }).toEqual({
+      code: 1,
+      lines: 1,
+      stdout: [],
+      savedToken: false,
+    })
+    expect(run.lines[0]).toStartWith(c.starts)
+    expect(run.lines[0]).toEndWith(c.hint)
+    expect(run.stderr).not.toMatch(/^\s+at /m)
+    // Never the key itself, even a wrong one: stderr ends up in logs.
+    if (c.key !== "") expect(run.stderr).not.toContain(c.key.slice(c.key.lastIndexOf("_") + 1))
+  }
+}, 60_000)
