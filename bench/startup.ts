@@ -16,6 +16,7 @@
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
 import { loadavg, tmpdir } from "node:os"
 import { join } from "node:path"
+import { serverEnv } from "../test/support/server.ts"
 import { APP_URL, log, ROOT, round, table } from "./lib/common.ts"
 import { createDatabase, databaseUrl, dropDatabase, newDatabaseName } from "./lib/pg.ts"
 
@@ -28,20 +29,8 @@ const SECONDS = option("--seconds", 8)
 const INCIDENTS = option("--incidents", 500)
 const SECRET_KEY = Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("hex")
 
-const baseEnv = (extra: Record<string, string>): Record<string, string> => ({
-  PATH: process.env.PATH ?? "",
-  HOME: process.env.HOME ?? "/tmp",
-  HOST: "127.0.0.1",
-  PORT: "0",
-  INGEST_PORT: "0",
-  OPS_PORT: "0",
-  SECRET_KEY,
-  APP_URL,
-  INCIDENT_IDLE_CLOSE: "36500 days",
-  RATE_LIMIT: "100000000",
-  LOG_LEVEL: "info",
-  ...extra,
-})
+const baseEnv = (extra: Record<string, string>): Record<string, string> =>
+  serverEnv({ SECRET_KEY, APP_URL, RATE_LIMIT: "100000000", LOG_LEVEL: "info", ...extra })
 
 // --- /proc ---------------------------------------------------------------------------------------------------------
 

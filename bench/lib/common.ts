@@ -1,4 +1,5 @@
 import { join } from "node:path"
+import { serverEnv } from "../../test/support/server.ts"
 
 /** Shared bits of the benchmark suite: paths, the bench environment, small helpers. */
 
@@ -22,33 +23,28 @@ export interface BenchContext {
   readonly profile: boolean
 }
 
-/** The service's environment for a benchmark run. */
-export const serviceEnv = (ctx: BenchContext, extra: Record<string, string> = {}): Record<string, string> => ({
-  PATH: process.env.PATH ?? "",
-  HOME: process.env.HOME ?? "/tmp",
-  HOST: "127.0.0.1",
-  PORT: "0",
-  INGEST_PORT: "0",
-  OPS_PORT: "0",
-  // The console listens too (D25): on a free port, read from its "console listening" line, never a fixed 3000.
-  CONSOLE_PORT: "0",
-  DATABASE_URL: ctx.databaseUrl,
-  SECRET_KEY: ctx.secretKey,
-  APP_URL,
-  // The seeded incidents are dated in the past and partly open: the idle close would rewrite them at start-up.
-  INCIDENT_IDLE_CLOSE: "36500 days",
-  // The load generator rotates X-Forwarded-For, so the per-IP limit sees many clients; the limit stays 120/min.
-  TRUST_PROXY: "127.0.0.1/32",
-  LOG_LEVEL: "info",
-  ...extra,
-  // BENCH_SERVICE_ENV="LOG_LEVEL=warn WEBHOOK_CONCURRENCY=32" tries a setting without touching the service.
-  ...Object.fromEntries(
-    (process.env.BENCH_SERVICE_ENV ?? "")
-      .split(" ")
-      .filter((kv) => kv.includes("="))
-      .map((kv) => [kv.slice(0, kv.indexOf("=")), kv.slice(kv.indexOf("=") + 1)]),
-  ),
-})
+/**
+ * The service's environment for a benchmark run: a test server's (serverEnv: every listener, the console's too, on a
+ * free port read from its "listening" line, never a fixed 3000; no idle close of the seeded incidents, dated in the
+ * past and partly open) on this run's database and key.
+ */
+export const serviceEnv = (ctx: BenchContext, extra: Record<string, string> = {}): Record<string, string> =>
+  serverEnv({
+    DATABASE_URL: ctx.databaseUrl,
+    SECRET_KEY: ctx.secretKey,
+    APP_URL,
+    // The load generator rotates X-Forwarded-For, so the per-IP limit sees many clients; the limit stays 120/min.
+    TRUST_PROXY: "127.0.0.1/32",
+    LOG_LEVEL: "info",
+    ...extra,
+    // BENCH_SERVICE_ENV="LOG_LEVEL=warn WEBHOOK_CONCURRENCY=32" tries a setting without touching the service.
+    ...Object.fromEntries(
+      (process.env.BENCH_SERVICE_ENV ?? "")
+        .split(" ")
+        .filter((kv) => kv.includes("="))
+        .map((kv) => [kv.slice(0, kv.indexOf("=")), kv.slice(kv.indexOf("=") + 1)]),
+    ),
+  })
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 

@@ -1,4 +1,3 @@
-import { rmSync } from "node:fs"
 import { adminJson } from "../../test/support/cli.ts"
 import { type RunningServer, startServer, testEnv } from "../../test/support/server.ts"
 
@@ -6,12 +5,8 @@ import { type RunningServer, startServer, testEnv } from "../../test/support/ser
  * The service as the fault tests run it: always on the suite's own PostgreSQL (never the test run's DATABASE_URL,
  * never an embedded database), with the test environment of test/support/server.ts otherwise.
  */
-export const serviceEnv = (databaseUrl: string, extra: Record<string, string> = {}): Record<string, string> => {
-  const { DATA_DIR, ...env } = testEnv({ ...extra, DATABASE_URL: databaseUrl })
-  // testEnv made an embedded data directory when the run has no DATABASE_URL: not needed here.
-  if (DATA_DIR !== undefined) rmSync(DATA_DIR, { recursive: true, force: true })
-  return env
-}
+export const serviceEnv = (databaseUrl: string, extra: Record<string, string> = {}): Record<string, string> =>
+  testEnv(extra, databaseUrl)
 
 export const startService = (env: Record<string, string>): Promise<RunningServer> => startServer({ env })
 

@@ -6,7 +6,7 @@ import { join } from "node:path"
 import { admin, adminJson } from "../support/cli.ts"
 import { get } from "../support/fixtures.ts"
 import { ingest, nativeEvent } from "../support/ingest.ts"
-import { APP_URL, type RunningServer, startServer, TEST_SECRET_KEY } from "../support/server.ts"
+import { type RunningServer, serverEnv, startServer, TEST_RATE_LIMIT, TEST_SECRET_KEY } from "../support/server.ts"
 
 /**
  * Start-up configuration, with real processes: the server (`bun src/main.ts`), the admin tool and the config layer
@@ -26,19 +26,8 @@ afterAll(() => {
 })
 
 /** An environment with no SECRET_KEY and no DATABASE_URL: the embedded database in its own DATA_DIR. */
-const embeddedEnv = (dataDir: string, extra: Record<string, string> = {}): Record<string, string> => ({
-  PATH: process.env.PATH ?? "",
-  HOME: process.env.HOME ?? "/tmp",
-  HOST: "127.0.0.1",
-  PORT: "0",
-  INGEST_PORT: "0",
-  OPS_PORT: "0",
-  APP_URL,
-  DATA_DIR: dataDir,
-  INCIDENT_IDLE_CLOSE: "36500 days",
-  RATE_LIMIT: "1000000",
-  ...extra,
-})
+const embeddedEnv = (dataDir: string, extra: Record<string, string> = {}): Record<string, string> =>
+  serverEnv({ DATA_DIR: dataDir, RATE_LIMIT: TEST_RATE_LIMIT, ...extra })
 
 const mode = (path: string) => statSync(path).mode & 0o777
 const GENERATED = "SECRET_KEY is not set: generated one"

@@ -26,24 +26,36 @@ export interface RunningServer {
 
 export const usingPostgres = (): boolean => (process.env.DATABASE_URL ?? "") !== ""
 
-/** The environment of one test server: shared PostgreSQL when given, otherwise its own embedded database. */
-export const testEnv = (extra: Record<string, string> = {}): Record<string, string> => {
-  const base: Record<string, string> = {
-    PATH: process.env.PATH ?? "",
-    HOME: process.env.HOME ?? "/tmp",
-    HOST: "127.0.0.1",
-    PORT: "0",
-    INGEST_PORT: "0",
-    OPS_PORT: "0",
-    CONSOLE_PORT: "0",
-    SECRET_KEY: TEST_SECRET_KEY,
-    APP_URL,
-    // Seeded incidents are dated in the past and "open": only the tests of D13 turn the idle close on.
-    INCIDENT_IDLE_CLOSE: "36500 days",
-    // Suites make hundreds of requests from one address: only the D11 tests (test/api/rateLimit) keep the real 120.
-    RATE_LIMIT: "1000000",
-  }
-  if (usingPostgres()) base.DATABASE_URL = process.env.DATABASE_URL ?? ""
+/**
+ * What every server started by a test or a benchmark runs with: each listener (API, ingest, ops, console) on a port
+ * the system picks (0; startServer reads them back from the "listening" lines), so no test binds a fixed port such
+ * as the console's :3000; and no idle close of seeded incidents, which are dated in the past and "open" (only the
+ * tests of D13 turn it on). `extra` adds or overrides; the database and SECRET_KEY are the caller's.
+ */
+export const serverEnv = (extra: Record<string, string> = {}): Record<string, string> => ({
+  PATH: process.env.PATH ?? "",
+  HOME: process.env.HOME ?? "/tmp",
+  HOST: "127.0.0.1",
+  PORT: "0",
+  INGEST_PORT: "0",
+  OPS_PORT: "0",
+  CONSOLE_PORT: "0",
+  APP_URL,
+  INCIDENT_IDLE_CLOSE: "36500 days",
+  ...extra,
+})
+
+/** Suites make hundreds of requests from one address: only the D11 tests (test/api/rateLimit) keep the real 120. */
+export const TEST_RATE_LIMIT = "1000000"
+
+/**
+ * The environment of one test server: on `databaseUrl` when given (the fault suites' own PostgreSQL), otherwise on
+ * the test run's PostgreSQL when it has DATABASE_URL, otherwise on its own embedded database in a fresh DATA_DIR.
+ */
+export const testEnv = (extra: Record<string, string> = {}, databaseUrl?: string): Record<string, string> => {
+  const base = serverEnv({ SECRET_KEY: TEST_SECRET_KEY, RATE_LIMIT: TEST_RATE_LIMIT })
+  const database = databaseUrl ?? (usingPostgres() ? (process.env.DATABASE_URL ?? "") : undefined)
+  if (database !== undefined) base.DATABASE_URL = database
   else base.DATA_DIR = mkdtempSync(join(tmpdir(), "dsvc-"))
   return { ...base, ...extra }
 }
