@@ -83,38 +83,39 @@ export class ApiKeysRepo extends Effect.Service<ApiKeysRepo>()("ApiKeysRepo", {
      * after the command could reach a server before its notification does. `change` answers whether it changed
      * anything (nothing to wait for otherwise).
      */
-    const announced = <E>(change: (ack: string) => Effect.Effect<boolean, E>) =>
-      Effect.gen(function* () {
-        const counted = yield* sql<{ readonly n: number }>`
-          select count(*)::int as n from pg_stat_activity
-          where datname = current_database() and application_name = ${KEY_CACHE_APPLICATION_NAME}`.pipe(
-          Effect.map((rows) => rows[0]?.n ?? 0),
-          Effect.orElseSucceed(() => 0),
+    const announced = Effect.fn("ApiKeysRepo.announced")(function* <E>(
+      change: (ack: string) => Effect.Effect<boolean, E>,
+    ) {
+      const counted = yield* sql<{ readonly n: number }>`
+        select count(*)::int as n from pg_stat_activity
+        where datname = current_database() and application_name = ${KEY_CACHE_APPLICATION_NAME}`.pipe(
+        Effect.map((rows) => rows[0]?.n ?? 0),
+        Effect.orElseSucceed(() => 0),
+      )
+      if (counted === 0) return yield* change("")
+      const nonce = `ack-${randomBytes(12).toString("base64url")}`
+      const heard = yield* Deferred.make<void>()
+      let acks = 0
+      const listening = yield* listen(pg.config, {
+        channels: [KEY_CHANGES_ACK_CHANNEL],
+        onNotification: (message) => {
+          if (message.payload === nonce && ++acks >= counted) Deferred.unsafeDone(heard, Effect.void)
+        },
+      }).pipe(Effect.option)
+      if (Option.isNone(listening)) {
+        yield* Effect.logWarning("could not wait for the API key caches to confirm the change")
+        return yield* change("")
+      }
+      const changed = yield* change(`|${nonce}`)
+      if (!changed) return changed
+      const confirmed = yield* Deferred.await(heard).pipe(Effect.timeout(ACK_WAIT_MS), Effect.option)
+      if (Option.isNone(confirmed)) {
+        yield* Effect.logWarning(
+          `only ${acks} of ${counted} API key caches confirmed the change within ${ACK_WAIT_MS} ms; the others are disconnected or slow and catch up when they reconnect`,
         )
-        if (counted === 0) return yield* change("")
-        const nonce = `ack-${randomBytes(12).toString("base64url")}`
-        const heard = yield* Deferred.make<void>()
-        let acks = 0
-        const listening = yield* listen(pg.config, {
-          channels: [KEY_CHANGES_ACK_CHANNEL],
-          onNotification: (message) => {
-            if (message.payload === nonce && ++acks >= counted) Deferred.unsafeDone(heard, Effect.void)
-          },
-        }).pipe(Effect.option)
-        if (Option.isNone(listening)) {
-          yield* Effect.logWarning("could not wait for the API key caches to confirm the change")
-          return yield* change("")
-        }
-        const changed = yield* change(`|${nonce}`)
-        if (!changed) return changed
-        const confirmed = yield* Deferred.await(heard).pipe(Effect.timeout(ACK_WAIT_MS), Effect.option)
-        if (Option.isNone(confirmed)) {
-          yield* Effect.logWarning(
-            `only ${acks} of ${counted} API key caches confirmed the change within ${ACK_WAIT_MS} ms; the others are disconnected or slow and catch up when they reconnect`,
-          )
-        }
-        return changed
-      }).pipe(Effect.scoped)
+      }
+      return changed
+    }, Effect.scoped)
 
     /**
      * The revocation statement, for a caller that runs it inside its own transaction (with its audit row) under
