@@ -1,5 +1,5 @@
 /**
- * A complete poller of new and changed incidents (README "Polling for new incidents"): it follows
+ * A complete poller of new and changed incidents (docs/api.md "Following new incidents"): it follows
  * GET /v1/incidents/changes with the client (D34), prints one JSON line per change, and keeps its place in a file,
  * so a restart resumes exactly where it stopped (D33: nothing is skipped; a change may come twice after a crash).
  *

@@ -7,7 +7,7 @@
  *
  *     const receiver = startReceiver({ secret, onIncident: async (event) => { … } })
  *
- * What every receiver must do, in this order (README "Receiving webhooks"):
+ * What every receiver must do, in this order (docs/webhooks.md "Verifying a request"):
  * 1. read the raw body bytes, with a size limit (never parse and re-serialise the JSON before verifying);
  * 2. verify `X-Service-Signature` over exactly those bytes, and refuse the request if it fails;
  * 3. only then parse, and drop an event `id` already seen: retries (and replays inside the 300 s window) repeat it;

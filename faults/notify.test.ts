@@ -15,8 +15,8 @@ import {
 } from "./support/service.ts"
 
 /**
- * Operations and resilience: the dispatcher's NOTIFY wake-up (D17, README "Dispatcher": it "wakes on LISTEN/NOTIFY
- * when queued and polls every WEBHOOK_POLL_INTERVAL anyway"), before and after PostgreSQL restarts. The poll is set
+ * Operations and resilience: the dispatcher's NOTIFY wake-up (D17: it wakes on LISTEN/NOTIFY
+ * when a delivery is queued and polls every WEBHOOK_POLL_INTERVAL anyway), before and after PostgreSQL restarts. The poll is set
  * to a minute here, so a delivery that arrives within 2 s of its commit was woken by NOTIFY, not found by the poll
  * (a poll landing in that window by chance has odds of 2/60 per delivery; each test needs two in a row).
  */

@@ -5,7 +5,7 @@ import { IncidentsRepo } from "../repos/IncidentsRepo.ts"
 import { TransitionsRepo } from "../repos/TransitionsRepo.ts"
 import { CowrieSessionsRepo } from "./CowrieSessionsRepo.ts"
 
-/** How long a Cowrie session's connect is remembered for its later lines (README "Cowrie sessions"). */
+/** How long a Cowrie session's connect is remembered for its later lines (docs/ingestion.md "Cowrie"). */
 export const COWRIE_SESSION_RETENTION_MS = 7 * 24 * 3600_000
 
 /**

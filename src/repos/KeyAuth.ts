@@ -201,7 +201,7 @@ export class KeyAuth extends Effect.Service<KeyAuth>()("KeyAuth", {
     const background = yield* FiberSet.make()
     const lastWrites = new Map<string, number>()
     const cache = makeKeyCache()
-    // The embedded database runs without the cache (README "Authentication").
+    // The embedded database runs without the cache (docs/api.md "Authentication").
     if (Option.isSome(config.databaseUrl)) yield* Effect.forkScoped(listenForKeyChanges(pg, cache))
 
     // lastUsedAt, off the request path: this map lets through at most one write per key a minute from this process,

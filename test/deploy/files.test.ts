@@ -7,7 +7,7 @@ import { MIGRATIONS_DIR } from "../../src/platform/db/migrate.ts"
 import { LoggingLive } from "../../src/platform/logging.ts"
 
 /**
- * The deployment files (Dockerfile, .dockerignore, compose.yaml) and the README's configuration table stay
+ * The deployment files (Dockerfile, .dockerignore, compose.yaml) and the configuration reference (docs/configuration.md) stay
  * consistent with the code: same Bun as CI, only variables the service reads, only commands and paths that exist.
  * No Docker engine is needed: the files are parsed, not built.
  */

@@ -61,7 +61,7 @@ const runPoller = (key: string) => {
   return { lines, waitFor, stop }
 }
 
-test("the README's poller prints every change, saves its token on SIGTERM, and resumes from it", async () => {
+test("the documented poller prints every change, saves its token on SIGTERM, and resumes from it", async () => {
   const { orgId, key } = await createTenant(db, "Poller Co")
   const sensor = await createSensor(db, orgId, "web-poller")
   await ingest(server.ingestUrl, "events", sensor.token, [
@@ -120,7 +120,7 @@ const waitUntil = async (check: () => boolean) => {
   expect(check()).toBe(true)
 }
 
-test("the README's poller with the client runs as written: prints the changes, saves the token on SIGINT", async () => {
+test("the documented poller with the client runs as written: prints the changes, saves the token on SIGINT", async () => {
   const { orgId, key } = await createTenant(db, "Readme Co")
   const sensor = await createSensor(db, orgId, "web-readme")
   await ingest(server.ingestUrl, "events", sensor.token, [nativeEvent({ sourceIp: "192.0.2.81" })])
@@ -149,7 +149,7 @@ test("the README's poller with the client runs as written: prints the changes, s
   }
 })
 
-test("the README's curl and jq poller runs as written and resumes from its token file", async () => {
+test("the documented curl and jq poller runs as written and resumes from its token file", async () => {
   const { orgId, key } = await createTenant(db, "Curl Co")
   const sensor = await createSensor(db, orgId, "web-curl")
   await ingest(server.ingestUrl, "events", sensor.token, [nativeEvent({ sourceIp: "192.0.2.91" })])

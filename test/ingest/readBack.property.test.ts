@@ -24,7 +24,7 @@ import { type RunningServer, shutdown, startServer, testEnv } from "../support/s
  * test/ingest/readBack.property.test.ts` (without FC_SEED a fresh seed is drawn; the seed is printed).
  * Big runs (issue #17), each 2,000 cases, nothing found: seed 598568652 on the embedded database (1,316 events
  * accepted and read back) and seed 1334506084 on PostgreSQL (1,313), both on the final code; seed 1795565024 before
- * the last changes (README "Attacker input").
+ * the last changes (docs/ingestion.md "Attacker input: what is stored").
  */
 const RUNS = Number(process.env.FC_RUNS ?? "100")
 const SEED = process.env.FC_SEED === undefined ? Date.now() % 2_147_483_647 : Number(process.env.FC_SEED)
