@@ -21,6 +21,18 @@ const SEED_STEPS = [
   "verify",
 ]
 /** Milliseconds as printed: two decimals under 10, one above; "-" when not a number. */
+
+/** The cells every service-against-baseline row shares: throughput, p50 and p99 of each, and the throughput ratio. */
+const versusBaseline = (r: Json) => [
+  r.service.rps,
+  ms(r.service.latencyMs.p50),
+  ms(r.service.latencyMs.p99),
+  r.baseline.rps,
+  ms(r.baseline.latencyMs.p50),
+  ms(r.baseline.latencyMs.p99),
+  r.rpsRatio.toFixed(2),
+]
+
 export const ms = (n: number) => (Number.isFinite(n) ? n.toFixed(n < 10 ? 2 : 1) : "-")
 
 /** A chart written beside the results file. */
@@ -70,17 +82,7 @@ export const partSections = (
       `API (wrk, 2 threads, ${timing.seconds} s per run; service with auth + rate limits on, ${results.api.dataset.apiKeys} keys rotated, X-Forwarded-For rotated)\n` +
         table(
           ["endpoint", "conns", "svc req/s", "svc p50", "svc p99", "base req/s", "base p50", "base p99", "svc/base"],
-          results.api.rows.map((r: Json) => [
-            r.endpoint,
-            r.connections,
-            r.service.rps,
-            ms(r.service.latencyMs.p50),
-            ms(r.service.latencyMs.p99),
-            r.baseline.rps,
-            ms(r.baseline.latencyMs.p50),
-            ms(r.baseline.latencyMs.p99),
-            r.rpsRatio.toFixed(2),
-          ]),
+          results.api.rows.map((r: Json) => [r.endpoint, r.connections, ...versusBaseline(r)]),
         ) +
         `\nSQL statements per request (PostgreSQL's count): ${results.api.statementsPerRequest
           .map((x: Json) => `${x.endpoint} ${x.service} (baseline ${x.baseline})`)
@@ -273,17 +275,7 @@ export const partSections = (
             "svc/base req/s",
             "svc/base p99",
           ],
-          w.rows.map((r: Json) => [
-            r.connections,
-            r.service.rps,
-            ms(r.service.latencyMs.p50),
-            ms(r.service.latencyMs.p99),
-            r.baseline.rps,
-            ms(r.baseline.latencyMs.p50),
-            ms(r.baseline.latencyMs.p99),
-            r.rpsRatio.toFixed(2),
-            r.p99Ratio.toFixed(2),
-          ]),
+          w.rows.map((r: Json) => [r.connections, ...versusBaseline(r), r.p99Ratio.toFixed(2)]),
         ),
     )
     const categories = w.rows.map((r: Json) => String(r.connections))
