@@ -1,9 +1,13 @@
 import { parseArgs } from "node:util"
 import { BunContext } from "@effect/platform-bun"
 import { Cause, ConfigError, Data, Effect, Exit, Layer, Logger, LogLevel, Option } from "effect"
-import { Accounts, CLI_ACTOR } from "./admin/Accounts.ts"
+import { ApiKeyAdmin } from "./admin/ApiKeyAdmin.ts"
+import { asOperator } from "./admin/actor.ts"
+import { IncidentAdmin } from "./admin/IncidentAdmin.ts"
 import { AdminServicesLive } from "./admin/layer.ts"
-import { AdminOperations } from "./admin/operations.ts"
+import { OrgAdmin } from "./admin/OrgAdmin.ts"
+import { SensorAdmin } from "./admin/SensorAdmin.ts"
+import { UserAdmin } from "./admin/UserAdmin.ts"
 import { CowrieSessionsRepo } from "./ingest/CowrieSessionsRepo.ts"
 import { Ingestor } from "./ingest/Ingestor.ts"
 import { OrgKeys } from "./ingest/OrgKeys.ts"
@@ -203,14 +207,21 @@ const startIngestListener = Effect.gen(function* () {
 
 const program = (existingOrg: string | undefined) =>
   Effect.gen(function* () {
-    const admin = yield* AdminOperations
+    const orgs = yield* OrgAdmin
     const config = yield* AppConfig
     const webhooks = yield* WebhooksRepo
     // --org: an existing organization, e.g. one with a webhook channel pointed at examples/receiver.ts.
-    const org = existingOrg === undefined ? yield* admin.createOrg("Demo Corp") : yield* admin.requireOrg(existingOrg)
-    const sensor = yield* admin.createSensor({ orgId: org.id, name: NODE, profile: "linux-database-server" })
-    const key = yield* admin.createKey({
-      orgId: org.id,
+    // Each run makes its own "Demo Corp" (and, with --org, its own sensor): the names repeat on purpose.
+    const org =
+      existingOrg === undefined
+        ? yield* orgs.create("Demo Corp", { allowDuplicate: true })
+        : yield* orgs.require(existingOrg)
+    const sensor = yield* (yield* SensorAdmin).create(
+      org.id,
+      { name: NODE, profile: "linux-database-server" },
+      { allowDuplicateName: true },
+    )
+    const key = yield* (yield* ApiKeyAdmin).create(org.id, {
       name: "demo",
       scopes: "incidents:read,events:read",
       expires: undefined,
@@ -276,7 +287,7 @@ const program = (existingOrg: string | undefined) =>
     ])
     const returningIncident = firstVisit.results[0]?.incidentId
     if (returningIncident === undefined) return yield* new DemoError({ message: "no incident for the second address" })
-    const closed = yield* admin.closeIncident(returningIncident)
+    const closed = yield* (yield* IncidentAdmin).close(returningIncident)
     // It comes back after the close (the re-opening activity is dated after resolvedAt).
     const closedAt = Date.parse(closed.resolvedAt)
     while (Date.now() <= closedAt) yield* Effect.sleep("5 millis")
@@ -297,10 +308,11 @@ const program = (existingOrg: string | undefined) =>
     }
 
     // D26: an admin user of the demo organization, with the one-time link to set a password in the console.
-    const consoleUser = yield* (yield* Accounts).createUser(
-      { orgId: org.id, email: `admin+${org.id.slice(-8).toLowerCase()}@demo.example`, role: "admin" },
-      CLI_ACTOR,
-    )
+    const consoleUser = yield* (yield* UserAdmin).create({
+      orgId: org.id,
+      email: `admin+${org.id.slice(-8).toLowerCase()}@demo.example`,
+      role: "admin",
+    })
     const base = config.baseUrl
     console.log(`Demo organization ${org.id} with sensor ${sensor.id} and ${sent} events, sent as OpenCanary and Cowrie log lines:
   ${ATTACKER} scanned ${scanPorts.length} ports, tried ${PASSWORDS.length} SSH passwords, logged in, ran ${COMMANDS.length} commands
@@ -336,6 +348,8 @@ const DemoLive = Layer.mergeAll(Ingestor.Default, SensorAuth.Default, WebhookDis
 if (import.meta.main) {
   const exit = await Effect.runPromiseExit(
     program(parseArgs({ args: process.argv.slice(2), options: { org: { type: "string" } } }).values.org).pipe(
+      // The demo sets up its organization as the operator would at the admin CLI.
+      asOperator,
       Effect.provide(DemoLive),
       Effect.provide(BunContext.layer),
       Effect.provide(CliLoggingLive),

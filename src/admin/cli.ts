@@ -1,25 +1,30 @@
 import { parseArgs } from "node:util"
 import { BunContext } from "@effect/platform-bun"
-import { Cause, ConfigError, Effect, Exit, Layer, Logger, LogLevel, Option } from "effect"
+import { Cause, ConfigError, Data, Effect, Exit, Layer, Logger, LogLevel, Option } from "effect"
 import { AppConfig, AppConfigLive, formatConfigError } from "../platform/config.ts"
 import { DatabaseLive } from "../platform/db/client.ts"
 import { migrate } from "../platform/db/migrate.ts"
 import { CliLoggingLive } from "../platform/logging.ts"
 import { WebhookSender } from "../platform/outbound/WebhookSender.ts"
 import { ReposLive } from "../repos/layers.ts"
-import { OrgsRepo } from "../repos/OrgsRepo.ts"
-import { AccountError, Accounts, CLI_ACTOR } from "./Accounts.ts"
-import { AdminActions } from "./AdminActions.ts"
+import { ApiKeyAdmin } from "./ApiKeyAdmin.ts"
+import { asOperator } from "./actor.ts"
+import { ChannelAdmin } from "./ChannelAdmin.ts"
+import { invalid, isAdminError, missing } from "./errors.ts"
+import { IncidentAdmin } from "./IncidentAdmin.ts"
 import { AdminServicesLive } from "./layer.ts"
-import { AdminError, AdminOperations } from "./operations.ts"
+import { OrgAdmin } from "./OrgAdmin.ts"
+import { SensorAdmin } from "./SensorAdmin.ts"
 import { SENSOR_PROFILES } from "./sensorSetup.ts"
-import { WebhookAdmin } from "./webhookOperations.ts"
+import { UserAdmin } from "./UserAdmin.ts"
 
 const USAGE = `usage: bun run admin <command> [options] [--json]
 
   help                                      show this text (also --help, -h)
   migrate                                   apply pending SQL migrations
-  org create --name <name>                  create an organization (Deception on)
+  org create --name <name> [--allow-duplicate-name]
+                                            create an organization (Deception on); a name another
+                                            organization has is refused unless --allow-duplicate-name
   org deception <org-id> on|off             switch the Deception feature
   org list
   key create --org <org-id> --name <name> --scopes incidents:read,events:read [--expires <RFC 3339>]
@@ -27,7 +32,8 @@ const USAGE = `usage: bun run admin <command> [options] [--json]
   key list --org <org-id>                   list keys (never the key value)
   key revoke <key-id>                       revoke a key; effective on the next request
   sensor create --org <org-id> --name <name> [--profile <profile>] [--heartbeat-interval 60s|5m|…|off]
-                                            create a sensor; its ingest token is printed only here
+                                            create a sensor; its ingest token is printed only here;
+                                            a name another sensor of the organization has is refused
   sensor profiles                           the profiles a sensor may have, with what each is
   sensor list --org <org-id>                sensors with status (alive, silent, unknown, revoked) and last contact
   sensor rename <sensor-id> --name <name>
@@ -81,6 +87,7 @@ const parse = (argv: ReadonlyArray<string>) =>
       status: { type: "string" },
       email: { type: "string" },
       role: { type: "string" },
+      "allow-duplicate-name": { type: "boolean" },
       help: { type: "boolean", short: "h" },
     },
   })
@@ -99,73 +106,93 @@ const table = (rows: ReadonlyArray<Record<string, unknown>>) =>
         )
         .join("\n")
 
+/**
+ * The usage lines of one command group (`org`, `key`, …): a command's line and the indented lines after it. Every
+ * group of USAGE is a command group; `bun run admin <group>` alone prints its lines.
+ */
+const groupUsage = (group: string) => {
+  const lines: Array<string> = []
+  let current: string | undefined
+  for (const line of USAGE.split("\n").slice(2)) {
+    const command = /^ {2}([a-z]+)\b/.exec(line)
+    if (command) current = command[1]
+    else if (line.trim() === "") current = undefined
+    if (current === group && line.trim() !== "") lines.push(line)
+  }
+  return lines
+}
+const GROUPS = [...new Set(USAGE.split("\n").flatMap((line) => /^ {2}([a-z]+) [a-z]/.exec(line)?.[1] ?? []))]
+
+/** A refusal of the CLI itself, worded like the services' (errors.ts): one line. */
+class UsageError extends Data.TaggedError("UsageError")<{ readonly message: string }> {}
+
+/** The one message of a missing flag or argument, the services' own (`--org is required`). */
 const requireFlag = (value: string | undefined, flag: string) =>
-  value === undefined
-    ? Effect.fail(new AdminError({ message: `${flag} is required\n\n${USAGE}` }))
-    : Effect.succeed(value)
+  value === undefined || value === "" ? Effect.fail(missing(flag)) : Effect.succeed(value)
 
 const run = (argv: ReadonlyArray<string>) =>
   Effect.gen(function* () {
     const { values, positionals } = yield* Effect.try({
       try: () => parse(argv),
-      catch: (e) => new AdminError({ message: `${(e as Error).message}\n\n${USAGE}` }),
+      catch: (e) => new UsageError({ message: `${(e as Error).message} (bun run admin help lists the commands)` }),
     })
     const json = values.json === true
     const [group, command, ...rest] = positionals
     if (values.help || group === undefined || group === "help") return yield* Effect.sync(() => console.log(USAGE))
+    if (GROUPS.includes(group) && command === undefined) {
+      return yield* Effect.sync(() =>
+        console.log(`usage: bun run admin ${group} <command> [options] [--json]\n\n${groupUsage(group).join("\n")}`),
+      )
+    }
     yield* migrate
     if (group === "migrate") return yield* print(json, { migrated: true }, () => "migrations are up to date")
-    const admin = yield* AdminOperations
+    const orgs = yield* OrgAdmin
+    const keys = yield* ApiKeyAdmin
+    const sensors = yield* SensorAdmin
+    const channels = yield* ChannelAdmin
+    const users = yield* UserAdmin
     switch (`${group} ${command ?? ""}`) {
       case "org create": {
-        // D31: every CLI change is audited, through the same actions as the console.
-        const org = yield* (yield* AdminActions).createOrg(values.name, CLI_ACTOR)
+        const org = yield* orgs.create(values.name, { allowDuplicate: values["allow-duplicate-name"] === true })
         return yield* print(json, org, () => `organization ${org.id} created (Deception on)`)
       }
       case "org deception": {
-        const result = yield* (yield* AdminActions).setDeception(
+        const result = yield* orgs.setDeception(
           yield* requireFlag(rest[0], "<org-id>"),
-          rest[1],
-          CLI_ACTOR,
+          yield* requireFlag(rest[1], "on|off"),
         )
         return yield* print(json, result, () => `Deception ${result.deception} for ${result.id}`)
       }
       case "org list": {
-        const orgs = yield* (yield* OrgsRepo).list()
-        const rows = orgs.map((o) => ({ id: o.id, name: o.name, deception: o.deceptionEnabled }))
+        const rows = yield* orgs.list()
         return yield* print(json, rows, () => table(rows))
       }
       case "key create": {
-        // D31: through the audited actions, as the console's Settings → API and export.
-        const key = yield* (yield* AdminActions).createKey(
-          yield* requireFlag(values.org, "--org"),
-          { name: values.name, scopes: values.scopes, expires: values.expires },
-          CLI_ACTOR,
-        )
+        const key = yield* keys.create(yield* requireFlag(values.org, "--org"), {
+          name: values.name,
+          scopes: values.scopes,
+          expires: values.expires,
+        })
         return yield* print(json, key, () => `key ${key.id} created. Store it now; it is not shown again:\n${key.key}`)
       }
       case "key list": {
-        const keys = yield* admin.listKeys(yield* requireFlag(values.org, "--org"))
-        return yield* print(json, keys, () => table(keys))
+        const rows = yield* keys.list(yield* requireFlag(values.org, "--org"))
+        return yield* print(json, rows, () => table(rows))
       }
       case "key revoke": {
-        const result = yield* (yield* AdminActions).revokeKey(
-          undefined,
-          yield* requireFlag(rest[0], "<key-id>"),
-          CLI_ACTOR,
-        )
+        const result = yield* keys.revoke(yield* requireFlag(rest[0], "<key-id>"))
         return yield* print(json, result, () => `key ${result.id} revoked`)
       }
       case "sensor create": {
-        const sensor = yield* (yield* AdminActions).createSensor(
-          yield* requireFlag(values.org, "--org"),
-          { name: values.name, profile: values.profile, heartbeatInterval: values["heartbeat-interval"] },
-          CLI_ACTOR,
-        )
+        const sensor = yield* sensors.create(yield* requireFlag(values.org, "--org"), {
+          name: values.name,
+          profile: values.profile,
+          heartbeatInterval: values["heartbeat-interval"],
+        })
         const config = yield* AppConfig
         return yield* print(
           json,
-          sensor,
+          { id: sensor.id, token: sensor.token },
           () =>
             `sensor ${sensor.id} created. Its ingest token, shown only now:\n${sensor.token}\n` +
             `It reports to ${config.ingestUrl} (docs/connect-a-sensor.md has the configuration for OpenCanary, Cowrie and HEC shippers; Settings → Sensors in the console shows it filled in).`,
@@ -176,7 +203,7 @@ const run = (argv: ReadonlyArray<string>) =>
         return yield* print(json, rows, () => rows.map((r) => `${r.id.padEnd(22)} ${r.description}`).join("\n"))
       }
       case "sensor list": {
-        const rows = yield* (yield* AdminActions).listSensors(yield* requireFlag(values.org, "--org"))
+        const rows = yield* sensors.list(yield* requireFlag(values.org, "--org"))
         return yield* print(json, rows, () =>
           table(
             rows.map((r) => ({
@@ -192,20 +219,13 @@ const run = (argv: ReadonlyArray<string>) =>
         )
       }
       case "sensor rename": {
-        const done = yield* (yield* AdminActions).renameSensor(
-          undefined,
-          yield* requireFlag(rest[0], "<sensor-id>"),
-          values.name,
-          CLI_ACTOR,
-        )
+        const done = yield* sensors.rename(yield* requireFlag(rest[0], "<sensor-id>"), values.name)
         return yield* print(json, { id: done.id, name: done.name }, () => `sensor ${done.id} renamed to ${done.name}`)
       }
       case "sensor heartbeat": {
-        const done = yield* (yield* AdminActions).setSensorHeartbeat(
-          undefined,
+        const done = yield* sensors.setHeartbeat(
           yield* requireFlag(rest[0], "<sensor-id>"),
           yield* requireFlag(rest[1], "<interval|off>"),
-          CLI_ACTOR,
         )
         return yield* print(json, done, () =>
           done.heartbeatIntervalSeconds === null
@@ -214,11 +234,9 @@ const run = (argv: ReadonlyArray<string>) =>
         )
       }
       case "sensor rotate": {
-        const rotated = yield* (yield* AdminActions).rotateSensor(
-          undefined,
+        const rotated = yield* sensors.rotate(
           yield* requireFlag(rest[0], "<sensor-id>"),
           values.grace,
-          CLI_ACTOR,
           values.force === true,
         )
         return yield* print(
@@ -232,11 +250,7 @@ const run = (argv: ReadonlyArray<string>) =>
         )
       }
       case "sensor revoke": {
-        const done = yield* (yield* AdminActions).revokeSensor(
-          undefined,
-          yield* requireFlag(rest[0], "<sensor-id>"),
-          CLI_ACTOR,
-        )
+        const done = yield* sensors.revoke(yield* requireFlag(rest[0], "<sensor-id>"))
         return yield* print(json, { id: done.id, revoked: true }, () =>
           done.changed
             ? `sensor ${done.id} revoked; its token is refused from now on`
@@ -244,22 +258,15 @@ const run = (argv: ReadonlyArray<string>) =>
         )
       }
       case "incident close": {
-        const result = yield* (yield* AdminActions).closeIncident(
-          undefined,
-          yield* requireFlag(rest[0], "<incident-id>"),
-          CLI_ACTOR,
-        )
+        const result = yield* (yield* IncidentAdmin).close(yield* requireFlag(rest[0], "<incident-id>"))
         return yield* print(json, result, () => `incident ${result.id} closed at ${result.resolvedAt}`)
       }
       case "user create": {
-        const created = yield* (yield* Accounts).createUser(
-          {
-            orgId: yield* requireFlag(values.org, "--org"),
-            email: yield* requireFlag(values.email, "--email"),
-            role: yield* requireFlag(values.role, "--role"),
-          },
-          CLI_ACTOR,
-        )
+        const created = yield* users.create({
+          orgId: yield* requireFlag(values.org, "--org"),
+          email: yield* requireFlag(values.email, "--email"),
+          role: yield* requireFlag(values.role, "--role"),
+        })
         return yield* print(
           json,
           created,
@@ -268,21 +275,15 @@ const run = (argv: ReadonlyArray<string>) =>
         )
       }
       case "user list": {
-        const orgId = yield* requireFlag(values.org, "--org")
-        yield* admin.requireOrg(orgId)
-        const rows = yield* (yield* Accounts).listUsers(orgId)
+        const rows = yield* users.list(yield* requireFlag(values.org, "--org"))
         return yield* print(json, rows, () => table(rows))
       }
       case "user disable": {
-        const result = yield* (yield* Accounts).disableUser(
-          undefined,
-          yield* requireFlag(rest[0], "<user-id>"),
-          CLI_ACTOR,
-        )
+        const result = yield* users.disable(yield* requireFlag(rest[0], "<user-id>"))
         return yield* print(json, result, () => `user ${result.id} disabled; their sessions ended`)
       }
       case "user reset": {
-        const reset = yield* (yield* Accounts).resetUser(undefined, yield* requireFlag(rest[0], "<user-id>"), CLI_ACTOR)
+        const reset = yield* users.reset(yield* requireFlag(rest[0], "<user-id>"))
         return yield* print(
           json,
           reset,
@@ -291,7 +292,7 @@ const run = (argv: ReadonlyArray<string>) =>
         )
       }
       case "user unlock": {
-        const unlocked = yield* (yield* Accounts).unlockUser(yield* requireFlag(rest[0], "<email>"), CLI_ACTOR)
+        const unlocked = yield* users.unlock(yield* requireFlag(rest[0], "<email>"))
         return yield* print(
           json,
           unlocked,
@@ -299,29 +300,28 @@ const run = (argv: ReadonlyArray<string>) =>
         )
       }
       case "secrets reseal": {
-        const orgKeys = yield* admin.resealFingerprintKeys
-        const channels = yield* (yield* WebhookAdmin).resealChannelSecrets
-        const result = { fingerprintKeys: orgKeys, channelSecrets: channels }
+        const orgKeys = yield* orgs.resealFingerprintKeys()
+        const channelSecrets = yield* channels.resealSecrets()
+        const result = { fingerprintKeys: orgKeys, channelSecrets }
+        const unreadable = [...orgKeys.unreadable, ...channelSecrets.unreadable]
         yield* print(
           json,
           result,
           () =>
-            `resealed ${orgKeys.resealed} organization fingerprint key(s) and ${channels.resealed} channel secret(s)` +
-            (orgKeys.unreadable.length + channels.unreadable.length > 0
-              ? `\ncannot open (set SECRET_KEY_PREVIOUS to their key): ${[...orgKeys.unreadable, ...channels.unreadable].join(", ")}`
+            `resealed ${orgKeys.resealed} organization fingerprint key(s) and ${channelSecrets.resealed} channel secret(s)` +
+            (unreadable.length > 0
+              ? `\ncannot open (set SECRET_KEY_PREVIOUS to their key): ${unreadable.join(", ")}`
               : ""),
         )
-        if (orgKeys.unreadable.length + channels.unreadable.length > 0) {
-          return yield* Effect.fail(new AdminError({ message: "some secrets could not be opened" }))
-        }
+        if (unreadable.length > 0) return yield* invalid("some secrets could not be opened")
         return
       }
       case "webhook create": {
-        const created = yield* (yield* AdminActions).createChannel(
-          yield* requireFlag(values.org, "--org"),
-          { url: values.url, minSeverity: values["min-severity"], sensorHealth: values["sensor-health"] === true },
-          CLI_ACTOR,
-        )
+        const created = yield* channels.create(yield* requireFlag(values.org, "--org"), {
+          url: yield* requireFlag(values.url, "--url"),
+          minSeverity: values["min-severity"],
+          sensorHealth: values["sensor-health"] === true,
+        })
         return yield* print(
           json,
           created,
@@ -329,11 +329,11 @@ const run = (argv: ReadonlyArray<string>) =>
         )
       }
       case "webhook list": {
-        const rows = yield* (yield* WebhookAdmin).list(yield* requireFlag(values.org, "--org"))
+        const rows = yield* channels.list(yield* requireFlag(values.org, "--org"))
         return yield* print(json, rows, () => table(rows))
       }
       case "webhook rotate": {
-        const rotated = yield* (yield* AdminActions).rotateChannel(undefined, rest[0] ?? "", values.grace, CLI_ACTOR)
+        const rotated = yield* channels.rotate(yield* requireFlag(rest[0], "<channel-id>"), values.grace)
         return yield* print(
           json,
           { secret: rotated.secret, previousSecretValidUntil: rotated.previousSecretValidUntil },
@@ -346,12 +346,7 @@ const run = (argv: ReadonlyArray<string>) =>
       }
       case "webhook disable":
       case "webhook enable": {
-        const result = yield* (yield* AdminActions).setChannelEnabled(
-          undefined,
-          rest[0] ?? "",
-          command === "enable",
-          CLI_ACTOR,
-        )
+        const result = yield* channels.setEnabled(yield* requireFlag(rest[0], "<channel-id>"), command === "enable")
         return yield* print(
           json,
           result,
@@ -359,16 +354,10 @@ const run = (argv: ReadonlyArray<string>) =>
         )
       }
       case "webhook sensor-health": {
-        const state = rest[1]
-        if (state !== "on" && state !== "off") {
-          return yield* Effect.fail(new AdminError({ message: `webhook sensor-health needs on or off\n\n${USAGE}` }))
-        }
-        const result = yield* (yield* AdminActions).setChannelSensorHealth(
-          undefined,
-          rest[0] ?? "",
-          state === "on",
-          CLI_ACTOR,
-        )
+        const channelId = yield* requireFlag(rest[0], "<channel-id>")
+        const state = yield* requireFlag(rest[1], "on|off")
+        if (state !== "on" && state !== "off") return yield* invalid("webhook sensor-health needs on or off")
+        const result = yield* channels.setSensorHealth(channelId, state === "on")
         return yield* print(
           json,
           result,
@@ -376,7 +365,7 @@ const run = (argv: ReadonlyArray<string>) =>
         )
       }
       case "webhook test": {
-        const result = yield* (yield* AdminActions).testChannel(undefined, rest[0] ?? "", CLI_ACTOR)
+        const result = yield* channels.test(yield* requireFlag(rest[0], "<channel-id>"))
         yield* print(
           json,
           result,
@@ -385,11 +374,11 @@ const run = (argv: ReadonlyArray<string>) =>
             (result.error ? ` (${result.error})` : "") +
             ` [delivery ${result.deliveryId}]`,
         )
-        if (!result.ok) return yield* Effect.fail(new AdminError({ message: "the test delivery failed" }))
+        if (!result.ok) return yield* invalid("the test delivery failed")
         return
       }
       case "webhook deliveries": {
-        const rows = yield* (yield* WebhookAdmin).deliveries(rest[0], values.status)
+        const rows = yield* channels.deliveries(yield* requireFlag(rest[0], "<channel-id>"), values.status)
         return yield* print(json, rows, () =>
           rows.length === 0
             ? "(none)"
@@ -409,13 +398,17 @@ const run = (argv: ReadonlyArray<string>) =>
         )
       }
       case "webhook redeliver": {
-        const result = yield* (yield* AdminActions).redeliver(undefined, rest[0] ?? "", CLI_ACTOR)
+        const result = yield* channels.redeliver(yield* requireFlag(rest[0], "<delivery-id>"))
         return yield* print(json, result, () => `delivery ${result.id} queued again`)
       }
-      default:
-        return yield* Effect.fail(new AdminError({ message: `unknown command: ${positionals.join(" ")}\n\n${USAGE}` }))
+      default: {
+        const known = GROUPS.includes(group)
+        return yield* new UsageError({
+          message: `unknown command: ${positionals.join(" ")} (${known ? `bun run admin ${group}` : "bun run admin help"} lists the commands)`,
+        })
+      }
     }
-  })
+  }).pipe(asOperator)
 
 /** The CLI's own wiring: the admin services on one database client (a short-lived process, one connection). */
 const CliLive = AdminServicesLive.pipe(
@@ -436,7 +429,8 @@ if (import.meta.main) {
   if (Exit.isFailure(exit)) {
     const failure = Cause.failureOption(exit.cause)
     const error = Option.getOrUndefined(failure)
-    if (error instanceof AdminError || error instanceof AccountError) console.error(`error: ${error.message}`)
+    // One line for every refusal: the services' (errors.ts) and the CLI's own.
+    if (isAdminError(error) || error instanceof UsageError) console.error(`error: ${error.message}`)
     else if (ConfigError.isConfigError(error)) console.error(formatConfigError(error))
     else if (error !== undefined && typeof error === "object" && "_tag" in error && error._tag === "SqlError") {
       // The driver's own message ("relation … does not exist", "connection terminated") says what went wrong.

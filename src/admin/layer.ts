@@ -1,15 +1,30 @@
 import { Layer } from "effect"
-import { Accounts } from "./Accounts.ts"
-import { AdminActions } from "./AdminActions.ts"
-import { AdminOperations } from "./operations.ts"
-import { WebhookAdmin } from "./webhookOperations.ts"
+import { ApiKeyAdmin } from "./ApiKeyAdmin.ts"
+import { ChannelAdmin } from "./ChannelAdmin.ts"
+import { IncidentAdmin } from "./IncidentAdmin.ts"
+import { AdminActions, AdminOperations, Accounts as LegacyAccounts, WebhookAdmin } from "./legacy.ts"
+import { OrgAdmin } from "./OrgAdmin.ts"
+import { SensorAdmin } from "./SensorAdmin.ts"
+import { SignIn } from "./SignIn.ts"
+import { UserAdmin } from "./UserAdmin.ts"
+
+/** One admin service per resource; each checks the AdminActor its caller puts in context. */
+const ResourceAdminLive = Layer.mergeAll(
+  ApiKeyAdmin.Default,
+  SensorAdmin.Default,
+  ChannelAdmin.Default,
+  UserAdmin.Default,
+).pipe(Layer.provideMerge(Layer.merge(OrgAdmin.Default, IncidentAdmin.Default)))
 
 /**
- * The admin services, the one place where who may do what, how a secret is shown once and what is audited live.
- * The CLI (admin/cli.ts) and the console's settings pages are two faces of them. They need the shared repositories,
- * the webhook sender (for "send test") and the configuration.
+ * The admin services, the one place where who may do what, how a secret is shown once and what is audited live,
+ * and the console's sign-in. The CLI (admin/cli.ts) and the console's settings pages are two faces of them. They
+ * need the shared repositories, the webhook sender (for "send test") and the configuration. The deprecated shapes
+ * (legacy.ts) are there for callers not moved yet.
  */
-export const AdminServicesLive = Layer.mergeAll(AdminActions.Default, Accounts.Default).pipe(
-  Layer.provideMerge(WebhookAdmin.Default),
-  Layer.provideMerge(AdminOperations.Default),
-)
+export const AdminServicesLive = Layer.mergeAll(
+  AdminOperations.Default,
+  AdminActions.Default,
+  WebhookAdmin.Default,
+  LegacyAccounts.Default,
+).pipe(Layer.provideMerge(Layer.merge(ResourceAdminLive, SignIn.Default)))

@@ -2,8 +2,14 @@ import { randomBytes } from "node:crypto"
 import { HttpRouter, HttpServer, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { BunHttpServer } from "@effect/platform-bun"
 import { Cause, Effect, Layer, Option } from "effect"
-import { Accounts, type Actor, DEVICE_COOKIE, DEVICE_COOKIE_DAYS, prepareSignIn } from "../admin/Accounts.ts"
-import { AdminActions } from "../admin/AdminActions.ts"
+import { ApiKeyAdmin } from "../admin/ApiKeyAdmin.ts"
+import { AdminActor, type AdminActorValue, orgUser } from "../admin/actor.ts"
+import { ChannelAdmin } from "../admin/ChannelAdmin.ts"
+import { type AdminError, isAdminError } from "../admin/errors.ts"
+import { IncidentAdmin } from "../admin/IncidentAdmin.ts"
+import { SensorAdmin } from "../admin/SensorAdmin.ts"
+import { DEVICE_COOKIE, DEVICE_COOKIE_DAYS, prepareSignIn, SignIn } from "../admin/SignIn.ts"
+import { UserAdmin } from "../admin/UserAdmin.ts"
 import { sha256 } from "../domain/crypto.ts"
 import { EVENT_TYPE_NAMES } from "../domain/eventTypes.ts"
 import { isId } from "../domain/ids.ts"
@@ -51,7 +57,8 @@ const FLASH_TTL_MS = 10 * 60_000
 interface SignedIn extends SessionRow {
   readonly token: string
   readonly viewer: Viewer & { readonly userId: string }
-  readonly actor: Actor
+  /** The acting user the admin services check (their organization and role). */
+  readonly actor: AdminActorValue
 }
 
 const cookieOptions = { httpOnly: true, secure: true, sameSite: "lax" as const, path: "/" }
@@ -102,8 +109,12 @@ const badRequest = () =>
 
 const makeRouter = Effect.gen(function* () {
   const config = yield* AppConfig
-  const accounts = yield* Accounts
-  const actions = yield* AdminActions
+  const accounts = yield* SignIn
+  const keyAdmin = yield* ApiKeyAdmin
+  const sensorAdmin = yield* SensorAdmin
+  const channelAdmin = yield* ChannelAdmin
+  const userAdmin = yield* UserAdmin
+  const incidentAdmin = yield* IncidentAdmin
   const users = yield* ConsoleUsersRepo
   const incidents = yield* IncidentsRepo
   const events = yield* EventsRepo
@@ -131,7 +142,7 @@ const makeRouter = Effect.gen(function* () {
           ...s,
           token,
           viewer: { email: s.email, role: s.role, csrfToken: s.csrfToken, userId: s.userId },
-          actor: { id: s.userId, ip: ipOf(req) },
+          actor: orgUser({ id: s.userId, ip: ipOf(req), orgId: s.orgId, role: s.role }),
         }),
       )
     })
@@ -155,7 +166,7 @@ const makeRouter = Effect.gen(function* () {
       if (adminOnly && session.value.role !== "admin") {
         return forbidden("Only an administrator can do this.", session.value.viewer)
       }
-      return yield* render(session.value)
+      return yield* Effect.provideService(render(session.value), AdminActor, session.value.actor)
     })
 
   /**
@@ -187,7 +198,7 @@ const makeRouter = Effect.gen(function* () {
       if (adminOnly && session.value.role !== "admin") {
         return forbidden("Only an administrator can change settings.", session.value.viewer)
       }
-      return yield* run(session.value, form)
+      return yield* Effect.provideService(run(session.value, form), AdminActor, session.value.actor)
     })
 
   /** D28: what a POST tells the page it redirects to, read once by the same session (secrets sealed). */
@@ -219,24 +230,28 @@ const makeRouter = Effect.gen(function* () {
   const query = Effect.map(request, (req) => new URL(req.url, "http://console").searchParams)
 
   /**
-   * An AdminError (or AccountError) becomes the page's error notice; the message never holds a secret. An unknown
-   * id, or another organization's, gets the 404 page as a GET of it would (D30).
+   * A refusal of the admin services (errors.ts) becomes the page's error notice; the message never holds a secret.
+   * An unknown id, or another organization's, gets the 404 page as a GET of it would (D30); a role that may not,
+   * the 403 page.
    */
   const refused =
     (s: SignedIn, path: string) =>
-    <A, R>(effect: Effect.Effect<A, { _tag: string; message?: string }, R>) =>
+    <A, E, R>(effect: Effect.Effect<A, E, R>) =>
       Effect.catchIf(
         effect,
-        (e): e is { _tag: "AdminError" | "AccountError"; message: string; kind?: string } =>
-          e._tag === "AdminError" || e._tag === "AccountError",
+        (e): e is Extract<E, AdminError> => isAdminError(e),
         // The services' messages name the CLI's flags ("--name must be …"): here they name the form's fields.
-        (e) =>
-          e.kind === "unknown"
+        (error) => {
+          const e: AdminError = error
+          return e._tag === "NotFound"
             ? Effect.succeed(notFound(s.viewer))
-            : flashTo(s, path, {
-                kind: "error",
-                text: e.message.replace(/--([a-z-]+)/g, (_, flag: string) => `the ${flag.replace("-", " ")}`),
-              }),
+            : e._tag === "Forbidden"
+              ? Effect.succeed(forbidden(e.message, s.viewer))
+              : flashTo(s, path, {
+                  kind: "error",
+                  text: e.message.replace(/--([a-z-]+)/g, (_, flag: string) => `the ${flag.replace("-", " ")}`),
+                })
+        },
       )
 
   const formCookie = () => randomBytes(24).toString("base64url")
@@ -320,7 +335,7 @@ const makeRouter = Effect.gen(function* () {
       action(
         (s) =>
           Effect.zipRight(
-            accounts.signOut(s.token, s.actor, s.orgId),
+            accounts.signOut({ token: s.token, userId: s.userId, orgId: s.orgId, ip: s.actor.ip }),
             HttpServerResponse.expireCookie(seeOther("/sign-in"), SESSION_COOKIE, { path: "/", secure: true }),
           ),
         false,
@@ -360,8 +375,8 @@ const makeRouter = Effect.gen(function* () {
               deviceCookieOptions,
             ),
           ),
-          Effect.catchTag("AccountError", (e) => {
-            if (e.kind === "link") return Effect.succeed(linkExpired())
+          Effect.catchTag("LinkExpired", () => Effect.succeed(linkExpired())),
+          Effect.catchTag("Invalid", (e) => {
             const csrf = formCookie()
             return HttpServerResponse.setCookie(
               html(<SetPasswordPage token={token} csrf={csrf} error={e.message} />, 400),
@@ -386,7 +401,7 @@ const makeRouter = Effect.gen(function* () {
             reads.openBySeverity(s.orgId),
             reads.activity(s.orgId, start),
             reads.incidents({ orgId: s.orgId, status: undefined, severity: undefined, after: undefined, fetch: 8 }),
-            actions.listSensors(s.orgId),
+            sensorAdmin.list(s.orgId),
           ])
           const counts = new Map(activity.map((a) => [a.day, a.n]))
           const days = Array.from({ length: 14 }, (_, i) => {
@@ -475,8 +490,8 @@ const makeRouter = Effect.gen(function* () {
             const { id } = yield* HttpRouter.params
             if (id === undefined || !isId("incident", id)) return notFound(s.viewer)
             if (Option.isNone(yield* incidents.findById(s.orgId, id))) return notFound(s.viewer)
-            return yield* actions
-              .closeIncident(s.orgId, id, s.actor)
+            return yield* incidentAdmin
+              .close(id)
               .pipe(
                 Effect.zipRight(flashTo(s, `/incidents/${id}`, { kind: "ok", text: "Incident closed." })),
                 refused(s, `/incidents/${id}`),
@@ -545,7 +560,7 @@ const makeRouter = Effect.gen(function* () {
       "/settings/api",
       page((s) =>
         Effect.gen(function* () {
-          const keys = yield* actions.listKeys(s.orgId)
+          const keys = yield* keyAdmin.list(s.orgId)
           return html(
             <ApiSettingsPage
               viewer={s.viewer}
@@ -564,11 +579,7 @@ const makeRouter = Effect.gen(function* () {
         Effect.gen(function* () {
           const scopes = (yield* formEntries).filter(([k]) => k === "scope").map(([, v]) => v)
           const expires = form.expires ? `${form.expires}T23:59:59.999Z` : undefined
-          const created = yield* actions.createKey(
-            s.orgId,
-            { name: form.name, scopes: scopes.join(","), expires },
-            s.actor,
-          )
+          const created = yield* keyAdmin.create(s.orgId, { name: form.name, scopes: scopes.join(","), expires })
           return yield* flashTo(s, "/settings/api", {
             kind: "ok",
             text: `Key ${created.id} created.`,
@@ -583,7 +594,7 @@ const makeRouter = Effect.gen(function* () {
         (s) =>
           Effect.gen(function* () {
             const { id } = yield* HttpRouter.params
-            const key = (yield* actions.listKeys(s.orgId)).find((k) => k.id === id && k.revokedAt === null)
+            const key = (yield* keyAdmin.list(s.orgId)).find((k) => k.id === id && k.revokedAt === null)
             if (key === undefined) return notFound(s.viewer)
             return html(<RevokeKeyPage viewer={s.viewer} key_={key} />)
           }),
@@ -595,7 +606,7 @@ const makeRouter = Effect.gen(function* () {
       action((s) =>
         Effect.gen(function* () {
           const { id } = yield* HttpRouter.params
-          const done = yield* actions.revokeKey(s.orgId, id ?? "", s.actor)
+          const done = yield* keyAdmin.revoke(id ?? "")
           return yield* flashTo(s, "/settings/api", { kind: "ok", text: `Key ${done.id} revoked.` })
         }).pipe(refused(s, "/settings/api")),
       ),
@@ -606,7 +617,7 @@ const makeRouter = Effect.gen(function* () {
       "/settings/alerts",
       page((s) =>
         Effect.gen(function* () {
-          const channels = yield* actions.listChannels(s.orgId)
+          const channels = yield* channelAdmin.list(s.orgId)
           return html(<AlertsPage viewer={s.viewer} channels={channels} flash={yield* readFlash(s)} now={new Date()} />)
         }),
       ),
@@ -615,11 +626,11 @@ const makeRouter = Effect.gen(function* () {
       "/settings/alerts/channels",
       action((s, form) =>
         Effect.gen(function* () {
-          const created = yield* actions.createChannel(
-            s.orgId,
-            { url: form.url, minSeverity: form.minSeverity, sensorHealth: form.sensorHealth === "on" },
-            s.actor,
-          )
+          const created = yield* channelAdmin.create(s.orgId, {
+            url: form.url,
+            minSeverity: form.minSeverity,
+            sensorHealth: form.sensorHealth === "on",
+          })
           return yield* flashTo(s, "/settings/alerts", {
             kind: "ok",
             text: `Channel ${created.id} added.`,
@@ -633,9 +644,9 @@ const makeRouter = Effect.gen(function* () {
       page((s) =>
         Effect.gen(function* () {
           const { id } = yield* HttpRouter.params
-          const channel = (yield* actions.listChannels(s.orgId)).find((c) => c.id === id)
+          const channel = (yield* channelAdmin.list(s.orgId)).find((c) => c.id === id)
           if (channel === undefined) return notFound(s.viewer)
-          const deliveries = yield* actions.deliveries(s.orgId, channel.id, undefined)
+          const deliveries = yield* channelAdmin.deliveries(channel.id, undefined)
           return html(
             <DeliveryLogPage
               viewer={s.viewer}
@@ -656,7 +667,7 @@ const makeRouter = Effect.gen(function* () {
           const back = `/settings/alerts/channels/${encodeURIComponent(id)}`
           switch (verb) {
             case "test": {
-              const result = yield* actions.testChannel(s.orgId, id, s.actor)
+              const result = yield* channelAdmin.test(id)
               const status = result.status === null ? "no HTTP status" : `HTTP ${result.status}`
               return yield* flashTo(s, back, {
                 kind: result.ok ? "ok" : "error",
@@ -665,20 +676,20 @@ const makeRouter = Effect.gen(function* () {
             }
             case "enable":
             case "disable": {
-              yield* actions.setChannelEnabled(s.orgId, id, verb === "enable", s.actor)
+              yield* channelAdmin.setEnabled(id, verb === "enable")
               return yield* flashTo(s, "/settings/alerts", { kind: "ok", text: `Channel ${verb}d.` })
             }
             case "sensor-health-on":
             case "sensor-health-off": {
               const on = verb === "sensor-health-on"
-              yield* actions.setChannelSensorHealth(s.orgId, id, on, s.actor)
+              yield* channelAdmin.setSensorHealth(id, on)
               return yield* flashTo(s, "/settings/alerts", {
                 kind: "ok",
                 text: on ? "Sensor-health alerts on for this channel." : "Sensor-health alerts off for this channel.",
               })
             }
             case "rotate": {
-              const rotated = yield* actions.rotateChannel(s.orgId, id, form.grace || undefined, s.actor)
+              const rotated = yield* channelAdmin.rotate(id, form.grace || undefined)
               return yield* flashTo(s, "/settings/alerts", {
                 kind: "ok",
                 text: rotated.previousSecretValidUntil
@@ -698,18 +709,18 @@ const makeRouter = Effect.gen(function* () {
       action((s) =>
         Effect.gen(function* () {
           const { id = "" } = yield* HttpRouter.params
-          yield* actions.redeliver(s.orgId, id, s.actor)
+          yield* channelAdmin.redeliver(id)
           return yield* flashTo(s, "/settings/alerts", { kind: "ok", text: `Delivery ${id} queued again.` })
         }).pipe(refused(s, "/settings/alerts")),
       ),
     ),
 
-    // --- Settings → Sensors (D43): every user reads; admins change, through the audited AdminActions ---------------
+    // --- Settings → Sensors (D43): every user reads; admins change, through the audited SensorAdmin ---------------
     HttpRouter.get(
       "/settings/sensors",
       page((s) =>
         Effect.gen(function* () {
-          const sensors = yield* actions.listSensors(s.orgId)
+          const sensors = yield* sensorAdmin.list(s.orgId)
           const flash = yield* readFlash(s)
           return html(
             <SensorsPage
@@ -728,11 +739,11 @@ const makeRouter = Effect.gen(function* () {
       "/settings/sensors",
       action((s, form) =>
         Effect.gen(function* () {
-          const created = yield* actions.createSensor(
-            s.orgId,
-            { name: form.name, profile: form.profile, heartbeatInterval: form.heartbeatInterval },
-            s.actor,
-          )
+          const created = yield* sensorAdmin.create(s.orgId, {
+            name: form.name,
+            profile: form.profile,
+            heartbeatInterval: form.heartbeatInterval,
+          })
           return yield* flashTo(s, "/settings/sensors", {
             kind: "ok",
             text: `Sensor ${created.id} added.`,
@@ -746,7 +757,7 @@ const makeRouter = Effect.gen(function* () {
       page((s) =>
         Effect.gen(function* () {
           const { id } = yield* HttpRouter.params
-          const sensor = (yield* actions.listSensors(s.orgId)).find((x) => x.id === id)
+          const sensor = (yield* sensorAdmin.list(s.orgId)).find((x) => x.id === id)
           if (sensor === undefined) return notFound(s.viewer)
           return html(<SensorPage viewer={s.viewer} sensor={sensor} flash={yield* readFlash(s)} now={new Date()} />)
         }),
@@ -760,11 +771,11 @@ const makeRouter = Effect.gen(function* () {
           const back = `/settings/sensors/${encodeURIComponent(id)}`
           switch (verb) {
             case "rename": {
-              const done = yield* actions.renameSensor(s.orgId, id, form.name, s.actor)
+              const done = yield* sensorAdmin.rename(id, form.name)
               return yield* flashTo(s, back, { kind: "ok", text: `Renamed to ${done.name}.` })
             }
             case "heartbeat": {
-              const done = yield* actions.setSensorHeartbeat(s.orgId, id, form.heartbeatInterval, s.actor)
+              const done = yield* sensorAdmin.setHeartbeat(id, form.heartbeatInterval)
               const text =
                 done.heartbeatIntervalSeconds === null
                   ? "No heartbeat expected."
@@ -773,7 +784,7 @@ const makeRouter = Effect.gen(function* () {
             }
             case "rotate": {
               const force = form.force === "yes"
-              const rotated = yield* actions.rotateSensor(s.orgId, id, form.grace || undefined, s.actor, force)
+              const rotated = yield* sensorAdmin.rotate(id, form.grace || undefined, force)
               return yield* flashTo(s, "/settings/sensors", {
                 kind: "ok",
                 text: rotated.previousTokenValidUntil
@@ -786,7 +797,7 @@ const makeRouter = Effect.gen(function* () {
               if (form.confirm !== "yes") {
                 return yield* flashTo(s, back, { kind: "error", text: "Tick the box to confirm the revocation." })
               }
-              yield* actions.revokeSensor(s.orgId, id, s.actor)
+              yield* sensorAdmin.revoke(id)
               return yield* flashTo(s, "/settings/sensors", { kind: "ok", text: `Sensor ${id} revoked.` })
             }
             default:
@@ -801,7 +812,7 @@ const makeRouter = Effect.gen(function* () {
       "/settings/users",
       page((s) =>
         Effect.gen(function* () {
-          const list = yield* accounts.listUsers(s.orgId)
+          const list = yield* userAdmin.list(s.orgId)
           return html(<UsersPage viewer={s.viewer} users={list} flash={yield* readFlash(s)} now={new Date()} />)
         }),
       ),
@@ -810,10 +821,7 @@ const makeRouter = Effect.gen(function* () {
       "/settings/users",
       action((s, form) =>
         Effect.gen(function* () {
-          const created = yield* accounts.createUser(
-            { orgId: s.orgId, email: form.email ?? "", role: form.role ?? "" },
-            s.actor,
-          )
+          const created = yield* userAdmin.create({ orgId: s.orgId, email: form.email ?? "", role: form.role ?? "" })
           return yield* flashTo(s, "/settings/users", {
             kind: "ok",
             text: `User ${created.email} created. Send them this link (valid 24 h, once) to set a password.`,
@@ -828,11 +836,11 @@ const makeRouter = Effect.gen(function* () {
         Effect.gen(function* () {
           const { id = "", verb } = yield* HttpRouter.params
           if (verb === "disable") {
-            yield* accounts.disableUser(s.orgId, id, s.actor)
+            yield* userAdmin.disable(id)
             return yield* flashTo(s, "/settings/users", { kind: "ok", text: "User disabled; their sessions ended." })
           }
           if (verb === "reset") {
-            const reset = yield* accounts.resetUser(s.orgId, id, s.actor)
+            const reset = yield* userAdmin.reset(id)
             return yield* flashTo(s, "/settings/users", {
               kind: "ok",
               text: `New link for ${reset.email}; their sessions ended.`,
@@ -851,7 +859,7 @@ const makeRouter = Effect.gen(function* () {
             const before = (yield* query).get("before") ?? undefined
             const rows = yield* audit.list(s.orgId, PAGE_SIZE + 1, before)
             const shown = rows.slice(0, PAGE_SIZE)
-            const actors = Object.fromEntries((yield* accounts.listUsers(s.orgId)).map((u) => [u.id, u.email]))
+            const actors = Object.fromEntries((yield* userAdmin.list(s.orgId)).map((u) => [u.id, u.email]))
             const last = shown[shown.length - 1]
             return html(
               <AuditPage

@@ -20,7 +20,7 @@ afterAll(() => shutdown(server, db))
 
 describe("D24: bun run admin, against the running server's database", () => {
   test("org create, key create, then the key reads an empty page; key list never shows the key", async () => {
-    const org = await adminJson(server.env, ["org", "create", "--name", "Acme SOC"])
+    const org = await adminJson(server.env, ["org", "create", "--name", `Acme SOC ${crypto.randomUUID().slice(0, 8)}`])
     expect(Object.keys(org)).toEqual(["id"])
     expect(org.id).toMatch(/^org_[0-9A-HJKMNP-TV-Z]{26}$/)
     const key = await adminJson(server.env, [
@@ -58,7 +58,7 @@ describe("D24: bun run admin, against the running server's database", () => {
   })
 
   test("key revoke and org deception take effect on the running server", async () => {
-    const org = await adminJson(server.env, ["org", "create", "--name", "Revokers"])
+    const org = await adminJson(server.env, ["org", "create", "--name", `Revokers ${crypto.randomUUID().slice(0, 8)}`])
     const key = await adminJson(server.env, [
       "key",
       "create",
@@ -80,7 +80,7 @@ describe("D24: bun run admin, against the running server's database", () => {
   })
 
   test("key create with an expiry", async () => {
-    const org = await adminJson(server.env, ["org", "create", "--name", "Expiring"])
+    const org = await adminJson(server.env, ["org", "create", "--name", `Expiring ${crypto.randomUUID().slice(0, 8)}`])
     const expires = new Date(Date.now() + 86_400_000).toISOString()
     const key = await adminJson(server.env, [
       "key",
@@ -100,7 +100,7 @@ describe("D24: bun run admin, against the running server's database", () => {
   })
 
   test("errors print a clear message and exit non-zero", async () => {
-    const org = await adminJson(server.env, ["org", "create", "--name", "Errors"])
+    const org = await adminJson(server.env, ["org", "create", "--name", `Errors ${crypto.randomUUID().slice(0, 8)}`])
     const cases: Array<[Array<string>, RegExp]> = [
       [
         ["key", "create", "--org", "org_01ARZ3NDEKTSV4RRFFQ69G5FAV", "--name", "k", "--scopes", "events:read"],
@@ -156,7 +156,12 @@ describe("D24: bun run admin, against the running server's database", () => {
   })
 
   test("D1/D22: sensor create --json prints exactly {id, token}; the token writes on the ingest port; only its hash is stored", async () => {
-    const org = await adminJson(server.env, ["org", "create", "--name", "Sensor owners"])
+    const org = await adminJson(server.env, [
+      "org",
+      "create",
+      "--name",
+      `Sensor owners ${crypto.randomUUID().slice(0, 8)}`,
+    ])
     const result = await admin(server.env, [
       "sensor",
       "create",

@@ -64,12 +64,17 @@ describe("the first run", () => {
     expect(noName.stderr).toContain("--name is required")
     expect(noName.stderr).not.toContain("printable")
     // A name that is there but empty still gets the rule.
-    const empty = await admin(server.env, ["org", "create", "--name", " "])
+    const empty = await admin(server.env, ["org", "create", "--name", `  ${crypto.randomUUID().slice(0, 8)}`])
     expect(empty.stderr).toContain("--name must be 1 to 200 printable characters")
   }, 60_000)
 
   test("D18 a loopback receiver: refused with a pointer to WEBHOOK_ALLOW_PRIVATE; the server's failed attempt is a WARN with its reason", async () => {
-    const org = (await adminJson(server.env, ["org", "create", "--name", "First run"])) as { id: string }
+    const org = (await adminJson(server.env, [
+      "org",
+      "create",
+      "--name",
+      `First run ${crypto.randomUUID().slice(0, 8)}`,
+    ])) as { id: string }
     const refused = await admin(server.env, [
       "webhook",
       "create",

@@ -104,8 +104,8 @@ beforeAll(async () => {
     }),
   })
   const env = server.env
-  orgA = (await adminJson(env, ["org", "create", "--name", "Acme SOC"])).id
-  const orgB = (await adminJson(env, ["org", "create", "--name", "Other Corp"])).id
+  orgA = (await adminJson(env, ["org", "create", "--name", `Acme SOC ${crypto.randomUUID().slice(0, 8)}`])).id
+  const orgB = (await adminJson(env, ["org", "create", "--name", `Other Corp ${crypto.randomUUID().slice(0, 8)}`])).id
   const sensorA = await adminJson(env, ["sensor", "create", "--org", orgA, "--name", "dmz-web-01"])
   const sensorB = await adminJson(env, ["sensor", "create", "--org", orgB, "--name", "b-sensor"])
   sensorToken = sensorA.token

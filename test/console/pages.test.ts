@@ -70,7 +70,7 @@ beforeAll(async () => {
     env: testEnv({ CONSOLE_PORT: String(port), APP_URL: consoleUrl, WEBHOOK_ALLOW_PRIVATE: "127.0.0.0/8" }),
   })
   const env = server.env
-  const org = (await adminJson(env, ["org", "create", "--name", "Acme SOC"])).id
+  const org = (await adminJson(env, ["org", "create", "--name", `Acme SOC ${crypto.randomUUID().slice(0, 8)}`])).id
   const sensor = await adminJson(env, ["sensor", "create", "--org", org, "--name", "dmz-web-01"])
 
   // 60 events whose attacker input is 12 members of 8000 characters each (about 6 MB sent), 9 per request.

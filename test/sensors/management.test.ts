@@ -34,8 +34,9 @@ const audit = (target: string) =>
 
 const newOrg = async (name: string) => (await adminJson(server.env, ["org", "create", "--name", name])).id as string
 
-const newSensor = async (orgId: string, extra: ReadonlyArray<string> = []) =>
-  (await adminJson(server.env, ["sensor", "create", "--org", orgId, "--name", "s-1", ...extra])) as {
+/** Two sensors in service in one organization have two names. */
+const newSensor = async (orgId: string, extra: ReadonlyArray<string> = [], name = "s-1") =>
+  (await adminJson(server.env, ["sensor", "create", "--org", orgId, "--name", name, ...extra])) as {
     id: string
     token: string
   }
@@ -174,7 +175,7 @@ describe("D43: rename, profiles, list with status and last contact", () => {
     )
     const cowrie = await newSensor(orgId, ["--profile", "cowrie"])
     expect((await listed(orgId, cowrie.id)).profile).toBe("cowrie")
-    const plain = await newSensor(orgId)
+    const plain = await newSensor(orgId, [], "s-2")
     expect((await listed(orgId, plain.id)).profile).toBe("generic")
     const badInterval = await admin(server.env, [
       "sensor",
@@ -302,7 +303,7 @@ describe("D43: status and health, for the silent-detection sweep", () => {
   test("D43: listWatched and setHealth (compare-and-set: one caller announces a change)", async () => {
     const orgId = await newOrg("Health")
     const watched = await newSensor(orgId, ["--heartbeat-interval", "60s"])
-    const unwatched = await newSensor(orgId)
+    const unwatched = await newSensor(orgId, [], "s-2")
     const ids = await db.run(
       Effect.map(
         Effect.flatMap(SensorsRepo, (r) => r.listWatched()),

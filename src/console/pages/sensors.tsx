@@ -1,4 +1,4 @@
-import type { SensorView } from "../../admin/operations.ts"
+import type { SensorView } from "../../admin/SensorAdmin.ts"
 import { plainIngestWarning, SENSOR_PROFILES, type Snippet, setupSnippets } from "../../admin/sensorSetup.ts"
 import { parseToken, SENSOR_TOKEN } from "../../domain/secretToken.ts"
 import { Csrf, DataTable, type Flash, Time, type Viewer } from "./components.tsx"

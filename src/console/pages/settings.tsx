@@ -1,5 +1,5 @@
 import type { Child } from "hono/jsx"
-import { originOf } from "../../admin/AdminActions.ts"
+import { originOf } from "../../admin/ChannelAdmin.ts"
 import { Csrf, DataTable, type Flash, FlashNotice, Layout, Time, type Viewer } from "./components.tsx"
 
 type Tab = "api" | "alerts" | "sensors" | "users" | "audit"

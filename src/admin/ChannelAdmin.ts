@@ -1,0 +1,325 @@
+import { SqlClient } from "@effect/sql"
+import { Clock, Duration, Effect, Option } from "effect"
+import { DeliveryStatus, nextState } from "../domain/deliveryRetry.ts"
+import { isId, newId } from "../domain/ids.ts"
+import { sealedKeyId } from "../domain/sealing.ts"
+import { SEVERITIES, type Severity } from "../domain/severity.ts"
+import { generateSigningSecret } from "../domain/webhookSignature.ts"
+import { AppConfig, parseShortDuration, sealerOf } from "../platform/config.ts"
+import { checkAndResolveWebhookUrl, systemLookup } from "../platform/outbound/urlRule.ts"
+import { WebhookSender } from "../platform/outbound/WebhookSender.ts"
+import { type ChannelRow, WebhooksRepo } from "../repos/WebhooksRepo.ts"
+import { sampleIncident, serializeWebhookBody } from "../repos/webhookPayload.ts"
+import { AdminActor, requireAdmin, requireScope } from "./actor.ts"
+import { auditing } from "./common.ts"
+import { Forbidden, invalid, missing, NotFound } from "./errors.ts"
+import { OrgAdmin } from "./OrgAdmin.ts"
+
+/** Deliveries shown by the delivery log (newest first). */
+const DELIVERY_LOG_LIMIT = 50
+const MAX_GRACE_MS = 30 * 86_400_000
+
+/**
+ * D31: never a secret in the audit log. Incoming-webhook URLs often carry a token in their path or query (and
+ * D18 refuses credentials in the authority), so only scheme://host[:port] is recorded, beside the channel id.
+ */
+export const originOf = (url: string | undefined): string => {
+  try {
+    return new URL(url ?? "").origin
+  } catch {
+    return "(invalid URL)"
+  }
+}
+
+const describe = (c: ChannelRow, at: Date) => ({
+  id: c.id,
+  url: c.url,
+  minSeverity: c.minSeverity,
+  enabled: c.enabled,
+  sensorHealth: c.sensorHealth,
+  createdAt: c.createdAt.toISOString(),
+  previousSecretValidUntil:
+    c.previousSecretExpiresAt !== null && c.previousSecretExpiresAt > at
+      ? c.previousSecretExpiresAt.toISOString()
+      : null,
+})
+export type ChannelView = ReturnType<typeof describe>
+
+/**
+ * Webhook channels and their deliveries (D15–D18): a signing secret is returned only by `create` and `rotate`,
+ * stored sealed (AES-256-GCM under SECRET_KEY), never audited; test sends and re-deliveries; the delivery log.
+ */
+export class ChannelAdmin extends Effect.Service<ChannelAdmin>()("ChannelAdmin", {
+  effect: Effect.gen(function* () {
+    const repo = yield* WebhooksRepo
+    const orgAdmin = yield* OrgAdmin
+    const sender = yield* WebhookSender
+    const config = yield* AppConfig
+    const sql = yield* SqlClient.SqlClient
+    const { audited } = yield* auditing
+    const sealer = sealerOf(config)
+    const encoder = new TextEncoder()
+    const now = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
+
+    /** D30: another organization's channel is the same "unknown" as one that does not exist. */
+    const find = Effect.fn("ChannelAdmin.find")(function* (channelId: string) {
+      const found = isId("webhookChannel", channelId) ? yield* repo.findChannel(channelId) : Option.none()
+      if (Option.isNone(found)) return yield* new NotFound({ message: `unknown webhook channel: ${channelId}` })
+      yield* requireScope(found.value.orgId, `unknown webhook channel: ${channelId}`)
+      return found.value
+    })
+
+    /** D18 at creation: https only, no credentials, every resolved address public (WEBHOOK_ALLOW_PRIVATE aside). */
+    const checkUrl = (url: string | undefined) =>
+      Effect.gen(function* () {
+        if (url === undefined || url.trim() === "") return yield* missing("--url")
+        const checked = yield* Effect.promise(() =>
+          checkAndResolveWebhookUrl(url.trim(), systemLookup, { allowPrivate: config.webhooks.allowPrivate }),
+        )
+        if (!checked.ok) return yield* invalid(`webhook URL refused: ${checked.reason}`)
+        return checked.url.toString()
+      })
+
+    /** `sensorHealth`: D43 opt-in to `sensor.silent` / `sensor.recovered` (off unless asked for). */
+    const create = Effect.fn("ChannelAdmin.create")(function* (
+      orgId: string,
+      input: {
+        readonly url: string | undefined
+        readonly minSeverity: string | undefined
+        readonly sensorHealth?: boolean | undefined
+      },
+    ) {
+      yield* requireAdmin
+      yield* orgAdmin.require(orgId)
+      const minSeverity = (input.minSeverity ?? "low") as Severity
+      if (!SEVERITIES.includes(minSeverity))
+        return yield* invalid(`--min-severity must be one of ${SEVERITIES.join(", ")}`)
+      // The address is resolved outside any transaction (a slow resolver must not hold one open).
+      const url = yield* checkUrl(input.url)
+      const secret = generateSigningSecret()
+      const id = newId("webhookChannel")
+      const at = yield* now
+      yield* sql.withTransaction(
+        Effect.zipRight(
+          repo.insertChannel({
+            id,
+            orgId,
+            url,
+            minSeverity,
+            secretEnc: sealer.seal(encoder.encode(secret)),
+            enabled: true,
+            sensorHealth: input.sensorHealth === true,
+            createdAt: at,
+          }),
+          audited(
+            orgId,
+            "webhook.create",
+            id,
+            `${originOf(input.url)} (min ${input.minSeverity ?? "low"}${input.sensorHealth === true ? ", sensor health" : ""})`,
+          ),
+        ),
+      )
+      return { id, secret }
+    })
+
+    const list = Effect.fn("ChannelAdmin.list")(function* (orgId: string) {
+      yield* orgAdmin.require(orgId)
+      const at = yield* now
+      return (yield* repo.listChannels(orgId)).map((c) => describe(c, at))
+    })
+
+    /** D16: a new secret; with a grace period the old one keeps signing too (second v1) until it ends. */
+    const rotate = Effect.fn("ChannelAdmin.rotate")(function* (channelId: string, grace: string | undefined) {
+      yield* requireAdmin
+      const channel = yield* find(channelId)
+      let ms = 0
+      if (grace !== undefined) {
+        const parsed = parseShortDuration(grace)
+        if (parsed === undefined) return yield* invalid("--grace must be a duration such as 30m, 24h or 7d")
+        ms = Duration.toMillis(parsed)
+      }
+      if (ms > MAX_GRACE_MS) return yield* invalid("--grace may be at most 30d")
+      const at = yield* now
+      const secret = generateSigningSecret()
+      yield* repo.rotateSecret(
+        channel.id,
+        sealer.seal(encoder.encode(secret)),
+        ms > 0 ? channel.secretEnc : null,
+        ms > 0 ? new Date(at.getTime() + ms) : null,
+        at,
+      )
+      yield* audited(channel.orgId, "webhook.rotate", channel.id, grace ? `grace ${grace}` : null)
+      return {
+        id: channel.id,
+        secret,
+        previousSecretValidUntil: ms > 0 ? new Date(at.getTime() + ms).toISOString() : null,
+      }
+    }, sql.withTransaction)
+
+    const setEnabled = Effect.fn("ChannelAdmin.setEnabled")(function* (channelId: string, enabled: boolean) {
+      yield* requireAdmin
+      const channel = yield* find(channelId)
+      yield* repo.setEnabled(channel.id, enabled, yield* now)
+      yield* audited(channel.orgId, enabled ? "webhook.enable" : "webhook.disable", channel.id, null)
+      return { id: channel.id, enabled }
+    }, sql.withTransaction)
+
+    /** D43: sensor-health alerts on or off for a channel (later changes of a sensor's health only). */
+    const setSensorHealth = Effect.fn("ChannelAdmin.setSensorHealth")(function* (channelId: string, on: boolean) {
+      yield* requireAdmin
+      const channel = yield* find(channelId)
+      yield* repo.setSensorHealth(channel.id, on, yield* now)
+      yield* audited(channel.orgId, "webhook.sensor_health", channel.id, on ? "on" : "off")
+      return { id: channel.id, sensorHealth: on }
+    }, sql.withTransaction)
+
+    /**
+     * D15 `webhook.test`: sent now, through the same sender as every delivery, and logged like one; outside any
+     * transaction (a slow receiver must not hold one open), then audited. Not retried: if it fails it is dead at
+     * once (re-drivable like any delivery).
+     */
+    const test = Effect.fn("ChannelAdmin.test")(function* (channelId: string) {
+      yield* requireAdmin
+      const channel = yield* find(channelId)
+      const at = yield* now
+      const deliveryId = newId("webhookDelivery", at.getTime())
+      const owner = `admin:${process.pid}`
+      const body = serializeWebhookBody({
+        id: deliveryId,
+        type: "webhook.test",
+        createdAt: at,
+        incident: sampleIncident(at, config.appUrl),
+      })
+      yield* repo.insertDeliveries([
+        {
+          id: deliveryId,
+          orgId: channel.orgId,
+          channelId: channel.id,
+          transitionId: null,
+          type: "webhook.test",
+          incidentId: null,
+          body,
+          status: "pending",
+          nextAttemptAt: at,
+          createdAt: at,
+          // Ours while we send it: a running dispatcher leaves it alone.
+          leaseOwner: owner,
+          leaseUntil: new Date(at.getTime() + 60_000),
+        },
+      ])
+      const { startedAt, result } = yield* sender.send({ url: channel.url, body, deliveryId, attempt: 1, channel })
+      const next = nextState(result, 0, [], new Date(yield* Clock.currentTimeMillis))
+      yield* repo.recordAttempt(owner, {
+        attempt: {
+          id: newId("deliveryAttempt", startedAt.getTime()),
+          deliveryId,
+          attempt: 1,
+          startedAt,
+          durationMs: Math.round(result.durationMs),
+          statusCode: result.status,
+          error: result.error,
+          responseBody: result.responseBody,
+        },
+        ...next,
+      })
+      yield* audited(
+        channel.orgId,
+        "webhook.test",
+        channel.id,
+        `${result.ok ? "delivered" : "failed"}${result.status === null ? "" : ` HTTP ${result.status}`}`,
+      )
+      return {
+        deliveryId,
+        ok: result.ok,
+        status: result.status,
+        durationMs: Math.round(result.durationMs),
+        error: result.error,
+      }
+    })
+
+    const deliveries = Effect.fn("ChannelAdmin.deliveries")(function* (channelId: string, status: string | undefined) {
+      const channel = yield* find(channelId)
+      if (status !== undefined && !DeliveryStatus.literals.includes(status as DeliveryStatus)) {
+        return yield* invalid(`--status must be one of ${DeliveryStatus.literals.join(", ")}`)
+      }
+      const rows = yield* repo.listDeliveries(channel.id, status as DeliveryStatus | undefined, DELIVERY_LOG_LIMIT)
+      const attempts = yield* repo.attemptsOf(rows.map((r) => r.id))
+      return rows.map((r) => ({
+        id: r.id,
+        type: r.type,
+        incidentId: r.incidentId,
+        status: r.status,
+        attempts: r.attempts,
+        lastStatus: r.lastStatus,
+        lastError: r.lastError,
+        createdAt: r.createdAt.toISOString(),
+        nextAttemptAt: r.status === "pending" || r.status === "failed" ? r.nextAttemptAt.toISOString() : null,
+        deliveredAt: r.deliveredAt?.toISOString() ?? null,
+        log: attempts
+          .filter((a) => a.deliveryId === r.id)
+          .map((a) => ({
+            attempt: a.attempt,
+            at: a.startedAt.toISOString(),
+            durationMs: a.durationMs,
+            status: a.statusCode,
+            error: a.error,
+            response: a.responseBody,
+          })),
+      }))
+    })
+
+    /** D17: a delivery (dead, failed or even delivered) is queued again now; a running dispatcher is woken. */
+    const redeliver = Effect.fn("ChannelAdmin.redeliver")(function* (deliveryId: string) {
+      yield* requireAdmin
+      const found = isId("webhookDelivery", deliveryId) ? yield* repo.findDelivery(deliveryId) : Option.none()
+      if (Option.isNone(found)) return yield* new NotFound({ message: `unknown delivery: ${deliveryId}` })
+      const delivery = found.value
+      yield* requireScope(delivery.orgId, `unknown delivery: ${deliveryId}`)
+      yield* sql.withTransaction(
+        Effect.gen(function* () {
+          if (!(yield* repo.redeliver(deliveryId, yield* now))) {
+            return yield* new NotFound({ message: `unknown delivery: ${deliveryId}` })
+          }
+          yield* repo.notify
+          yield* audited(delivery.orgId, "webhook.redeliver", deliveryId, delivery.channelId)
+        }),
+      )
+      return { id: deliveryId, status: "pending" as const }
+    })
+
+    /** After a SECRET_KEY rotation: channel secrets sealed under an older key are sealed under the current one. */
+    const resealSecrets = Effect.fn("ChannelAdmin.resealSecrets")(function* () {
+      const actor = yield* AdminActor
+      if (actor._tag !== "Operator") {
+        return yield* new Forbidden({ message: "Only an operator (bun run admin) can do this." })
+      }
+      let resealed = 0
+      const unreadable: Array<string> = []
+      for (const channel of yield* repo.allChannels()) {
+        const sealed = [channel.secretEnc, channel.previousSecretEnc]
+        if (sealed.every((s) => s === null || sealedKeyId(s) === sealer.keyId)) continue
+        const [secret, previous] = sealed.map((s) => (s === null ? null : sealer.open(s)))
+        if (secret === undefined || previous === undefined || secret === null) {
+          unreadable.push(channel.id)
+          continue
+        }
+        yield* repo.setSealedSecrets(channel.id, sealer.seal(secret), previous === null ? null : sealer.seal(previous))
+        resealed++
+      }
+      return { resealed, unreadable }
+    })
+
+    return {
+      find,
+      create,
+      list,
+      rotate,
+      setEnabled,
+      setSensorHealth,
+      test,
+      deliveries,
+      redeliver,
+      resealSecrets,
+    } as const
+  }),
+}) {}

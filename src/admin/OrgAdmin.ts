@@ -1,0 +1,95 @@
+import { randomBytes } from "node:crypto"
+import { SqlClient } from "@effect/sql"
+import { Effect, Option } from "effect"
+import { isId } from "../domain/ids.ts"
+import { sealedKeyId } from "../domain/sealing.ts"
+import { AppConfig, sealerOf } from "../platform/config.ts"
+import { OrgsRepo } from "../repos/OrgsRepo.ts"
+import { AdminActor, requireAdmin, requireScope } from "./actor.ts"
+import { auditing, checkName, sameName } from "./common.ts"
+import { Conflict, Forbidden, invalid, NotFound } from "./errors.ts"
+
+const operatorOnly = Effect.flatMap(AdminActor, (actor) =>
+  actor._tag === "Operator"
+    ? Effect.void
+    : Effect.fail(new Forbidden({ message: "Only an operator (bun run admin) can do this." })),
+)
+
+/** Organizations (D24): created by the operator; the Deception switch (D10); their fingerprint keys (D19). */
+export class OrgAdmin extends Effect.Service<OrgAdmin>()("OrgAdmin", {
+  effect: Effect.gen(function* () {
+    const orgs = yield* OrgsRepo
+    const sql = yield* SqlClient.SqlClient
+    const { audited, lockNames } = yield* auditing
+    const sealer = sealerOf(yield* AppConfig)
+
+    /** The organization, if the actor may act on it; otherwise (or unknown) NotFound. */
+    const require = Effect.fn("OrgAdmin.require")(function* (orgId: string) {
+      const org = isId("organization", orgId) ? yield* orgs.findById(orgId) : Option.none()
+      if (Option.isNone(org)) return yield* new NotFound({ message: `unknown organization: ${orgId}` })
+      yield* requireScope(org.value.id, `unknown organization: ${orgId}`)
+      return org.value
+    })
+
+    /**
+     * A new organization (Deception on). A name an organization already has (ignoring case) is refused unless
+     * `allowDuplicate`: two organizations named alike are told apart only by id.
+     */
+    const create = Effect.fn("OrgAdmin.create")(function* (
+      name: string | undefined,
+      options: { readonly allowDuplicate?: boolean } = {},
+    ) {
+      yield* operatorOnly
+      const checked = yield* checkName("--name", name)
+      yield* lockNames("organizations")
+      const taken = (yield* orgs.list()).find((o) => sameName(o.name, checked))
+      if (taken !== undefined && options.allowDuplicate !== true) {
+        return yield* new Conflict({
+          message: `an organization named "${taken.name}" already exists (${taken.id}); use --allow-duplicate-name to create another`,
+        })
+      }
+      // D19: the per-organization fingerprint key, sealed under SECRET_KEY.
+      const org = yield* orgs.create({ name: checked, fingerprintKey: sealer.seal(randomBytes(32)) })
+      yield* audited(org.id, "org.create", org.id, checked)
+      return { id: org.id }
+    }, sql.withTransaction)
+
+    const list = Effect.fn("OrgAdmin.list")(function* () {
+      const actor = yield* AdminActor
+      const rows = yield* orgs.list()
+      return rows
+        .filter((o) => actor._tag === "Operator" || o.id === actor.orgId)
+        .map((o) => ({ id: o.id, name: o.name, deception: o.deceptionEnabled }))
+    })
+
+    /** D10: announced to every server's key cache before it returns (OrgsRepo.setDeception). */
+    const setDeception = Effect.fn("OrgAdmin.setDeception")(function* (orgId: string, state: string | undefined) {
+      yield* requireAdmin
+      if (state !== "on" && state !== "off") return yield* invalid("usage: org deception <org-id> on|off")
+      yield* require(orgId)
+      yield* sql.withTransaction(
+        Effect.zipRight(orgs.setDeception(orgId, state === "on"), audited(orgId, "org.deception", orgId, state)),
+      )
+      return { id: orgId, deception: state }
+    })
+
+    /** After a SECRET_KEY rotation: every fingerprint key sealed under an older key is sealed under the current. */
+    const resealFingerprintKeys = Effect.fn("OrgAdmin.resealFingerprintKeys")(function* () {
+      yield* operatorOnly
+      let resealed = 0
+      const unreadable: Array<string> = []
+      for (const org of yield* orgs.list()) {
+        if (sealedKeyId(org.fingerprintKey) === sealer.keyId) continue
+        const key = sealer.open(org.fingerprintKey)
+        if (key === undefined) unreadable.push(org.id)
+        else {
+          yield* orgs.setFingerprintKey(org.id, sealer.seal(key))
+          resealed++
+        }
+      }
+      return { resealed, unreadable }
+    })
+
+    return { require, create, list, setDeception, resealFingerprintKeys } as const
+  }),
+}) {}

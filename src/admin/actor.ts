@@ -1,0 +1,50 @@
+import { Context, Effect } from "effect"
+import type { Role } from "../repos/ConsoleUsersRepo.ts"
+import { Forbidden, NotFound } from "./errors.ts"
+
+/**
+ * Who is acting, given to every admin service through the context (never as an argument). Two kinds:
+ * - the operator at the CLI (`bun run admin`), who may act on every organization;
+ * - a console user, who acts only in their own organization and with their role.
+ * Audit rows (D31) name `id` and `ip`.
+ */
+export type AdminActorValue =
+  | { readonly _tag: "Operator"; readonly id: "cli"; readonly ip: null }
+  | {
+      readonly _tag: "OrgUser"
+      readonly id: string
+      readonly ip: string | null
+      readonly orgId: string
+      readonly role: Role
+    }
+
+export class AdminActor extends Context.Tag("AdminActor")<AdminActor, AdminActorValue>() {}
+
+export const OPERATOR: AdminActorValue = { _tag: "Operator", id: "cli", ip: null }
+
+export const orgUser = (user: { id: string; ip: string | null; orgId: string; role: Role }): AdminActorValue => ({
+  _tag: "OrgUser",
+  ...user,
+})
+
+/** Runs an admin effect as the CLI's operator. */
+export const asOperator = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.provideService(effect, AdminActor, OPERATOR)
+
+/** Whether the actor may see and change this organization's rows. */
+export const actsOn = (actor: AdminActorValue, orgId: string) => actor._tag === "Operator" || actor.orgId === orgId
+
+/**
+ * D30: a row of another organization is answered as one that does not exist. `message` is the "unknown …" text.
+ */
+export const requireScope = (orgId: string, message: string) =>
+  Effect.flatMap(AdminActor, (actor) =>
+    actsOn(actor, orgId) ? Effect.succeed(actor) : Effect.fail(new NotFound({ message })),
+  )
+
+/** A change to settings: the operator, or an organization's administrator (an analyst reads only). */
+export const requireAdmin = Effect.flatMap(AdminActor, (actor) =>
+  actor._tag === "Operator" || actor.role === "admin"
+    ? Effect.succeed(actor)
+    : Effect.fail(new Forbidden({ message: "Only an administrator can change settings." })),
+)
