@@ -1,0 +1,73 @@
+import { HttpRouter, type HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { Cause, Effect, Option } from "effect"
+import { ASSETS } from "./assets.ts"
+import { checkRequest, redactPath } from "./http.ts"
+import { makeKit } from "./kit.ts"
+import { badRequest, notFound, serverError, tooLarge } from "./responses.tsx"
+import { alertRoutes } from "./routes/alerts.tsx"
+import { authRoutes } from "./routes/auth.tsx"
+import { incidentRoutes } from "./routes/incidents.tsx"
+import { sensorRoutes } from "./routes/sensors.tsx"
+import { settingsRoutes } from "./routes/settings.tsx"
+import { request, type SignedIn } from "./session.ts"
+
+/**
+ * The console as one request handler: every route module, the static assets, the checks at the edge and the
+ * answer to anything that fails (404, 413, 400, 499, 500 pages).
+ */
+export const makeConsoleApp = Effect.gen(function* () {
+  const kit = yield* makeKit
+  const routes = HttpRouter.concatAll(
+    yield* authRoutes(kit),
+    yield* incidentRoutes(kit),
+    yield* settingsRoutes(kit),
+    yield* alertRoutes(kit),
+    yield* sensorRoutes(kit),
+  )
+  let withAssets = routes
+  for (const asset of ASSETS) {
+    withAssets = HttpRouter.get(
+      withAssets,
+      asset.path as `/${string}`,
+      Effect.succeed(
+        HttpServerResponse.uint8Array(asset.body, {
+          contentType: asset.contentType,
+          headers: { "cache-control": "public, max-age=31536000, immutable" },
+        }),
+      ),
+    )
+  }
+
+  // A plain Effect, not a router value: the Bun server serves a router value through Bun's own routes, without the
+  // middleware and this handler; as an Effect every request goes through the security headers and the 404 page.
+  // Every input is checked at the edge, before any route (and so any database work) runs: the body's declared size,
+  // the URL, the decoded path and every query value. Form bodies are checked as they are read (http.ts).
+  const checked = Effect.flatMap(request, (req) => {
+    const verdict = checkRequest(req)
+    if (verdict === "too-large") return Effect.succeed(tooLarge())
+    if (verdict === "bad") return Effect.succeed(badRequest())
+    return withAssets
+  })
+  const app: Effect.Effect<HttpServerResponse.HttpServerResponse, never, HttpServerRequest.HttpServerRequest> =
+    Effect.catchAllCause(checked, (cause) =>
+      Effect.gen(function* () {
+        const req = yield* request
+        const failure = Cause.failureOption(cause)
+        const tag = Option.isSome(failure) ? (failure.value as { _tag?: string })._tag : undefined
+        if (tag === "RouteNotFound") {
+          const session = yield* Effect.orElseSucceed(kit.currentSession, () => Option.none<SignedIn>())
+          return notFound(Option.getOrUndefined(session)?.viewer)
+        }
+        if (tag === "BodyTooLarge") return tooLarge()
+        if (tag === "BadInput") return badRequest()
+        // A client that went away (an aborted sign-in, a closed tab) is not an error of ours.
+        if (Cause.isInterruptedOnly(cause)) {
+          yield* Effect.logDebug("console request interrupted").pipe(Effect.annotateLogs({ path: redactPath(req.url) }))
+          return HttpServerResponse.empty({ status: 499 })
+        }
+        yield* Effect.logError("console request failed", cause).pipe(Effect.annotateLogs({ path: redactPath(req.url) }))
+        return serverError()
+      }),
+    )
+  return app
+})

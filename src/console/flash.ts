@@ -1,0 +1,70 @@
+import { randomBytes } from "node:crypto"
+import { Effect, Option } from "effect"
+import { type AdminError, isAdminError } from "../admin/errors.ts"
+import { sha256 } from "../domain/crypto.ts"
+import { AppConfig, sealerOf } from "../platform/config.ts"
+import { ConsoleUsersRepo } from "../repos/ConsoleUsersRepo.ts"
+import { seeOther } from "./http.ts"
+import type { Flash } from "./pages/components.tsx"
+import { forbidden, notFound } from "./responses.tsx"
+import { request, type SignedIn } from "./session.ts"
+
+const FLASH_TTL_MS = 10 * 60_000
+
+/**
+ * D28: what a POST tells the page it redirects to (a flash), read once by the same session, sealed (it may hold a
+ * secret shown once); and how a refusal of the admin services is told.
+ */
+export const makeFlash = Effect.gen(function* () {
+  const users = yield* ConsoleUsersRepo
+  const sealer = sealerOf(yield* AppConfig)
+
+  const flashTo = (s: SignedIn, path: string, flash: Flash) =>
+    Effect.gen(function* () {
+      const id = randomBytes(16).toString("base64url")
+      const now = new Date()
+      yield* users.pruneFlashes(now)
+      yield* users.insertFlash({
+        id,
+        sessionHash: sha256(s.token),
+        body: sealer.seal(new TextEncoder().encode(JSON.stringify(flash))),
+        expiresAt: new Date(now.getTime() + FLASH_TTL_MS),
+      })
+      return seeOther(`${path}${path.includes("?") ? "&" : "?"}flash=${id}`)
+    })
+
+  const readFlash = (s: SignedIn) =>
+    Effect.gen(function* () {
+      const req = yield* request
+      const id = new URL(req.url, "http://console").searchParams.get("flash")
+      if (id === null || id.length > 64) return undefined
+      const body = yield* users.takeFlash(id, sha256(s.token), new Date())
+      if (Option.isNone(body)) return undefined
+      const opened = sealer.open(body.value)
+      return opened === undefined ? undefined : (JSON.parse(new TextDecoder().decode(opened)) as Flash)
+    })
+
+  /**
+   * A refusal of the admin services (errors.ts) becomes the page's error notice; the message never holds a secret.
+   * An unknown id, or another organization's, gets the 404 page as a GET of it would (D30); a role that may not,
+   * the 403 page.
+   */
+  const refused =
+    (s: SignedIn, path: string) =>
+    <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+      Effect.catchIf(
+        effect,
+        (e): e is Extract<E, AdminError> => isAdminError(e),
+        (error) => {
+          const e: AdminError = error
+          if (e._tag === "NotFound") return Effect.succeed(notFound(s.viewer))
+          if (e._tag === "Forbidden") return Effect.succeed(forbidden(e.message, s.viewer))
+          // The services' messages name the CLI's flags ("--name must be …"): here they name the form's fields.
+          const text = e.message.replace(/--([a-z-]+)/g, (_, flag: string) => `the ${flag.replace("-", " ")}`)
+          return flashTo(s, path, { kind: "error", text })
+        },
+      )
+
+  return { flashTo, readFlash, refused } as const
+})
+export type Flashes = Effect.Effect.Success<typeof makeFlash>

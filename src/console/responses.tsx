@@ -1,0 +1,44 @@
+import { html, MAX_BODY_BYTES } from "./http.ts"
+import { MessagePage, NotFoundPage } from "./pages/auth.tsx"
+import type { Viewer } from "./pages/components.tsx"
+
+/** The console's fixed answers: pages with a status, never a secret. */
+
+/** D26: an unknown, used or expired set-password link, for GET and POST alike. */
+export const linkExpired = () =>
+  html(
+    <MessagePage
+      title="Link expired"
+      text="This link has expired or was already used. Ask an administrator for a new one (Settings → Users, or `bun run admin user reset`)."
+    />,
+    410,
+  )
+/** D30: an unknown id and another organization's get this same page. */
+export const notFound = (viewer?: Viewer) => html(<NotFoundPage viewer={viewer} />, 404)
+export const forbidden = (text: string, viewer?: Viewer) =>
+  html(<MessagePage title="Not allowed" text={text} viewer={viewer} />, 403)
+export const sessionExpired = () =>
+  html(
+    <MessagePage
+      title="Session expired"
+      text="Your session has ended. Sign in again, then repeat the action."
+      link={{ href: "/sign-in", label: "Sign in" }}
+    />,
+    401,
+  )
+export const tooLarge = () =>
+  html(
+    <MessagePage title="Too large" text={`A console request body may hold at most ${MAX_BODY_BYTES / 1024} KiB.`} />,
+    413,
+    { connection: "close" },
+  )
+export const badRequest = () =>
+  html(
+    <MessagePage
+      title="Bad request"
+      text="This request holds a value the console does not accept (a control character, or a value too long)."
+    />,
+    400,
+  )
+export const serverError = () =>
+  html(<MessagePage title="Something went wrong" text="The request could not be completed. It has been logged." />, 500)

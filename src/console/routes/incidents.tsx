@@ -1,0 +1,210 @@
+import { HttpRouter, HttpServerResponse } from "@effect/platform"
+import { Effect, Option } from "effect"
+import { IncidentAdmin } from "../../admin/IncidentAdmin.ts"
+import { SensorAdmin } from "../../admin/SensorAdmin.ts"
+import { EVENT_TYPE_NAMES } from "../../domain/eventTypes.ts"
+import { isId } from "../../domain/ids.ts"
+import { INCIDENT_EVENTS_SHOWN } from "../../domain/models.ts"
+import { parseTimestamp } from "../../domain/time.ts"
+import { AppConfig } from "../../platform/config.ts"
+import { EventsRepo } from "../../repos/EventsRepo.ts"
+import { IncidentsRepo } from "../../repos/IncidentsRepo.ts"
+import { presentEvent, presentIncident, presentIncidentSummary } from "../../repos/present.ts"
+import { ConsoleReads } from "../ConsoleReads.ts"
+import { html } from "../http.ts"
+import type { Kit } from "../kit.ts"
+import { EventsPage } from "../pages/events.tsx"
+import { IncidentPage, IncidentsPage } from "../pages/incidents.tsx"
+import { OverviewPage } from "../pages/overview.tsx"
+import { notFound } from "../responses.tsx"
+import { query } from "../session.ts"
+
+const PAGE_SIZE = 50
+
+/** ?after= of the incident and event lists: the keyset position as `<ms>.<id>` (org-scoped in SQL, D7). */
+const encodeAfter = (time: Date, id: string) => `${time.getTime()}.${id}`
+const decodeAfter = (text: string | undefined, kind: "incident" | "event") => {
+  if (text === undefined) return undefined
+  const match = /^(\d{1,15})\.(.+)$/.exec(text)
+  if (!match || !isId(kind, match[2] as string)) return undefined
+  return { time: new Date(Number(match[1])), id: match[2] as string }
+}
+
+/** The overview, incidents (with their live refresh and close) and events pages (D30), of the user's organization. */
+export const incidentRoutes = (kit: Kit) =>
+  Effect.gen(function* () {
+    const config = yield* AppConfig
+    const reads = yield* ConsoleReads
+    const incidents = yield* IncidentsRepo
+    const events = yield* EventsRepo
+    const sensorAdmin = yield* SensorAdmin
+    const incidentAdmin = yield* IncidentAdmin
+    const { page, action, sessionOf, flashTo, readFlash, refused } = kit
+    return HttpRouter.empty.pipe(
+      // --- Pages (D30) ------------------------------------------------------------------------------------------------
+      HttpRouter.get(
+        "/",
+        page((s) =>
+          Effect.gen(function* () {
+            const now = new Date()
+            const start = new Date(
+              Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()) - 13 * 86_400_000,
+            )
+            const [open, activity, latest, sensors] = yield* Effect.all([
+              reads.openBySeverity(s.orgId),
+              reads.activity(s.orgId, start),
+              reads.incidents({ orgId: s.orgId, status: undefined, severity: undefined, after: undefined, fetch: 8 }),
+              sensorAdmin.list(s.orgId),
+            ])
+            const counts = new Map(activity.map((a) => [a.day, a.n]))
+            const days = Array.from({ length: 14 }, (_, i) => {
+              const day = new Date(start.getTime() + i * 86_400_000).toISOString().slice(0, 10)
+              return { day, n: counts.get(day) ?? 0 }
+            })
+            return html(
+              <OverviewPage
+                viewer={s.viewer}
+                open={Object.fromEntries(open.map((o) => [o.severity, o.n]))}
+                days={days}
+                latest={latest.map((r) => presentIncidentSummary(r, config.appUrl))}
+                now={now}
+                silentSensors={sensors.filter((x) => x.status === "silent").length}
+              />,
+            )
+          }),
+        ),
+      ),
+      HttpRouter.get(
+        "/incidents",
+        page((s) =>
+          Effect.gen(function* () {
+            const params = yield* query
+            const status = params.get("status")
+            const severity = params.get("severity")
+            const filters = {
+              status: status === "open" || status === "closed" ? (status as "open" | "closed") : undefined,
+              severity:
+                severity !== null && ["low", "medium", "high", "critical"].includes(severity) ? severity : undefined,
+            }
+            const after = decodeAfter(params.get("after") ?? undefined, "incident")
+            const rows = yield* reads.incidents({ orgId: s.orgId, ...filters, after, fetch: PAGE_SIZE + 1 })
+            const shown = rows.slice(0, PAGE_SIZE)
+            const last = shown[shown.length - 1]
+            return html(
+              <IncidentsPage
+                viewer={s.viewer}
+                rows={shown.map((r) => presentIncidentSummary(r, config.appUrl))}
+                filters={filters}
+                next={rows.length > PAGE_SIZE && last ? encodeAfter(last.lastSeenAt, last.id) : undefined}
+                first={after === undefined}
+                now={new Date()}
+              />,
+            )
+          }),
+        ),
+      ),
+      HttpRouter.get(
+        "/live/incidents",
+        Effect.gen(function* () {
+          // Polled by an open tab every 10 s: reads the session without touching it, so the tab idles out (D27).
+          const session = yield* sessionOf({ touch: false })
+          if (Option.isNone(session)) return HttpServerResponse.unsafeJson({ changed: false }, { status: 401 })
+          const since = parseTimestamp((yield* query).get("since") ?? "")
+          const changed = since === undefined ? false : yield* reads.changedSince(session.value.orgId, since)
+          return HttpServerResponse.unsafeJson({ changed }, { headers: { "cache-control": "no-store" } })
+        }),
+      ),
+      HttpRouter.get(
+        "/incidents/:id",
+        page((s) =>
+          Effect.gen(function* () {
+            const { id } = yield* HttpRouter.params
+            if (id === undefined || !isId("incident", id)) return notFound(s.viewer)
+            const row = yield* incidents.findById(s.orgId, id)
+            if (Option.isNone(row)) return notFound(s.viewer)
+            const members = yield* events.members(s.orgId, id, INCIDENT_EVENTS_SHOWN)
+            return html(
+              <IncidentPage
+                viewer={s.viewer}
+                incident={presentIncident(row.value, members, config.appUrl)}
+                more={row.value.eventCount > members.length ? `/events?incidentId=${id}` : undefined}
+                now={new Date()}
+                flash={yield* readFlash(s)}
+              />,
+            )
+          }),
+        ),
+      ),
+      HttpRouter.post(
+        "/incidents/:id/close",
+        action(
+          (s) =>
+            Effect.gen(function* () {
+              const { id } = yield* HttpRouter.params
+              if (id === undefined || !isId("incident", id)) return notFound(s.viewer)
+              if (Option.isNone(yield* incidents.findById(s.orgId, id))) return notFound(s.viewer)
+              return yield* incidentAdmin
+                .close(id)
+                .pipe(
+                  Effect.zipRight(flashTo(s, `/incidents/${id}`, { kind: "ok", text: "Incident closed." })),
+                  refused(s, `/incidents/${id}`),
+                )
+            }),
+          false,
+        ),
+      ),
+      HttpRouter.get(
+        "/events",
+        page((s) =>
+          Effect.gen(function* () {
+            const params = yield* query
+            const form = {
+              type: params.get("type") ?? "",
+              from: params.get("from") ?? "",
+              to: params.get("to") ?? "",
+              incidentId: params.get("incidentId") ?? "",
+            }
+            const errors: Array<string> = []
+            const from = form.from === "" ? undefined : parseTimestamp(form.from)
+            const to = form.to === "" ? undefined : parseTimestamp(form.to)
+            if (form.from !== "" && from === undefined)
+              errors.push("“From” must be a time such as 2026-11-20T00:00:00Z.")
+            if (form.to !== "" && to === undefined) errors.push("“To” must be a time such as 2026-11-21T00:00:00Z.")
+            if (from && to && from > to) errors.push("“From” must not be later than “To”.")
+            const type = EVENT_TYPE_NAMES.includes(form.type) ? form.type : undefined
+            const incidentId = isId("incident", form.incidentId) ? form.incidentId : undefined
+            const after = decodeAfter(params.get("after") ?? undefined, "event")
+            const rows =
+              errors.length > 0
+                ? []
+                : yield* events.list({
+                    orgId: s.orgId,
+                    filters: { type, from, to, incidentId },
+                    after,
+                    fetch: PAGE_SIZE + 1,
+                  })
+            const shown = rows.slice(0, PAGE_SIZE)
+            const last = shown[shown.length - 1]
+            let next: string | undefined
+            if (rows.length > PAGE_SIZE && last) {
+              const nextParams = new URLSearchParams(params)
+              nextParams.delete("flash")
+              nextParams.set("after", encodeAfter(last.time, last.id))
+              next = `/events?${nextParams.toString()}`
+            }
+            return html(
+              <EventsPage
+                viewer={s.viewer}
+                rows={shown.map(presentEvent)}
+                types={EVENT_TYPE_NAMES}
+                filters={{ ...form, incidentId: incidentId ?? "" }}
+                error={errors.length > 0 ? errors.join(" ") : undefined}
+                next={next}
+                now={new Date()}
+              />,
+            )
+          }),
+        ),
+      ),
+    )
+  })
