@@ -33,7 +33,7 @@ describe("operations listener", () => {
   })
 
   test("/metrics is Prometheus text with requests by route and status, latency histograms, events, transitions and the queue", async () => {
-    const org = await adminJson(server.env, ["org", "create", "--name", "Metrics"])
+    const org = await adminJson(server.env, ["org", "create", "--name", `Metrics ${crypto.randomUUID().slice(0, 8)}`])
     const sensor = await adminJson(server.env, ["sensor", "create", "--org", org.id, "--name", "web-01"])
     await (await fetch(`${server.url}/v1/incidents`)).arrayBuffer() // 401
     await (await fetch(`${server.url}/v1/events/evt_x`, { headers: { authorization: "Bearer nope" } })).arrayBuffer()
@@ -153,7 +153,12 @@ describe("graceful shutdown", () => {
       }),
     })
     try {
-      const org = await adminJson(server.env, ["org", "create", "--name", "Shutdown"])
+      const org = await adminJson(server.env, [
+        "org",
+        "create",
+        "--name",
+        `Shutdown ${crypto.randomUUID().slice(0, 8)}`,
+      ])
       const sensor = await adminJson(server.env, ["sensor", "create", "--org", org.id, "--name", "web-01"])
       await adminJson(server.env, ["webhook", "create", "--org", org.id, "--url", `${receiver.url}/drain`])
       receiver.setDelay(3_000)

@@ -112,8 +112,12 @@ beforeAll(async () => {
     env: testEnv({ CONSOLE_PORT: String(port), APP_URL: consoleUrl, INGEST_URL: INGEST_URL }),
   })
   db = testDatabase(server.env)
-  orgId = (await adminJson(server.env, ["org", "create", "--name", "Sensor console"])).id
-  const other = (await adminJson(server.env, ["org", "create", "--name", "Other org"])).id
+  orgId = (
+    await adminJson(server.env, ["org", "create", "--name", `Sensor console ${crypto.randomUUID().slice(0, 8)}`])
+  ).id
+  const other = (
+    await adminJson(server.env, ["org", "create", "--name", `Other org ${crypto.randomUUID().slice(0, 8)}`])
+  ).id
   otherSensor = (await adminJson(server.env, ["sensor", "create", "--org", other, "--name", "theirs"])).id
   adminCookie = await createUser(ADMIN_EMAIL, "admin")
   analystCookie = await createUser(ANALYST_EMAIL, "analyst")

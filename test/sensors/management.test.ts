@@ -32,7 +32,10 @@ const audit = (target: string) =>
     ),
   )
 
-const newOrg = async (name: string) => (await adminJson(server.env, ["org", "create", "--name", name])).id as string
+/** Organization names are unique: each gets this run's suffix (a rerun on the same database makes them again). */
+const RUN = crypto.randomUUID().slice(0, 8)
+const newOrg = async (name: string) =>
+  (await adminJson(server.env, ["org", "create", "--name", `${name} ${RUN}`])).id as string
 
 /** Two sensors in service in one organization have two names. */
 const newSensor = async (orgId: string, extra: ReadonlyArray<string> = [], name = "s-1") =>
@@ -253,12 +256,12 @@ describe("D31 (Hardening 2): every admin CLI change is audited once", () => {
   test("D31: org create, org deception on|off and sensor create write audit rows with actor cli", async () => {
     const orgId = await newOrg("Audited org")
     expect(await audit(orgId)).toEqual([
-      { actor: "cli", action: "org.create", target: orgId, detail: "Audited org", orgId },
+      { actor: "cli", action: "org.create", target: orgId, detail: `Audited org ${RUN}`, orgId },
     ])
     expect((await admin(server.env, ["org", "deception", orgId, "off"])).code).toBe(0)
     expect((await admin(server.env, ["org", "deception", orgId, "on"])).code).toBe(0)
     expect((await audit(orgId)).map((r) => [r.action, r.detail])).toEqual([
-      ["org.create", "Audited org"],
+      ["org.create", `Audited org ${RUN}`],
       ["org.deception", "off"],
       ["org.deception", "on"],
     ])

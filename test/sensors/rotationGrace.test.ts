@@ -25,7 +25,8 @@ beforeAll(async () => {
 afterAll(() => shutdown(server, db))
 
 const newSensor = async (name: string) => {
-  const orgId = (await adminJson(server.env, ["org", "create", "--name", name])).id as string
+  const orgId = (await adminJson(server.env, ["org", "create", "--name", `${name} ${crypto.randomUUID().slice(0, 8)}`]))
+    .id as string
   return (await adminJson(server.env, ["sensor", "create", "--org", orgId, "--name", "s-1"])) as {
     id: string
     token: string

@@ -52,7 +52,7 @@ afterAll(async () => {
 
 test("D17 SIGKILL with 200 deliveries in flight: after a restart every one arrives (at least once), none is lost", async () => {
   first = await startServer({ env })
-  const org = await adminJson(env, ["org", "create", "--name", "Crash"])
+  const org = await adminJson(env, ["org", "create", "--name", `Crash ${crypto.randomUUID().slice(0, 8)}`])
   const sensor = await adminJson(env, ["sensor", "create", "--org", org.id, "--name", "web-01"])
   const channel = await adminJson(env, ["webhook", "create", "--org", org.id, "--url", `${receiver.url}/crash`])
 

@@ -38,7 +38,7 @@ interface Tenant {
 }
 
 const tenant = async (server: RunningServer): Promise<Tenant> => {
-  const org = await adminJson(server.env, ["org", "create", "--name", "Hooks"])
+  const org = await adminJson(server.env, ["org", "create", "--name", `Hooks ${crypto.randomUUID().slice(0, 8)}`])
   const sensor = await adminJson(server.env, [
     "sensor",
     "create",

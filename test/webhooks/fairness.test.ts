@@ -68,7 +68,7 @@ afterAll(async () => {
 })
 
 const tenant = async (name: string, url: string) => {
-  const org = await adminJson(server.env, ["org", "create", "--name", name])
+  const org = await adminJson(server.env, ["org", "create", "--name", `${name} ${crypto.randomUUID().slice(0, 8)}`])
   const sensor = await adminJson(server.env, [
     "sensor",
     "create",

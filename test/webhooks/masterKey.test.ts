@@ -59,7 +59,7 @@ const restart = async (keys: Record<string, string>) => {
 
 test("SECRET_KEY rotation: SECRET_KEY_PREVIOUS keeps sealed secrets open, `secrets reseal` moves them, the old key can go", async () => {
   let s = await restart({ SECRET_KEY: TEST_SECRET_KEY })
-  const org = await adminJson(s.env, ["org", "create", "--name", "Rekey"])
+  const org = await adminJson(s.env, ["org", "create", "--name", `Rekey ${crypto.randomUUID().slice(0, 8)}`])
   const sensor = await adminJson(s.env, ["sensor", "create", "--org", org.id, "--name", "web-01"])
   const key = await adminJson(s.env, ["key", "create", "--org", org.id, "--name", "soar", "--scopes", "events:read"])
   const channel = await adminJson(s.env, ["webhook", "create", "--org", org.id, "--url", `${receiver.url}/rekey`])
