@@ -16,6 +16,7 @@ import { IngestServerLive } from "./ingest/server.ts"
 import { AppConfig, AppConfigLive, formatConfigError } from "./platform/config.ts"
 import { DatabaseLive } from "./platform/db/client.ts"
 import { migrate } from "./platform/db/migrate.ts"
+import { Keys } from "./platform/keys.ts"
 import { Lifecycle } from "./platform/Lifecycle.ts"
 import { CliLoggingLive } from "./platform/logging.ts"
 import { WebhookSender } from "./platform/outbound/WebhookSender.ts"
@@ -342,6 +343,7 @@ const DemoLive = Layer.mergeAll(Ingestor.Default, SensorAuth.Default, WebhookDis
   Layer.provideMerge(AdminServicesLive),
   Layer.provideMerge(Layer.mergeAll(ReposLive, WebhookSender.Default)),
   Layer.provideMerge(DatabaseLive),
+  Layer.provideMerge(Keys.Default),
   Layer.provideMerge(AppConfigLive),
 )
 

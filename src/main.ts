@@ -11,6 +11,7 @@ import { OpsServerLive } from "./ops/server.ts"
 import { AppConfig, AppConfigLive, describeSettings, formatConfigError } from "./platform/config.ts"
 import { DatabaseLive, serverPool } from "./platform/db/client.ts"
 import { migrate } from "./platform/db/migrate.ts"
+import { Keys } from "./platform/keys.ts"
 import { Lifecycle } from "./platform/Lifecycle.ts"
 import { LoggingLive } from "./platform/logging.ts"
 import { WebhookSender } from "./platform/outbound/WebhookSender.ts"
@@ -99,6 +100,7 @@ export const MainLive = Layer.mergeAll(
   Layer.provide(Lifecycle.Default),
   Layer.provide(ConfigLogLive),
   Layer.provideMerge(serverPool("ingest")),
+  Layer.provideMerge(Keys.Default),
   Layer.provideMerge(AppConfigLive),
 )
 

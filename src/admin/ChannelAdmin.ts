@@ -5,7 +5,8 @@ import { isId, newId } from "../domain/ids.ts"
 import { sealedKeyId } from "../domain/sealing.ts"
 import { SEVERITIES, type Severity } from "../domain/severity.ts"
 import { generateSigningSecret } from "../domain/webhookSignature.ts"
-import { AppConfig, parseShortDuration, sealerOf } from "../platform/config.ts"
+import { AppConfig, parseShortDuration } from "../platform/config.ts"
+import { Keys } from "../platform/keys.ts"
 import { checkAndResolveWebhookUrl, systemLookup } from "../platform/outbound/urlRule.ts"
 import { WebhookSender } from "../platform/outbound/WebhookSender.ts"
 import { type ChannelRow, WebhooksRepo } from "../repos/WebhooksRepo.ts"
@@ -57,7 +58,7 @@ export class ChannelAdmin extends Effect.Service<ChannelAdmin>()("ChannelAdmin",
     const config = yield* AppConfig
     const sql = yield* SqlClient.SqlClient
     const { audited } = yield* auditing
-    const sealer = sealerOf(config)
+    const { sealer } = yield* Keys
     const encoder = new TextEncoder()
     const now = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
 

@@ -3,7 +3,7 @@ import { SqlClient } from "@effect/sql"
 import { Effect, Option } from "effect"
 import { isId } from "../domain/ids.ts"
 import { sealedKeyId } from "../domain/sealing.ts"
-import { AppConfig, sealerOf } from "../platform/config.ts"
+import { Keys } from "../platform/keys.ts"
 import { OrgsRepo } from "../repos/OrgsRepo.ts"
 import { AdminActor, requireAdmin, requireScope } from "./actor.ts"
 import { auditing, checkName, sameName } from "./common.ts"
@@ -21,7 +21,7 @@ export class OrgAdmin extends Effect.Service<OrgAdmin>()("OrgAdmin", {
     const orgs = yield* OrgsRepo
     const sql = yield* SqlClient.SqlClient
     const { audited, lockNames } = yield* auditing
-    const sealer = sealerOf(yield* AppConfig)
+    const { sealer } = yield* Keys
 
     /** The organization, if the actor may act on it; otherwise (or unknown) NotFound. */
     const require = Effect.fn("OrgAdmin.require")(function* (orgId: string) {

@@ -1,8 +1,8 @@
 import { randomBytes } from "node:crypto"
 import { SqlClient } from "@effect/sql"
-import { Effect, Option, Redacted } from "effect"
-import { constantTimeEqual, deriveKey, hmacSha256, sha256 } from "../domain/crypto.ts"
-import { AppConfig } from "../platform/config.ts"
+import { Effect, Option } from "effect"
+import { constantTimeEqual, hmacSha256, sha256 } from "../domain/crypto.ts"
+import { Keys } from "../platform/keys.ts"
 import { addressBucketKey } from "../platform/ratelimit/core.ts"
 import { AuditRepo } from "../repos/AuditRepo.ts"
 import { ConsoleUsersRepo, type FailureCounts, type SessionRow, type UserRow } from "../repos/ConsoleUsersRepo.ts"
@@ -97,11 +97,8 @@ export class SignIn extends Effect.Service<SignIn>()("SignIn", {
     const users = yield* ConsoleUsersRepo
     const audit = yield* AuditRepo
     const sql = yield* SqlClient.SqlClient
-    const { secretKey, secretKeyPrevious } = yield* AppConfig
     // The current key signs; a key from before a SECRET_KEY rotation is still accepted.
-    const deviceKeys = [secretKey, ...secretKeyPrevious].map((key) =>
-      deriveKey(Redacted.value(key), "console-device-v1"),
-    )
+    const deviceKeys = (yield* Keys).deriveWithPrevious("console-device-v1")
 
     /**
      * The cookie value for this user at their current device generation, issued now (a new device when none is

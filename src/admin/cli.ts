@@ -4,6 +4,7 @@ import { Cause, ConfigError, Data, Effect, Exit, Layer, Logger, LogLevel, Option
 import { AppConfig, AppConfigLive, formatConfigError } from "../platform/config.ts"
 import { DatabaseLive } from "../platform/db/client.ts"
 import { migrate } from "../platform/db/migrate.ts"
+import { Keys } from "../platform/keys.ts"
 import { CliLoggingLive } from "../platform/logging.ts"
 import { WebhookSender } from "../platform/outbound/WebhookSender.ts"
 import { ReposLive } from "../repos/layers.ts"
@@ -414,6 +415,7 @@ const run = (argv: ReadonlyArray<string>) =>
 const CliLive = AdminServicesLive.pipe(
   Layer.provideMerge(Layer.mergeAll(ReposLive, WebhookSender.Default)),
   Layer.provideMerge(DatabaseLive),
+  Layer.provideMerge(Keys.Default),
   Layer.provideMerge(AppConfigLive),
 )
 

@@ -1,10 +1,10 @@
 import { HttpServerResponse } from "@effect/platform"
-import { type Context, Effect, Option, Redacted } from "effect"
-import { deriveKey } from "../domain/crypto.ts"
+import { type Context, Effect, Option } from "effect"
 import { type CursorScope, encodeCursor } from "../domain/cursor.ts"
 import { isId } from "../domain/ids.ts"
 import { INCIDENT_EVENTS_SHOWN } from "../domain/models.ts"
 import { AppConfig } from "../platform/config.ts"
+import { Keys } from "../platform/keys.ts"
 import { ChangesRepo } from "../repos/ChangesRepo.ts"
 import { EventsRepo } from "../repos/EventsRepo.ts"
 import { IncidentsRepo } from "../repos/IncidentsRepo.ts"
@@ -30,9 +30,9 @@ import {
 import { listFailures, lookupFailures } from "./problems.ts"
 
 /** The cursor signing key, derived from SECRET_KEY so cursors survive restarts and work across replicas. */
-const cursorKey = Effect.map(AppConfig, (config) => deriveKey(Redacted.value(config.secretKey), "cursor-v1"))
+const cursorKey = Effect.map(Keys, (keys) => keys.derive("cursor-v1"))
 /** The feed token signing key (D33), derived from SECRET_KEY like the cursor key. */
-const feedTokenKey = Effect.map(AppConfig, (config) => deriveKey(Redacted.value(config.secretKey), "feed-token-v1"))
+const feedTokenKey = Effect.map(Keys, (keys) => keys.derive("feed-token-v1"))
 
 /**
  * The answer, serialized once. present.ts builds exactly the encoded shapes of domain/models.ts (Dates serialize as

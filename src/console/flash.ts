@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto"
 import { Effect, Option } from "effect"
 import { type AdminError, isAdminError } from "../admin/errors.ts"
 import { sha256 } from "../domain/crypto.ts"
-import { AppConfig, sealerOf } from "../platform/config.ts"
+import { Keys } from "../platform/keys.ts"
 import { ConsoleUsersRepo } from "../repos/ConsoleUsersRepo.ts"
 import { seeOther } from "./http.ts"
 import type { Flash } from "./pages/components.tsx"
@@ -17,7 +17,7 @@ const FLASH_TTL_MS = 10 * 60_000
  */
 export const makeFlash = Effect.gen(function* () {
   const users = yield* ConsoleUsersRepo
-  const sealer = sealerOf(yield* AppConfig)
+  const { sealer } = yield* Keys
 
   const flashTo = (s: SignedIn, path: string, flash: Flash) =>
     Effect.gen(function* () {

@@ -1,5 +1,5 @@
 import { Effect, Option } from "effect"
-import { AppConfig, sealerOf } from "../platform/config.ts"
+import { Keys } from "../platform/keys.ts"
 import { OrgsRepo } from "../repos/OrgsRepo.ts"
 import { lineIdKey } from "./formats/native.ts"
 
@@ -11,7 +11,7 @@ import { lineIdKey } from "./formats/native.ts"
 export class OrgKeys extends Effect.Service<OrgKeys>()("OrgKeys", {
   effect: Effect.gen(function* () {
     const orgs = yield* OrgsRepo
-    const sealer = sealerOf(yield* AppConfig)
+    const { sealer } = yield* Keys
     const fingerprintKeys = new Map<string, Uint8Array>()
     const lineIdKeys = new Map<string, Uint8Array>()
 

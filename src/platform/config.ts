@@ -1,18 +1,6 @@
-import { randomBytes } from "node:crypto"
-import {
-  closeSync,
-  fchmodSync,
-  fsyncSync,
-  linkSync,
-  mkdirSync,
-  openSync,
-  readFileSync,
-  rmSync,
-  writeSync,
-} from "node:fs"
-import { join, resolve } from "node:path"
+import { readFileSync } from "node:fs"
+import { resolve } from "node:path"
 import { Config, ConfigError, Context, Duration, Effect, Either, Layer, LogLevel, Option, Redacted } from "effect"
-import { makeSealer, type Sealer } from "../domain/sealing.ts"
 import { formerEmbeddedDatabase } from "./db/embedded.ts"
 import { type Cidr, parseTrustProxy } from "./http/clientIp.ts"
 import { parseAllowPrivate } from "./outbound/urlRule.ts"
@@ -48,8 +36,11 @@ export interface Settings {
    * shown with a new sensor token. Unset: APP_URL's host name on INGEST_PORT, over plain http.
    */
   readonly ingestUrl: string
-  /** Master key: 32 bytes. Cursor signing and secret encryption keys are derived from it. */
-  readonly secretKey: Redacted.Redacted<Uint8Array>
+  /**
+   * SECRET_KEY as given; none in embedded mode means the key file in DATA_DIR (platform/keys.ts reads or creates it,
+   * and derives every key from it).
+   */
+  readonly secretKey: Option.Option<Redacted.Redacted<Uint8Array>>
   /** Master keys being rotated out: sealed secrets still open under them until `admin secrets reseal`. */
   readonly secretKeyPrevious: ReadonlyArray<Redacted.Redacted<Uint8Array>>
   /** D12: a closed incident resolved at most this long ago re-opens on new activity. */
@@ -210,7 +201,8 @@ const DEFAULT_RETRY_SCHEDULE: ReadonlyArray<Duration.Duration> = [
   Duration.hours(24),
 ]
 
-const SECRET_KEY_FORMAT = "at least 32 bytes written as hex (64+ characters) or base64, e.g. `openssl rand -hex 32`"
+export const SECRET_KEY_FORMAT =
+  "at least 32 bytes written as hex (64+ characters) or base64, e.g. `openssl rand -hex 32`"
 
 interface PostgresTarget {
   /** A host name or address, or a Unix socket directory (starts with "/"). */
@@ -421,116 +413,6 @@ export const settingsConfig = Config.all({
   }),
 })
 
-// --- The generated SECRET_KEY (embedded mode) -------------------------------------------------------------------------
-
-const errnoCode = (error: unknown) => (error as NodeJS.ErrnoException | undefined)?.code ?? String(error)
-
-/** The key in `file`, or undefined if there is no such file. Throws on any other failure. */
-const readKeyFile = (file: string): Uint8Array | undefined => {
-  let text: string
-  try {
-    text = readFileSync(file, "utf8")
-  } catch (error) {
-    if (errnoCode(error) === "ENOENT") return undefined
-    throw error
-  }
-  const bytes = decodeSecretKey(text)
-  if (bytes === undefined) throw new InvalidKeyFile(file)
-  return bytes
-}
-
-class InvalidKeyFile extends Error {}
-
-/**
- * DATA_DIR/secret.key, created if missing. Safe when several processes start together on an empty DATA_DIR: each
- * writes its candidate to its own temporary file (0600) in DATA_DIR, flushes it, then hard-links it to secret.key,
- * which fails with EEXIST if another process got there first; the loser reads the winner's key. The file appears
- * under its name only complete, so a reader never sees part of a key. DATA_DIR is created 0700.
- */
-const readOrCreateKeyFile = (dataDir: string): { readonly key: Uint8Array; readonly created: boolean } => {
-  const file = join(dataDir, "secret.key")
-  const existing = readKeyFile(file)
-  if (existing !== undefined) return { key: existing, created: false }
-  mkdirSync(dataDir, { recursive: true, mode: 0o700 })
-  const key = new Uint8Array(randomBytes(32))
-  const temporary = join(dataDir, `.secret.key.${process.pid}.${randomBytes(6).toString("hex")}.tmp`)
-  let created = false
-  try {
-    const fd = openSync(temporary, "wx", 0o600)
-    try {
-      writeSync(fd, `${Buffer.from(key).toString("hex")}\n`)
-      fchmodSync(fd, 0o600) // whatever the umask
-      fsyncSync(fd)
-    } finally {
-      closeSync(fd)
-    }
-    try {
-      linkSync(temporary, file)
-      created = true
-    } catch (error) {
-      if (errnoCode(error) !== "EEXIST") throw error
-    }
-  } finally {
-    rmSync(temporary, { force: true })
-  }
-  if (created) {
-    // The new name survives a crash too (best effort: not every platform can fsync a directory).
-    try {
-      const dir = openSync(dataDir, "r")
-      try {
-        fsyncSync(dir)
-      } finally {
-        closeSync(dir)
-      }
-    } catch {}
-    return { key, created: true }
-  }
-  const winner = readKeyFile(file)
-  if (winner === undefined) throw Object.assign(new Error("secret.key vanished"), { code: "ENOENT" })
-  return { key: winner, created: false }
-}
-
-/**
- * In embedded mode a missing SECRET_KEY is generated once and kept in DATA_DIR/secret.key (mode 0600), so
- * cursors and encrypted secrets survive restarts. With DATABASE_URL the key must be given: several replicas
- * must share it, and a generated one would be lost with the container.
- */
-const resolveSecretKey = (
-  given: Option.Option<Redacted.Redacted<Uint8Array>>,
-  embedded: boolean,
-  dataDir: string,
-): Effect.Effect<Redacted.Redacted<Uint8Array>, ConfigError.ConfigError> => {
-  if (Option.isSome(given)) return Effect.succeed(given.value)
-  if (!embedded) {
-    return Effect.fail(
-      ConfigError.MissingData(
-        ["SECRET_KEY"],
-        `must be set when DATABASE_URL is set (every replica must use the same key): ${SECRET_KEY_FORMAT}`,
-      ),
-    )
-  }
-  const file = join(dataDir, "secret.key")
-  return Effect.try({
-    try: () => readOrCreateKeyFile(dataDir),
-    catch: (error) =>
-      ConfigError.InvalidData(
-        ["SECRET_KEY"],
-        error instanceof InvalidKeyFile
-          ? `is not set, and ${file} (generated at a first start) does not hold a valid key: restore it from a backup, or set SECRET_KEY`
-          : `is not set, and ${file} cannot be read or created (${errnoCode(error)}): set SECRET_KEY, or make DATA_DIR writable`,
-      ),
-  }).pipe(
-    Effect.tap(({ created }) =>
-      created
-        ? Effect.logWarning(
-            `SECRET_KEY is not set: generated one and stored it in ${file}. Set SECRET_KEY in production and back it up.`,
-          )
-        : Effect.void,
-    ),
-    Effect.map(({ key }) => Redacted.make(key)),
-  )
-}
-
 /** A readable PEM file holding `what` (its text), or why not. The path is shown, never the content. */
 const pemFile = (path: string, what: string): Either.Either<string, string> => {
   try {
@@ -567,7 +449,6 @@ export const loadSettings: Effect.Effect<Settings, ConfigError.ConfigError> = Ef
       ),
     )
   }
-  const secretKey = yield* resolveSecretKey(raw.secretKey, Option.isNone(raw.databaseUrl), dataDir)
   return {
     host: raw.host,
     port: raw.port,
@@ -583,7 +464,7 @@ export const loadSettings: Effect.Effect<Settings, ConfigError.ConfigError> = Ef
       const host = Option.match(raw.appUrl, { onNone: () => "localhost", onSome: (url) => new URL(url).host })
       return `http://${host.replace(/:\d+$/, "")}:${raw.ingestPort}`
     }),
-    secretKey,
+    secretKey: raw.secretKey,
     secretKeyPrevious: raw.secretKeyPrevious,
     reopenWindow: raw.reopenWindow,
     idleClose: raw.idleClose,
@@ -664,10 +545,3 @@ export const describeSettings = (s: Settings) => {
     },
   }
 }
-
-/** Seals under SECRET_KEY; opens what SECRET_KEY or a SECRET_KEY_PREVIOUS sealed (D16, D19 secrets at rest). */
-export const sealerOf = (s: Settings): Sealer =>
-  makeSealer(
-    Redacted.value(s.secretKey),
-    s.secretKeyPrevious.map((k) => Redacted.value(k)),
-  )

@@ -2,6 +2,7 @@ import { createHash } from "node:crypto"
 import { join } from "node:path"
 import { ConfigProvider, Effect, Exit, Logger, Redacted } from "effect"
 import { formatConfigError, loadSettings } from "../../src/platform/config.ts"
+import { loadKeys } from "../../src/platform/keys.ts"
 
 /**
  * One contender of the SECRET_KEY race (test/config/startup.test.ts). It waits until START_AT (epoch ms), then loads
@@ -25,7 +26,10 @@ for (let round = 0; round < rounds; round++) {
   )
   const env = new Map(Object.entries({ ...process.env, DATA_DIR: join(base, String(round)) }))
   const exit = await Effect.runPromiseExit(
-    loadSettings.pipe(Effect.withConfigProvider(ConfigProvider.fromMap(env)), Effect.provide(capture)),
+    Effect.flatMap(loadSettings, loadKeys).pipe(
+      Effect.withConfigProvider(ConfigProvider.fromMap(env)),
+      Effect.provide(capture),
+    ),
   )
   if (Exit.isSuccess(exit)) {
     const fingerprint = createHash("sha256").update(Redacted.value(exit.value.secretKey)).digest("hex")

@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, test } from "bun:test"
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { ConfigProvider, Duration, Effect, Either, Logger, LogLevel, Option, Redacted } from "effect"
@@ -11,6 +11,7 @@ import {
   rateLimitConfig,
   settingsConfig,
 } from "../../src/platform/config.ts"
+import { loadKeys } from "../../src/platform/keys.ts"
 import { TEST_SECRET_KEY } from "../support/server.ts"
 
 /**
@@ -35,7 +36,9 @@ const read = <A, E>(effect: Effect.Effect<A, E>, env: Record<string, string>) =>
 /** The line a bad environment is reported with, or undefined if the settings load. */
 const errorLine = (env: Record<string, string>) => {
   const result = Effect.runSync(
-    Effect.either(Effect.withConfigProvider(loadSettings, provider({ DATA_DIR: freshDir(), ...env }))).pipe(
+    Effect.either(
+      Effect.withConfigProvider(Effect.flatMap(loadSettings, loadKeys), provider({ DATA_DIR: freshDir(), ...env })),
+    ).pipe(
       // The generation warning of a valid environment is not what these tests look at.
       Logger.withMinimumLogLevel(LogLevel.Error),
     ),
@@ -214,6 +217,23 @@ describe("the key file (embedded mode, no SECRET_KEY)", () => {
     expect(line).toBe(
       `configuration error: SECRET_KEY is not set, and ${join(file, "data", "secret.key")} cannot be read or created (ENOTDIR): set SECRET_KEY, or make DATA_DIR writable`,
     )
+  })
+
+  test("reading the settings writes nothing; the key ring creates DATA_DIR/secret.key once, then reads the same key", () => {
+    const dataDir = join(freshDir(), "data")
+    const settings = Effect.runSync(
+      Effect.withConfigProvider(loadSettings, provider({ DATA_DIR: dataDir })).pipe(
+        Logger.withMinimumLogLevel(LogLevel.Error),
+      ),
+    )
+    expect(existsSync(dataDir)).toBe(false)
+    const keyOf = () =>
+      Buffer.from(
+        Redacted.value(Effect.runSync(loadKeys(settings).pipe(Logger.withMinimumLogLevel(LogLevel.Error))).secretKey),
+      ).toString("hex")
+    const first = keyOf()
+    expect(readFileSync(join(dataDir, "secret.key"), "utf8").trim()).toBe(first)
+    expect(keyOf()).toBe(first)
   })
 
   test("with DATABASE_URL, SECRET_KEY is required and no key file is written", () => {

@@ -6,7 +6,7 @@ import { newId } from "../../src/domain/ids.ts"
 import { CowrieSessionsRepo } from "../../src/ingest/CowrieSessionsRepo.ts"
 import { IdleCloserLive } from "../../src/ingest/IdleCloser.ts"
 import { SensorHealthSweepLive } from "../../src/ingest/SensorHealthSweep.ts"
-import { AppConfig, sealerOf } from "../../src/platform/config.ts"
+import { Keys } from "../../src/platform/keys.ts"
 import { IncidentsRepo } from "../../src/repos/IncidentsRepo.ts"
 import { SensorsRepo } from "../../src/repos/SensorsRepo.ts"
 import { TransitionsRepo } from "../../src/repos/TransitionsRepo.ts"
@@ -176,7 +176,7 @@ describe("timing rules on the TestClock, against the real database", () => {
       Effect.gen(function* () {
         const sensors = yield* SensorsRepo
         const webhooks = yield* WebhooksRepo
-        const sealer = sealerOf(yield* AppConfig)
+        const { sealer } = yield* Keys
         yield* sensors.create({
           id: sensorId,
           orgId,

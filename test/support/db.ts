@@ -2,6 +2,7 @@ import { ConfigProvider, type Effect, Layer, Logger, LogLevel, ManagedRuntime } 
 import { AdminServicesLive } from "../../src/admin/layer.ts"
 import { AppConfigLive } from "../../src/platform/config.ts"
 import { DatabaseLive } from "../../src/platform/db/client.ts"
+import { Keys } from "../../src/platform/keys.ts"
 import { WebhookSender } from "../../src/platform/outbound/WebhookSender.ts"
 import { ReposLive } from "../../src/repos/layers.ts"
 
@@ -14,6 +15,7 @@ export const testDatabase = (env: Record<string, string>) => {
   const layer = AdminServicesLive.pipe(
     Layer.provideMerge(Layer.mergeAll(ReposLive, WebhookSender.Default)),
     Layer.provideMerge(DatabaseLive),
+    Layer.provideMerge(Keys.Default),
     Layer.provideMerge(AppConfigLive),
     Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env))))),
     Layer.provide(Logger.minimumLogLevel(LogLevel.Warning)),

@@ -1,6 +1,7 @@
 import { Clock, Duration, Effect } from "effect"
 import { signatureHeader } from "../../domain/webhookSignature.ts"
-import { AppConfig, sealerOf } from "../config.ts"
+import { AppConfig } from "../config.ts"
+import { Keys } from "../keys.ts"
 import { sendWebhook, type WebhookSendResult } from "./send.ts"
 import { systemLookup } from "./urlRule.ts"
 
@@ -26,7 +27,7 @@ export interface SentAttempt {
 export class WebhookSender extends Effect.Service<WebhookSender>()("WebhookSender", {
   effect: Effect.gen(function* () {
     const config = yield* AppConfig
-    const sealer = sealerOf(config)
+    const { sealer } = yield* Keys
     const settings = config.webhooks
     const decoder = new TextDecoder()
 
