@@ -2,6 +2,7 @@ import { HttpServer, HttpServerResponse } from "@effect/platform"
 import { BunHttpServer } from "@effect/platform-bun"
 import { Effect, Layer, Option } from "effect"
 import { AppConfig } from "../platform/config.ts"
+import { listening } from "../platform/http/listening.ts"
 import { makeConsoleApp } from "./app.ts"
 import { ConsoleReads } from "./ConsoleReads.ts"
 import { SECURITY_HEADERS, SERVER_MAX_BODY_BYTES } from "./http.ts"
@@ -19,20 +20,11 @@ import { SECURITY_HEADERS, SERVER_MAX_BODY_BYTES } from "./http.ts"
 const securityHeaders = <E, R>(app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>
   Effect.map(app, (response) => HttpServerResponse.setHeaders(response, SECURITY_HEADERS))
 
-const logAddress = Effect.gen(function* () {
-  const server = yield* HttpServer.HttpServer
-  if (server.address._tag === "TcpAddress") {
-    yield* Effect.logInfo("console listening").pipe(
-      Effect.annotateLogs({ listener: "console", port: server.address.port }),
-    )
-  }
-})
-
 /** The console listener on CONSOLE_PORT (D25): never the API's port; it accepts no API key. */
 const ConsoleListenerLive = Layer.unwrapEffect(
   Effect.map(AppConfig, (config) =>
     Layer.unwrapEffect(Effect.map(makeConsoleApp, (router) => HttpServer.serve(securityHeaders(router)))).pipe(
-      Layer.provide(Layer.effectDiscard(logAddress)),
+      Layer.provide(Layer.effectDiscard(listening("console"))),
       Layer.provide(
         BunHttpServer.layer({
           port: config.consolePort,

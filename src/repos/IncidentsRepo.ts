@@ -35,6 +35,8 @@ export type NewIncident = Omit<IncidentRow, "sensorName"> & { readonly createdAt
 export interface IncidentListQuery {
   readonly orgId: string
   readonly status: "open" | "closed" | undefined
+  /** The console's list filters by severity too; the API does not. */
+  readonly severity?: Severity | undefined
   readonly after: CursorPosition | undefined
   /** Rows to fetch: the page size plus one, to know whether a next page exists. */
   readonly fetch: number
@@ -103,6 +105,10 @@ export const incidentListStatement = (q: IncidentListQuery): SqlText => {
   if (q.status) {
     params.push(q.status)
     where += ` and i.status = $${params.length}`
+  }
+  if (q.severity) {
+    params.push(q.severity)
+    where += ` and i.severity = $${params.length}`
   }
   if (q.after) {
     params.push(q.after.time, q.after.id)

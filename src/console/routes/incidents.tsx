@@ -1,10 +1,11 @@
 import { HttpRouter, HttpServerResponse } from "@effect/platform"
-import { Effect, Option } from "effect"
+import { Effect, Option, Schema } from "effect"
 import { IncidentAdmin } from "../../admin/IncidentAdmin.ts"
 import { SensorAdmin } from "../../admin/SensorAdmin.ts"
 import { EVENT_TYPE_NAMES } from "../../domain/eventTypes.ts"
 import { isId } from "../../domain/ids.ts"
 import { INCIDENT_EVENTS_SHOWN } from "../../domain/models.ts"
+import { Severity } from "../../domain/severity.ts"
 import { parseTimestamp } from "../../domain/time.ts"
 import { AppConfig } from "../../platform/config.ts"
 import { EventsRepo } from "../../repos/EventsRepo.ts"
@@ -53,7 +54,7 @@ export const incidentRoutes = (kit: Kit) =>
             const [open, activity, latest, sensors] = yield* Effect.all([
               reads.openBySeverity(s.orgId),
               reads.activity(s.orgId, start),
-              reads.incidents({ orgId: s.orgId, status: undefined, severity: undefined, after: undefined, fetch: 8 }),
+              incidents.list({ orgId: s.orgId, status: undefined, after: undefined, fetch: 8 }),
               sensorAdmin.list(s.orgId),
             ])
             const counts = new Map(activity.map((a) => [a.day, a.n]))
@@ -83,11 +84,10 @@ export const incidentRoutes = (kit: Kit) =>
             const severity = params.get("severity")
             const filters = {
               status: status === "open" || status === "closed" ? (status as "open" | "closed") : undefined,
-              severity:
-                severity !== null && ["low", "medium", "high", "critical"].includes(severity) ? severity : undefined,
+              severity: severity !== null && Schema.is(Severity)(severity) ? severity : undefined,
             }
             const after = decodeAfter(params.get("after") ?? undefined, "incident")
-            const rows = yield* reads.incidents({ orgId: s.orgId, ...filters, after, fetch: PAGE_SIZE + 1 })
+            const rows = yield* incidents.list({ orgId: s.orgId, ...filters, after, fetch: PAGE_SIZE + 1 })
             const shown = rows.slice(0, PAGE_SIZE)
             const last = shown[shown.length - 1]
             return html(
