@@ -1,9 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
-import { AdminOperations } from "../../src/admin/operations.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
-import { createKey, createTenant, get } from "../support/fixtures.ts"
+import { createKey, createTenant, get, revokeKey, setDeception } from "../support/fixtures.ts"
 import { type RunningServer, shutdown, startServer } from "../support/server.ts"
 
 let server: RunningServer
@@ -93,7 +92,7 @@ describe("spec 'API keys' 7: 401 for a missing, malformed, wrong, revoked or exp
   test("revocation takes effect on the next request", async () => {
     const key = await createKey(db, tenant.orgId, "incidents:read,events:read")
     expect((await get(server.url, "/v1/incidents", key.key)).status).toBe(200)
-    await db.run(Effect.flatMap(AdminOperations, (admin) => admin.revokeKey(key.id)))
+    await revokeKey(db, key.id)
     const res = await get(server.url, "/v1/incidents", key.key)
     expect(res.status).toBe(401)
     expect(res.body.detail).toBe("The API key has been revoked.")
@@ -135,7 +134,7 @@ describe("spec 'API keys' 7-8, D10: 403 after authentication", () => {
 
   test("Deception off gives 403 feature_disabled, checked before scope (D10); on again restores access", async () => {
     const org = await createTenant(db, "Paused Inc", "incidents:read")
-    await db.run(Effect.flatMap(AdminOperations, (admin) => admin.setDeception(org.orgId, "off")))
+    await setDeception(db, org.orgId, "off")
     for (const path of ENDPOINTS) {
       const res = await get(server.url, path, org.key)
       expect(res.status).toBe(403)
@@ -143,7 +142,7 @@ describe("spec 'API keys' 7-8, D10: 403 after authentication", () => {
     }
     // A wrong key is still 401 first (D10: key before feature).
     expect((await get(server.url, "/v1/incidents", "dsk_wrong")).status).toBe(401)
-    await db.run(Effect.flatMap(AdminOperations, (admin) => admin.setDeception(org.orgId, "on")))
+    await setDeception(db, org.orgId, "on")
     expect((await get(server.url, "/v1/incidents", org.key)).status).toBe(200)
   })
 

@@ -5,10 +5,9 @@ import { join } from "node:path"
 import { SqlClient } from "@effect/sql"
 import { SQL } from "bun"
 import { Effect } from "effect"
-import { AdminOperations } from "../../src/admin/operations.ts"
 import { KEY_CACHE_APPLICATION_NAME } from "../../src/repos/ApiKeysRepo.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
-import { createKey, createTenant, get } from "../support/fixtures.ts"
+import { createKey, createTenant, get, revokeKey, setDeception } from "../support/fixtures.ts"
 import { type RunningServer, shutdown, startServer, testEnv, usingPostgres } from "../support/server.ts"
 
 /**
@@ -71,10 +70,8 @@ afterAll(async () => {
   }
 })
 
-const revoke = (keyId: string, on: TestDatabase = db) =>
-  on.run(Effect.flatMap(AdminOperations, (admin) => admin.revokeKey(keyId)))
-const deception = (orgId: string, state: "on" | "off") =>
-  db.run(Effect.flatMap(AdminOperations, (admin) => admin.setDeception(orgId, state)))
+const revoke = (keyId: string, on: TestDatabase = db) => revokeKey(on, keyId)
+const deception = (orgId: string, state: "on" | "off") => setDeception(db, orgId, state)
 
 /** Requests that put the key in each process's cache. */
 const warm = async (key: string) => {

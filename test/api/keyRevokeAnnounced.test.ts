@@ -2,14 +2,12 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { SqlClient } from "@effect/sql"
 import { SQL } from "bun"
 import { Effect } from "effect"
-import { CLI_ACTOR } from "../../src/admin/Accounts.ts"
-import { AdminActions } from "../../src/admin/AdminActions.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
-import { createKey, createTenant, get } from "../support/fixtures.ts"
+import { createKey, createTenant, get, revokeKey as revokeAsOperator } from "../support/fixtures.ts"
 import { type RunningServer, shutdown, startServer, testEnv, usingPostgres } from "../support/server.ts"
 
 /**
- * D9: `key revoke` (the CLI and the console, through AdminActions) sends the key caches' NOTIFY in the same
+ * D9: `key revoke` (the CLI and the console, through ApiKeyAdmin) sends the key caches' NOTIFY in the same
  * transaction as the revocation and its audit row, and sends it again when the key is already revoked: a revocation
  * whose announcement was lost is repaired by running the command again. The cache exists only on PostgreSQL: on
  * DATABASE_URL, otherwise on a fresh database of the machine's PostgreSQL (as test/api/keyCache.test.ts).
@@ -59,8 +57,7 @@ afterAll(async () => {
   }
 })
 
-const revokeKey = (keyId: string) =>
-  db.run(Effect.flatMap(AdminActions, (actions) => actions.revokeKey(undefined, keyId, CLI_ACTOR)))
+const revokeKey = (keyId: string) => revokeAsOperator(db, keyId)
 
 const auditRows = async (keyId: string) =>
   db.run(

@@ -1,13 +1,11 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
-import { Effect } from "effect"
 import fc from "fast-check"
-import { AdminOperations } from "../../src/admin/operations.ts"
 import { EVENT_TYPE_NAMES } from "../../src/domain/eventTypes.ts"
 import { ID_PREFIXES, isId, newId } from "../../src/domain/ids.ts"
 import { IncidentStatus } from "../../src/domain/models.ts"
 import { SEVERITIES } from "../../src/domain/severity.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
-import { createKey, createSensor, createTenant, get, seedIncident } from "../support/fixtures.ts"
+import { createKey, createSensor, createTenant, get, seedIncident, setDeception } from "../support/fixtures.ts"
 import { type RunningServer, shutdown, startServer, testEnv } from "../support/server.ts"
 
 let server: RunningServer
@@ -389,7 +387,7 @@ describe("item 8: the document against the running server's answers", () => {
     const eventsOnly = (await createKey(db, tenant.orgId, "events:read")).key
     const incidentsOnly = (await createKey(db, tenant.orgId, "incidents:read")).key
     const dark = await createTenant(db, "Dark")
-    await db.run(Effect.flatMap(AdminOperations, (admin) => admin.setDeception(dark.orgId, "off")))
+    await setDeception(db, dark.orgId, "off")
     const eventId = open.events[0]?.id ?? ""
     const longQuery = `?q=${"a".repeat(9000)}`
 

@@ -1,10 +1,9 @@
 import { afterAll, beforeAll, expect, test } from "bun:test"
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
-import { WebhookAdmin } from "../../src/admin/webhookOperations.ts"
 import { ATTACKER_INPUT_MAX_BYTES } from "../../src/domain/attackerInput.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
-import { createSensor, createTenant, get } from "../support/fixtures.ts"
+import { createChannel, createSensor, createTenant, get } from "../support/fixtures.ts"
 import { ingest } from "../support/ingest.ts"
 import { type RunningServer, shutdown, startServer, testEnv } from "../support/server.ts"
 
@@ -26,11 +25,7 @@ beforeAll(async () => {
   db = testDatabase(server.env)
   tenant = await createTenant(db)
   sensor = await createSensor(db, tenant.orgId, "cowrie-client")
-  await db.run(
-    Effect.flatMap(WebhookAdmin, (w) =>
-      w.create({ orgId: tenant.orgId, url: "https://127.0.0.1:9/hooks", minSeverity: "low" }),
-    ),
-  )
+  await createChannel(db, tenant.orgId, "https://127.0.0.1:9/hooks")
 })
 
 afterAll(() => shutdown(server, db))

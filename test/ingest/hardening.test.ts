@@ -1,8 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { SqlClient } from "@effect/sql"
 import { Effect, Schema } from "effect"
-import { AdminOperations } from "../../src/admin/operations.ts"
-import { WebhookAdmin } from "../../src/admin/webhookOperations.ts"
 import { newId } from "../../src/domain/ids.ts"
 import { REPAIR_TASK, repairStoredAttackerInputs } from "../../src/ingest/AttackerInputRepair.ts"
 import { OrgKeys } from "../../src/ingest/OrgKeys.ts"
@@ -11,7 +9,7 @@ import { EventsRepo } from "../../src/repos/EventsRepo.ts"
 import { IncidentsRepo } from "../../src/repos/IncidentsRepo.ts"
 import { WebhookBody } from "../../src/repos/webhookPayload.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
-import { createSensor, createTenant, get } from "../support/fixtures.ts"
+import { closeIncident, createChannel, createSensor, createTenant, get } from "../support/fixtures.ts"
 import { ingest, nativeEvent } from "../support/ingest.ts"
 import { type RunningServer, shutdown, startServer, testEnv } from "../support/server.ts"
 
@@ -35,11 +33,7 @@ beforeAll(async () => {
   db = testDatabase(server.env)
   tenant = await createTenant(db)
   sensor = await createSensor(db, tenant.orgId, "web-01")
-  await db.run(
-    Effect.flatMap(WebhookAdmin, (w) =>
-      w.create({ orgId: tenant.orgId, url: "https://127.0.0.1:9/hooks", minSeverity: "low" }),
-    ),
-  )
+  await createChannel(db, tenant.orgId, "https://127.0.0.1:9/hooks")
 })
 
 afterAll(() => shutdown(server, db))
@@ -303,7 +297,7 @@ describe("D36: clock skew", () => {
         nativeEvent({ sourceIp: nextIp(), time: new Date(Date.now() + 240_000).toISOString() }),
       ),
     )
-    await db.run(Effect.flatMap(AdminOperations, (a) => a.closeIncident(r.incidentId)))
+    await closeIncident(db, r.incidentId)
     const incident = await get(server.url, `/v1/incidents/${r.incidentId}`, tenant.key)
     expect(incident.body.status).toBe("closed")
     expect(Date.parse(incident.body.resolvedAt)).toBeGreaterThanOrEqual(Date.parse(incident.body.lastSeenAt))

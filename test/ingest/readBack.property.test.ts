@@ -2,7 +2,6 @@ import { afterAll, beforeAll, expect, test } from "bun:test"
 import { SqlClient } from "@effect/sql"
 import { Effect, Schema } from "effect"
 import fc from "fast-check"
-import { WebhookAdmin } from "../../src/admin/webhookOperations.ts"
 import { EVENT_TYPE_NAMES } from "../../src/domain/eventTypes.ts"
 import { AttackerInput } from "../../src/domain/models.ts"
 import { COWRIE_EVENTIDS } from "../../src/ingest/formats/cowrie.ts"
@@ -11,7 +10,7 @@ import { EventsRepo } from "../../src/repos/EventsRepo.ts"
 import { IncidentsRepo } from "../../src/repos/IncidentsRepo.ts"
 import { serializeWebhookBody, WebhookBody, webhookIncident } from "../../src/repos/webhookPayload.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
-import { createSensor, createTenant, get } from "../support/fixtures.ts"
+import { createChannel, createSensor, createTenant, get } from "../support/fixtures.ts"
 import { ingest } from "../support/ingest.ts"
 import { type RunningServer, shutdown, startServer, testEnv } from "../support/server.ts"
 
@@ -40,11 +39,7 @@ beforeAll(async () => {
   tenant = await createTenant(db)
   sensor = await createSensor(db, tenant.orgId, "prop-01")
   // A channel for every severity, so the outbox builds a body for every created, escalated or re-opened incident.
-  await db.run(
-    Effect.flatMap(WebhookAdmin, (w) =>
-      w.create({ orgId: tenant.orgId, url: "https://127.0.0.1:9/hooks", minSeverity: "low" }),
-    ),
-  )
+  await createChannel(db, tenant.orgId, "https://127.0.0.1:9/hooks")
 })
 
 afterAll(() => shutdown(server, db))

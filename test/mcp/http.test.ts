@@ -1,10 +1,17 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
-import { Effect } from "effect"
-import { AdminOperations } from "../../src/admin/operations.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
-import { createKey, createSensor, createTenant, get, seedIncident, walk } from "../support/fixtures.ts"
+import {
+  createKey,
+  createSensor,
+  createTenant,
+  get,
+  revokeKey,
+  seedIncident,
+  setDeception,
+  walk,
+} from "../support/fixtures.ts"
 import { type RunningServer, shutdown, startServer, testEnv } from "../support/server.ts"
 
 /** D39: the MCP endpoint at POST /mcp, driven by the official SDK's Client over Streamable HTTP. */
@@ -221,7 +228,7 @@ describe("D39, D10, D11: the MCP endpoint sits behind the API edge", () => {
     const extra = await createKey(db, tenant.orgId, "incidents:read,events:read")
     const client = await connect(server.url, extra.key)
     expect((await call(client, "list_incidents", { limit: 1 })).isError).toBeFalsy()
-    await db.run(Effect.flatMap(AdminOperations, (admin) => admin.revokeKey(extra.id)))
+    await revokeKey(db, extra.id)
     await expect(call(client, "list_incidents", { limit: 1 })).rejects.toThrow(/401/)
     const res = await mcpPost(server.url, INITIALIZE, { authorization: `Bearer ${extra.key}` })
     expect(res.status).toBe(401)
@@ -230,13 +237,12 @@ describe("D39, D10, D11: the MCP endpoint sits behind the API edge", () => {
 
   test("D10: Deception off gives 403 feature_disabled on /mcp; on again restores access", async () => {
     const other = await createTenant(db, "Paused")
-    const setDeception = (state: "on" | "off") =>
-      db.run(Effect.flatMap(AdminOperations, (admin) => admin.setDeception(other.orgId, state)))
-    await setDeception("off")
+    const deception = (state: "on" | "off") => setDeception(db, other.orgId, state)
+    await deception("off")
     const off = await mcpPost(server.url, INITIALIZE, { authorization: `Bearer ${other.key}` })
     expect(off.status).toBe(403)
     expect(((await off.json()) as { code: string }).code).toBe("feature_disabled")
-    await setDeception("on")
+    await deception("on")
     const on = await mcpPost(server.url, INITIALIZE, { authorization: `Bearer ${other.key}` })
     expect(on.status).toBe(200)
   })

@@ -5,8 +5,11 @@ import { join } from "node:path"
 import { SqlClient } from "@effect/sql"
 import { SQL } from "bun"
 import { Effect } from "effect"
-import { Accounts, CLI_ACTOR } from "../../src/admin/Accounts.ts"
-import { AdminActions } from "../../src/admin/AdminActions.ts"
+import { asOperator } from "../../src/admin/actor.ts"
+import { ChannelAdmin } from "../../src/admin/ChannelAdmin.ts"
+import { OrgAdmin } from "../../src/admin/OrgAdmin.ts"
+import { SensorAdmin } from "../../src/admin/SensorAdmin.ts"
+import { UserAdmin } from "../../src/admin/UserAdmin.ts"
 import { type SensorStatus, statusOf } from "../../src/repos/SensorsRepo.ts"
 import { verifyWebhook } from "../../src/webhooks/verify.ts"
 import { admin, adminJson } from "../support/cli.ts"
@@ -115,27 +118,30 @@ const lastHeard = (sensorId: string, secondsAgo: number, never = false) => {
 const heartbeat = (token: string, via: RunningServer = server) =>
   fetch(`${via.ingestUrl}/ingest/v1/heartbeat`, { method: "POST", headers: { authorization: `Bearer ${token}` } })
 
-// Set-up goes through the same audited admin actions as the CLI, in this process (the CLI itself is tested where it
-// is the subject: a process per command is slow on a busy machine).
+/** Organization names are unique: each gets this run's suffix (a rerun on the same database makes them again). */
+const RUN = crypto.randomUUID().slice(0, 8)
+
+// Set-up goes through the same audited admin services as the CLI, as its operator, in this process (the CLI itself
+// is tested where it is the subject: a process per command is slow on a busy machine).
 const newOrg = (name: string) =>
-  db.run(Effect.flatMap(AdminActions, (a) => a.createOrg(name, CLI_ACTOR))).then((org) => org.id)
+  db.run(asOperator(Effect.flatMap(OrgAdmin, (orgs) => orgs.create(`${name} ${RUN}`)))).then((org) => org.id)
 
 /** null: no heartbeat expected. */
 const newSensor = (orgId: string, name: string, heartbeatInterval: string | null = "30s") =>
   db.run(
-    Effect.flatMap(AdminActions, (a) =>
-      a.createSensor(
-        orgId,
-        { name, profile: "opencanary", heartbeatInterval: heartbeatInterval ?? undefined },
-        CLI_ACTOR,
+    asOperator(
+      Effect.flatMap(SensorAdmin, (sensors) =>
+        sensors.create(orgId, { name, profile: "opencanary", heartbeatInterval: heartbeatInterval ?? undefined }),
       ),
     ),
   )
 
 const newChannel = (orgId: string, path: string, sensorHealth = false) =>
   db.run(
-    Effect.flatMap(AdminActions, (a) =>
-      a.createChannel(orgId, { url: `${receiver.url}${path}`, minSeverity: "low", sensorHealth }, CLI_ACTOR),
+    asOperator(
+      Effect.flatMap(ChannelAdmin, (channels) =>
+        channels.create(orgId, { url: `${receiver.url}${path}`, minSeverity: "low", sensorHealth }),
+      ),
     ),
   )
 
@@ -158,7 +164,7 @@ describe("D43: sensor.silent and sensor.recovered", () => {
     ])) as { id: string; secret: string }
     await newChannel(orgId, "/d43-plain")
     const disabled = await newChannel(orgId, "/d43-disabled", true)
-    await db.run(Effect.flatMap(AdminActions, (a) => a.setChannelEnabled(orgId, disabled.id, false, CLI_ACTOR)))
+    await db.run(asOperator(Effect.flatMap(ChannelAdmin, (channels) => channels.setEnabled(disabled.id, false))))
 
     // First contact: recorded as alive, announced to nobody.
     expect((await heartbeat(sensor.token)).status).toBe(204)
@@ -327,8 +333,10 @@ describe("D43: opting a channel in to sensor-health alerts", () => {
   test("D43: the console's Alerts page creates an opted-in channel with its checkbox and toggles it; the overview and Sensors page show silent sensors as a warning", async () => {
     const orgId = await newOrg("Console opt in")
     const user = await db.run(
-      Effect.flatMap(Accounts, (a) =>
-        a.createUser({ orgId, email: `lead-${Date.now().toString(36)}@acme.example`, role: "admin" }, CLI_ACTOR),
+      asOperator(
+        Effect.flatMap(UserAdmin, (users) =>
+          users.create({ orgId, email: `lead-${Date.now().toString(36)}@acme.example`, role: "admin" }),
+        ),
       ),
     )
     const password = "correct horse battery staple"

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { SqlClient } from "@effect/sql"
 import { Effect, Either } from "effect"
-import { CLI_ACTOR } from "../../src/admin/Accounts.ts"
-import { AdminActions } from "../../src/admin/AdminActions.ts"
+import { asOperator } from "../../src/admin/actor.ts"
+import { SensorAdmin } from "../../src/admin/SensorAdmin.ts"
 import { admin, adminJson } from "../support/cli.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
 import { ingest, nativeEvent } from "../support/ingest.ts"
@@ -37,11 +37,7 @@ const accepted = async (token: string) =>
   (await ingest(server.ingestUrl, "events", token, nativeEvent())).status === 200
 
 const rotate = (sensorId: string, grace: string | undefined, force: boolean) =>
-  db.run(
-    Effect.either(
-      Effect.flatMap(AdminActions, (actions) => actions.rotateSensor(undefined, sensorId, grace, CLI_ACTOR, force)),
-    ),
-  )
+  db.run(Effect.either(asOperator(Effect.flatMap(SensorAdmin, (sensors) => sensors.rotate(sensorId, grace, force)))))
 
 const rotateDetails = (sensorId: string) =>
   db.run(

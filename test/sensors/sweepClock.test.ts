@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, expect, test } from "bun:test"
 import { SqlClient } from "@effect/sql"
 import { Clock, Effect, Layer } from "effect"
-import { CLI_ACTOR } from "../../src/admin/Accounts.ts"
-import { AdminActions } from "../../src/admin/AdminActions.ts"
+import { asOperator } from "../../src/admin/actor.ts"
+import { OrgAdmin } from "../../src/admin/OrgAdmin.ts"
+import { SensorAdmin } from "../../src/admin/SensorAdmin.ts"
 import { SensorHealthSweepLive } from "../../src/ingest/SensorHealthSweep.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
 import { type RunningServer, shutdown, startServer } from "../support/server.ts"
@@ -49,10 +50,12 @@ const query = <A extends object>(run: (sql: SqlClient.SqlClient) => Effect.Effec
   db.run(Effect.flatMap(SqlClient.SqlClient, run) as Effect.Effect<ReadonlyArray<A>, never, SqlClient.SqlClient>)
 
 const sensorIn = async (health: "alive" | "silent", lastSeenSecondsAgo: number) => {
-  const org = await db.run(Effect.flatMap(AdminActions, (a) => a.createOrg(`clock-${crypto.randomUUID()}`, CLI_ACTOR)))
+  const org = await db.run(asOperator(Effect.flatMap(OrgAdmin, (orgs) => orgs.create(`clock-${crypto.randomUUID()}`))))
   const created = await db.run(
-    Effect.flatMap(AdminActions, (a) =>
-      a.createSensor(org.id, { name: "clock", profile: "opencanary", heartbeatInterval: "30s" }, CLI_ACTOR),
+    asOperator(
+      Effect.flatMap(SensorAdmin, (sensors) =>
+        sensors.create(org.id, { name: "clock", profile: "opencanary", heartbeatInterval: "30s" }),
+      ),
     ),
   )
   const id = created.id

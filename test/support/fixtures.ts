@@ -1,5 +1,10 @@
 import { Effect } from "effect"
-import { AdminOperations } from "../../src/admin/operations.ts"
+import { ApiKeyAdmin } from "../../src/admin/ApiKeyAdmin.ts"
+import { asOperator } from "../../src/admin/actor.ts"
+import { ChannelAdmin } from "../../src/admin/ChannelAdmin.ts"
+import { IncidentAdmin } from "../../src/admin/IncidentAdmin.ts"
+import { OrgAdmin } from "../../src/admin/OrgAdmin.ts"
+import { SensorAdmin } from "../../src/admin/SensorAdmin.ts"
 import { eventTypeSpec } from "../../src/domain/eventTypes.ts"
 import { newId } from "../../src/domain/ids.ts"
 import type { Severity } from "../../src/domain/severity.ts"
@@ -7,26 +12,61 @@ import { EventsRepo, type NewEvent } from "../../src/repos/EventsRepo.ts"
 import { IncidentsRepo, type NewIncident } from "../../src/repos/IncidentsRepo.ts"
 import type { TestDatabase } from "./db.ts"
 
-/** An organization with a full-scope key, as an admin would set one up. */
+/**
+ * An organization with a full-scope key, as the operator sets one up at the admin CLI. Tests name many
+ * organizations alike ("Acme"), so a name another organization has is allowed here (the CLI's
+ * --allow-duplicate-name); each test tells its organizations apart by id.
+ */
 export const createTenant = async (
   db: TestDatabase,
   name = "Acme",
   scopes = "incidents:read,events:read",
 ): Promise<{ orgId: string; key: string; keyId: string }> =>
   db.run(
-    Effect.gen(function* () {
-      const admin = yield* AdminOperations
-      const org = yield* admin.createOrg(name)
-      const key = yield* admin.createKey({ orgId: org.id, name: "soar", scopes, expires: undefined })
-      return { orgId: org.id, key: key.key, keyId: key.id }
-    }),
+    asOperator(
+      Effect.gen(function* () {
+        const org = yield* Effect.flatMap(OrgAdmin, (orgs) => orgs.create(name, { allowDuplicate: true }))
+        const key = yield* Effect.flatMap(ApiKeyAdmin, (keys) =>
+          keys.create(org.id, { name: "soar", scopes, expires: undefined }),
+        )
+        return { orgId: org.id, key: key.key, keyId: key.id }
+      }),
+    ),
   )
 
+/** Another key of the organization, made by the operator. */
 export const createKey = (db: TestDatabase, orgId: string, scopes: string, expires?: string) =>
-  db.run(Effect.flatMap(AdminOperations, (admin) => admin.createKey({ orgId, name: "extra", scopes, expires })))
+  db.run(asOperator(Effect.flatMap(ApiKeyAdmin, (keys) => keys.create(orgId, { name: "extra", scopes, expires }))))
 
+/** `key revoke` as the operator runs it: revoked, announced to every server's key cache and audited. */
+export const revokeKey = (db: TestDatabase, keyId: string) =>
+  db.run(asOperator(Effect.flatMap(ApiKeyAdmin, (keys) => keys.revoke(keyId))))
+
+/** `org deception <org-id> on|off` as the operator runs it (announced to every server's key cache). */
+export const setDeception = (db: TestDatabase, orgId: string, state: "on" | "off") =>
+  db.run(asOperator(Effect.flatMap(OrgAdmin, (orgs) => orgs.setDeception(orgId, state))))
+
+/**
+ * A sensor of the organization, made by the operator. Many tests make several sensors of one organization under
+ * the default name, so a name another sensor in service has is allowed here (the admin CLI refuses it; its own
+ * tests check that).
+ */
 export const createSensor = (db: TestDatabase, orgId: string, name = "web-01") =>
-  db.run(Effect.flatMap(AdminOperations, (admin) => admin.createSensor({ orgId, name, profile: "linux-server" })))
+  db.run(
+    asOperator(
+      Effect.flatMap(SensorAdmin, (sensors) =>
+        sensors.create(orgId, { name, profile: "linux-server" }, { allowDuplicateName: true }),
+      ),
+    ),
+  )
+
+/** A webhook channel of the organization (`webhook create`), made by the operator; its secret is in the result. */
+export const createChannel = (db: TestDatabase, orgId: string, url: string, minSeverity = "low") =>
+  db.run(asOperator(Effect.flatMap(ChannelAdmin, (channels) => channels.create(orgId, { url, minSeverity }))))
+
+/** `incident close <incident-id>` as the operator runs it. */
+export const closeIncident = (db: TestDatabase, incidentId: string) =>
+  db.run(asOperator(Effect.flatMap(IncidentAdmin, (incidents) => incidents.close(incidentId))))
 
 export interface SeedEvent {
   readonly time: Date
