@@ -2,7 +2,6 @@ import { Layer } from "effect"
 import { ApiKeyAdmin } from "./ApiKeyAdmin.ts"
 import { ChannelAdmin } from "./ChannelAdmin.ts"
 import { IncidentAdmin } from "./IncidentAdmin.ts"
-import { AdminActions, AdminOperations, Accounts as LegacyAccounts, WebhookAdmin } from "./legacy.ts"
 import { OrgAdmin } from "./OrgAdmin.ts"
 import { SensorAdmin } from "./SensorAdmin.ts"
 import { SignIn } from "./SignIn.ts"
@@ -19,12 +18,6 @@ const ResourceAdminLive = Layer.mergeAll(
 /**
  * The admin services, the one place where who may do what, how a secret is shown once and what is audited live,
  * and the console's sign-in. The CLI (admin/cli.ts) and the console's settings pages are two faces of them. They
- * need the shared repositories, the webhook sender (for "send test") and the configuration. The deprecated shapes
- * (legacy.ts) are there for callers not moved yet.
+ * need the shared repositories, the webhook sender (for "send test") and the configuration.
  */
-export const AdminServicesLive = Layer.mergeAll(
-  AdminOperations.Default,
-  AdminActions.Default,
-  WebhookAdmin.Default,
-  LegacyAccounts.Default,
-).pipe(Layer.provideMerge(Layer.merge(ResourceAdminLive, SignIn.Default)))
+export const AdminServicesLive = Layer.merge(ResourceAdminLive, SignIn.Default)
