@@ -162,9 +162,12 @@ const admin = (env: Record<string, string>, argv: Array<string>) => {
   return JSON.parse(run.stdout.toString())
 }
 
-/** An organization with INCIDENTS incidents (one per source address) and a read key. */
+/**
+ * An organization with INCIDENTS incidents (one per source address) and a read key. Its name carries a per-run
+ * suffix: the admin tool refuses a second organization of the same name, and a rerun may meet the same database.
+ */
 const seed = async (env: Record<string, string>, started: Started): Promise<string> => {
-  const org = admin(env, ["org", "create", "--name", "bench"])
+  const org = admin(env, ["org", "create", "--name", `bench ${crypto.randomUUID().slice(0, 8)}`])
   const sensor = admin(env, ["sensor", "create", "--org", org.id, "--name", "bench-01"])
   const key = admin(env, ["key", "create", "--org", org.id, "--name", "bench", "--scopes", "incidents:read"])
   for (let sent = 0; sent < INCIDENTS; sent += 100) {

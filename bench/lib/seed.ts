@@ -442,8 +442,13 @@ export const seed = async (ctx: BenchContext, largeEvents = 1_000_000): Promise<
   try {
     await prepareGenerators(sql)
 
-    // Organizations through the admin CLI: the fingerprint key is sealed under this run's SECRET_KEY.
-    const orgNames = ["bench-small", "bench-large", "bench-ingest", "bench-webhooks", "bench-quiet"]
+    // Organizations through the admin CLI: the fingerprint key is sealed under this run's SECRET_KEY. Their names
+    // carry this run's suffix: the admin tool refuses a second organization of the same name, and a seed may run
+    // again against a database that already has them.
+    const run = crypto.randomUUID().slice(0, 8)
+    const orgNames = ["bench-small", "bench-large", "bench-ingest", "bench-webhooks", "bench-quiet"].map(
+      (name) => `${name}-${run}`,
+    )
     const orgs = await timed(stats, "orgsCli", () =>
       pool(orgNames, 3, (name) => adminJson<{ id: string }>(env, ["org", "create", "--name", name])),
     )

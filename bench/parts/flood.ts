@@ -105,7 +105,13 @@ export const runFlood = async (
   const env = serviceEnv(ctx)
   const sql = new SQL({ url: ctx.databaseUrl, max: 1 })
   try {
-    const org = await adminJson<{ id: string }>(env, ["org", "create", "--name", "Flood bench"])
+    // A per-run suffix: the admin tool refuses a second organization of the same name, and runs share a database.
+    const org = await adminJson<{ id: string }>(env, [
+      "org",
+      "create",
+      "--name",
+      `Flood bench ${crypto.randomUUID().slice(0, 8)}`,
+    ])
     const tokens: Array<string> = []
     for (let i = 0; i < sensorCount; i++) {
       const sensor = await adminJson<{ token: string }>(env, [

@@ -22,9 +22,18 @@ export interface Tenant {
   readonly token: string
 }
 
-/** An organization with a read key and one sensor, made with the admin tool as an operator would. */
+/**
+ * This run's suffix of organization names: the admin tool refuses a second organization of the same name, and the
+ * fault suites run again and again against the same PostgreSQL.
+ */
+const RUN = crypto.randomUUID().slice(0, 8)
+
+/**
+ * An organization with a read key and one sensor, made with the admin tool as an operator would. The organization
+ * is named `<name> <run suffix>`, so a rerun against the same database (or two tenants of one name) is not refused.
+ */
 export const createTenant = async (env: Record<string, string>, name: string): Promise<Tenant> => {
-  const org = await adminJson(env, ["org", "create", "--name", name])
+  const org = await adminJson(env, ["org", "create", "--name", `${name} ${RUN}`])
   const key = await adminJson(env, [
     "key",
     "create",
