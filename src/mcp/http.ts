@@ -5,7 +5,7 @@ import type { Caller, EventListParams, IncidentListParams } from "../api/contrac
 import { makeReadQueries, type ReadQueries } from "../api/queries.ts"
 import { problemBody } from "../domain/problem.ts"
 import { SCOPES } from "../domain/scopes.ts"
-import { mcpMaxResultCharsConfig } from "../platform/config.ts"
+import { AppConfig } from "../platform/config.ts"
 import { problem, problemResponse } from "../platform/http/responses.ts"
 import { RateLimiter } from "../platform/ratelimit/RateLimiter.ts"
 import { KeyAuth } from "../repos/KeyAuth.ts"
@@ -117,7 +117,7 @@ export const McpRouteLive = HttpApiBuilder.Router.use((router) =>
     const auth = yield* KeyAuth
     const limiter = yield* RateLimiter
     const queries = yield* makeReadQueries
-    const maxChars = yield* mcpMaxResultCharsConfig
+    const maxChars = (yield* AppConfig).mcpMaxResultChars
 
     const app = Effect.gen(function* () {
       const request = yield* HttpServerRequest.HttpServerRequest

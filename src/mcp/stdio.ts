@@ -1,7 +1,7 @@
 import { FetchHttpClient } from "@effect/platform"
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js"
 import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js"
-import { Effect, Either, Logger } from "effect"
+import { Effect, Either, Logger, Redacted } from "effect"
 import {
   type ApiError,
   type EventFilters,
@@ -11,7 +11,8 @@ import {
 } from "../client/effect.ts"
 import { problemBody } from "../domain/problem.ts"
 import type { Scope } from "../domain/scopes.ts"
-import { type Backend, DEFAULT_MAX_RESULT_CHARS, makeMcpServer, type ProblemBody, type ToolName } from "./tools.ts"
+import { formatConfigError, mcpStdioConfig } from "../platform/config.ts"
+import { type Backend, makeMcpServer, type ProblemBody, type ToolName } from "./tools.ts"
 
 /**
  * `bun run mcp`: the MCP server over stdio for a desktop agent (D39). It reads API_KEY and BASE_URL and calls the
@@ -131,28 +132,15 @@ const scopeProbe = (api: Api) => {
   }
 }
 
-const readSettings = () => {
-  const apiKey = (process.env.API_KEY ?? "").trim()
-  if (apiKey === "") fail("API_KEY is required: an API key of the read API (dsk_<key id>_<secret>)")
-  const rawUrl = (process.env.BASE_URL ?? "").trim()
-  let baseUrl = ""
-  try {
-    const url = new URL(rawUrl)
-    if (url.protocol !== "http:" && url.protocol !== "https:") throw new Error("scheme")
-    baseUrl = url.toString().replace(/\/+$/, "")
-  } catch {
-    fail("BASE_URL is required: the read API's address, e.g. https://api.example.com")
-  }
-  // Decimal digits only, as the server reads it (config.ts): Number() would also take "1e3" or "0x10".
-  const rawMax = (process.env.MCP_MAX_RESULT_CHARS ?? "").trim()
-  if (rawMax !== "" && !/^[0-9]{1,9}$/.test(rawMax)) fail("MCP_MAX_RESULT_CHARS must be an integer of at least 1")
-  const maxChars = rawMax === "" ? DEFAULT_MAX_RESULT_CHARS : Number(rawMax)
-  if (maxChars < 1) fail("MCP_MAX_RESULT_CHARS must be an integer of at least 1")
-  return { apiKey, baseUrl, maxChars }
+/** API_KEY, BASE_URL and MCP_MAX_RESULT_CHARS, read and checked as the server reads its settings; a bad one ends here. */
+const readSettings = async () => {
+  const settings = await Effect.runPromise(Effect.either(mcpStdioConfig))
+  if (Either.isLeft(settings)) return fail(formatConfigError(settings.left))
+  return { ...settings.right, apiKey: Redacted.value(settings.right.apiKey) }
 }
 
 if (import.meta.main) {
-  const { apiKey, baseUrl, maxChars } = readSettings()
+  const { apiKey, baseUrl, maxChars } = await readSettings()
   const api = await Effect.runPromise(makeClient({ baseUrl, apiKey }).pipe(Effect.provide(FetchHttpClient.layer)))
   const server = makeMcpServer(clientBackend(api), scopeProbe(api), maxChars)
   await server.connect(new StdioServerTransport())

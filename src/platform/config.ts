@@ -58,6 +58,10 @@ export interface Settings {
   /** D11: REDIS_URL (shared counts across replicas), RATE_LIMIT (120) and RATE_LIMIT_WINDOW (60 s). */
   readonly rateLimit: RateLimitSettings
   readonly webhooks: WebhookSettings
+  /** Connections of each listener's database pool (DATABASE_POOL_API, _INGEST, _CONSOLE). */
+  readonly databasePools: { readonly api: number; readonly ingest: number; readonly console: number }
+  /** The largest MCP tool result's text, in characters (MCP_MAX_RESULT_CHARS). */
+  readonly mcpMaxResultChars: number
 }
 
 /** Webhook delivery (D15–D18). Defaults are the decisions'; tests shorten the schedule and the lease. */
@@ -295,6 +299,35 @@ export type RateLimitSettings = Config.Config.Success<typeof rateLimitConfig>
 /** MCP_MAX_RESULT_CHARS: the text of one MCP tool result stays under this many characters (default 100,000). */
 export const mcpMaxResultCharsConfig = positiveInt("MCP_MAX_RESULT_CHARS", 100_000)
 
+/** A variable that must be set, with what it is for when it is not. */
+const required = <A>(name: string, what: string, config: Config.Config<A>) =>
+  config.pipe(
+    Config.option,
+    Config.mapOrFail((value) =>
+      Option.match(value, {
+        onNone: () => Either.left(ConfigError.MissingData([name], `is required: ${what}`)),
+        onSome: Either.right,
+      }),
+    ),
+  )
+
+/** `bun run mcp` (the stdio MCP door, a client of a running API): its three variables. */
+export const mcpStdioConfig = Config.all({
+  apiKey: required(
+    "API_KEY",
+    "an API key of the read API (dsk_<key id>_<secret>)",
+    secretVar("API_KEY", (raw) =>
+      raw.trim() === "" ? Either.left("is required") : Either.right(Redacted.make(raw.trim())),
+    ),
+  ),
+  baseUrl: required(
+    "BASE_URL",
+    "the read API's address, e.g. https://api.example.com",
+    envVar("BASE_URL", parseHttpUrl),
+  ),
+  maxChars: mcpMaxResultCharsConfig,
+})
+
 // --- Logging --------------------------------------------------------------------------------------------------------
 
 /** LOG_LEVEL's names (any case, surrounding spaces ignored). */
@@ -380,6 +413,8 @@ export const settingsConfig = Config.all({
       : Either.left(`must be a comma-separated list of IP addresses or CIDRs (${parsed.reason})`)
   }).pipe(Config.withDefault([] as ReadonlyArray<Cidr>)),
   rateLimit: rateLimitConfig,
+  databasePools: databasePoolConfig,
+  mcpMaxResultChars: mcpMaxResultCharsConfig,
   webhooks: Config.all({
     allowPrivate: envVar("WEBHOOK_ALLOW_PRIVATE", (text) => {
       const parsed = parseAllowPrivate(text)
@@ -474,6 +509,8 @@ export const loadSettings: Effect.Effect<Settings, ConfigError.ConfigError> = Ef
     trustProxy: raw.trustProxy,
     rateLimit: raw.rateLimit,
     webhooks: raw.webhooks,
+    databasePools: raw.databasePools,
+    mcpMaxResultChars: raw.mcpMaxResultChars,
   }
 })
 

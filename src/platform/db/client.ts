@@ -1,6 +1,6 @@
 import { PgClient } from "@effect/sql-pg"
 import { Effect, Layer, Option, Redacted, Schedule, String as Str } from "effect"
-import { AppConfig, databasePoolConfig } from "../config.ts"
+import { AppConfig } from "../config.ts"
 import { EmbeddedDatabaseError, embeddedDatabase } from "./embedded.ts"
 
 /**
@@ -129,4 +129,6 @@ const serverDatabase = (pool: PoolSettings) =>
  * webhook dispatcher, the idle close and /readyz), sized by DATABASE_POOL_API / DATABASE_POOL_INGEST.
  */
 export const serverPool = (name: "api" | "ingest" | "console") =>
-  Layer.unwrapEffect(Effect.map(databasePoolConfig, (sizes) => serverDatabase({ name, maxConnections: sizes[name] })))
+  Layer.unwrapEffect(
+    Effect.map(AppConfig, (config) => serverDatabase({ name, maxConnections: config.databasePools[name] })),
+  )
