@@ -16,6 +16,8 @@ export const ID_PREFIXES = {
   deliveryAttempt: "wha",
   consoleUser: "usr",
   auditEntry: "aud",
+  ignoreRule: "ign",
+  incidentNote: "inn",
 } as const
 export type IdKind = keyof typeof ID_PREFIXES
 

@@ -17,7 +17,8 @@ export interface CowrieSessionEvent {
 
 /** A stored event of a session still waiting for its connect, with the columns its completion rewrites. */
 export interface IncompleteCowrieEvent extends CowrieSessionEvent {
-  readonly incidentId: string
+  /** Null for an event an ignore rule ignored (D44). */
+  readonly incidentId: string | null
   readonly sourceIp: string
   readonly sourcePort: number
   readonly port: number

@@ -8,6 +8,7 @@ import { sanitizeText } from "../domain/sanitize.ts"
 import { AppConfig } from "../platform/config.ts"
 import { DatabaseError, transactionErrors } from "../platform/db/errors.ts"
 import { EventsRepo, type NewEvent } from "../repos/EventsRepo.ts"
+import { IgnoreRulesRepo } from "../repos/IgnoreRulesRepo.ts"
 import { type IncidentRow, IncidentsRepo } from "../repos/IncidentsRepo.ts"
 import { WebhookOutbox } from "../repos/Outbox.ts"
 import { TransitionsRepo } from "../repos/TransitionsRepo.ts"
@@ -34,7 +35,13 @@ export interface SensorIdentity {
 }
 
 export type EventOutcome =
-  | { readonly index: number; readonly status: "accepted"; readonly id: string; readonly incidentId: string }
+  | {
+      readonly index: number
+      readonly status: "accepted"
+      readonly id: string
+      /** Null: an ignore rule matched the event (D44); it is stored and joins no incident. */
+      readonly incidentId: string | null
+    }
   | { readonly index: number; readonly status: "duplicate"; readonly id: string | null }
   | { readonly index: number; readonly status: "rejected"; readonly reason: string }
 
@@ -86,6 +93,7 @@ export class Ingestor extends Effect.Service<Ingestor>()("Ingestor", {
     const transitions = yield* TransitionsRepo
     const outbox = yield* WebhookOutbox
     const cowrieSessions = yield* CowrieSessionsRepo
+    const ignoreRules = yield* IgnoreRulesRepo
     const config = yield* AppConfig
     const reopenWindowMs = Duration.toMillis(config.reopenWindow)
     const DETAIL_KEYS = [
@@ -292,7 +300,12 @@ export class Ingestor extends Effect.Service<Ingestor>()("Ingestor", {
         })
         yield* cowrieSessions.complete(orgId, sensorId, completed)
         yield* refreshIncidents(sensor, [
-          ...new Set(completed.filter((c) => c.type !== c.was.type).map((c) => c.was.incidentId)),
+          ...new Set(
+            completed
+              .filter((c) => c.type !== c.was.type)
+              // An event an ignore rule ignored (D44) has no incident to refresh.
+              .flatMap((c) => (c.was.incidentId === null ? [] : [c.was.incidentId])),
+          ),
         ])
         if (changedClients.size > 0) {
           const rows = yield* cowrieSessions.sessionEvents(orgId, sensorId, [...changedClients.keys()])
@@ -325,6 +338,35 @@ export class Ingestor extends Effect.Service<Ingestor>()("Ingestor", {
           return { ...item, event, cowrie: { ...link, ownProtocol: true, ownSourcePort: true, ownPort: true } }
         })
         return { items: completedItems, clients }
+      })
+
+    /**
+     * D44: the rule that ignores each event, by the event's index: one lookup per distinct (source, decoy port, type)
+     * of the request, all in one statement.
+     */
+    const matchIgnoreRules = (sensor: SensorIdentity, fresh: ReadonlyArray<Prepared>, now: Date) =>
+      Effect.gen(function* () {
+        const byIndex = new Map<number, string>()
+        if (fresh.length === 0) return byIndex
+        const probes = new Map<string, { key: number; sourceIp: string; port: number; type: string }>()
+        const probeOf = (p: Prepared) => `${p.row.sourceIp} ${p.row.port} ${p.row.type}`
+        for (const p of fresh) {
+          const k = probeOf(p)
+          if (!probes.has(k)) {
+            probes.set(k, { key: probes.size, sourceIp: p.row.sourceIp, port: p.row.port, type: p.row.type })
+          }
+        }
+        const matched = new Map(
+          (yield* ignoreRules.match(sensor.orgId, sensor.sensorId, [...probes.values()], now)).map((m) => [
+            m.key,
+            m.ruleId,
+          ]),
+        )
+        for (const p of fresh) {
+          const ruleId = matched.get(probes.get(probeOf(p))?.key ?? -1)
+          if (ruleId !== undefined) byIndex.set(p.index, ruleId)
+        }
+        return byIndex
       })
 
     /**
@@ -375,7 +417,7 @@ export class Ingestor extends Effect.Service<Ingestor>()("Ingestor", {
           )
           // D22: a sensor event id seen before, or earlier in this batch (whatever its sourceIp), is a duplicate.
           const inBatch = new Map<string, string>()
-          const groups = new Map<string, Array<Prepared>>()
+          const fresh: Array<Prepared> = []
           for (const p of prepared) {
             const known = stored.get(p.row.sensorEventId) ?? inBatch.get(p.row.sensorEventId)
             if (known !== undefined) {
@@ -383,11 +425,23 @@ export class Ingestor extends Effect.Service<Ingestor>()("Ingestor", {
               continue
             }
             inBatch.set(p.row.sensorEventId, p.row.id)
+            fresh.push(p)
+          }
+          // D44: an event an active ignore rule matches is stored marked with the rule and joins no group.
+          const ignoredBy = yield* matchIgnoreRules(sensor, fresh, now)
+          const ignored: Array<Prepared> = []
+          const groups = new Map<string, Array<Prepared>>()
+          for (const p of fresh) {
+            const ruleId = ignoredBy.get(p.index)
+            if (ruleId !== undefined) {
+              ignored.push({ ...p, row: { ...p.row, incidentId: null, ignoreRuleId: ruleId } })
+              continue
+            }
             const group = groups.get(p.row.sourceIp)
             if (group) group.push(p)
             else groups.set(p.row.sourceIp, [p])
           }
-          if (groups.size === 0) return outcomes
+          if (groups.size === 0 && ignored.length === 0) return outcomes
 
           const newest = new Map(
             (yield* incidents.newestForKeys(sensor.orgId, sensor.sensorId, [...groups.keys()])).map((r) => [
@@ -425,15 +479,18 @@ export class Ingestor extends Effect.Service<Ingestor>()("Ingestor", {
           // created_at is only written for new incidents (the upsert leaves it on known ones).
           yield* incidents.upsertMany(plans.map((p) => ({ ...p.incident, createdAt: now, updatedAt: now })))
           const written = yield* events.insertMany(
-            plans.flatMap((plan) => plan.group.map((p) => ({ ...p.row, incidentId: plan.incident.id }))),
+            [
+              ...plans.flatMap((plan) => plan.group.map((p) => ({ ...p.row, incidentId: plan.incident.id }))),
+              ...ignored.map((p) => p.row),
+            ],
             now,
           )
           const writtenIds = new Set(written.map((w) => w.sensorEventId))
           yield* cowrieSessions.linkEvents(
             sensor.orgId,
             sensor.sensorId,
-            plans.flatMap((plan) =>
-              plan.group.flatMap((p) =>
+            [...plans.map((plan) => plan.group), ignored].flatMap((group) =>
+              group.flatMap((p) =>
                 p.cowrie === undefined || !writtenIds.has(p.row.sensorEventId)
                   ? []
                   : [
@@ -493,6 +550,23 @@ export class Ingestor extends Effect.Service<Ingestor>()("Ingestor", {
               incident: plan.incident,
               transitions: (changes[i] ?? []).map((t) => ({ ...t, id: ids[next++] ?? "" })),
             })),
+          )
+          // D44: the ignored events stored here (a concurrent duplicate is not a hit), as the last write, so the
+          // rules' rows stay locked only until the commit.
+          const hits = new Map<string, number>()
+          for (const p of ignored) {
+            if (!writtenIds.has(p.row.sensorEventId)) {
+              outcomes.push({ index: p.index, status: "duplicate", id: null })
+              continue
+            }
+            outcomes.push({ index: p.index, status: "accepted", id: p.row.id, incidentId: null })
+            const ruleId = p.row.ignoreRuleId ?? ""
+            hits.set(ruleId, (hits.get(ruleId) ?? 0) + 1)
+          }
+          yield* ignoreRules.recordHits(
+            sensor.orgId,
+            [...hits].map(([id, n]) => ({ id, n })),
+            now,
           )
           return outcomes
         }),

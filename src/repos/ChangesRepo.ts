@@ -35,10 +35,17 @@ export interface ChangePage<Row> {
  * the planner may take the rows after the token for very few (a large load is one transaction, one xid, which the
  * statistics cannot see) and hash-join and sort all of them: 18,000 rows for a 100-row page (issue #15, scale10m).
  */
-const pageStatement = (select: string, table: string, alias: string, timeColumn: string, q: ChangeQuery): SqlText => {
+const pageStatement = (
+  select: string,
+  table: string,
+  alias: string,
+  timeColumn: string,
+  q: ChangeQuery,
+  only = "",
+): SqlText => {
   const params: Array<unknown> = [q.orgId, q.after.xid, q.after.seq]
   let where = `${alias}.org_id = $1 and (${alias}.change_xid, ${alias}.change_seq) > ($2::xid8, $3::bigint)
-    and ${alias}.change_xid < h.horizon`
+    and ${alias}.change_xid < h.horizon${only}`
   if (q.after.fromMs !== null) {
     params.push(new Date(q.after.fromMs))
     where += ` and ${alias}.${timeColumn} >= $${params.length}::timestamptz`
@@ -62,7 +69,12 @@ const pageStatement = (select: string, table: string, alias: string, timeColumn:
   }
 }
 
-/** The events feed: stored events in position order (events_org_change_idx). `from` is the time of storing. */
+/**
+ * The events feed: stored events in position order (events_org_change_idx). `from` is the time of storing. An event
+ * an ignore rule ignored (D44) is never a change: the position index holds only the others, so a page's rows and its
+ * token's position come from the same scan and nothing in between is skipped; an ignored event only lies between two
+ * positions the feed hands out.
+ */
 export const eventChangesStatement = (q: ChangeQuery): SqlText =>
   pageStatement(
     EVENT_SELECT.replace(
@@ -73,6 +85,7 @@ export const eventChangesStatement = (q: ChangeQuery): SqlText =>
     "e",
     "received_at",
     q,
+    ` and e.ignore_rule_id is null`,
   )
 
 /** The incidents feed: each incident as of each change (incident_changes_pkey). `from` is the time of the change. */

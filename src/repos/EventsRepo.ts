@@ -26,7 +26,14 @@ export const EventRow = Schema.Struct({
   attackerInput: Schema.Record({ key: Schema.String, value: Schema.Unknown }),
 })
 export type EventRow = typeof EventRow.Type
-export type NewEvent = Omit<EventRow, "sensorName">
+/**
+ * An event to store. An event ignored by a rule (D44) names the rule and belongs to no incident (incidentId null);
+ * every other event belongs to one.
+ */
+export type NewEvent = Omit<EventRow, "sensorName" | "incidentId"> & {
+  readonly incidentId: string | null
+  readonly ignoreRuleId?: string | null | undefined
+}
 
 export interface EventFilters {
   readonly sensorId?: string | undefined
@@ -59,6 +66,7 @@ const eventsJson = (rows: ReadonlyArray<NewEvent>, receivedAt: Date) =>
       id: r.id,
       org_id: r.orgId,
       incident_id: r.incidentId,
+      ignore_rule_id: r.ignoreRuleId ?? null,
       sensor_id: r.sensorId,
       sensor_event_id: r.sensorEventId,
       time: r.time,
@@ -103,7 +111,8 @@ export const EVENT_SELECT = `select e.id, e.org_id as "orgId", e.incident_id as 
 /** D7: one page of GET /v1/events, keyset on (time desc, id desc); each filter has an index led by (org_id, filter). */
 export const eventListStatement = ({ orgId, filters: f, after, fetch }: EventListQuery): SqlText => {
   const params: Array<unknown> = [orgId]
-  let where = "e.org_id = $1"
+  // D44: an event an ignore rule ignored is never listed (the keyset indexes hold only the others).
+  let where = "e.org_id = $1 and e.ignore_rule_id is null"
   const and = (condition: (n: number) => string, value: unknown) => {
     params.push(value)
     where += ` and ${condition(params.length)}`
@@ -125,7 +134,7 @@ export const eventListStatement = ({ orgId, filters: f, after, fetch }: EventLis
 }
 
 export const eventByIdStatement = (orgId: string, id: string): SqlText => ({
-  text: `${EVENT_SELECT} where e.org_id = $1 and e.id = $2`,
+  text: `${EVENT_SELECT} where e.org_id = $1 and e.id = $2 and e.ignore_rule_id is null`,
   params: [orgId, id],
 })
 
@@ -139,7 +148,7 @@ export const eventMembersStatement = (
   limit: number,
   newestFirst: boolean,
 ): SqlText => ({
-  text: `${EVENT_SELECT} where e.incident_id = $1 and e.org_id = $2 order by ${
+  text: `${EVENT_SELECT} where e.incident_id = $1 and e.org_id = $2 and e.ignore_rule_id is null order by ${
     newestFirst ? "e.time desc, e.id desc" : "e.time asc, e.id asc"
   } limit $3`,
   params: [incidentId, orgId, limit],
@@ -190,12 +199,12 @@ export class EventsRepo extends Effect.Service<EventsRepo>()("EventsRepo", {
         rows.length === 0
           ? Effect.succeed([] as ReadonlyArray<{ readonly sensorEventId: string }>)
           : sql<{ readonly sensorEventId: string }>`
-            insert into events (id, org_id, incident_id, sensor_id, sensor_event_id, time, source_ip, source_port,
-              service, port, type, action, severity, confidence, tags, summary, attacker_input, received_at)
-            select id, org_id, incident_id, sensor_id, sensor_event_id, time, source_ip, source_port,
+            insert into events (id, org_id, incident_id, ignore_rule_id, sensor_id, sensor_event_id, time, source_ip,
+              source_port, service, port, type, action, severity, confidence, tags, summary, attacker_input, received_at)
+            select id, org_id, incident_id, ignore_rule_id, sensor_id, sensor_event_id, time, source_ip, source_port,
               service, port, type, action, severity, confidence, tags, summary, attacker_input, received_at
             from jsonb_to_recordset(${eventsJson(rows, receivedAt)}::jsonb)
-              as r(id text, org_id text, incident_id text, sensor_id text, sensor_event_id text, time timestamptz,
+              as r(id text, org_id text, incident_id text, ignore_rule_id text, sensor_id text, sensor_event_id text, time timestamptz,
                 source_ip text, source_port integer, service text, port integer, type text, action text,
                 severity text, confidence text, tags text[], summary text, attacker_input jsonb,
                 received_at timestamptz)

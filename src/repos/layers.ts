@@ -4,6 +4,7 @@ import { AuditRepo } from "./AuditRepo.ts"
 import { ChangesRepo } from "./ChangesRepo.ts"
 import { ConsoleUsersRepo } from "./ConsoleUsersRepo.ts"
 import { EventsRepo } from "./EventsRepo.ts"
+import { IgnoreRulesRepo } from "./IgnoreRulesRepo.ts"
 import { IncidentsRepo } from "./IncidentsRepo.ts"
 import { OrgsRepo } from "./OrgsRepo.ts"
 import { SensorsRepo } from "./SensorsRepo.ts"
@@ -25,4 +26,5 @@ export const ReposLive = Layer.mergeAll(
   WebhooksRepo.Default,
   ConsoleUsersRepo.Default,
   AuditRepo.Default,
+  IgnoreRulesRepo.Default,
 )
