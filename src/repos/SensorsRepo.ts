@@ -66,7 +66,7 @@ const COLUMNS = `id, org_id, name, profile, created_at, revoked_at, last_seen_at
 /**
  * Decoy sensors (D22, D43). Their ingest token is stored as a SHA-256 hash only; during a rotation's grace the
  * previous token's hash too, until it expires. Every statement names the sensor by id; the organization check is
- * the caller's (AdminActions), as for the other admin tables.
+ * the caller's (admin/SensorAdmin.ts), as for the other admin tables.
  */
 export class SensorsRepo extends Effect.Service<SensorsRepo>()("SensorsRepo", {
   effect: Effect.gen(function* () {
