@@ -288,7 +288,7 @@ const program = (existingOrg: string | undefined) =>
     ])
     const returningIncident = firstVisit.results[0]?.incidentId
     if (returningIncident === undefined) return yield* new DemoError({ message: "no incident for the second address" })
-    const closed = yield* (yield* IncidentAdmin).close(returningIncident)
+    const closed = yield* (yield* IncidentAdmin).close(returningIncident, { reason: "resolved" })
     // It comes back after the close (the re-opening activity is dated after resolvedAt).
     const closedAt = Date.parse(closed.resolvedAt)
     while (Date.now() <= closedAt) yield* Effect.sleep("5 millis")

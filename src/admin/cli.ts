@@ -44,7 +44,14 @@ const USAGE = `usage: bun run admin <command> [options] [--json]
                                             new token, printed only here; the old one works during the grace;
                                             refused while an earlier grace runs, unless --force (which ends it)
   sensor revoke <sensor-id>                 refuse its token from the next request on (401)
-  incident close <incident-id>              close an open incident (resolvedAt is set)
+  incident close <incident-id> --reason <reason> [--note <text>]
+                                            close an open incident (resolvedAt is set); <reason> is
+                                            resolved, false_positive, authorized_test or other
+      or: incident close --org <org-id> [--sensor <sensor-id>] [--source <ip>] [--older-than 7d|<date>]
+          --reason <reason> [--note <text>] [--dry-run]
+                                            close every open incident the filter matches (at most
+                                            10000 at once); --dry-run only counts them
+  incident note <incident-id> --note <text> add a note to an incident
   webhook create --org <org-id> --url https://… [--min-severity low|medium|high|critical] [--sensor-health]
                                             create a channel; its signing secret is printed only here;
                                             --sensor-health: it also gets sensor.silent / sensor.recovered
@@ -89,6 +96,12 @@ const parse = (argv: ReadonlyArray<string>) =>
       email: { type: "string" },
       role: { type: "string" },
       "allow-duplicate-name": { type: "boolean" },
+      reason: { type: "string" },
+      note: { type: "string" },
+      sensor: { type: "string" },
+      source: { type: "string" },
+      "older-than": { type: "string" },
+      "dry-run": { type: "boolean" },
       help: { type: "boolean", short: "h" },
     },
   })
@@ -259,8 +272,41 @@ const run = (argv: ReadonlyArray<string>) =>
         )
       }
       case "incident close": {
-        const result = yield* (yield* IncidentAdmin).close(yield* requireFlag(rest[0], "<incident-id>"))
-        return yield* print(json, result, () => `incident ${result.id} closed at ${result.resolvedAt}`)
+        const incidentAdmin = yield* IncidentAdmin
+        const filter = { sensor: values.sensor, source: values.source, olderThan: values["older-than"] }
+        if (rest[0] === undefined && (values.org !== undefined || Object.values(filter).some((v) => v !== undefined))) {
+          const orgId = yield* requireFlag(values.org, "--org")
+          if (values["dry-run"] === true) {
+            const preview = yield* incidentAdmin.previewBulk(orgId, filter)
+            return yield* print(
+              json,
+              { matching: preview.matching, wouldClose: preview.wouldClose },
+              () => `${preview.matching} open incident(s) match; a close would close ${preview.wouldClose}`,
+            )
+          }
+          yield* requireFlag(values.reason, "--reason")
+          const done = yield* incidentAdmin.closeBulk(orgId, filter, { reason: values.reason, note: values.note })
+          return yield* print(
+            json,
+            done,
+            () =>
+              `${done.closed} incident(s) closed (${done.reason})` +
+              (done.remaining > 0 ? `; ${done.remaining} still match: run it again` : ""),
+          )
+        }
+        const incidentId = yield* requireFlag(rest[0], "<incident-id>")
+        yield* requireFlag(values.reason, "--reason")
+        const result = yield* incidentAdmin.close(incidentId, { reason: values.reason, note: values.note })
+        return yield* print(
+          json,
+          result,
+          () => `incident ${result.id} closed at ${result.resolvedAt} (${result.reason})`,
+        )
+      }
+      case "incident note": {
+        const incidentId = yield* requireFlag(rest[0], "<incident-id>")
+        const added = yield* (yield* IncidentAdmin).addNote(incidentId, yield* requireFlag(values.note, "--note"))
+        return yield* print(json, added, () => `note ${added.id} added to ${added.incidentId}`)
       }
       case "user create": {
         const created = yield* users.create({

@@ -42,6 +42,14 @@ export interface IncidentListQuery {
   readonly fetch: number
 }
 
+/** Triage's bulk close: an organization's open incidents of a sensor, a source, last seen before a time (all given). */
+export interface BulkCloseFilter {
+  readonly orgId: string
+  readonly sensorId?: string | undefined
+  readonly sourceIp?: string | undefined
+  readonly seenBefore?: Date | undefined
+}
+
 /** What ingestion reads of a grouping key's newest incident (rules.ts CurrentIncident). */
 const KeyIncident = IncidentRow.pick(
   "id",
@@ -186,8 +194,31 @@ export class IncidentsRepo extends Effect.Service<IncidentsRepo>()("IncidentsRep
           returning id, org_id, severity, resolved_at`,
       })(undefined).pipe(dbErrors)
 
+    /** The open incidents a bulk close matches, as one condition (also rechecked on a row changed meanwhile). */
+    const bulkCondition = (f: BulkCloseFilter) =>
+      sql.and([
+        sql`org_id = ${f.orgId}`,
+        sql`status = 'open'`,
+        ...(f.sensorId === undefined ? [] : [sql`sensor_id = ${f.sensorId}`]),
+        ...(f.sourceIp === undefined ? [] : [sql`source_ip = ${f.sourceIp}`]),
+        ...(f.seenBefore === undefined ? [] : [sql`last_seen_at < ${f.seenBefore}`]),
+      ])
+
     return {
       list,
+      /** How many open incidents a bulk close would close now (before its cap). */
+      countMatching: (f: BulkCloseFilter) =>
+        sql<{ n: number }>`select count(*)::int as n from incidents where ${bulkCondition(f)}`.pipe(
+          Effect.map((rows) => rows[0]?.n ?? 0),
+          dbErrors,
+        ),
+      /** Closes at most `cap` of the open incidents matching `f` (least recently seen first); returns what it closed. */
+      closeMatching: (f: BulkCloseFilter, now: Date, cap: number) =>
+        closeWhere(
+          sql`${bulkCondition(f)} and id in (
+            select id from incidents where ${bulkCondition(f)} order by last_seen_at, id limit ${cap})`,
+          now,
+        ),
       /** The newest incident of each of a sensor's grouping keys, locked (ingestion, under the keys' locks). */
       newestForKeys: (orgId: string, sensorId: string, sourceIps: ReadonlyArray<string>) =>
         sourceIps.length === 0

@@ -5,6 +5,7 @@ import { ChangesRepo } from "./ChangesRepo.ts"
 import { ConsoleUsersRepo } from "./ConsoleUsersRepo.ts"
 import { EventsRepo } from "./EventsRepo.ts"
 import { IgnoreRulesRepo } from "./IgnoreRulesRepo.ts"
+import { IncidentNotesRepo } from "./IncidentNotesRepo.ts"
 import { IncidentsRepo } from "./IncidentsRepo.ts"
 import { OrgsRepo } from "./OrgsRepo.ts"
 import { SensorsRepo } from "./SensorsRepo.ts"
@@ -26,5 +27,6 @@ export const ReposLive = Layer.mergeAll(
   WebhooksRepo.Default,
   ConsoleUsersRepo.Default,
   AuditRepo.Default,
+  IncidentNotesRepo.Default,
   IgnoreRulesRepo.Default,
 )

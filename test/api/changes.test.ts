@@ -127,7 +127,7 @@ describe("GET /v1/incidents/changes and /v1/events/changes (D32)", () => {
     expect(first.items).toHaveLength(1)
     const again = await drain("/v1/incidents/changes", key, first.token)
     expect(again.items).toEqual([])
-    expect((await admin(server.env, ["incident", "close", first.items[0].id])).code).toBe(0)
+    expect((await admin(server.env, ["incident", "close", first.items[0].id, "--reason", "resolved"])).code).toBe(0)
     const closed = await drain("/v1/incidents/changes", key, again.token)
     expect(closed.items.map((i: Json) => [i.id, i.status])).toEqual([[first.items[0].id, "closed"]])
     expect(closed.items[0].resolvedAt).not.toBeNull()

@@ -153,19 +153,21 @@ describe("D22: POST /ingest/v1/events", () => {
     const ip = "198.51.100.50"
     const first = await ingest(server.ingestUrl, "events", sensor.token, nativeEvent({ sourceIp: ip }))
     const id = first.body.results[0].incidentId
-    const closed = await admin(server.env, ["incident", "close", id, "--json"])
+    const closed = await admin(server.env, ["incident", "close", id, "--reason", "resolved", "--json"])
     expect(closed.code).toBe(0)
     const closedView = await get(server.url, `/v1/incidents/${id}`, tenant.key)
     expect(closedView.body.status).toBe("closed")
     expect(closedView.body.resolvedAt).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/)
-    expect((await admin(server.env, ["incident", "close", id])).stderr).toContain(`no open incident ${id}`)
+    expect((await admin(server.env, ["incident", "close", id, "--reason", "resolved"])).stderr).toContain(
+      `no open incident ${id}`,
+    )
     // Within REOPEN_WINDOW (3 s): the same incident re-opens.
     const reopened = await ingest(server.ingestUrl, "events", sensor.token, nativeEvent({ sourceIp: ip }))
     expect(reopened.body.results[0].incidentId).toBe(id)
     const view = await get(server.url, `/v1/incidents/${id}`, tenant.key)
     expect(view.body).toMatchObject({ status: "open", resolvedAt: null, eventCount: 2 })
     // Closed again, and past the window: a new incident starts.
-    await admin(server.env, ["incident", "close", id])
+    await admin(server.env, ["incident", "close", id, "--reason", "resolved"])
     await Bun.sleep(3300)
     const fresh = await ingest(server.ingestUrl, "events", sensor.token, nativeEvent({ sourceIp: ip }))
     expect(fresh.body.results[0].incidentId).not.toBe(id)

@@ -64,9 +64,9 @@ export const createSensor = (db: TestDatabase, orgId: string, name = "web-01") =
 export const createChannel = (db: TestDatabase, orgId: string, url: string, minSeverity = "low") =>
   db.run(asOperator(Effect.flatMap(ChannelAdmin, (channels) => channels.create(orgId, { url, minSeverity }))))
 
-/** `incident close <incident-id>` as the operator runs it. */
+/** `incident close <incident-id> --reason resolved` as the operator runs it. */
 export const closeIncident = (db: TestDatabase, incidentId: string) =>
-  db.run(asOperator(Effect.flatMap(IncidentAdmin, (incidents) => incidents.close(incidentId))))
+  db.run(asOperator(Effect.flatMap(IncidentAdmin, (incidents) => incidents.close(incidentId, { reason: "resolved" }))))
 
 export interface SeedEvent {
   readonly time: Date

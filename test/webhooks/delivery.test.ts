@@ -122,7 +122,7 @@ describe("webhook delivery (D15–D17)", () => {
       () => bodiesAt("/all").length === 2 && bodiesAt("/high").length === 1,
     )
 
-    const closed = await admin(server.env, ["incident", "close", incidentId])
+    const closed = await admin(server.env, ["incident", "close", incidentId, "--reason", "resolved"])
     expect(closed.code).toBe(0)
     await send(server, t, [{ sourceIp: ip, severity: "low", type: "portscan.syn", port: 22 }])
     await eventually("incident.reopened on both", () => bodiesAt("/all").length === 3 && bodiesAt("/high").length === 2)

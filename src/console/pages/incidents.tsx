@@ -13,7 +13,16 @@ import {
   Time,
   type Viewer,
 } from "./components.tsx"
-import { EventsLeftOut, EventTable, fitEvents } from "./timeline.tsx"
+import {
+  CLOSE_REASON_LABELS,
+  EventsLeftOut,
+  EventTable,
+  fitEvents,
+  type HistoryEntry,
+  IncidentHistory,
+  IncidentNotes,
+  type NoteEntry,
+} from "./timeline.tsx"
 
 export { EventTable } from "./timeline.tsx"
 
@@ -85,8 +94,12 @@ export const IncidentsPage = (props: {
   next: string | undefined
   first: boolean
   now: Date
+  /** The organization's sensors, for the bulk close filter; without them the form is not shown. */
+  sensors?: ReadonlyArray<readonly [id: string, name: string]> | undefined
+  flash?: Flash | undefined
 }) => (
   <Layout title="Incidents" viewer={props.viewer} section="incidents">
+    <FlashNotice flash={props.flash} />
     <h1>Incidents</h1>
     <form class="filters" method="get" action="/incidents">
       <FilterSelect
@@ -118,8 +131,147 @@ export const IncidentsPage = (props: {
       {!props.first && <a href={`/incidents${query(props.filters)}`}>First page</a>}
       {props.next && <a href={`/incidents${query(props.filters, { after: props.next })}`}>Next page</a>}
     </div>
+    {props.sensors && <BulkCloseForm sensors={props.sensors} />}
   </Layout>
 )
+
+/** The fields of a bulk close's filter, as typed (kept as text: a duration counts from when the close runs). */
+export interface BulkCloseFields {
+  readonly sensor: string
+  readonly source: string
+  readonly olderThan: string
+}
+
+const FilterFields = (props: {
+  sensors: ReadonlyArray<readonly [id: string, name: string]>
+  fields: BulkCloseFields | undefined
+}) => (
+  <>
+    <div class="field">
+      <label for="bulk-sensor">Sensor</label>
+      <select id="bulk-sensor" name="sensor">
+        <option value="">Any</option>
+        {props.sensors.map(([id, name]) => (
+          <option value={id} selected={props.fields?.sensor === id}>
+            {name}
+          </option>
+        ))}
+      </select>
+    </div>
+    <div class="field">
+      <label for="bulk-source">Source IP</label>
+      <input
+        id="bulk-source"
+        name="source"
+        type="text"
+        maxLength={64}
+        placeholder="203.0.113.7"
+        value={props.fields?.source ?? ""}
+      />
+    </div>
+    <div class="field">
+      <label for="bulk-older">Last seen longer ago than</label>
+      <input
+        id="bulk-older"
+        name="olderThan"
+        type="text"
+        maxLength={40}
+        placeholder="7d, 12h or 2026-11-01"
+        aria-describedby="bulk-older-help"
+        value={props.fields?.olderThan ?? ""}
+      />
+      <div id="bulk-older-help" class="muted small">
+        A duration (30m, 12h, 7d) or a date (2026-11-01) or time (2026-11-01T12:00:00Z).
+      </div>
+    </div>
+  </>
+)
+
+/** The bulk close's first step: the filter (open incidents only), sent to the preview. */
+const BulkCloseForm = ({ sensors }: { sensors: ReadonlyArray<readonly [id: string, name: string]> }) => (
+  <details class="panel bulk-close">
+    <summary>Close many open incidents…</summary>
+    <form method="get" action="/incidents/bulk-close">
+      <p class="small muted">
+        Give at least one filter. The next page shows how many open incidents match before anything is closed.
+      </p>
+      <FilterFields sensors={sensors} fields={undefined} />
+      <button type="submit" class="secondary">
+        Preview
+      </button>
+    </form>
+  </details>
+)
+
+/** A close's reason (required) and note (optional). */
+const CloseFields = ({ idPrefix }: { idPrefix: string }) => (
+  <>
+    <div class="field">
+      <label for={`${idPrefix}-reason`}>Reason</label>
+      <select id={`${idPrefix}-reason`} name="reason" required>
+        <option value="">Choose a reason</option>
+        {Object.entries(CLOSE_REASON_LABELS).map(([value, label]) => (
+          <option value={value}>{label}</option>
+        ))}
+      </select>
+    </div>
+    <div class="field">
+      <label for={`${idPrefix}-note`}>Note (optional)</label>
+      <textarea id={`${idPrefix}-note`} name="note" rows={3} cols={60} maxLength={2000} />
+    </div>
+  </>
+)
+
+/** The bulk close's preview: how many open incidents match now, and the reason and note to close them with. */
+export const BulkClosePage = (props: {
+  viewer: Viewer
+  sensors: ReadonlyArray<readonly [id: string, name: string]>
+  fields: BulkCloseFields
+  preview: { readonly matching: number; readonly wouldClose: number } | undefined
+  error: string | undefined
+}) => {
+  const p = props.preview
+  const n = (k: number) => `${k.toLocaleString("en-US")} ${k === 1 ? "incident" : "incidents"}`
+  return (
+    <Layout title="Close incidents" viewer={props.viewer} section="incidents">
+      <p class="small">
+        <a href="/incidents">← Incidents</a>
+      </p>
+      <h1>{p && p.wouldClose > 0 ? `Close ${n(p.wouldClose)}?` : "Close incidents"}</h1>
+      {props.error !== undefined && <FlashNotice flash={{ kind: "error", text: props.error }} />}
+      {p && (
+        <p id="bulk-count" role="status">
+          {p.matching === 0
+            ? "No open incident matches this filter."
+            : p.matching > p.wouldClose
+              ? `${n(p.matching)} match; at most ${n(p.wouldClose)} are closed at once (the least recently seen). Run it again for the rest.`
+              : `${n(p.matching)} open ${p.matching === 1 ? "matches" : "match"} this filter now.`}
+        </p>
+      )}
+      {p && p.wouldClose > 0 && (
+        <form class="panel" method="post" action="/incidents/bulk-close">
+          <h2>Reason</h2>
+          <Csrf token={props.viewer.csrfToken} />
+          <input type="hidden" name="sensor" value={props.fields.sensor} />
+          <input type="hidden" name="source" value={props.fields.source} />
+          <input type="hidden" name="olderThan" value={props.fields.olderThan} />
+          <p class="small muted">
+            The incidents closed are those that match when you confirm (a duration counts back from then).
+          </p>
+          <CloseFields idPrefix="bulk" />
+          <button type="submit">Close {n(p.wouldClose)}</button>
+        </form>
+      )}
+      <form class="panel" method="get" action="/incidents/bulk-close">
+        <h2>Filter (open incidents)</h2>
+        <FilterFields sensors={props.sensors} fields={props.fields} />
+        <button type="submit" class="secondary">
+          Preview again
+        </button>
+      </form>
+    </Layout>
+  )
+}
 
 /** D30 Incident, the `url` target (D25): everything the API shows, the timeline, Close. */
 export const IncidentPage = (props: {
@@ -128,6 +280,9 @@ export const IncidentPage = (props: {
   more: string | undefined
   now: Date
   flash: Flash | undefined
+  /** The recorded transitions and the notes, oldest first (none given: none shown). */
+  history?: ReadonlyArray<HistoryEntry> | undefined
+  notes?: ReadonlyArray<NoteEntry> | undefined
 }) => {
   const i = props.incident
   const known = [i.sensor.name]
@@ -150,12 +305,12 @@ export const IncidentPage = (props: {
           <dd>
             <StatusBadge status={i.status} />
             {i.status === "open" && (
-              <form class="inline" method="post" action={`/incidents/${i.id}/close`}>
-                <Csrf token={props.viewer.csrfToken} />{" "}
-                <button type="submit" class="secondary">
-                  Close incident
-                </button>
-              </form>
+              <>
+                {" "}
+                <a href="#close" class="small">
+                  Close…
+                </a>
+              </>
             )}
           </dd>
           <dt>Source</dt>
@@ -198,6 +353,32 @@ export const IncidentPage = (props: {
           <ServiceText text={i.recommendedAction} known={known} />
         </p>
       </div>
+      <div class="panel">
+        <h2>History</h2>
+        <IncidentHistory history={props.history ?? []} now={props.now} />
+      </div>
+      <div class="panel">
+        <h2>Notes</h2>
+        <IncidentNotes notes={props.notes ?? []} now={props.now} />
+        <form method="post" action={`/incidents/${i.id}/notes`}>
+          <Csrf token={props.viewer.csrfToken} />
+          <div class="field">
+            <label for="note-body">Add a note</label>
+            <textarea id="note-body" name="note" rows={3} cols={60} maxLength={2000} required />
+          </div>
+          <button type="submit" class="secondary">
+            Add note
+          </button>
+        </form>
+      </div>
+      {i.status === "open" && (
+        <form class="panel" id="close" method="post" action={`/incidents/${i.id}/close`}>
+          <h2>Close this incident</h2>
+          <Csrf token={props.viewer.csrfToken} />
+          <CloseFields idPrefix="close" />
+          <button type="submit">Close incident</button>
+        </form>
+      )}
       <h2>Timeline (oldest first)</h2>
       <EventTable events={shown} now={props.now} />
       <EventsLeftOut

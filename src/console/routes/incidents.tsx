@@ -9,13 +9,15 @@ import { Severity } from "../../domain/severity.ts"
 import { parseTimestamp } from "../../domain/time.ts"
 import { AppConfig } from "../../platform/config.ts"
 import { EventsRepo } from "../../repos/EventsRepo.ts"
+import { IncidentNotesRepo } from "../../repos/IncidentNotesRepo.ts"
 import { IncidentsRepo } from "../../repos/IncidentsRepo.ts"
 import { presentEvent, presentIncident, presentIncidentSummary } from "../../repos/present.ts"
+import { TransitionsRepo } from "../../repos/TransitionsRepo.ts"
 import { ConsoleReads } from "../ConsoleReads.ts"
 import { html } from "../http.ts"
 import type { Kit } from "../kit.ts"
 import { EventsPage } from "../pages/events.tsx"
-import { IncidentPage, IncidentsPage } from "../pages/incidents.tsx"
+import { type BulkCloseFields, BulkClosePage, IncidentPage, IncidentsPage } from "../pages/incidents.tsx"
 import { OverviewPage } from "../pages/overview.tsx"
 import { notFound } from "../responses.tsx"
 import { query } from "../session.ts"
@@ -31,6 +33,15 @@ const decodeAfter = (text: string | undefined, kind: "incident" | "event") => {
   return { time: new Date(Number(match[1])), id: match[2] as string }
 }
 
+/** A bulk close's refusal in the words of its form (the service names the CLI's flags). */
+const BULK_FIELDS: Readonly<Record<string, string>> = {
+  sensor: "the sensor",
+  source: "the source IP",
+  "older-than": "“last seen longer ago than”",
+}
+const bulkFieldWords = (message: string) =>
+  message.replace(/--([a-z-]+)/g, (_, flag: string) => BULK_FIELDS[flag] ?? `the ${flag.replace("-", " ")}`)
+
 /** The overview, incidents (with their live refresh and close) and events pages (D30), of the user's organization. */
 export const incidentRoutes = (kit: Kit) =>
   Effect.gen(function* () {
@@ -40,6 +51,8 @@ export const incidentRoutes = (kit: Kit) =>
     const events = yield* EventsRepo
     const sensorAdmin = yield* SensorAdmin
     const incidentAdmin = yield* IncidentAdmin
+    const transitions = yield* TransitionsRepo
+    const incidentNotes = yield* IncidentNotesRepo
     const { page, action, sessionOf, flashTo, readFlash, refused } = kit
     return HttpRouter.empty.pipe(
       // --- Pages (D30) ------------------------------------------------------------------------------------------------
@@ -98,6 +111,8 @@ export const incidentRoutes = (kit: Kit) =>
                 next={rows.length > PAGE_SIZE && last ? encodeAfter(last.lastSeenAt, last.id) : undefined}
                 first={after === undefined}
                 now={new Date()}
+                sensors={(yield* sensorAdmin.list(s.orgId)).map((x) => [x.id, x.name] as const)}
+                flash={yield* readFlash(s)}
               />,
             )
           }),
@@ -122,7 +137,11 @@ export const incidentRoutes = (kit: Kit) =>
             if (id === undefined || !isId("incident", id)) return notFound(s.viewer)
             const row = yield* incidents.findById(s.orgId, id)
             if (Option.isNone(row)) return notFound(s.viewer)
-            const members = yield* events.members(s.orgId, id, INCIDENT_EVENTS_SHOWN)
+            const [members, history, notes] = yield* Effect.all([
+              events.members(s.orgId, id, INCIDENT_EVENTS_SHOWN),
+              transitions.history(s.orgId, id),
+              incidentNotes.forIncident(s.orgId, id),
+            ])
             return html(
               <IncidentPage
                 viewer={s.viewer}
@@ -130,25 +149,99 @@ export const incidentRoutes = (kit: Kit) =>
                 more={row.value.eventCount > members.length ? `/events?incidentId=${id}` : undefined}
                 now={new Date()}
                 flash={yield* readFlash(s)}
+                history={history}
+                notes={notes}
+              />,
+            )
+          }),
+        ),
+      ),
+      // Closing and notes: any user of the organization (analysts too); IncidentAdmin checks and audits.
+      HttpRouter.post(
+        "/incidents/:id/close",
+        action(
+          (s, form) =>
+            Effect.gen(function* () {
+              const { id } = yield* HttpRouter.params
+              if (id === undefined || !isId("incident", id)) return notFound(s.viewer)
+              if (Option.isNone(yield* incidents.findById(s.orgId, id))) return notFound(s.viewer)
+              return yield* incidentAdmin
+                .close(id, { reason: form.reason, note: form.note })
+                .pipe(
+                  Effect.zipRight(flashTo(s, `/incidents/${id}`, { kind: "ok", text: "Incident closed." })),
+                  refused(s, `/incidents/${id}`),
+                )
+            }),
+          false,
+        ),
+      ),
+      HttpRouter.post(
+        "/incidents/:id/notes",
+        action(
+          (s, form) =>
+            Effect.gen(function* () {
+              const { id } = yield* HttpRouter.params
+              if (id === undefined || !isId("incident", id)) return notFound(s.viewer)
+              if (Option.isNone(yield* incidents.findById(s.orgId, id))) return notFound(s.viewer)
+              return yield* incidentAdmin
+                .addNote(id, form.note)
+                .pipe(
+                  Effect.zipRight(flashTo(s, `/incidents/${id}`, { kind: "ok", text: "Note added." })),
+                  refused(s, `/incidents/${id}`),
+                )
+            }),
+          false,
+        ),
+      ),
+      // Bulk close: the filter (GET, the preview with its count) then the close of what matches at confirm time.
+      HttpRouter.get(
+        "/incidents/bulk-close",
+        page((s) =>
+          Effect.gen(function* () {
+            const params = yield* query
+            const fields: BulkCloseFields = {
+              sensor: params.get("sensor") ?? "",
+              source: params.get("source") ?? "",
+              olderThan: params.get("olderThan") ?? "",
+            }
+            const sensors = (yield* sensorAdmin.list(s.orgId)).map((x) => [x.id, x.name] as const)
+            const preview = yield* incidentAdmin.previewBulk(s.orgId, fields).pipe(
+              Effect.map((p) => ({ preview: p, error: undefined })),
+              Effect.catchTags({
+                Invalid: (e) => Effect.succeed({ preview: undefined, error: bulkFieldWords(e.message) }),
+              }),
+            )
+            const flash = yield* readFlash(s)
+            return html(
+              <BulkClosePage
+                viewer={s.viewer}
+                sensors={sensors}
+                fields={fields}
+                preview={preview.preview}
+                error={preview.error ?? (flash?.kind === "error" ? flash.text : undefined)}
               />,
             )
           }),
         ),
       ),
       HttpRouter.post(
-        "/incidents/:id/close",
+        "/incidents/bulk-close",
         action(
-          (s) =>
+          (s, form) =>
             Effect.gen(function* () {
-              const { id } = yield* HttpRouter.params
-              if (id === undefined || !isId("incident", id)) return notFound(s.viewer)
-              if (Option.isNone(yield* incidents.findById(s.orgId, id))) return notFound(s.viewer)
-              return yield* incidentAdmin
-                .close(id)
-                .pipe(
-                  Effect.zipRight(flashTo(s, `/incidents/${id}`, { kind: "ok", text: "Incident closed." })),
-                  refused(s, `/incidents/${id}`),
-                )
+              const fields = { sensor: form.sensor ?? "", source: form.source ?? "", olderThan: form.olderThan ?? "" }
+              const back = `/incidents/bulk-close?${new URLSearchParams(fields).toString()}`
+              return yield* incidentAdmin.closeBulk(s.orgId, fields, { reason: form.reason, note: form.note }).pipe(
+                Effect.flatMap((done) =>
+                  flashTo(s, "/incidents", {
+                    kind: "ok",
+                    text:
+                      `${done.closed} ${done.closed === 1 ? "incident" : "incidents"} closed.` +
+                      (done.remaining > 0 ? ` ${done.remaining} still match: close them the same way.` : ""),
+                  }),
+                ),
+                refused(s, back),
+              )
             }),
           false,
         ),

@@ -1,0 +1,211 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { SqlClient } from "@effect/sql"
+import { Effect } from "effect"
+import { AdminActor, orgUser } from "../../src/admin/actor.ts"
+import { IncidentAdmin } from "../../src/admin/IncidentAdmin.ts"
+import { IncidentHistory } from "../../src/console/pages/timeline.tsx"
+import { TransitionsRepo } from "../../src/repos/TransitionsRepo.ts"
+import { admin, adminJson } from "../support/cli.ts"
+import { type TestDatabase, testDatabase } from "../support/db.ts"
+import { createSensor, createTenant, get, seedIncident } from "../support/fixtures.ts"
+import { ingest, nativeEvent } from "../support/ingest.ts"
+import { type RunningServer, shutdown, startServer, testEnv } from "../support/server.ts"
+
+/**
+ * Triage at the admin CLI and in IncidentAdmin, against a real server and database: a close needs a reason, is
+ * recorded with its note and closer in the incident's history and audited; notes are checked plain text; a bulk
+ * close closes exactly what its dry run counted; none of it changes what the API returns.
+ */
+
+let server: RunningServer
+let db: TestDatabase
+let tenant: { orgId: string; key: string }
+let sensor: { id: string; token: string }
+
+beforeAll(async () => {
+  server = await startServer({ env: testEnv({ REOPEN_WINDOW: "1 seconds" }) })
+  db = testDatabase(server.env)
+  tenant = await createTenant(db, `Triage ${crypto.randomUUID().slice(0, 8)}`)
+  sensor = await createSensor(db, tenant.orgId, "triage-01")
+}, 120_000)
+
+afterAll(() => shutdown(server, db))
+
+const newIncident = async (sourceIp: string) => {
+  const res = await ingest(server.ingestUrl, "events", sensor.token, nativeEvent({ sourceIp }))
+  expect(res.status).toBe(200)
+  return res.body.results[0].incidentId as string
+}
+
+const history = (incidentId: string) =>
+  db.run(Effect.flatMap(TransitionsRepo, (t) => t.history(tenant.orgId, incidentId)))
+
+const auditRows = (orgId: string) =>
+  db.run(
+    Effect.flatMap(
+      SqlClient.SqlClient,
+      (sql) =>
+        sql<{ actor: string; action: string; target: string | null; detail: string | null }>`
+          select actor, action, target, detail from audit_log where org_id = ${orgId} order by id`,
+    ),
+  )
+
+describe("incident close at the CLI", () => {
+  test("without --reason: the one line 'error: --reason is required', exit 1, and the incident stays open", async () => {
+    const id = await newIncident("198.51.100.1")
+    const result = await admin(server.env, ["incident", "close", id])
+    expect(result).toEqual({ code: 1, stdout: "", stderr: "error: --reason is required" })
+    const bad = await admin(server.env, ["incident", "close", id, "--reason", "bored"])
+    expect(bad.code).toBe(1)
+    expect(bad.stderr).toBe("error: --reason must be one of resolved, false_positive, authorized_test, other")
+    expect((await get(server.url, `/v1/incidents/${id}`, tenant.key)).body.status).toBe("open")
+  })
+
+  test("with a reason and a note: in the history (reason, note, the operator) and the audit, the API's fields unchanged", async () => {
+    const id = await newIncident("198.51.100.2")
+    const before = await get(server.url, `/v1/incidents/${id}`, tenant.key)
+    const note = 'pentest by <script>alert(1)</script> "red team", ticket SEC-12'
+    const closed = await adminJson(server.env, ["incident", "close", id, "--reason", "authorized_test", "--note", note])
+    expect(closed).toMatchObject({ id, status: "closed", reason: "authorized_test" })
+    const after = await get(server.url, `/v1/incidents/${id}`, tenant.key)
+    // The API stays as it was: the same fields, only status and resolvedAt changed.
+    expect(Object.keys(after.body).sort()).toEqual(Object.keys(before.body).sort())
+    expect(after.body).toMatchObject({ status: "closed" })
+    const rows = await history(id)
+    expect(rows.map((r) => r.kind)).toEqual(["created", "closed"])
+    expect(rows[1]).toMatchObject({ closeReason: "authorized_test", closeNote: note, actor: "cli" })
+    const audit = (await auditRows(tenant.orgId)).filter((a) => a.target === id)
+    expect(audit).toEqual([
+      { actor: "cli", action: "incident.close", target: id, detail: "reason authorized_test, with a note" },
+    ])
+  })
+
+  test("a note with a control character or over 2000 characters is refused; a note is added and audited", async () => {
+    const id = await newIncident("198.51.100.3")
+    const bell = await admin(server.env, ["incident", "close", id, "--reason", "other", "--note", "ring\u0007"])
+    expect(bell.stderr).toBe("error: --note may not hold control characters")
+    const long = await admin(server.env, ["incident", "note", id, "--note", "x".repeat(2001)])
+    expect(long.stderr).toBe("error: --note may be at most 2000 characters")
+    const added = await adminJson(server.env, ["incident", "note", id, "--note", "line one\nline two"])
+    expect(added.id).toStartWith("inn_")
+    const audit = (await auditRows(tenant.orgId)).filter((a) => a.target === id)
+    expect(audit.map((a) => a.action)).toEqual(["incident.note"])
+    expect(
+      (await admin(server.env, ["incident", "note", "inc_01JZZZZZZZZZZZZZZZZZZZZZZZ", "--note", "x"])).stderr,
+    ).toBe("error: no incident inc_01JZZZZZZZZZZZZZZZZZZZZZZZ")
+  })
+
+  test("a close, a re-open and the history render as the incident page shows them", async () => {
+    const ip = "198.51.100.4"
+    const id = await newIncident(ip)
+    await adminJson(server.env, ["incident", "close", id, "--reason", "false_positive"])
+    // Within REOPEN_WINDOW the same incident re-opens.
+    expect(await newIncident(ip)).toBe(id)
+    const rows = await history(id)
+    expect(rows.map((r) => r.kind)).toEqual(["created", "closed", "reopened"])
+    const html = String(IncidentHistory({ history: rows, now: new Date() }))
+    expect(html).toContain("Closed</strong> (False positive)")
+    expect(html).toContain("by the operator (CLI)")
+    expect(html).toContain("Re-opened")
+  })
+})
+
+describe("IncidentAdmin as a console user", () => {
+  test("an analyst closes and adds notes in their organization; another organization's incident is unknown", async () => {
+    const other = await createTenant(db, `Other ${crypto.randomUUID().slice(0, 8)}`)
+    const otherSensor = await createSensor(db, other.orgId, "other-01")
+    const res = await ingest(server.ingestUrl, "events", otherSensor.token, nativeEvent({ sourceIp: "192.0.2.9" }))
+    const foreign = res.body.results[0].incidentId as string
+    const own = await newIncident("198.51.100.5")
+    const analyst = orgUser({
+      id: "usr_01JANALYST0000000000000000",
+      ip: "127.0.0.1",
+      orgId: tenant.orgId,
+      role: "analyst",
+    })
+    const asAnalyst = <A, E>(effect: Effect.Effect<A, E, IncidentAdmin | AdminActor>) =>
+      db.run(Effect.either(Effect.provideService(effect, AdminActor, analyst)))
+    const noted = await asAnalyst(Effect.flatMap(IncidentAdmin, (a) => a.addNote(own, "looked at it")))
+    expect(noted._tag).toBe("Right")
+    const closed = await asAnalyst(Effect.flatMap(IncidentAdmin, (a) => a.close(own, { reason: "resolved" })))
+    expect(closed._tag).toBe("Right")
+    for (const attempt of [
+      Effect.flatMap(IncidentAdmin, (a) => a.addNote(foreign, "mine now")),
+      Effect.flatMap(IncidentAdmin, (a) => a.close(foreign, { reason: "resolved" })),
+      Effect.flatMap(IncidentAdmin, (a) => a.previewBulk(other.orgId, { source: "192.0.2.9" })),
+    ]) {
+      const refused = await asAnalyst(attempt as Effect.Effect<unknown, { _tag: string }, IncidentAdmin | AdminActor>)
+      expect(refused._tag).toBe("Left")
+      if (refused._tag === "Left") expect(refused.left._tag).toBe("NotFound")
+    }
+    expect((await get(server.url, `/v1/incidents/${foreign}`, other.key)).body.status).toBe("open")
+    const rows = await history(own)
+    expect(rows[1]).toMatchObject({ kind: "closed", closeReason: "resolved", actor: analyst.id })
+  })
+})
+
+describe("bulk close", () => {
+  test("--dry-run counts what a close then closes, exactly; one audit row with the count; other incidents stay open", async () => {
+    const org = await createTenant(db, `Bulk ${crypto.randomUUID().slice(0, 8)}`)
+    const s1 = await createSensor(db, org.orgId, "bulk-01")
+    const s2 = await createSensor(db, org.orgId, "bulk-02")
+    const old = new Date(Date.now() - 10 * 86_400_000)
+    const recent = new Date(Date.now() - 3_600_000)
+    const seed = (sensorId: string, sourceIp: string, at: Date) =>
+      seedIncident(db, {
+        orgId: org.orgId,
+        sensorId,
+        sourceIp,
+        events: [{ time: at, type: "ssh.login_attempt", severity: "medium" }],
+      })
+    for (let i = 0; i < 5; i++) await seed(s1.id, `203.0.113.${i + 1}`, old)
+    await seed(s1.id, "203.0.113.50", recent)
+    await seed(s2.id, "203.0.113.1", old)
+    const dry = await adminJson(server.env, [
+      "incident",
+      "close",
+      "--org",
+      org.orgId,
+      "--sensor",
+      s1.id,
+      "--older-than",
+      "7d",
+      "--dry-run",
+    ])
+    expect(dry).toEqual({ matching: 5, wouldClose: 5 })
+    const noReason = await admin(server.env, ["incident", "close", "--org", org.orgId, "--sensor", s1.id])
+    expect(noReason.stderr).toBe("error: --reason is required")
+    const noFilter = await admin(server.env, ["incident", "close", "--org", org.orgId, "--reason", "resolved"])
+    expect(noFilter.stderr).toBe("error: give at least one of --sensor, --source and --older-than")
+    const done = await adminJson(server.env, [
+      "incident",
+      "close",
+      "--org",
+      org.orgId,
+      "--sensor",
+      s1.id,
+      "--older-than",
+      "7d",
+      "--reason",
+      "false_positive",
+      "--note",
+      "scanner noise",
+    ])
+    expect(done).toMatchObject({ closed: 5, remaining: 0, reason: "false_positive" })
+    const open = await get(server.url, "/v1/incidents?status=open", org.key)
+    expect(open.body.data.map((i: { sourceIp: string }) => i.sourceIp).sort()).toEqual(["203.0.113.1", "203.0.113.50"])
+    const closedRows = await db.run(
+      Effect.flatMap(
+        SqlClient.SqlClient,
+        (sql) => sql<{ n: number }>`select count(*)::int as n from incident_transitions
+          where org_id = ${org.orgId} and kind = 'closed' and close_reason = 'false_positive'
+            and close_note = 'scanner noise' and actor = 'cli'`,
+      ),
+    )
+    expect(closedRows[0]?.n).toBe(5)
+    const audit = await auditRows(org.orgId)
+    const bulk = audit.filter((a) => a.action === "incident.bulk_close")
+    expect(bulk).toHaveLength(1)
+    expect(bulk[0]?.detail).toStartWith("5 closed, reason false_positive, with a note; sensor ")
+  })
+})
