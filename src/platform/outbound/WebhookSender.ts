@@ -1,4 +1,4 @@
-import { Clock, Duration, Effect } from "effect"
+import { Clock, Duration, Effect, Layer } from "effect"
 import { signatureHeader } from "../../domain/webhookSignature.ts"
 import { AppConfig } from "../config.ts"
 import { Keys } from "../keys.ts"
@@ -93,3 +93,26 @@ export class WebhookSender extends Effect.Service<WebhookSender>()("WebhookSende
     return { send, secretsOf } as const
   }),
 }) {}
+
+/** What the dispatcher asks a sender to send. */
+export type SendRequest = Parameters<WebhookSender["send"]>[0]
+
+/**
+ * A sender that sends nothing: it records each request with the (Test)Clock's time and answers with `answer`. The
+ * dispatcher's timing (the retry schedule, leases) then runs on Effect's TestClock instead of real waiting.
+ */
+export const recordingWebhookSender = (answer: (request: SendRequest, index: number) => WebhookSendResult) => {
+  const sent: Array<{ readonly request: SendRequest; readonly at: number }> = []
+  const layer = Layer.succeed(
+    WebhookSender,
+    WebhookSender.make({
+      send: (request) =>
+        Effect.map(Clock.currentTimeMillis, (at) => {
+          sent.push({ request, at })
+          return { startedAt: new Date(at), result: answer(request, sent.length - 1) } satisfies SentAttempt
+        }),
+      secretsOf: () => [],
+    }),
+  )
+  return { layer, sent } as const
+}
