@@ -12,6 +12,7 @@ import { ApiKeyAdmin } from "./ApiKeyAdmin.ts"
 import { asOperator } from "./actor.ts"
 import { ChannelAdmin } from "./ChannelAdmin.ts"
 import { invalid, isAdminError, missing } from "./errors.ts"
+import { IgnoreAdmin } from "./IgnoreAdmin.ts"
 import { IncidentAdmin } from "./IncidentAdmin.ts"
 import { AdminServicesLive } from "./layer.ts"
 import { OrgAdmin } from "./OrgAdmin.ts"
@@ -52,6 +53,13 @@ const USAGE = `usage: bun run admin <command> [options] [--json]
                                             close every open incident the filter matches (at most
                                             10000 at once); --dry-run only counts them
   incident note <incident-id> --note <text> add a note to an incident
+  ignore add --org <org-id> --source <ip|cidr> [--sensor <sensor-id>] [--port <port>] [--type <event type>]
+      [--note <text>] [--expires 7d|<RFC 3339>]
+                                            ignore matching events from now on: stored and marked, but
+                                            no incident, no webhook, not in the API, feeds or MCP
+  ignore list --org <org-id>                the rules, with hits, last hit and expiry; rules that match the
+                                            same events are marked
+  ignore remove <rule-id>                   stop ignoring from now on (events already ignored stay so)
   webhook create --org <org-id> --url https://… [--min-severity low|medium|high|critical] [--sensor-health]
                                             create a channel; its signing secret is printed only here;
                                             --sensor-health: it also gets sensor.silent / sensor.recovered
@@ -102,6 +110,8 @@ const parse = (argv: ReadonlyArray<string>) =>
       source: { type: "string" },
       "older-than": { type: "string" },
       "dry-run": { type: "boolean" },
+      port: { type: "string" },
+      type: { type: "string" },
       help: { type: "boolean", short: "h" },
     },
   })
@@ -165,6 +175,7 @@ const run = (argv: ReadonlyArray<string>) =>
     const sensors = yield* SensorAdmin
     const channels = yield* ChannelAdmin
     const users = yield* UserAdmin
+    const ignores = yield* IgnoreAdmin
     switch (`${group} ${command ?? ""}`) {
       case "org create": {
         const org = yield* orgs.create(values.name, { allowDuplicate: values["allow-duplicate-name"] === true })
@@ -362,6 +373,51 @@ const run = (argv: ReadonlyArray<string>) =>
         )
         if (unreadable.length > 0) return yield* invalid("some secrets could not be opened")
         return
+      }
+      case "ignore add": {
+        const rule = yield* ignores.add(yield* requireFlag(values.org, "--org"), {
+          source: yield* requireFlag(values.source, "--source"),
+          sensor: values.sensor,
+          port: values.port,
+          type: values.type,
+          note: values.note,
+          expires: values.expires,
+        })
+        return yield* print(
+          json,
+          rule,
+          () =>
+            `ignore rule ${rule.id} added: events from ${rule.source}` +
+            (rule.sensorId ? ` on ${rule.sensorId}` : "") +
+            (rule.port !== null ? ` to port ${rule.port}` : "") +
+            (rule.eventType ? ` of type ${rule.eventType}` : "") +
+            ` are ignored from now on${rule.expiresAt ? ` until ${rule.expiresAt}` : ""}` +
+            (rule.sameAs.length > 0 ? `\nnote: ${rule.sameAs.join(", ")} already match the same events` : ""),
+        )
+      }
+      case "ignore list": {
+        const rows = yield* ignores.list(yield* requireFlag(values.org, "--org"))
+        return yield* print(json, rows, () =>
+          table(
+            rows.map((r) => ({
+              id: r.id,
+              source: r.source,
+              sensor: r.sensorId ?? "any",
+              port: r.port ?? "any",
+              type: r.eventType ?? "any",
+              hits: r.hitCount,
+              lastHit: r.lastHitAt ?? "never",
+              expires: r.expiresAt === null ? "never" : `${r.expiresAt}${r.expired ? " (expired)" : ""}`,
+              createdBy: r.createdBy,
+              note: JSON.stringify(r.note),
+              ...(r.sameAs.length > 0 ? { duplicateOf: r.sameAs } : {}),
+            })),
+          ),
+        )
+      }
+      case "ignore remove": {
+        const done = yield* ignores.remove(yield* requireFlag(rest[0], "<rule-id>"))
+        return yield* print(json, done, () => `ignore rule ${done.id} removed; later events are no longer ignored by it`)
       }
       case "webhook create": {
         const created = yield* channels.create(yield* requireFlag(values.org, "--org"), {

@@ -1,6 +1,7 @@
 import { Layer } from "effect"
 import { ApiKeyAdmin } from "./ApiKeyAdmin.ts"
 import { ChannelAdmin } from "./ChannelAdmin.ts"
+import { IgnoreAdmin } from "./IgnoreAdmin.ts"
 import { IncidentAdmin } from "./IncidentAdmin.ts"
 import { OrgAdmin } from "./OrgAdmin.ts"
 import { SensorAdmin } from "./SensorAdmin.ts"
@@ -13,6 +14,7 @@ const ResourceAdminLive = Layer.mergeAll(
   SensorAdmin.Default,
   ChannelAdmin.Default,
   UserAdmin.Default,
+  IgnoreAdmin.Default,
 ).pipe(Layer.provideMerge(Layer.merge(OrgAdmin.Default, IncidentAdmin.Default)))
 
 /**

@@ -1,0 +1,204 @@
+import { SqlClient } from "@effect/sql"
+import { Duration, Effect } from "effect"
+import ipaddr from "ipaddr.js"
+import { EVENT_TYPE_NAMES } from "../domain/eventTypes.ts"
+import { isId, newId } from "../domain/ids.ts"
+import { canonicalIp } from "../domain/ip.ts"
+import { parseTimestamp } from "../domain/time.ts"
+import { parseShortDuration } from "../platform/config.ts"
+import { dbErrors } from "../platform/db/errors.ts"
+import { type IgnoreRuleRow, IgnoreRulesRepo } from "../repos/IgnoreRulesRepo.ts"
+import { requireAdmin, requireScope } from "./actor.ts"
+import { auditing } from "./common.ts"
+import { invalid, missing, NotFound } from "./errors.ts"
+import { OrgAdmin } from "./OrgAdmin.ts"
+
+/** The longest note a rule keeps (it says why the activity is harmless: whose scanner, which ticket). */
+export const NOTE_MAX = 500
+
+/** What a rule is given, as the CLI's flags and the console's form fields spell it (all text, all checked here). */
+export interface IgnoreRuleInput {
+  /** An address (`192.0.2.7`, `2001:db8::7`) or a network (`192.0.2.0/24`, `2001:db8::/48`). */
+  readonly source: string | undefined
+  readonly sensor?: string | undefined
+  readonly port?: string | undefined
+  readonly type?: string | undefined
+  readonly note?: string | undefined
+  /** A duration from now (`30m`, `12h`, `7d`) or an RFC 3339 time with its zone. */
+  readonly expires?: string | undefined
+}
+
+/** A rule as the CLI and the console show it. */
+export interface IgnoreRuleView {
+  readonly id: string
+  readonly source: string
+  readonly sensorId: string | null
+  readonly port: number | null
+  readonly eventType: string | null
+  readonly note: string
+  readonly createdBy: string
+  readonly createdAt: string
+  readonly expiresAt: string | null
+  readonly expired: boolean
+  readonly hitCount: number
+  readonly lastHitAt: string | null
+  /** Ids of the other rules of the list that match exactly the same events (same source, sensor, port, type). */
+  readonly sameAs: ReadonlyArray<string>
+}
+
+const blank = (value: string | undefined) => value === undefined || value.trim() === ""
+
+/**
+ * `--source` as a network PostgreSQL's cidr reads: an address is its own /32 or /128; a network keeps its prefix
+ * and loses any host bits (`192.0.2.7/24` is `192.0.2.0/24`); an IPv4-mapped IPv6 address is the IPv4 one.
+ */
+export const parseSource = (text: string): string | undefined => {
+  const trimmed = text.trim()
+  const slash = trimmed.indexOf("/")
+  if (slash < 0) {
+    const ip = canonicalIp(trimmed)
+    if (ip === undefined) return undefined
+    return ip.includes(":") ? `${ip}/128` : `${ip}/32`
+  }
+  const ip = canonicalIp(trimmed.slice(0, slash))
+  const prefixText = trimmed.slice(slash + 1)
+  if (ip === undefined || !/^\d{1,3}$/.test(prefixText)) return undefined
+  const prefix = Number(prefixText)
+  const v6 = ip.includes(":")
+  if (prefix > (v6 ? 128 : 32)) return undefined
+  const network = v6
+    ? ipaddr.IPv6.networkAddressFromCIDR(`${ip}/${prefix}`)
+    : ipaddr.IPv4.networkAddressFromCIDR(`${ip}/${prefix}`)
+  return `${network.toString()}/${prefix}`
+}
+
+const matchKey = (r: IgnoreRuleRow) => `${r.source}|${r.sensorId ?? ""}|${r.port ?? ""}|${r.eventType ?? ""}`
+
+const viewOf = (r: IgnoreRuleRow, all: ReadonlyArray<IgnoreRuleRow>, now: Date): IgnoreRuleView => ({
+  id: r.id,
+  source: r.source,
+  sensorId: r.sensorId,
+  port: r.port,
+  eventType: r.eventType,
+  note: r.note,
+  createdBy: r.createdBy,
+  createdAt: r.createdAt.toISOString(),
+  expiresAt: r.expiresAt?.toISOString() ?? null,
+  expired: r.expiresAt !== null && r.expiresAt.getTime() <= now.getTime(),
+  hitCount: Number(r.hitCount),
+  lastHitAt: r.lastHitAt?.toISOString() ?? null,
+  sameAs: all.filter((o) => o.id !== r.id && matchKey(o) === matchKey(r)).map((o) => o.id),
+})
+
+/**
+ * Ignore rules (D44): an administrator of the organization (or the operator) adds and removes them, anyone of the
+ * organization lists them; every change is audited. A rule applies to events ingested after it is added and until
+ * it expires or is removed; it never changes what is already stored.
+ */
+export class IgnoreAdmin extends Effect.Service<IgnoreAdmin>()("IgnoreAdmin", {
+  effect: Effect.gen(function* () {
+    const rules = yield* IgnoreRulesRepo
+    const orgAdmin = yield* OrgAdmin
+    const sql = yield* SqlClient.SqlClient
+    const { audited } = yield* auditing
+
+    /** The rule as it would be stored, every field checked; nothing is written. */
+    const check = Effect.fn("IgnoreAdmin.check")(function* (orgId: string, input: IgnoreRuleInput, now: Date) {
+      if (blank(input.source)) return yield* missing("--source")
+      const source = parseSource(input.source ?? "")
+      if (source === undefined) {
+        return yield* invalid("--source must be an IP address or a network such as 192.0.2.0/24 or 2001:db8::/48")
+      }
+      let sensorId: string | null = null
+      if (!blank(input.sensor)) {
+        const id = (input.sensor ?? "").trim()
+        const rows = isId("sensor", id)
+          ? yield* sql<{ orgId: string }>`select org_id from sensors where id = ${id}`.pipe(dbErrors)
+          : []
+        if (rows[0]?.orgId !== orgId) return yield* invalid(`--sensor: unknown sensor of this organization: ${id}`)
+        sensorId = id
+      }
+      let port: number | null = null
+      if (!blank(input.port)) {
+        const text = (input.port ?? "").trim()
+        if (!/^\d{1,5}$/.test(text) || Number(text) > 65535) return yield* invalid("--port must be 0 to 65535")
+        port = Number(text)
+      }
+      let eventType: string | null = null
+      if (!blank(input.type)) {
+        const type = (input.type ?? "").trim()
+        if (!EVENT_TYPE_NAMES.includes(type)) {
+          return yield* invalid(`--type: unknown event type ${type.slice(0, 64)} (docs/ingestion.md lists them)`)
+        }
+        eventType = type
+      }
+      const note = (input.note ?? "").trim()
+      if (note.length > NOTE_MAX || /[\p{Cc}\p{Cf}]/u.test(note.replace(/\n/g, ""))) {
+        return yield* invalid(`--note must be at most ${NOTE_MAX} printable characters`)
+      }
+      let expiresAt: Date | null = null
+      if (!blank(input.expires)) {
+        const text = (input.expires ?? "").trim()
+        const duration = parseShortDuration(text)
+        const at = duration !== undefined ? new Date(now.getTime() + Duration.toMillis(duration)) : parseTimestamp(text)
+        if (at === undefined) {
+          return yield* invalid("--expires must be a duration such as 12h or 7d, or an RFC 3339 time with its zone")
+        }
+        if (at.getTime() <= now.getTime()) return yield* invalid("--expires must be in the future")
+        expiresAt = at
+      }
+      return { source, sensorId, port, eventType, note, expiresAt }
+    })
+
+    const add = Effect.fn("IgnoreAdmin.add")(function* (orgId: string, input: IgnoreRuleInput) {
+      const actor = yield* requireAdmin
+      yield* orgAdmin.require(orgId)
+      const now = new Date()
+      const rule = yield* check(orgId, input, now)
+      const created = yield* rules.create({
+        id: newId("ignoreRule", now.getTime()),
+        orgId,
+        ...rule,
+        createdBy: actor.id,
+        createdAt: now,
+      })
+      const narrowing = [
+        rule.sensorId && `sensor ${rule.sensorId}`,
+        rule.port !== null && `port ${rule.port}`,
+        rule.eventType && `type ${rule.eventType}`,
+        rule.expiresAt && `until ${rule.expiresAt.toISOString()}`,
+      ].filter(Boolean)
+      yield* audited(orgId, "ignore.add", created.id, [rule.source, ...narrowing].join(" "))
+      return viewOf(created, yield* rules.listByOrg(orgId), now)
+    }, sql.withTransaction)
+
+    /** The organization's rules (expired ones too, marked), oldest first; anyone of the organization may list. */
+    const list = Effect.fn("IgnoreAdmin.list")(function* (orgId: string) {
+      yield* orgAdmin.require(orgId)
+      const rows = yield* rules.listByOrg(orgId)
+      const now = new Date()
+      return rows.map((r) => viewOf(r, rows, now))
+    })
+
+    /** The rule, if the actor may see it (another organization's rule is unknown, D30). */
+    const find = Effect.fn("IgnoreAdmin.find")(function* (ruleId: string) {
+      const unknown = new NotFound({ message: `unknown ignore rule: ${ruleId}` })
+      const row = isId("ignoreRule", ruleId) ? yield* rules.findById(ruleId) : undefined
+      if (row === undefined || row.removedAt !== null) return yield* unknown
+      yield* requireScope(row.orgId, unknown.message)
+      return row
+    })
+
+    /** Removed: later events are no longer ignored by it; the events it ignored stay as they are. */
+    const remove = Effect.fn("IgnoreAdmin.remove")(function* (ruleId: string) {
+      const actor = yield* requireAdmin
+      const row = yield* find(ruleId)
+      const removed = yield* rules.remove(row.id, actor.id, new Date())
+      if (!removed) return yield* new NotFound({ message: `unknown ignore rule: ${ruleId}` })
+      yield* audited(row.orgId, "ignore.remove", row.id, `${row.source} (${row.hitCount} hits)`)
+      return { id: row.id, removed: true as const }
+    }, sql.withTransaction)
+
+    return { add, list, find, remove, check } as const
+  }),
+}) {}
