@@ -417,7 +417,11 @@ const run = (argv: ReadonlyArray<string>) =>
       }
       case "ignore remove": {
         const done = yield* ignores.remove(yield* requireFlag(rest[0], "<rule-id>"))
-        return yield* print(json, done, () => `ignore rule ${done.id} removed; later events are no longer ignored by it`)
+        return yield* print(
+          json,
+          done,
+          () => `ignore rule ${done.id} removed; later events are no longer ignored by it`,
+        )
       }
       case "webhook create": {
         const created = yield* channels.create(yield* requireFlag(values.org, "--org"), {

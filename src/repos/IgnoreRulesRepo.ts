@@ -96,15 +96,18 @@ export class IgnoreRulesRepo extends Effect.Service<IgnoreRulesRepo>()("IgnoreRu
                 limit 1
               ) m`.pipe(dbErrors),
       /**
-       * Adds each rule's hits of one request, in id order (two requests that hit the same rules take their row locks
-       * in one order); meant as the ingest transaction's last write, so the rows stay locked only until its commit.
+       * Adds each rule's hits of one request, locking the rules in id order (two requests that hit the same rules
+       * take their row locks in one order); meant as the ingest transaction's last write, so the rows stay locked
+       * only until its commit. The lock is `no key update`, the one an update of these columns takes: the events'
+       * foreign key holds `key share` on the rule (both requests inserted events naming it), which `for update`
+       * would wait for on both sides (a deadlock).
        */
       recordHits: (orgId: string, hits: ReadonlyArray<{ readonly id: string; readonly n: number }>, at: Date) =>
         hits.length === 0
           ? Effect.void
           : sql`with h as (select * from jsonb_to_recordset(${JSON.stringify(hits)}::jsonb) as x(id text, n integer)),
                 locked as (select r.id from ignore_rules r where r.id in (select id from h) and r.org_id = ${orgId}
-                  order by r.id for update)
+                  order by r.id for no key update)
               update ignore_rules r set hit_count = r.hit_count + h.n,
                 last_hit_at = greatest(r.last_hit_at, ${at}::timestamptz)
               from h join locked l on l.id = h.id
