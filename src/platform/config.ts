@@ -58,6 +58,8 @@ export interface Settings {
   /** D11: REDIS_URL (shared counts across replicas), RATE_LIMIT (120) and RATE_LIMIT_WINDOW (60 s). */
   readonly rateLimit: RateLimitSettings
   readonly webhooks: WebhookSettings
+  /** How long the server waits at start-up for a PostgreSQL still starting (DATABASE_STARTUP_WAIT). */
+  readonly databaseStartupWait: Duration.Duration
   /** Connections of each listener's database pool (DATABASE_POOL_API, _INGEST, _CONSOLE). */
   readonly databasePools: { readonly api: number; readonly ingest: number; readonly console: number }
   /** The largest MCP tool result's text, in characters (MCP_MAX_RESULT_CHARS). */
@@ -413,6 +415,7 @@ export const settingsConfig = Config.all({
       : Either.left(`must be a comma-separated list of IP addresses or CIDRs (${parsed.reason})`)
   }).pipe(Config.withDefault([] as ReadonlyArray<Cidr>)),
   rateLimit: rateLimitConfig,
+  databaseStartupWait: durationVar("DATABASE_STARTUP_WAIT", Duration.seconds(45)),
   databasePools: databasePoolConfig,
   mcpMaxResultChars: mcpMaxResultCharsConfig,
   webhooks: Config.all({
@@ -509,6 +512,7 @@ export const loadSettings: Effect.Effect<Settings, ConfigError.ConfigError> = Ef
     trustProxy: raw.trustProxy,
     rateLimit: raw.rateLimit,
     webhooks: raw.webhooks,
+    databaseStartupWait: raw.databaseStartupWait,
     databasePools: raw.databasePools,
     mcpMaxResultChars: raw.mcpMaxResultChars,
   }
@@ -559,6 +563,7 @@ export const describeSettings = (s: Settings) => {
     ingestUrl: s.ingestUrl,
     secretKey: "<redacted>",
     secretKeyPrevious: s.secretKeyPrevious.length > 0 ? `${s.secretKeyPrevious.length} key(s), redacted` : "none",
+    databaseStartupWait: ms(s.databaseStartupWait),
     reopenWindow: ms(s.reopenWindow),
     idleClose: ms(s.idleClose),
     idleCloseEvery: ms(s.idleCloseEvery),

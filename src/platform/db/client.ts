@@ -1,5 +1,5 @@
 import { PgClient } from "@effect/sql-pg"
-import { Effect, Layer, Option, Redacted, Schedule, String as Str } from "effect"
+import { type Duration, Effect, Layer, Option, Redacted, Schedule, String as Str } from "effect"
 import { AppConfig } from "../config.ts"
 import { EmbeddedDatabaseError, embeddedDatabase } from "./embedded.ts"
 
@@ -104,20 +104,19 @@ export const DatabaseLive = databaseLayer(undefined)
 export const SERVER_QUERY_TIMEOUT_MS = 4_000
 
 /**
- * The server's database layer: a PostgreSQL still starting (a container started alongside it) is waited for, about
- * 45 s, with a warning per try; after that start-up fails and the supervisor's restart policy takes over. The admin
- * tool uses DatabaseLive and fails at once instead. An embedded server that cannot be set up fails at once too.
+ * The server's database layer: a PostgreSQL still starting (a container started alongside it) is waited for,
+ * DATABASE_STARTUP_WAIT (45 s), with a warning per try; after that start-up fails and the supervisor's restart policy
+ * takes over. The admin tool uses DatabaseLive and fails at once instead. An embedded server that cannot be set up
+ * fails at once too.
  */
-const serverDatabase = (pool: PoolSettings) =>
+const serverDatabase = (pool: PoolSettings, startupWait: Duration.Duration) =>
   databaseLayer(SERVER_QUERY_TIMEOUT_MS, pool).pipe(
     Layer.tapError((error) =>
       error instanceof EmbeddedDatabaseError ? Effect.void : Effect.logWarning("database not reachable yet; retrying"),
     ),
     Layer.retry(
-      Schedule.intersect(
-        Schedule.recurs(15),
-        Schedule.union(Schedule.exponential("250 millis", 1.5), Schedule.spaced("5 seconds")),
-      ).pipe(
+      Schedule.union(Schedule.exponential("250 millis", 1.5), Schedule.spaced("5 seconds")).pipe(
+        Schedule.upTo(startupWait),
         // The embedded server could not be set up (initdb, the binaries, DATA_DIR): trying again changes nothing.
         Schedule.whileInput((error: unknown) => !(error instanceof EmbeddedDatabaseError)),
       ),
@@ -130,5 +129,7 @@ const serverDatabase = (pool: PoolSettings) =>
  */
 export const serverPool = (name: "api" | "ingest" | "console") =>
   Layer.unwrapEffect(
-    Effect.map(AppConfig, (config) => serverDatabase({ name, maxConnections: config.databasePools[name] })),
+    Effect.map(AppConfig, (config) =>
+      serverDatabase({ name, maxConnections: config.databasePools[name] }, config.databaseStartupWait),
+    ),
   )
