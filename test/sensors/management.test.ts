@@ -106,7 +106,7 @@ describe("D43: sensor rotate", () => {
   test("D43: with a grace the old token works until it ends, then 401; the new one works; the token is never audited", async () => {
     const orgId = await newOrg("Rotate sensors")
     const sensor = await newSensor(orgId)
-    const rotated = (await adminJson(server.env, ["sensor", "rotate", sensor.id, "--grace", "30s"])) as {
+    const rotated = (await adminJson(server.env, ["sensor", "rotate", sensor.id, "--grace", "10s"])) as {
       id: string
       token: string
       previousTokenValidUntil: string
