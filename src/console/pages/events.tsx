@@ -44,6 +44,9 @@ export const EventsPage = (props: {
   return (
     <Layout title="Events" viewer={props.viewer} section="events">
       <h1>Events</h1>
+      <p class="small">
+        Events an ignore rule matched are not listed here: <a href="/events/ignored">Show ignored events</a>
+      </p>
       <form class="filters" method="get" action="/events">
         <FilterSelect id="type" label="Type" options={props.types} selected={props.filters.type} />
         <div>

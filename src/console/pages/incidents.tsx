@@ -314,7 +314,17 @@ export const IncidentPage = (props: {
             )}
           </dd>
           <dt>Source</dt>
-          <dd class="mono">{i.sourceIp}</dd>
+          <dd>
+            <span class="mono">{i.sourceIp}</span>
+            {props.viewer.role === "admin" && (
+              <>
+                {" "}
+                <a href={`/settings/ignore?incident=${i.id}#add`} class="small">
+                  Ignore activity like this…
+                </a>
+              </>
+            )}
+          </dd>
           <dt>Sensor</dt>
           <dd>
             {i.sensor.name} <span class="muted mono small">{i.sensor.id}</span>

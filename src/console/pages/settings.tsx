@@ -2,11 +2,12 @@ import type { Child } from "hono/jsx"
 import { originOf } from "../../admin/ChannelAdmin.ts"
 import { Csrf, DataTable, type Flash, FlashNotice, Layout, Time, type Viewer } from "./components.tsx"
 
-type Tab = "api" | "alerts" | "sensors" | "users" | "audit"
+type Tab = "api" | "alerts" | "sensors" | "ignore" | "users" | "audit"
 const TABS: ReadonlyArray<readonly [Tab, string, string]> = [
   ["api", "/settings/api", "API and export"],
   ["alerts", "/settings/alerts", "Alerts"],
   ["sensors", "/settings/sensors", "Sensors"],
+  ["ignore", "/settings/ignore", "Ignore rules"],
   ["users", "/settings/users", "Users"],
   ["audit", "/settings/audit", "Audit log"],
 ]
