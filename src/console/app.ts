@@ -6,6 +6,7 @@ import { makeKit } from "./kit.ts"
 import { badRequest, notFound, serverError, tooLarge } from "./responses.tsx"
 import { alertRoutes } from "./routes/alerts.tsx"
 import { authRoutes } from "./routes/auth.tsx"
+import { exportRoutes } from "./routes/export.tsx"
 import { ignoreRoutes } from "./routes/ignore.tsx"
 import { incidentRoutes } from "./routes/incidents.tsx"
 import { sensorRoutes } from "./routes/sensors.tsx"
@@ -21,6 +22,7 @@ export const makeConsoleApp = Effect.gen(function* () {
   const routes = HttpRouter.concatAll(
     yield* authRoutes(kit),
     yield* incidentRoutes(kit),
+    yield* exportRoutes(kit),
     yield* settingsRoutes(kit),
     yield* ignoreRoutes(kit),
     yield* alertRoutes(kit),

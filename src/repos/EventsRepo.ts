@@ -52,6 +52,11 @@ export interface EventListQuery {
   readonly filters: EventFilters
   readonly after: CursorPosition | undefined
   readonly fetch: number
+  /**
+   * The console's source network (CIDR text, host bits cleared): events whose source address is in it. Not an API
+   * filter and served by no index of its own (the organization's time index, filtered).
+   */
+  readonly sourceNetwork?: string | undefined
 }
 
 /**
@@ -109,7 +114,7 @@ export const EVENT_SELECT = `select e.id, e.org_id as "orgId", e.incident_id as 
   from events e join sensors s on s.id = e.sensor_id`
 
 /** D7: one page of GET /v1/events, keyset on (time desc, id desc); each filter has an index led by (org_id, filter). */
-export const eventListStatement = ({ orgId, filters: f, after, fetch }: EventListQuery): SqlText => {
+export const eventListStatement = ({ orgId, filters: f, after, fetch, sourceNetwork }: EventListQuery): SqlText => {
   const params: Array<unknown> = [orgId]
   // D44: an event an ignore rule ignored is never listed (the keyset indexes hold only the others).
   let where = "e.org_id = $1 and e.ignore_rule_id is null"
@@ -125,6 +130,8 @@ export const eventListStatement = ({ orgId, filters: f, after, fetch }: EventLis
   // Times go as Date objects: the driver spells years past 9999 (and BC) the way PostgreSQL reads them.
   if (f.from !== undefined) and((n) => `e.time >= $${n}::timestamptz`, f.from)
   if (f.to !== undefined) and((n) => `e.time < $${n}::timestamptz`, f.to)
+  // Stored source addresses are canonical address text (domain/ip.ts), so the cast cannot fail.
+  if (sourceNetwork !== undefined) and((n) => `e.source_ip::inet <<= $${n}::cidr`, sourceNetwork)
   if (after) {
     params.push(after.time, after.id)
     where += ` and (e.time, e.id) < ($${params.length - 1}::timestamptz, $${params.length})`
@@ -139,8 +146,9 @@ export const eventByIdStatement = (orgId: string, id: string): SqlText => ({
 })
 
 /**
- * Member events in time order (events_incident_idx): oldest first for D8's first 200, newest first for the webhook
- * payload's most recent 20.
+ * Member events in time order, and in order of arrival within one time (change_seq, taken as each row is inserted;
+ * events_incident_arrival_idx): a sensor's lines of one millisecond (a Cowrie connect and its login) stay in the order
+ * the sensor sent them. Oldest first for D8's first 200, newest first for the webhook payload's most recent 20.
  */
 export const eventMembersStatement = (
   orgId: string,
@@ -149,7 +157,7 @@ export const eventMembersStatement = (
   newestFirst: boolean,
 ): SqlText => ({
   text: `${EVENT_SELECT} where e.incident_id = $1 and e.org_id = $2 and e.ignore_rule_id is null order by ${
-    newestFirst ? "e.time desc, e.id desc" : "e.time asc, e.id asc"
+    newestFirst ? "e.time desc, e.change_seq desc" : "e.time asc, e.change_seq asc"
   } limit $3`,
   params: [incidentId, orgId, limit],
 })
@@ -203,11 +211,13 @@ export class EventsRepo extends Effect.Service<EventsRepo>()("EventsRepo", {
               source_port, service, port, type, action, severity, confidence, tags, summary, attacker_input, received_at)
             select id, org_id, incident_id, ignore_rule_id, sensor_id, sensor_event_id, time, source_ip, source_port,
               service, port, type, action, severity, confidence, tags, summary, attacker_input, received_at
-            from jsonb_to_recordset(${eventsJson(rows, receivedAt)}::jsonb)
-              as r(id text, org_id text, incident_id text, ignore_rule_id text, sensor_id text, sensor_event_id text, time timestamptz,
+            from rows from (jsonb_to_recordset(${eventsJson(rows, receivedAt)}::jsonb)
+              as (id text, org_id text, incident_id text, ignore_rule_id text, sensor_id text, sensor_event_id text, time timestamptz,
                 source_ip text, source_port integer, service text, port integer, type text, action text,
                 severity text, confidence text, tags text[], summary text, attacker_input jsonb,
-                received_at timestamptz)
+                received_at timestamptz)) with ordinality as r
+            -- change_seq (the arrival order within one time, eventMembersStatement) is taken in the batch's order.
+            order by r.ordinality
             on conflict (sensor_id, sensor_event_id) do nothing
             returning sensor_event_id`.pipe(dbErrors),
       insert: (row: NewEvent) =>

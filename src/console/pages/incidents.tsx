@@ -118,6 +118,9 @@ export const IncidentsPage = (props: {
         selected={props.filters.severity}
       />
       <button type="submit">Filter</button>
+      <a href={`/incidents.csv${query(props.filters)}`} download>
+        Export CSV
+      </a>
       {props.first && (
         <span
           class="live"

@@ -16,6 +16,7 @@ import { TransitionsRepo } from "../../repos/TransitionsRepo.ts"
 import { ConsoleReads } from "../ConsoleReads.ts"
 import { html } from "../http.ts"
 import type { Kit } from "../kit.ts"
+import { eventFiltersForm, readEventFilters } from "../listFilters.ts"
 import { EventsPage } from "../pages/events.tsx"
 import { type BulkCloseFields, BulkClosePage, IncidentPage, IncidentsPage } from "../pages/incidents.tsx"
 import { OverviewPage } from "../pages/overview.tsx"
@@ -251,31 +252,21 @@ export const incidentRoutes = (kit: Kit) =>
         page((s) =>
           Effect.gen(function* () {
             const params = yield* query
-            const form = {
-              type: params.get("type") ?? "",
-              from: params.get("from") ?? "",
-              to: params.get("to") ?? "",
-              incidentId: params.get("incidentId") ?? "",
-            }
-            const errors: Array<string> = []
-            const from = form.from === "" ? undefined : parseTimestamp(form.from)
-            const to = form.to === "" ? undefined : parseTimestamp(form.to)
-            if (form.from !== "" && from === undefined)
-              errors.push("“From” must be a time such as 2026-11-20T00:00:00Z.")
-            if (form.to !== "" && to === undefined) errors.push("“To” must be a time such as 2026-11-21T00:00:00Z.")
-            if (from && to && from > to) errors.push("“From” must not be later than “To”.")
-            const type = EVENT_TYPE_NAMES.includes(form.type) ? form.type : undefined
-            const incidentId = isId("incident", form.incidentId) ? form.incidentId : undefined
+            // Each filter is read on its own: one that cannot be read is named on the page and left out, the others
+            // still apply (listFilters.ts; the CSV export reads the same).
+            const form = eventFiltersForm(params)
+            const read = readEventFilters(form)
             const after = decodeAfter(params.get("after") ?? undefined, "event")
-            const rows =
-              errors.length > 0
-                ? []
-                : yield* events.list({
-                    orgId: s.orgId,
-                    filters: { type, from, to, incidentId },
-                    after,
-                    fetch: PAGE_SIZE + 1,
-                  })
+            const [rows, sensors] = yield* Effect.all([
+              events.list({
+                orgId: s.orgId,
+                filters: read.filters,
+                sourceNetwork: read.sourceNetwork,
+                after,
+                fetch: PAGE_SIZE + 1,
+              }),
+              sensorAdmin.list(s.orgId),
+            ])
             const shown = rows.slice(0, PAGE_SIZE)
             const last = shown[shown.length - 1]
             let next: string | undefined
@@ -290,8 +281,10 @@ export const incidentRoutes = (kit: Kit) =>
                 viewer={s.viewer}
                 rows={shown.map(presentEvent)}
                 types={EVENT_TYPE_NAMES}
-                filters={{ ...form, incidentId: incidentId ?? "" }}
-                error={errors.length > 0 ? errors.join(" ") : undefined}
+                sensors={sensors.map((x) => [x.id, x.name] as const)}
+                filters={{ ...form, incidentId: read.filters.incidentId ?? "" }}
+                applied={read.filters}
+                errors={read.errors}
                 next={next}
                 now={new Date()}
               />,
