@@ -39,18 +39,19 @@ export const checkReason = (reason: string | undefined) => {
     : Effect.fail(invalid(`--reason must be one of ${CLOSE_REASONS.join(", ")}`))
 }
 
-// Control characters other than a line break or a tab, and the bidirectional controls that reorder what is shown.
+// Control characters (a line break too, as everywhere in the console's forms), and the bidirectional controls that
+// reorder what is shown.
 const REFUSED = /[\p{Cc}\u202A-\u202E\u2066-\u2069]/u
 
 /**
- * A note as stored: plain text, trimmed, line breaks as `\n`, 1 to NOTE_MAX characters; control characters (but a
- * line break or a tab) are refused. Undefined for an empty optional note.
+ * A note as stored: one line of plain text, trimmed, 1 to NOTE_MAX characters; control characters are refused.
+ * Undefined for an empty optional note.
  */
 export const checkNote = (flag: string, text: string | undefined, required: boolean) => {
-  const trimmed = (text ?? "").replace(/\r\n?/g, "\n").trim()
+  const trimmed = (text ?? "").trim()
   if (trimmed === "") return required ? Effect.fail(missing(flag)) : Effect.succeed(undefined)
   if (trimmed.length > NOTE_MAX) return Effect.fail(invalid(`${flag} may be at most ${NOTE_MAX} characters`))
-  if (REFUSED.test(trimmed.replace(/[\n\t]/g, "")) || !trimmed.isWellFormed()) {
+  if (REFUSED.test(trimmed) || !trimmed.isWellFormed()) {
     return Effect.fail(invalid(`${flag} may not hold control characters`))
   }
   return Effect.succeed(trimmed)

@@ -82,11 +82,13 @@ describe("incident close at the CLI", () => {
 
   test("a note with a control character or over 2000 characters is refused; a note is added and audited", async () => {
     const id = await newIncident("198.51.100.3")
-    const bell = await admin(server.env, ["incident", "close", id, "--reason", "other", "--note", "ring\u0007"])
-    expect(bell.stderr).toBe("error: --note may not hold control characters")
+    for (const bad of ["ring\u0007", "two\nlines", "\u202Egnp.exe"]) {
+      const refused = await admin(server.env, ["incident", "close", id, "--reason", "other", "--note", bad])
+      expect(refused.stderr).toBe("error: --note may not hold control characters")
+    }
     const long = await admin(server.env, ["incident", "note", id, "--note", "x".repeat(2001)])
     expect(long.stderr).toBe("error: --note may be at most 2000 characters")
-    const added = await adminJson(server.env, ["incident", "note", id, "--note", "line one\nline two"])
+    const added = await adminJson(server.env, ["incident", "note", id, "--note", "seen before, see SEC-12"])
     expect(added.id).toStartWith("inn_")
     const audit = (await auditRows(tenant.orgId)).filter((a) => a.target === id)
     expect(audit.map((a) => a.action)).toEqual(["incident.note"])
@@ -207,5 +209,29 @@ describe("bulk close", () => {
     const bulk = audit.filter((a) => a.action === "incident.bulk_close")
     expect(bulk).toHaveLength(1)
     expect(bulk[0]?.detail).toStartWith("5 closed, reason false_positive, with a note; sensor ")
+  })
+})
+
+describe("the idle-close sweep", () => {
+  test("its close has no reason and no actor, and the history says the sweep closed it", async () => {
+    // A second server on the same database whose sweep closes after a second of quiet (last: it closes every
+    // open incident of this database that is quiet by then).
+    const sweeper = await startServer({
+      env: testEnv({ INCIDENT_IDLE_CLOSE: "1 seconds", INCIDENT_IDLE_CLOSE_EVERY: "250 millis" }),
+    })
+    try {
+      const id = await newIncident("198.51.100.77")
+      let rows = await history(id)
+      for (let i = 0; i < 40 && rows.length < 2; i++) {
+        await Bun.sleep(250)
+        rows = await history(id)
+      }
+      expect(rows[1]).toMatchObject({ kind: "closed", closeReason: null, closeNote: null, actor: null })
+      const html = String(IncidentHistory({ history: rows, now: new Date() }))
+      expect(html).toContain("by the idle-close sweep, after a quiet period")
+      expect(html).not.toContain("no reason recorded")
+    } finally {
+      await shutdown(sweeper)
+    }
   })
 })

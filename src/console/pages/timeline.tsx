@@ -279,19 +279,10 @@ const actorText = (actor: string | null, email: string | null, service: string) 
   actor === null ? service : actor === "cli" ? "the operator (CLI)" : (email ?? actor)
 
 /**
- * Text a user wrote (a note): escaped like everything the console renders, line breaks kept as line breaks. It is
- * never markup and never a link, whatever it looks like.
+ * Text a user wrote (a note): escaped like everything the console renders, as text; never markup and never a link,
+ * whatever it looks like.
  */
-export const UserText = ({ text }: { text: string }) => (
-  <span class="user-text">
-    {text.split("\n").map((line, i) => (
-      <>
-        {i > 0 && <br />}
-        {line}
-      </>
-    ))}
-  </span>
-)
+export const UserText = ({ text }: { text: string }) => <span class="user-text">{text}</span>
 
 const HistoryLine = ({ t }: { t: HistoryEntry }) => {
   switch (t.kind) {
