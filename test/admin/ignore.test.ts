@@ -194,7 +194,7 @@ describe("IgnoreAdmin: who may", () => {
     AdminActor.of(orgUser({ id: `usr_test_${role}`, ip: "192.0.2.10", orgId: org, role }))
 
   test("an organization's administrator adds and removes (audited with their id and address); an analyst only lists; another organization's rule is unknown", async () => {
-    const run = <A, E>(actor: ReturnType<typeof as>, f: (rules: IgnoreAdmin) => Effect.Effect<A, E>) =>
+    const run = <A, E>(actor: ReturnType<typeof as>, f: (rules: IgnoreAdmin) => Effect.Effect<A, E, AdminActor>) =>
       db.run(Effect.provideService(Effect.flatMap(IgnoreAdmin, f), AdminActor, actor).pipe(Effect.either))
 
     const added = await run(as("admin", otherOrgId), (r) => r.add(otherOrgId, { source: "198.51.100.0/25" }))
