@@ -220,7 +220,7 @@ const CloseFields = ({ idPrefix }: { idPrefix: string }) => (
     </div>
     <div class="field">
       <label for={`${idPrefix}-note`}>Note (optional)</label>
-      <textarea id={`${idPrefix}-note`} name="note" rows={3} cols={60} maxLength={2000} />
+      <input id={`${idPrefix}-note`} name="note" type="text" class="wide" maxLength={2000} />
     </div>
   </>
 )
@@ -248,7 +248,7 @@ export const BulkClosePage = (props: {
             ? "No open incident matches this filter."
             : p.matching > p.wouldClose
               ? `${n(p.matching)} match; at most ${n(p.wouldClose)} are closed at once (the least recently seen). Run it again for the rest.`
-              : `${n(p.matching)} open ${p.matching === 1 ? "matches" : "match"} this filter now.`}
+              : `${p.matching.toLocaleString("en-US")} open ${p.matching === 1 ? "incident matches" : "incidents match"} this filter now.`}
         </p>
       )}
       {p && p.wouldClose > 0 && (
@@ -377,7 +377,7 @@ export const IncidentPage = (props: {
           <Csrf token={props.viewer.csrfToken} />
           <div class="field">
             <label for="note-body">Add a note</label>
-            <textarea id="note-body" name="note" rows={3} cols={60} maxLength={2000} required />
+            <input id="note-body" name="note" type="text" class="wide" maxLength={2000} required />
           </div>
           <button type="submit" class="secondary">
             Add note
