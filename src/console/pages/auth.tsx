@@ -34,14 +34,48 @@ export const SignInPage = (props: {
         </div>
         <button type="submit">Sign in</button>
       </form>
+      <FirstSignIn />
     </div>
   </Layout>
 )
 
-export const SetPasswordPage = (props: { token: string; csrf: string; error?: string | undefined }) => (
+/**
+ * How an account is made: there is no sign-up. An operator with shell access runs the admin CLI, which prints a
+ * one-time link (24 h) to set the password; the first administrator is made the same way.
+ */
+const FirstSignIn = () => (
+  <section class="first-signin" aria-labelledby="first-signin-title">
+    <h2 id="first-signin-title">No account yet?</h2>
+    <p>
+      Accounts are made on the server, not here. Whoever runs the service creates one (the first administrator too)
+      with:
+    </p>
+    <pre class="snippet">
+      <code>bun run admin user create --org &lt;org-id&gt; --email &lt;email&gt; --role admin</code>
+    </pre>
+    <p>
+      It prints a one-time link, valid for 24 hours: open it to set your password, then sign in here.{" "}
+      <code>bun run admin org list</code> shows the organization ids (<code>bun run admin org create --name</code> makes
+      one); use <code>--role analyst</code> for read-only users.
+    </p>
+  </section>
+)
+
+/** D26: the one-time link's form; it names the account (email) the password is for. */
+export const SetPasswordPage = (props: {
+  token: string
+  csrf: string
+  error?: string | undefined
+  email?: string | undefined
+}) => (
   <Layout title="Set your password" section="none">
     <div class="signin panel">
       <h1>Set your password</h1>
+      {props.email !== undefined && (
+        <p>
+          For the account <strong class="account-email">{props.email}</strong>. You sign in with this email.
+        </p>
+      )}
       <p class="muted">12 to 256 characters. A passphrase of several words is easiest.</p>
       {props.error && (
         <div class="notice notice-error" role="alert">

@@ -1,7 +1,8 @@
 import { HttpRouter, HttpServerResponse } from "@effect/platform"
 import { Effect, Option } from "effect"
-import { DEVICE_COOKIE, prepareSignIn, SignIn } from "../../admin/SignIn.ts"
+import { DEVICE_COOKIE, hashToken, prepareSignIn, SignIn } from "../../admin/SignIn.ts"
 import { AppConfig } from "../../platform/config.ts"
+import { ConsoleUsersRepo } from "../../repos/ConsoleUsersRepo.ts"
 import { FORM_COOKIE, formCookie } from "../csrf.ts"
 import { formFields, html, isCrossSite, safeNext, seeOther, tokensEqual } from "../http.ts"
 import { HTTPS_REQUIRED_TEXT, HTTPS_REQUIRED_TITLE, httpsRequired } from "../httpsRequired.ts"
@@ -10,11 +11,28 @@ import { MessagePage, SetPasswordPage, SignInPage } from "../pages/auth.tsx"
 import { forbidden, linkExpired } from "../responses.tsx"
 import { cookieOptions, deviceCookieOptions, query, request, SESSION_COOKIE } from "../session.ts"
 
+/**
+ * After a password is set, the account's email for the sign-in form that follows (so the person signs in to the
+ * account the link was for). A cookie, not a query parameter, so the email stays out of URLs and access logs;
+ * `__Host-`, HttpOnly, SameSite=Strict, for 10 minutes.
+ */
+export const SIGNIN_EMAIL_COOKIE = "__Host-signin-email"
+const signInEmailCookieOptions = { ...cookieOptions, sameSite: "strict" as const, maxAge: "10 minutes" as const }
+
 /** Sign-in, sign-out and the set-password link (D26, D27); the sign-in and set-password forms carry FORM_COOKIE. */
 export const authRoutes = (kit: Kit) =>
   Effect.gen(function* () {
     const config = yield* AppConfig
     const signIn = yield* SignIn
+    const users = yield* ConsoleUsersRepo
+    /** The email of the account a live set-password link is for. */
+    const linkEmail = (token: string) =>
+      Effect.gen(function* () {
+        const link = yield* users.findLink(hashToken(token))
+        if (Option.isNone(link)) return undefined
+        const user = yield* users.findById(link.value.userId)
+        return Option.isSome(user) ? user.value.email : undefined
+      })
     const { ipOf, action } = kit
     const appOrigin = new URL(config.appUrl).origin
     prepareSignIn()
@@ -26,6 +44,7 @@ export const authRoutes = (kit: Kit) =>
           const params = yield* query
           const token = formCookie()
           const done = params.get("done") === "password"
+          const setFor = done ? (yield* request).cookies[SIGNIN_EMAIL_COOKIE] : undefined
           return yield* HttpServerResponse.setCookie(
             html(
               <SignInPage
@@ -33,6 +52,7 @@ export const authRoutes = (kit: Kit) =>
                 csrf={token}
                 error={params.get("expired") === "1" ? "Your session has ended. Sign in again." : undefined}
                 notice={done ? "Your password is set. Sign in with it." : undefined}
+                email={setFor ?? ""}
               />,
             ),
             FORM_COOKIE,
@@ -89,6 +109,7 @@ export const authRoutes = (kit: Kit) =>
             HttpServerResponse.setCookie(SESSION_COOKIE, result.token, { ...cookieOptions, maxAge: "7 days" }),
             Effect.flatMap(HttpServerResponse.setCookie(DEVICE_COOKIE, result.device, deviceCookieOptions)),
             Effect.flatMap(HttpServerResponse.expireCookie(FORM_COOKIE, { path: "/", secure: true })),
+            Effect.flatMap(HttpServerResponse.expireCookie(SIGNIN_EMAIL_COOKIE, { path: "/", secure: true })),
           )
         }),
       ),
@@ -108,10 +129,10 @@ export const authRoutes = (kit: Kit) =>
         Effect.gen(function* () {
           const { token } = yield* HttpRouter.params
           const state = token === undefined ? "unknown" : yield* signIn.linkState(token)
-          if (state !== "valid") return linkExpired()
+          if (state !== "valid" || token === undefined) return linkExpired()
           const csrf = formCookie()
           return yield* HttpServerResponse.setCookie(
-            html(<SetPasswordPage token={token as string} csrf={csrf} />),
+            html(<SetPasswordPage token={token} csrf={csrf} email={yield* linkEmail(token)} />),
             FORM_COOKIE,
             csrf,
             cookieOptions,
@@ -135,18 +156,25 @@ export const authRoutes = (kit: Kit) =>
                 DEVICE_COOKIE,
                 done.device,
                 deviceCookieOptions,
+              ).pipe(
+                Effect.flatMap(HttpServerResponse.setCookie(SIGNIN_EMAIL_COOKIE, done.email, signInEmailCookieOptions)),
               ),
             ),
             Effect.catchTag("LinkExpired", () => Effect.succeed(linkExpired())),
-            Effect.catchTag("Invalid", (e) => {
-              const csrf = formCookie()
-              return HttpServerResponse.setCookie(
-                html(<SetPasswordPage token={token} csrf={csrf} error={e.message} />, 400),
-                FORM_COOKIE,
-                csrf,
-                cookieOptions,
-              )
-            }),
+            Effect.catchTag("Invalid", (e) =>
+              Effect.gen(function* () {
+                const csrf = formCookie()
+                return yield* HttpServerResponse.setCookie(
+                  html(
+                    <SetPasswordPage token={token} csrf={csrf} error={e.message} email={yield* linkEmail(token)} />,
+                    400,
+                  ),
+                  FORM_COOKIE,
+                  csrf,
+                  cookieOptions,
+                )
+              }),
+            ),
           )
         }),
       ),
