@@ -39,6 +39,8 @@ Options:
   --scale-events N  events of the scale10m organization (default 10,000,000)
   --soak-minutes M  length of the soak (default 30); --soak-rate R its requests/s (default 200)
   --sweep-path P    the endpoint of the sweep (default /v1/incidents)
+  --ignore-rules N  ingest: first give the ingesting organization N ignore rules (none matching the load), so
+                    the figures include matching each event against them (compare with a run without)
 
 A fresh database \`dsvc_bench_<timestamp>\` is created on BENCH_PG_URL (default postgres://postgres@127.0.0.1:5432)
 and dropped at the end (kept with --keep-db). The table is printed and the figures written to
@@ -93,6 +95,8 @@ export interface BenchOptions {
   readonly soakMinutes: number
   readonly soakRate: number
   readonly sweepPath: string | undefined
+  /** --ignore-rules: ignore rules the ingest part gives its organization first (default 0). */
+  readonly ignoreRules: number
   readonly timing: Timing
   readonly webhookSizes: { readonly latencyEvents: number; readonly burstEvents: number }
 }
@@ -109,7 +113,15 @@ export const parseOptions = (args: ReadonlyArray<string>): BenchOptions => {
     return i >= 0 ? args[i + 1] : undefined
   }
   // Options that take a value (the value is not a part's name).
-  const VALUE_OPTIONS = ["--db", "--seed-events", "--scale-events", "--soak-minutes", "--soak-rate", "--sweep-path"]
+  const VALUE_OPTIONS = [
+    "--db",
+    "--seed-events",
+    "--scale-events",
+    "--soak-minutes",
+    "--soak-rate",
+    "--sweep-path",
+    "--ignore-rules",
+  ]
   const positional = args.filter((a, i) => !a.startsWith("--") && !VALUE_OPTIONS.includes(args[i - 1] ?? ""))
   const unknown = positional.filter((p) => p !== "full" && !(PARTS as ReadonlyArray<string>).includes(p))
   if (unknown.length > 0) {
@@ -140,6 +152,11 @@ export const parseOptions = (args: ReadonlyArray<string>): BenchOptions => {
     console.error("--seed-events and --scale-events must be at least 10000")
     process.exit(2)
   }
+  const ignoreRules = Number(option("--ignore-rules") ?? 0)
+  if (!Number.isInteger(ignoreRules) || ignoreRules < 0) {
+    console.error("--ignore-rules must be a whole number")
+    process.exit(2)
+  }
   const timing = quick ? { seconds: 3, warmupSeconds: 1 } : { seconds: 8, warmupSeconds: 3 }
   const webhookSizes = quick ? { latencyEvents: 30, burstEvents: 200 } : { latencyEvents: 100, burstEvents: 1000 }
   const reuse = option("--db")
@@ -154,6 +171,7 @@ export const parseOptions = (args: ReadonlyArray<string>): BenchOptions => {
     soakMinutes,
     soakRate,
     sweepPath: option("--sweep-path"),
+    ignoreRules,
     timing,
     webhookSizes,
   }

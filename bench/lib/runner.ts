@@ -122,7 +122,9 @@ export const runParts = async (opts: BenchOptions): Promise<PartsOutcome> => {
         if (part === "soak")
           results.soak = await runSoak(ctx, manifest, { minutes: opts.soakMinutes, rate: opts.soakRate })
         if (part === "sweep") results.sweep = await runSweep(ctx, manifest, timing, opts.sweepPath)
-        if (part === "ingest") results.ingest = await runIngest(ctx, manifest, timing)
+        if (part === "ingest") {
+          results.ingest = await runIngest(ctx, manifest, timing, 16, opts.ignoreRules)
+        }
         if (part === "webhooks") results.webhooks = await runWebhooks(ctx, manifest, webhookSizes)
       }
       if (results[part] !== undefined) results[part].seconds = round((performance.now() - partStarted) / 1000, 1)
