@@ -44,14 +44,14 @@ export const checkReason = (reason: string | undefined) => {
 const REFUSED = /[\p{Cc}\u202A-\u202E\u2066-\u2069]/u
 
 /**
- * A note as stored: one line of plain text, trimmed, 1 to NOTE_MAX characters; control characters are refused.
- * Undefined for an empty optional note.
+ * A note as stored: plain text, trimmed, 1 to NOTE_MAX characters; its line breaks are kept (as \n), any other control
+ * character is refused. Undefined for an empty optional note.
  */
 export const checkNote = (flag: string, text: string | undefined, required: boolean) => {
-  const trimmed = (text ?? "").trim()
+  const trimmed = (text ?? "").replace(/\r\n?/g, "\n").trim()
   if (trimmed === "") return required ? Effect.fail(missing(flag)) : Effect.succeed(undefined)
   if (trimmed.length > NOTE_MAX) return Effect.fail(invalid(`${flag} may be at most ${NOTE_MAX} characters`))
-  if (REFUSED.test(trimmed) || !trimmed.isWellFormed()) {
+  if (REFUSED.test(trimmed.replaceAll("\n", "")) || !trimmed.isWellFormed()) {
     return Effect.fail(invalid(`${flag} may not hold control characters`))
   }
   return Effect.succeed(trimmed)

@@ -139,6 +139,9 @@ export const checkRequest = (request: HttpServerRequest.HttpServerRequest): "ok"
   return "ok"
 }
 
+/** Form fields written in a textarea, whose line breaks are kept. */
+const MULTILINE_FIELDS: ReadonlySet<string> = new Set(["note"])
+
 const readForm = (
   request: HttpServerRequest.HttpServerRequest,
 ): Effect.Effect<ReadonlyArray<readonly [string, string]>, BodyTooLarge | BadInput> =>
@@ -159,8 +162,16 @@ const readForm = (
     } catch {
       return yield* new BadInput()
     }
-    const entries = [...new URLSearchParams(text)] as Array<readonly [string, string]>
-    for (const [k, v] of entries) if (!isSafeValue(k) || !isSafeValue(v)) return yield* new BadInput()
+    const entries = [...new URLSearchParams(text)].map(([k, v]) =>
+      // A textarea's line breaks (CRLF as browsers send them) are part of what a person typed; nothing else is.
+      MULTILINE_FIELDS.has(k) ? ([k, v.replace(/\r\n?/g, "\n")] as const) : ([k, v] as const),
+    )
+    for (const [k, v] of entries) {
+      const checked = MULTILINE_FIELDS.has(k) ? v.replaceAll("\n", "") : v
+      if (!isSafeValue(k) || !isSafeValue(checked) || (checked !== v && v.length > MAX_VALUE_CHARS)) {
+        return yield* new BadInput()
+      }
+    }
     return entries
   })
 

@@ -145,12 +145,15 @@ test("an analyst adds a note and closes with a reason: both in the history, with
   const { page, watch } = analyst
   await page.goto(`${consoleUrl}/incidents/${id}`)
   expect(await page.textContent(".history")).toContain("Created")
-  await page.fill("#note-body", "Checked the firewall: blocked upstream.")
+  await page.fill("#note-body", "Checked the firewall: blocked upstream.\nTicket SEC-12.")
   await Promise.all([page.waitForNavigation(), page.click("form[action$='/notes'] button")])
   expect(await page.textContent(".notice-ok")).toContain("Note added.")
   const note = await page.textContent(".notes li")
   expect(note).toContain(ANALYST_EMAIL)
-  expect(note).toContain("Checked the firewall: blocked upstream.")
+  // The textarea's line break (sent as CRLF) is kept, and shown as a line break.
+  expect(await page.textContent(".notes li .note-body")).toBe("Checked the firewall: blocked upstream.\nTicket SEC-12.")
+  const whiteSpace = "getComputedStyle(document.querySelector('.notes li .note-body .user-text')).whiteSpace"
+  expect(await page.evaluate(whiteSpace)).toBe("pre-wrap")
 
   // The reason is required: the browser does not send the form without it.
   await page.click("#close button[type=submit]")

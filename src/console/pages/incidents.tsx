@@ -220,7 +220,7 @@ const CloseFields = ({ idPrefix }: { idPrefix: string }) => (
     </div>
     <div class="field">
       <label for={`${idPrefix}-note`}>Note (optional)</label>
-      <input id={`${idPrefix}-note`} name="note" type="text" class="wide" maxLength={2000} />
+      <textarea id={`${idPrefix}-note`} name="note" class="wide" rows={2} maxLength={2000} />
     </div>
   </>
 )
@@ -377,7 +377,7 @@ export const IncidentPage = (props: {
           <Csrf token={props.viewer.csrfToken} />
           <div class="field">
             <label for="note-body">Add a note</label>
-            <input id="note-body" name="note" type="text" class="wide" maxLength={2000} required />
+            <textarea id="note-body" name="note" class="wide" rows={3} maxLength={2000} required />
           </div>
           <button type="submit" class="secondary">
             Add note
