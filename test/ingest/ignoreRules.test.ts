@@ -279,7 +279,7 @@ describe("ignore rules at ingestion (D44)", () => {
     // The API: lists (every filter that could reach them), the event by id, incident members.
     const listed = (await walk(server.url, "/v1/events?limit=2", a.key)).ids
     expect(listed.sort()).toEqual([...keptIds].sort())
-    for (const filter of ["sourceIp=203.0.113.5", "sensorId=" + a.sensorId, "type=ssh.login_attempt"]) {
+    for (const filter of ["sourceIp=203.0.113.5", `sensorId=${a.sensorId}`, "type=ssh.login_attempt"]) {
       const ids = (await walk(server.url, `/v1/events?${filter}`, a.key)).ids
       for (const id of ignoredIds) expect(ids).not.toContain(id)
     }
