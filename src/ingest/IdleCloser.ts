@@ -8,6 +8,9 @@ import { CowrieSessionsRepo } from "./CowrieSessionsRepo.ts"
 /** How long a Cowrie session's connect is remembered for its later lines (docs/ingestion.md "Cowrie"). */
 export const COWRIE_SESSION_RETENTION_MS = 7 * 24 * 3600_000
 
+/** Incidents one transaction of the sweep closes at most. */
+const SWEEP_BATCH = 1000
+
 /**
  * D13: a scoped fiber that closes open incidents with no new event for INCIDENT_IDLE_CLOSE, every
  * INCIDENT_IDLE_CLOSE_EVERY, recording a `closed` transition for each. A failed sweep is logged and the next one
@@ -24,10 +27,11 @@ export const IdleCloserLive = Layer.scopedDiscard(
     const config = yield* AppConfig
     const idleMs = Duration.toMillis(config.idleClose)
 
-    const sweep = sql.withTransaction(
+    /** One batch in one transaction: how many it closed. */
+    const closeBatch = sql.withTransaction(
       Effect.gen(function* () {
         const now = new Date(yield* Clock.currentTimeMillis)
-        const closed = yield* incidents.closeIdle(new Date(now.getTime() - idleMs), now)
+        const closed = yield* incidents.closeIdle(new Date(now.getTime() - idleMs), now, SWEEP_BATCH)
         yield* transitions.insert(
           closed.map((c) => ({
             orgId: c.orgId,
@@ -40,8 +44,15 @@ export const IdleCloserLive = Layer.scopedDiscard(
         )
         if (closed.length > 0)
           yield* Effect.logInfo("idle incidents closed").pipe(Effect.annotateLogs({ count: closed.length }))
+        return closed.length
       }),
     )
+    // Batch after batch until one is not full: thousands of incidents gone quiet at once (a wide scan) close in
+    // short transactions, and a sweep never writes one statement too large for PostgreSQL.
+    const sweep = Effect.iterate(SWEEP_BATCH, {
+      while: (closed) => closed === SWEEP_BATCH,
+      body: () => closeBatch,
+    })
 
     const forgetOldSessions = Effect.gen(function* () {
       const now = yield* Clock.currentTimeMillis

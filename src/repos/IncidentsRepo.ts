@@ -262,7 +262,13 @@ export class IncidentsRepo extends Effect.Service<IncidentsRepo>()("IncidentsRep
        * D13: closes open incidents whose latest event arrived before `cutoff` (arrival, not the sensor's event time:
        * a late-reported event is new activity); returns what it closed.
        */
-      closeIdle: (cutoff: Date, now: Date) => closeWhere(sql`last_activity_at < ${cutoff}`, now),
+      /** Closes at most `limit` open incidents quiet since before `cutoff`, the quietest first. */
+      closeIdle: (cutoff: Date, now: Date, limit: number) =>
+        closeWhere(
+          sql`id in (select id from incidents where status = 'open' and last_activity_at < ${cutoff}
+            order by last_activity_at, id limit ${limit} for update skip locked)`,
+          now,
+        ),
       /** Closes one open incident (admin); none when it is unknown or already closed. */
       close: (id: string, now: Date) =>
         closeWhere(sql`id = ${id}`, now).pipe(Effect.map((rows) => Option.fromNullable(rows[0]))),

@@ -34,6 +34,9 @@ export interface TransitionRow {
   readonly actorEmail: string | null
 }
 
+/** Rows a single insert carries (10 columns each: 10,000 parameters, well under PostgreSQL's 65,535). */
+const INSERT_CHUNK = 1000
+
 /** Incident state changes, written in the transaction that made them: the webhook outbox's source. */
 export class TransitionsRepo extends Effect.Service<TransitionsRepo>()("TransitionsRepo", {
   effect: Effect.gen(function* () {
@@ -54,7 +57,10 @@ export class TransitionsRepo extends Effect.Service<TransitionsRepo>()("Transiti
           closeNote: t.close?.note ?? null,
           actor: t.close?.actor ?? null,
         }))
-        yield* sql`insert into incident_transitions ${sql.insert(rows)}`
+        // PostgreSQL takes at most 65,535 parameters a statement: a bulk or idle close of thousands goes in chunks.
+        for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
+          yield* sql`insert into incident_transitions ${sql.insert(rows.slice(i, i + INSERT_CHUNK))}`
+        }
         for (const row of rows) yield* Metric.increment(Metric.tagged(incidentTransitions, "kind", row.kind))
         return rows.map((r) => r.id)
       }, dbErrors),

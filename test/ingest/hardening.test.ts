@@ -315,7 +315,9 @@ describe("D36: clock skew", () => {
     // As if its last event had arrived long ago: only this incident is idle before the cut-off.
     await sql((s) => s`update incidents set last_activity_at = '2001-01-01T00:00:00Z' where id = ${r.incidentId}`)
     const closed = await db.run(
-      Effect.flatMap(IncidentsRepo, (incidents) => incidents.closeIdle(new Date("2001-01-02T00:00:00Z"), new Date())),
+      Effect.flatMap(IncidentsRepo, (incidents) =>
+        incidents.closeIdle(new Date("2001-01-02T00:00:00Z"), new Date(), 1000),
+      ),
     )
     expect(closed.map((c) => c.id)).toEqual([r.incidentId])
     const incident = await get(server.url, `/v1/incidents/${r.incidentId}`, tenant.key)
