@@ -2,7 +2,7 @@ import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect } from "effect"
 import { readBodyCapped } from "../platform/http/body.ts"
 import { databaseProblem } from "../platform/http/problems.ts"
-import { problem, problemResponse } from "../platform/http/responses.ts"
+import { payloadTooLarge, problemResponse } from "../platform/http/responses.ts"
 import { SensorAuth } from "./SensorAuth.ts"
 
 export const HEARTBEAT_PATH = "/ingest/v1/heartbeat"
@@ -11,12 +11,7 @@ export const HEARTBEAT_PATH = "/ingest/v1/heartbeat"
 export const MAX_HEARTBEAT_BODY_BYTES = 1024
 
 const tooLarge = () =>
-  problem(
-    413,
-    "Content Too Large",
-    "payload_too_large",
-    `A heartbeat body may hold at most ${MAX_HEARTBEAT_BODY_BYTES} bytes; send it empty.`,
-  )
+  payloadTooLarge(`A heartbeat body may hold at most ${MAX_HEARTBEAT_BODY_BYTES} bytes; send it empty.`)
 
 /**
  * D43: `POST /ingest/v1/heartbeat` with the sensor's token and an empty body, the one line a timer runs. The token

@@ -5,7 +5,7 @@ import { AppConfig } from "../platform/config.ts"
 import { MAX_BODY_BYTES, MAX_EVENTS, type ParsedBody, parseBody, SERVER_MAX_BODY_BYTES } from "../platform/http/body.ts"
 import { listening } from "../platform/http/listening.ts"
 import { databaseProblem } from "../platform/http/problems.ts"
-import { finalizeResponse, logDefects, problem, problemResponse } from "../platform/http/responses.ts"
+import { finalizeResponse, logDefects, payloadTooLarge, problem, problemResponse } from "../platform/http/responses.ts"
 import { touchIngestMetrics } from "../platform/metrics.ts"
 import { HEARTBEAT_PATH, heartbeatRoute } from "./heartbeat.ts"
 import {
@@ -43,7 +43,6 @@ import { SensorAuth } from "./SensorAuth.ts"
 const ROUTE_PATHS = ["/ingest/v1/events", "/ingest/v1/opencanary", "/ingest/v1/cowrie", HEARTBEAT_PATH]
 const HEC_PATHS = ["/services/collector", "/services/collector/event", "/services/collector/event/1.0"]
 
-const tooLarge = (detail: string) => problem(413, "Content Too Large", "payload_too_large", detail)
 const badRequest = (detail: string) => problem(400, "Bad Request", "invalid_request", detail)
 
 /** How a route's body becomes items: D22's JSON forms, or OpenCanary's webhook forms as well (D41 b). */
@@ -87,7 +86,7 @@ const ingestRoute = <R>(mapBatch: BatchMapper<R>, framing: Framing = jsonFraming
     const sensor = yield* auth.authenticate(request.headers.authorization)
     noteSensor(request, sensor.sensorId)
     const body = yield* readBodyText(request)
-    if (body._tag === "TooLarge") return tooLarge(`A request body may hold at most ${MAX_BODY_BYTES} bytes.`)
+    if (body._tag === "TooLarge") return payloadTooLarge(`A request body may hold at most ${MAX_BODY_BYTES} bytes.`)
     // D22: never replace a byte (two different sensorEventIds could become one): refuse the whole body.
     if (body._tag === "NotUtf8") {
       return badRequest(
@@ -97,7 +96,7 @@ const ingestRoute = <R>(mapBatch: BatchMapper<R>, framing: Framing = jsonFraming
     const parsed = framing(body.text, request)
     if ("reason" in parsed) return badRequest(`${parsed.reason}. Nothing was stored.`)
     if (parsed._tag === "Empty") return badRequest("The body is empty: send one event, a JSON array, or NDJSON.")
-    if (parsed._tag === "TooMany") return tooLarge(`A request may hold at most ${MAX_EVENTS} events.`)
+    if (parsed._tag === "TooMany") return payloadTooLarge(`A request may hold at most ${MAX_EVENTS} events.`)
     const indexes: Array<number> = []
     const values: Array<unknown> = []
     const checked: Array<Checked> = []

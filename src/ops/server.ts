@@ -7,6 +7,7 @@ import { AppConfig } from "../platform/config.ts"
 import { readMigrations } from "../platform/db/migrate.ts"
 import { readBodyCapped } from "../platform/http/body.ts"
 import { listening } from "../platform/http/listening.ts"
+import { payloadTooLarge } from "../platform/http/responses.ts"
 import { Lifecycle } from "../platform/Lifecycle.ts"
 import { webhookOldestDueAge, webhookQueueDepth } from "../platform/metrics.ts"
 import { rateLimitStoreErrors } from "../platform/ratelimit/RateLimiter.ts"
@@ -69,17 +70,11 @@ const metrics = Effect.gen(function* () {
 export const OPS_MAX_BODY_BYTES = 1024
 
 const tooLarge = () =>
-  HttpServerResponse.unsafeJson(
-    problemBody(413, "Content Too Large", "payload_too_large", "The operations endpoints take no request body."),
-    {
-      status: 413,
-      headers: {
-        "cache-control": "no-store",
-        "content-type": "application/problem+json; charset=utf-8",
-        connection: "close",
-      },
-    },
-  )
+  payloadTooLarge("The operations endpoints take no request body.", {
+    "cache-control": "no-store",
+    "content-type": "application/problem+json; charset=utf-8",
+    connection: "close",
+  })
 
 /** The declared length first; a body without one (chunked) is counted as it streams and cut off at the limit. */
 const refuseBodies = <E, R>(app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>

@@ -25,6 +25,10 @@ export const problem = (
   headers: Record<string, string> = {},
 ) => HttpServerResponse.unsafeJson(problemBody(status, title, code, detail), { status, headers })
 
+/** 413: a body over a listener's bound. The detail names the bound; a listener adds the headers it needs. */
+export const payloadTooLarge = (detail: string, headers: Record<string, string> = {}) =>
+  problem(413, "Content Too Large", "payload_too_large", detail, headers)
+
 /** A problem document (one of the classes in domain/problem.ts) as a response. */
 export const problemResponse = (p: {
   readonly status: number
