@@ -8,6 +8,7 @@
  * valid API value (readableAttackerInput), so no stored row can make a read fail (D20).
  */
 import { createHmac } from "node:crypto"
+import { isRecord } from "./json.ts"
 import {
   CUT,
   CUT_MEMBER,
@@ -163,8 +164,6 @@ const jsonText = (value: unknown): string => {
   }
   return String(value)
 }
-
-const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v)
 
 /** `*` for each code point of `value` (at most 32): a value masked inside text. */
 const stars = (value: string): string => "*".repeat(Math.min(codePointLength(value), MASK_MAX))

@@ -1,6 +1,7 @@
 import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
 import { Duration, Effect, Either } from "effect"
+import { isRecord, tryParse } from "../domain/json.ts"
 import type { MapResult } from "../ingest/formats/native.ts"
 import type { DatabaseError } from "../platform/db/errors.ts"
 import { MAX_BODY_BYTES, MAX_EVENTS } from "../platform/http/body.ts"
@@ -137,17 +138,6 @@ export interface HecEvent {
 export type HecParsed =
   | { readonly _tag: "Events"; readonly events: ReadonlyArray<HecEvent> }
   | { readonly _tag: "Refused"; readonly answer: HecAnswer }
-
-const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v)
-
-const tryParse = (text: string): { ok: true; value: unknown } | { ok: false } => {
-  try {
-    return { ok: true, value: JSON.parse(text) }
-  } catch {
-    // Includes RangeError from absurdly deep nesting.
-    return { ok: false }
-  }
-}
 
 const isWhitespace = (c: number) => c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d
 

@@ -1,4 +1,4 @@
-import { isRecord } from "./formats/native.ts"
+import { isRecord } from "../domain/json.ts"
 
 /**
  * D41 (b): the bodies of OpenCanary's own `WebhookHandler` (opencanary/logger.py). It formats each log record (the

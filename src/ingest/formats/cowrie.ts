@@ -24,6 +24,7 @@ import {
   cutMark,
 } from "../../domain/attackerInput.ts"
 import { eventTypeSpec } from "../../domain/eventTypes.ts"
+import { isRecord } from "../../domain/json.ts"
 import { truncateCodePoints } from "../../domain/sanitize.ts"
 import type { MapResult } from "./native.ts"
 import {
@@ -31,7 +32,6 @@ import {
   describe,
   ignored,
   isDefaultCredential,
-  isRecord,
   lineId,
   mappedLogEvent,
   neverThrowing,

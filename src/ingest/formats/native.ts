@@ -78,10 +78,6 @@ export const mapped = (event: NativeEventInput): MapResult => ({ _tag: "Mapped",
 export const rejected = (reason: string): MapResult => ({ _tag: "Rejected", reason })
 export const ignored = (reason: string): MapResult => ({ _tag: "Ignored", reason })
 
-/** A plain JSON object (not null, not an array). */
-export const isRecord = (v: unknown): v is Record<string, unknown> =>
-  typeof v === "object" && v !== null && !Array.isArray(v)
-
 /**
  * Short description of a value for a rejection reason; strings are cleaned (D20: the reason is answered to the
  * sensor and may reach a terminal), cut to 64 code points and quoted, never echoed at length.

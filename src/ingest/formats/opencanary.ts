@@ -16,12 +16,12 @@
  * an unkeyed SHA-256 was the form before; `k1` names the keyed one.)
  */
 import { eventTypeSpec } from "../../domain/eventTypes.ts"
+import { isRecord } from "../../domain/json.ts"
 import type { MapResult } from "./native.ts"
 import {
   camelCaseKey,
   describe,
   ignored,
-  isRecord,
   lineId,
   mappedLogEvent,
   neverThrowing,

@@ -1,4 +1,5 @@
 import { Effect, Stream } from "effect"
+import { tryParse } from "../../domain/json.ts"
 
 /**
  * D22: an ingest body is one JSON value, a JSON array, or NDJSON (one JSON value per line). Pure.
@@ -18,15 +19,6 @@ export type ParsedBody =
   | { readonly _tag: "Items"; readonly items: ReadonlyArray<BodyItem> }
   | { readonly _tag: "Empty" }
   | { readonly _tag: "TooMany"; readonly count: number }
-
-const tryParse = (text: string): { ok: true; value: unknown } | { ok: false } => {
-  try {
-    return { ok: true, value: JSON.parse(text) }
-  } catch {
-    // Includes RangeError from absurdly deep nesting: it is simply not an acceptable JSON value.
-    return { ok: false }
-  }
-}
 
 export const parseBody = (text: string): ParsedBody => {
   const trimmed = text.trim()
