@@ -12,6 +12,7 @@ import { isRecord } from "./json.ts"
 import {
   CUT,
   CUT_MEMBER,
+  codePointLength,
   countLeftOut,
   DEFAULT_MAX_DEPTH,
   newBudget,
@@ -106,12 +107,6 @@ export interface MaskedSecret {
 
 const MASK_MAX = 32
 const FINGERPRINT_HEX_LENGTH = 32
-
-const codePointLength = (s: string): number => {
-  let count = 0
-  for (const _ of s) count++
-  return count
-}
 
 /**
  * D19: masks a captured secret. `masked` is "*" repeated min(length, 32); `length` is the number of code points of the

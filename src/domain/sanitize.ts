@@ -65,6 +65,25 @@ export const truncateCodePoints = (s: string, max: number): string => {
   return s
 }
 
+/** Code points in `s` (a lone surrogate counts as one). */
+export const codePointLength = (s: string): number => {
+  let n = 0
+  for (let i = 0; i < s.length; i++) {
+    const unit = s.charCodeAt(i)
+    if (!isLowSurrogate(unit) || i === 0 || !isHighSurrogate(s.charCodeAt(i - 1))) n++
+  }
+  return n
+}
+
+/** The first `n` code points of `s`, a surrogate pair never split (no "…": see truncateCodePoints for that). */
+export const firstCodePoints = (s: string, n: number): string => {
+  let i = 0
+  for (let count = 0; count < n && i < s.length; count++) {
+    i += isHighSurrogate(s.charCodeAt(i)) && i + 1 < s.length && isLowSurrogate(s.charCodeAt(i + 1)) ? 2 : 1
+  }
+  return s.slice(0, i)
+}
+
 /**
  * A short, clean excerpt of attacker text for a message (a refusal's reason): at most `max` code points, without the
  * characters D20 removes. Only a bounded prefix is cleaned, since the text may be 1 MiB long.

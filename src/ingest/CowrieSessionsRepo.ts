@@ -1,7 +1,8 @@
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
+import { isRecord } from "../domain/json.ts"
 import { dbErrors } from "../platform/db/errors.ts"
-import { addClientDetails, type CowrieClientState, EMPTY_CLIENT_STATE } from "./formats/cowrie.ts"
+import { addClientDetails, type CowrieClientState, EMPTY_CLIENT_STATE, protocolOf } from "./formats/cowrie.ts"
 import type { CowrieSession } from "./formats/native.ts"
 
 /** An event stored from a session's line, and what that line named itself (cowrie_session_events). */
@@ -58,15 +59,13 @@ const legacyLines = (
   for (const r of rows ?? []) {
     const time = typeof r.time === "string" ? new Date(r.time) : undefined
     if (time === undefined || Number.isNaN(time.getTime()) || typeof r.lineId !== "string") continue
-    if (typeof r.details !== "object" || r.details === null || Array.isArray(r.details)) continue
+    if (!isRecord(r.details)) continue
     // The same `at` as a merged line's (its time and id), so the earliest value wins across versions.
-    lines.push({ at: `${time.toISOString()} ${r.lineId}`, details: r.details as Record<string, unknown> })
+    lines.push({ at: `${time.toISOString()} ${r.lineId}`, details: r.details })
     if (typeof r.createdAt === "string" && (createdAt === undefined || r.createdAt < createdAt)) createdAt = r.createdAt
   }
   return { lines, createdAt: createdAt ?? new Date().toISOString() }
 }
-
-const protocolOf = (v: unknown): "ssh" | "telnet" | undefined => (v === "ssh" || v === "telnet" ? v : undefined)
 
 const isPort = (v: unknown): v is number => typeof v === "number" && Number.isInteger(v) && v >= 0 && v <= 65535
 

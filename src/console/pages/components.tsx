@@ -1,4 +1,5 @@
 import type { Child } from "hono/jsx"
+import { codePointLength, firstCodePoints } from "../../domain/sanitize.ts"
 import { SCRIPT, STYLESHEET } from "../assets.ts"
 
 /**
@@ -179,28 +180,6 @@ export const ATTACKER_CUT = 160
  * with its full length; the API has it whole.
  */
 export const ATTACKER_SHOWN_MAX = 2000
-
-const isHigh = (unit: number) => unit >= 0xd800 && unit <= 0xdbff
-const isLow = (unit: number) => unit >= 0xdc00 && unit <= 0xdfff
-
-/** Code points in `s` (a lone surrogate counts as one). */
-export const codePointLength = (s: string): number => {
-  let n = 0
-  for (let i = 0; i < s.length; i++) {
-    const unit = s.charCodeAt(i)
-    if (!isLow(unit) || i === 0 || !isHigh(s.charCodeAt(i - 1))) n++
-  }
-  return n
-}
-
-/** The first `n` code points of `s`, a surrogate pair never split. */
-export const firstCodePoints = (s: string, n: number): string => {
-  let i = 0
-  for (let count = 0; count < n && i < s.length; count++) {
-    i += isHigh(s.charCodeAt(i)) && i + 1 < s.length && isLow(s.charCodeAt(i + 1)) ? 2 : 1
-  }
-  return s.slice(0, i)
-}
 
 /** An attacker value as the text shown: a string as itself, anything else as its compact JSON. */
 export const attackerText = (value: unknown): string =>

@@ -25,7 +25,7 @@ import {
 } from "../../domain/attackerInput.ts"
 import { eventTypeSpec } from "../../domain/eventTypes.ts"
 import { isRecord } from "../../domain/json.ts"
-import { truncateCodePoints } from "../../domain/sanitize.ts"
+import { jsonBytes, truncateCodePoints } from "../../domain/sanitize.ts"
 import type { MapResult } from "./native.ts"
 import {
   type CowrieSession,
@@ -205,7 +205,8 @@ const isConnectLine = (line: unknown): boolean => {
   }
 }
 
-const protocolOf = (v: unknown): "ssh" | "telnet" | undefined => (v === "ssh" || v === "telnet" ? v : undefined)
+/** A Cowrie session's protocol, when the value is one. */
+export const protocolOf = (v: unknown): "ssh" | "telnet" | undefined => (v === "ssh" || v === "telnet" ? v : undefined)
 
 /** What Cowrie's `escape_nonprintable` writes: printable ASCII, `\\` for a backslash, `\xNN` for any other byte. */
 const ESCAPED_FORM = /^(?:[\x20-\x5b\x5d-\x7e]|\\\\|\\x[0-9a-fA-F]{2})*$/
@@ -610,9 +611,6 @@ export const addClientDetails = (
     env: [...env.values()].sort(byTime).slice(0, COWRIE_MAX_ENV),
   }
 }
-
-/** The UTF-8 size of a value's compact JSON. */
-export const jsonBytes = (v: unknown): number => Buffer.byteLength(JSON.stringify(v) ?? "", "utf8")
 
 /** A client cut mark never takes more than this (`"clientCut":"cut: … more members, … bytes"` and a comma). */
 const CLIENT_CUT_ROOM = 72
