@@ -1,9 +1,8 @@
 import { SqlClient } from "@effect/sql"
 import { Duration, Effect } from "effect"
-import ipaddr from "ipaddr.js"
 import { EVENT_TYPE_NAMES } from "../domain/eventTypes.ts"
 import { isId, newId } from "../domain/ids.ts"
-import { canonicalIp } from "../domain/ip.ts"
+import { parseNetwork } from "../domain/ip.ts"
 import { parseTimestamp } from "../domain/time.ts"
 import { parseShortDuration } from "../platform/config.ts"
 import { dbErrors } from "../platform/db/errors.ts"
@@ -48,29 +47,8 @@ export interface IgnoreRuleView {
 
 const blank = (value: string | undefined) => value === undefined || value.trim() === ""
 
-/**
- * `--source` as a network PostgreSQL's cidr reads: an address is its own /32 or /128; a network keeps its prefix
- * and loses any host bits (`192.0.2.7/24` is `192.0.2.0/24`); an IPv4-mapped IPv6 address is the IPv4 one.
- */
-export const parseSource = (text: string): string | undefined => {
-  const trimmed = text.trim()
-  const slash = trimmed.indexOf("/")
-  if (slash < 0) {
-    const ip = canonicalIp(trimmed)
-    if (ip === undefined) return undefined
-    return ip.includes(":") ? `${ip}/128` : `${ip}/32`
-  }
-  const ip = canonicalIp(trimmed.slice(0, slash))
-  const prefixText = trimmed.slice(slash + 1)
-  if (ip === undefined || !/^\d{1,3}$/.test(prefixText)) return undefined
-  const prefix = Number(prefixText)
-  const v6 = ip.includes(":")
-  if (prefix > (v6 ? 128 : 32)) return undefined
-  const network = v6
-    ? ipaddr.IPv6.networkAddressFromCIDR(`${ip}/${prefix}`)
-    : ipaddr.IPv4.networkAddressFromCIDR(`${ip}/${prefix}`)
-  return `${network.toString()}/${prefix}`
-}
+/** The broadest network a rule may ignore: a /8 of IPv4, a /16 of IPv6 (a typo such as /1 would ignore half the world). */
+export const BROADEST_PREFIX = { 4: 8, 6: 16 } as const
 
 const matchKey = (r: IgnoreRuleRow) => `${r.source}|${r.sensorId ?? ""}|${r.port ?? ""}|${r.eventType ?? ""}`
 
@@ -105,17 +83,25 @@ export class IgnoreAdmin extends Effect.Service<IgnoreAdmin>()("IgnoreAdmin", {
     /** The rule as it would be stored, every field checked; nothing is written. */
     const check = Effect.fn("IgnoreAdmin.check")(function* (orgId: string, input: IgnoreRuleInput, now: Date) {
       if (blank(input.source)) return yield* missing("--source")
-      const source = parseSource(input.source ?? "")
-      if (source === undefined) {
+      const network = parseNetwork(input.source ?? "")
+      if (network === undefined) {
         return yield* invalid("--source must be an IP address or a network such as 192.0.2.0/24 or 2001:db8::/48")
       }
+      if (network.prefix < BROADEST_PREFIX[network.version]) {
+        return yield* invalid(
+          `--source is too broad: ${network.cidr} (a rule may ignore at most a /${BROADEST_PREFIX[network.version]} of IPv${network.version})`,
+        )
+      }
+      const source = network.cidr
       let sensorId: string | null = null
       if (!blank(input.sensor)) {
         const id = (input.sensor ?? "").trim()
         const rows = isId("sensor", id)
           ? yield* sql<{ orgId: string }>`select org_id from sensors where id = ${id}`.pipe(dbErrors)
           : []
-        if (rows[0]?.orgId !== orgId) return yield* invalid(`--sensor: unknown sensor of this organization: ${id}`)
+        if (rows[0]?.orgId !== orgId) {
+          return yield* invalid(`--sensor: unknown sensor of this organization: ${id.slice(0, 64)}`)
+        }
         sensorId = id
       }
       let port: number | null = null

@@ -180,20 +180,39 @@ export class IncidentAdmin extends Effect.Service<IncidentAdmin>()("IncidentAdmi
     })
 
     /**
-     * Closes the open incidents the filter matches when it runs (at most BULK_CLOSE_MAX, least recently seen first),
-     * each with a `closed` transition carrying the reason, note and closer; one audit row with the count.
+     * Closes the open incidents the filter matches (at most BULK_CLOSE_MAX, least recently seen first), each with a
+     * `closed` transition carrying the reason, note and closer; one audit row with the count.
+     *
+     * `expected` is the count a preview showed (the console's confirm): then at most that many are closed, and when
+     * more match now than were previewed nothing is closed and the new count is returned to be previewed again. The
+     * console sends `olderThan` as the absolute time its preview resolved, so the confirm closes the same filter.
      */
     const closeBulk = Effect.fn("IncidentAdmin.closeBulk")(function* (
       orgId: string | undefined,
       input: BulkFilterInput,
       close: CloseInput,
+      expected?: number,
     ) {
       const reason = yield* checkReason(close.reason)
       const note = yield* checkNote("--note", close.note, false)
       const now = new Date()
       const filter = yield* bulkFilter(orgId, input, now)
       const actor = yield* AdminActor
-      const closed = yield* incidents.closeMatching(filter, now, BULK_CLOSE_MAX)
+      if (expected !== undefined) {
+        const matching = yield* incidents.countMatching(filter)
+        if (matching > expected) {
+          return {
+            _tag: "Changed" as const,
+            orgId: filter.orgId,
+            matching,
+            wouldClose: Math.min(matching, BULK_CLOSE_MAX),
+            previewed: expected,
+            filter,
+          }
+        }
+      }
+      const cap = expected === undefined ? BULK_CLOSE_MAX : Math.min(expected, BULK_CLOSE_MAX)
+      const closed = cap <= 0 ? [] : yield* incidents.closeMatching(filter, now, cap)
       yield* transitions.insert(
         closed.map((c) => ({
           orgId: c.orgId,
@@ -217,7 +236,7 @@ export class IncidentAdmin extends Effect.Service<IncidentAdmin>()("IncidentAdmi
         null,
         `${closed.length} closed, reason ${reason}${note === undefined ? "" : ", with a note"}; ${described.join(", ")}`,
       )
-      return { orgId: filter.orgId, closed: closed.length, remaining, reason }
+      return { _tag: "Closed" as const, orgId: filter.orgId, closed: closed.length, remaining, reason }
     }, sql.withTransaction)
 
     return { close, addNote, previewBulk, closeBulk } as const

@@ -285,6 +285,19 @@ const run = (argv: ReadonlyArray<string>) =>
       case "incident close": {
         const incidentAdmin = yield* IncidentAdmin
         const filter = { sensor: values.sensor, source: values.source, olderThan: values["older-than"] }
+        const filterFlags = [
+          values.org !== undefined && "--org",
+          filter.sensor !== undefined && "--sensor",
+          filter.source !== undefined && "--source",
+          filter.olderThan !== undefined && "--older-than",
+          values["dry-run"] === true && "--dry-run",
+        ].filter((f): f is string => typeof f === "string")
+        if (rest[0] !== undefined && filterFlags.length > 0) {
+          // An id closes that one incident: a filter beside it would be silently dropped, so the two are refused.
+          return yield* invalid(
+            `an <incident-id> closes that one incident: ${filterFlags.join(", ")} cannot go with it (a bulk close is --org and a filter, without an id)`,
+          )
+        }
         if (rest[0] === undefined && (values.org !== undefined || Object.values(filter).some((v) => v !== undefined))) {
           const orgId = yield* requireFlag(values.org, "--org")
           if (values["dry-run"] === true) {
@@ -296,7 +309,10 @@ const run = (argv: ReadonlyArray<string>) =>
             )
           }
           yield* requireFlag(values.reason, "--reason")
-          const done = yield* incidentAdmin.closeBulk(orgId, filter, { reason: values.reason, note: values.note })
+          const result = yield* incidentAdmin.closeBulk(orgId, filter, { reason: values.reason, note: values.note })
+          // Without a previewed count the close never stops for a changed count.
+          if (result._tag !== "Closed") return yield* invalid("the matching incidents changed: run it again")
+          const { _tag, ...done } = result
           return yield* print(
             json,
             done,

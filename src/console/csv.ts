@@ -3,12 +3,15 @@
  * holds a quote, a comma, a CR or an LF, and a quote inside a quoted field doubled.
  *
  * The cells hold attacker text (usernames, commands, request paths) and a spreadsheet runs a cell that starts with
- * `=`, `+`, `-` or `@` as a formula (and some also after a leading tab or CR): such a cell is written with a leading
- * `'`, which the spreadsheet shows as text. The `'` stays in the value a program reads back; a reader that needs the
- * exact text strips one leading `'` before one of those characters.
+ * `=`, `+`, `-` or `@` as a formula, and some also after a leading tab, CR, LF or other whitespace (a space, a
+ * no-break space U+00A0, an ideographic space U+3000), or take the full-width `＝` `＋` `－` `＠` (U+FF1D, U+FF0B, U+FF0D,
+ * U+FF20) for them: such a cell is written with a leading `'`, which the spreadsheet shows as text. The `'` stays in
+ * the value a program reads back; a reader that needs the exact text strips one leading `'` before one of those.
  */
 
-const FORMULA_START = /^[=+\-@\t\r]/
+// A tab, CR or LF first; or any whitespace (\s covers space, U+00A0 and U+3000) and then a formula character,
+// ASCII or full-width.
+const FORMULA_START = /^(?:[\t\r\n]|\s*[=+\-@\uFF1D\uFF0B\uFF0D\uFF20])/
 const NEEDS_QUOTES = /[",\r\n]/
 
 /** One cell's text, neutralised (a leading `'` before a formula start) and quoted when RFC 4180 needs it. */

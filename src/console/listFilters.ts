@@ -1,7 +1,6 @@
-import ipaddr from "ipaddr.js"
 import { EVENT_TYPE_NAMES } from "../domain/eventTypes.ts"
 import { isId } from "../domain/ids.ts"
-import { canonicalIp } from "../domain/ip.ts"
+import { parseNetwork } from "../domain/ip.ts"
 import { SEVERITIES, type Severity } from "../domain/severity.ts"
 import { parseTimestamp } from "../domain/time.ts"
 import type { EventFilters } from "../repos/EventsRepo.ts"
@@ -46,31 +45,6 @@ export const parseDateBound = (text: string, bound: "from" | "to"): Date | undef
   return bound === "from" ? start : new Date(start.getTime() + 86_400_000)
 }
 
-/** A source filter: one address (its canonical text) or a network (the address in CIDR form, host bits cleared). */
-export type SourceFilter =
-  | { readonly _tag: "address"; readonly ip: string }
-  | { readonly _tag: "network"; readonly cidr: string }
-
-/** An IPv4 or IPv6 address, or a network in CIDR notation (`203.0.113.0/24`, `2001:db8::/32`). */
-export const parseSource = (text: string): SourceFilter | undefined => {
-  const slash = text.indexOf("/")
-  if (slash === -1) {
-    const ip = canonicalIp(text)
-    return ip === undefined ? undefined : { _tag: "address", ip }
-  }
-  const address = canonicalIp(text.slice(0, slash))
-  const prefixText = text.slice(slash + 1)
-  if (address === undefined || !/^\d{1,3}$/.test(prefixText)) return undefined
-  const prefix = Number(prefixText)
-  const v4 = !address.includes(":")
-  if (prefix > (v4 ? 32 : 128)) return undefined
-  if (prefix === (v4 ? 32 : 128)) return { _tag: "address", ip: address }
-  const network = v4
-    ? ipaddr.IPv4.networkAddressFromCIDR(`${address}/${prefix}`)
-    : ipaddr.IPv6.networkAddressFromCIDR(`${address}/${prefix}`)
-  return { _tag: "network", cidr: `${network.toString()}/${prefix}` }
-}
-
 /** What the Events page and its CSV export read from the filters: the list query's part, and what could not be read. */
 export interface ReadEventFilters {
   readonly filters: EventFilters
@@ -92,7 +66,7 @@ export const readEventFilters = (form: EventFiltersForm): ReadEventFilters => {
   }
   const sensorId = isId("sensor", form.sensorId) ? form.sensorId : undefined
   if (form.sensorId !== "" && sensorId === undefined) errors.push("“Sensor” must be one of the listed sensors.")
-  const source = form.sourceIp === "" ? undefined : parseSource(form.sourceIp)
+  const source = form.sourceIp === "" ? undefined : parseNetwork(form.sourceIp)
   if (form.sourceIp !== "" && source === undefined) {
     errors.push(
       "“Source IP” must be an IPv4 address (203.0.113.7), an IPv6 address (2001:db8::7) or a network in CIDR form (203.0.113.0/24).",
@@ -110,18 +84,21 @@ export const readEventFilters = (form: EventFiltersForm): ReadEventFilters => {
   }
   if (from !== undefined && to !== undefined && from > to) errors.push("“From” must not be later than “To”.")
   const incidentId = isId("incident", form.incidentId) ? form.incidentId : undefined
+  if (form.incidentId !== "" && incidentId === undefined) {
+    errors.push("“Incident” must be an incident id: inc_ and 26 letters and digits, as an incident page shows it.")
+  }
   const ordered = !(from !== undefined && to !== undefined && from > to)
   return {
     filters: {
       type,
       severity,
       sensorId,
-      sourceIp: source?._tag === "address" ? source.ip : undefined,
+      sourceIp: source?.single === true ? source.address : undefined,
       from: ordered ? from : undefined,
       to: ordered ? to : undefined,
       incidentId,
     },
-    sourceNetwork: source?._tag === "network" ? source.cidr : undefined,
+    sourceNetwork: source !== undefined && !source.single ? source.cidr : undefined,
     errors,
   }
 }

@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import { AdminActor, orgUser } from "../../src/admin/actor.ts"
-import { IgnoreAdmin, parseSource } from "../../src/admin/IgnoreAdmin.ts"
+import { IgnoreAdmin } from "../../src/admin/IgnoreAdmin.ts"
+import { parseNetwork } from "../../src/domain/ip.ts"
 import { admin, adminJson } from "../support/cli.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
 import { createSensor, createTenant } from "../support/fixtures.ts"
@@ -223,14 +224,36 @@ describe("IgnoreAdmin: who may", () => {
   })
 
   test("a source is an address or a network, IPv4 or IPv6, stored as its network", () => {
-    expect(parseSource("192.0.2.7")).toBe("192.0.2.7/32")
-    expect(parseSource(" 192.0.2.7/24 ")).toBe("192.0.2.0/24")
-    expect(parseSource("::ffff:192.0.2.7")).toBe("192.0.2.7/32")
-    expect(parseSource("2001:DB8:0:0:0:0:0:1")).toBe("2001:db8::1/128")
-    expect(parseSource("2001:db8:abcd:12::/48")).toBe("2001:db8:abcd::/48")
-    expect(parseSource("0.0.0.0/0")).toBe("0.0.0.0/0")
+    const cidr = (text: string) => parseNetwork(text)?.cidr
+    expect(cidr("192.0.2.7")).toBe("192.0.2.7/32")
+    expect(cidr(" 192.0.2.7/24 ")).toBe("192.0.2.0/24")
+    expect(cidr("::ffff:192.0.2.7")).toBe("192.0.2.7/32")
+    expect(cidr("2001:DB8:0:0:0:0:0:1")).toBe("2001:db8::1/128")
+    expect(cidr("2001:db8:abcd:12::/48")).toBe("2001:db8:abcd::/48")
+    expect(cidr("0.0.0.0/0")).toBe("0.0.0.0/0")
     for (const bad of ["", "192.0.2", "192.0.2.1/", "192.0.2.1/x", "2001:db8::/129", "fe80::1%eth0", "010.0.0.1"]) {
-      expect({ bad, parsed: parseSource(bad) }).toEqual({ bad, parsed: undefined })
+      expect({ bad, parsed: cidr(bad) }).toEqual({ bad, parsed: undefined })
     }
+  })
+
+  test("a network broader than a /8 of IPv4 or a /16 of IPv6 is refused as too broad; /8 and /16 are kept", async () => {
+    for (const [source, shown, bound] of [
+      ["0.0.0.0/0", "0.0.0.0/0", "/8 of IPv4"],
+      ["10.1.2.3/7", "10.0.0.0/7", "/8 of IPv4"],
+      ["2001:db8::/15", "2000::/15", "/16 of IPv6"],
+      ["::/0", "::/0", "/16 of IPv6"],
+    ] as const) {
+      const refused = await admin(server.env, ["ignore", "add", "--org", orgId, "--source", source])
+      expect({ source, code: refused.code, stderr: refused.stderr }).toEqual({
+        source,
+        code: 1,
+        stderr: `error: --source is too broad: ${shown} (a rule may ignore at most a ${bound})`,
+      })
+    }
+    const v4 = await adminJson(server.env, ["ignore", "add", "--org", orgId, "--source", "10.9.8.7/8"])
+    expect(v4.source).toBe("10.0.0.0/8")
+    const v6 = await adminJson(server.env, ["ignore", "add", "--org", orgId, "--source", "2001:db8::/16"])
+    expect(v6.source).toBe("2001::/16")
+    for (const id of [v4.id, v6.id]) await adminJson(server.env, ["ignore", "remove", id])
   })
 })

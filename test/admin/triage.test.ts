@@ -1,9 +1,10 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
-import { AdminActor, orgUser } from "../../src/admin/actor.ts"
+import { AdminActor, OPERATOR, orgUser } from "../../src/admin/actor.ts"
 import { IncidentAdmin } from "../../src/admin/IncidentAdmin.ts"
 import { IncidentHistory } from "../../src/console/pages/timeline.tsx"
+import { newId } from "../../src/domain/ids.ts"
 import { TransitionsRepo } from "../../src/repos/TransitionsRepo.ts"
 import { admin, adminJson } from "../support/cli.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
@@ -219,6 +220,130 @@ describe("bulk close", () => {
     expect(bulk).toHaveLength(1)
     expect(bulk[0]?.detail).toStartWith("5 closed, reason false_positive, with a note; sensor ")
   })
+})
+
+describe("bulk close against its preview", () => {
+  const asOperator = <A, E>(effect: Effect.Effect<A, E, IncidentAdmin | AdminActor>) =>
+    db.run(Effect.provideService(effect, AdminActor, OPERATOR))
+
+  test("with the previewed count: more matching by then closes nothing and says the new count; at most that many are closed", async () => {
+    const org = await createTenant(db, `Preview ${crypto.randomUUID().slice(0, 8)}`)
+    const s1 = await createSensor(db, org.orgId, "preview-01")
+    const old = new Date(Date.now() - 10 * 86_400_000)
+    const seed = (sourceIp: string, at = old) =>
+      seedIncident(db, {
+        orgId: org.orgId,
+        sensorId: s1.id,
+        sourceIp,
+        events: [{ time: at, type: "ssh.login_attempt", severity: "low" }],
+      })
+    for (let i = 1; i <= 3; i++) await seed(`203.0.113.${i}`)
+    const preview = await asOperator(
+      Effect.flatMap(IncidentAdmin, (a) => a.previewBulk(org.orgId, { sensor: s1.id, olderThan: "7d" })),
+    )
+    expect(preview.matching).toBe(3)
+    const seenBefore = preview.filter.seenBefore?.toISOString() as string
+    expect(Math.abs(Date.parse(seenBefore) - (Date.now() - 7 * 86_400_000))).toBeLessThan(60_000)
+    const confirm = (expected: number) =>
+      asOperator(
+        Effect.flatMap(IncidentAdmin, (a) =>
+          a.closeBulk(org.orgId, { sensor: s1.id, olderThan: seenBefore }, { reason: "resolved" }, expected),
+        ),
+      )
+    // One more matches by the confirm: nothing is closed, the new count comes back.
+    await seed("203.0.113.4")
+    const changed = await confirm(3)
+    expect(changed).toMatchObject({ _tag: "Changed", matching: 4, previewed: 3 })
+    const open = await get(server.url, "/v1/incidents?status=open&limit=100", org.key)
+    expect(open.body.data).toHaveLength(4)
+    // An incident last seen just after the preview's absolute time is not the previewed filter's, though
+    // "7d" counted back from the confirm would take it.
+    await seed("203.0.113.5", new Date(Date.parse(seenBefore) + 1))
+    await Bun.sleep(5)
+    const done = await confirm(4)
+    expect(done).toMatchObject({ _tag: "Closed", closed: 4, remaining: 0 })
+    const left = await get(server.url, "/v1/incidents?status=open&limit=100", org.key)
+    expect(left.body.data.map((i: { sourceIp: string }) => i.sourceIp)).toEqual(["203.0.113.5"])
+    // Fewer matching than previewed (one closed meanwhile): those that still match are closed.
+    const later = []
+    for (let i = 6; i <= 8; i++) later.push((await seed(`203.0.113.${i}`)).incident.id)
+    await adminJson(server.env, ["incident", "close", later[0] as string, "--reason", "other"])
+    const fewer = await confirm(3)
+    expect(fewer).toMatchObject({ _tag: "Closed", closed: 2, remaining: 0 })
+  })
+
+  test("an incident id with filter flags is refused in one line, and nothing is closed", async () => {
+    const id = await newIncident("198.51.100.90")
+    for (const flags of [
+      ["--sensor", sensor.id],
+      ["--org", tenant.orgId],
+      ["--older-than", "7d"],
+      ["--source", "198.51.100.90", "--dry-run"],
+    ]) {
+      const refused = await admin(server.env, ["incident", "close", id, ...flags, "--reason", "resolved"])
+      expect(refused.code).toBe(1)
+      expect(refused.stdout).toBe("")
+      expect(refused.stderr.split("\n")).toHaveLength(1)
+      expect(refused.stderr).toStartWith(`error: an <incident-id> closes that one incident: ${flags[0]}`)
+    }
+    expect((await get(server.url, `/v1/incidents/${id}`, tenant.key)).body.status).toBe("open")
+  })
+
+  test("more than 6,600 incidents of one organization are bulk-closed at once, each with its closed transition", async () => {
+    const org = await createTenant(db, `Thousands ${crypto.randomUUID().slice(0, 8)}`)
+    const trap = await createSensor(db, org.orgId, "thousands-01")
+    const count = 6_700
+    const ids = Array.from({ length: count }, () => newId("incident"))
+    const old = new Date(Date.now() - 10 * 86_400_000)
+    // One statement: each incident its own source (10.0.x.y), as ingestion would group them.
+    await db.run(
+      Effect.flatMap(
+        SqlClient.SqlClient,
+        (sql) => sql`
+          insert into incidents (id, org_id, sensor_id, source_ip, status, severity, title, narrative,
+            recommended_action, event_count, first_seen_at, last_seen_at, created_at, updated_at, last_activity_at)
+          select x.id, ${org.orgId}, ${trap.id}, '10.' || (x.n / 65536) || '.' || (x.n / 256 % 256) || '.' || (x.n % 256),
+            'open', 'low', 'seeded', 'seeded', 'none', 1, ${old}, ${old}, ${old}, ${old}, ${old}
+          from jsonb_array_elements_text(${JSON.stringify(ids)}::jsonb) with ordinality as x(id, n)`,
+      ),
+    )
+    const dry = await adminJson(server.env, [
+      "incident",
+      "close",
+      "--org",
+      org.orgId,
+      "--older-than",
+      "7d",
+      "--dry-run",
+    ])
+    expect(dry).toEqual({ matching: count, wouldClose: count })
+    const done = await adminJson(server.env, [
+      "incident",
+      "close",
+      "--org",
+      org.orgId,
+      "--older-than",
+      "7d",
+      "--reason",
+      "false_positive",
+    ])
+    expect(done).toEqual({ orgId: org.orgId, closed: count, remaining: 0, reason: "false_positive" })
+    const [state] = await db.run(
+      Effect.flatMap(
+        SqlClient.SqlClient,
+        (sql) => sql<{ open: number; closed: number; withTransition: number; transitions: number }>`
+          select
+            (select count(*)::int from incidents where org_id = ${org.orgId} and status = 'open') as open,
+            (select count(*)::int from incidents where org_id = ${org.orgId} and status = 'closed'
+              and resolved_at is not null) as closed,
+            (select count(*)::int from incidents i where i.org_id = ${org.orgId} and exists (
+              select 1 from incident_transitions t where t.incident_id = i.id and t.kind = 'closed'
+                and t.close_reason = 'false_positive' and t.actor = 'cli')) as with_transition,
+            (select count(*)::int from incident_transitions where org_id = ${org.orgId}) as transitions`,
+      ),
+    )
+    expect(state).toEqual({ open: 0, closed: count, withTransition: count, transitions: count })
+  }, 120_000)
 })
 
 describe("the idle-close sweep", () => {

@@ -253,3 +253,34 @@ test("an analyst reads the rules but cannot add or remove one (403), sees no Ign
   expect(await postFromPage(lead, `/settings/ignore/${added.id}/remove`, { csrf: leadCsrf })).toBe(0)
   expect((await rulesOf(tenant.orgId)).map((r) => r.id)).not.toContain(added.id)
 })
+
+test("a value longer than the service keeps is refused, never cut to fit; a network broader than a /8 is refused", async () => {
+  const lead = admin.page
+  await lead.goto(`${consoleUrl}/settings/ignore`)
+  const csrf = await csrfOf(lead)
+  // The form's POST as the browser sends it, the redirect followed: the page it lands on.
+  const submit = (fields: Record<string, string>) =>
+    lead.evaluate(
+      async ([f]) => {
+        const res = await fetch("/settings/ignore", {
+          method: "POST",
+          body: new URLSearchParams(f as Record<string, string>),
+        })
+        return res.text()
+      },
+      [{ csrf, ...fields }] as const,
+    )
+  const before = (await rulesOf(tenant.orgId)).map((r) => r.id)
+  const long = "n".repeat(501)
+  for (const confirmed of ["", "yes"]) {
+    const page = await submit({ source: "192.0.2.45", note: long, confirmed })
+    expect(page).toContain("the note must be at most 500 printable characters")
+  }
+  const broad = await submit({ source: "10.0.0.0/7", note: "all of it", confirmed: "yes" })
+  expect(broad).toContain("the source is too broad: 10.0.0.0/7")
+  expect((await rulesOf(tenant.orgId)).map((r) => r.id)).toEqual(before)
+  // At the bound it is kept whole.
+  await submit({ source: "192.0.2.45", note: "k".repeat(500), confirmed: "yes" })
+  const added = (await rulesOf(tenant.orgId)).filter((r) => !before.includes(r.id))
+  expect(added.map((r) => r.note.length)).toEqual([500])
+})

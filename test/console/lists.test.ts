@@ -278,6 +278,16 @@ test("Events: a date or source that cannot be read is named on the page with wha
   expect(await csv.text()).toContain("“From” must be a date such as 2026-11-26")
 })
 
+test("Events: an incident id that cannot be read is named on the page, and the export is refused (never every event)", async () => {
+  const html = await page("/events?incidentId=inc_typo&severity=high")
+  expect(html.status).toBe(200)
+  expect(html.text).toContain("“Incident” must be an incident id")
+  expect(eventIdsOnPage(html.text)).toEqual(expected((e) => e.severity === "high"))
+  const csv = await fetch(`${consoleUrl}/events.csv?incidentId=inc_typo`, { headers: { cookie: adminCookie } })
+  expect(csv.status).toBe(400)
+  expect(await csv.text()).toContain("“Incident” must be an incident id")
+})
+
 test("Incidents: the CSV export equals the list for its filter, for an analyst too", async () => {
   for (const q of ["", "status=open", "severity=high", "status=closed"]) {
     const html = await page(`/incidents${q === "" ? "" : `?${q}`}`, analystCookie)

@@ -1,6 +1,7 @@
 import { expect, test } from "bun:test"
 import { csvCell, csvRecord, parseCsv } from "../../src/console/csv.ts"
-import { parseDateBound, parseSource, readEventFilters } from "../../src/console/listFilters.ts"
+import { parseDateBound, readEventFilters } from "../../src/console/listFilters.ts"
+import { parseNetwork } from "../../src/domain/ip.ts"
 
 /** The console's CSV exports: RFC 4180 quoting, formula neutralising, and the Events filters' reading of dates and sources. */
 
@@ -12,7 +13,7 @@ test("a cell that starts with =, +, -, @, tab or CR gets a leading ' (and only t
   expect(csvCell("\tcmd")).toBe("'\tcmd")
   // A CR needs quotes as well as the mark.
   expect(csvCell("\r=cmd")).toBe(`"'\r=cmd"`)
-  for (const plain of ["root", "a=b", "1-2", "mail@example.com", " =x", "'already", "", "ümlaut=", "日本語"]) {
+  for (const plain of ["root", "a=b", "1-2", "mail@example.com", "'already", "", "ümlaut=", "日本語", " ", " x=1"]) {
     expect(csvCell(plain)).toBe(plain)
   }
   expect(csvCell(null)).toBe("")
@@ -20,6 +21,25 @@ test("a cell that starts with =, +, -, @, tab or CR gets a leading ' (and only t
   expect(csvCell(42)).toBe("42")
   expect(csvCell(-1)).toBe("'-1")
   expect(csvCell(true)).toBe("true")
+})
+
+test("also a leading LF, whitespace before a formula character, and the full-width ＝ ＋ － ＠", () => {
+  // A leading LF is marked (and quoted, as any LF).
+  expect(csvCell("\n=cmd")).toBe(`"'\n=cmd"`)
+  expect(csvCell("\nplain")).toBe(`"'\nplain"`)
+  // Spaces, a no-break space (U+00A0) or an ideographic space (U+3000) before = + - @.
+  expect(csvCell(" =x")).toBe("' =x")
+  expect(csvCell("   +1")).toBe("'   +1")
+  expect(csvCell("\u00A0-2")).toBe("'\u00A0-2")
+  expect(csvCell("\u3000@SUM(A1)")).toBe("'\u3000@SUM(A1)")
+  expect(csvCell(" \u00A0\u3000=1")).toBe("' \u00A0\u3000=1")
+  // The full-width forms, alone or after whitespace.
+  for (const c of ["\uFF1D", "\uFF0B", "\uFF0D", "\uFF20"]) {
+    expect(csvCell(`${c}1+1`)).toBe(`'${c}1+1`)
+    expect(csvCell(`\u3000${c}cmd`)).toBe(`'\u3000${c}cmd`)
+  }
+  // Whitespace with a comma still gets RFC 4180 quotes around the mark.
+  expect(csvCell(' =HYPERLINK("x","y")')).toBe(`"' =HYPERLINK(""x"",""y"")"`)
 })
 
 test("RFC 4180: quotes doubled, fields with a comma, quote, CR or LF quoted, records CRLF-ended", () => {
@@ -42,6 +62,9 @@ test("attacker text survives a round trip: quotes, newlines, commas, unicode, fo
     "@import",
     "\t\tindented",
     "\rcarriage",
+    "\nline feed",
+    " \u00A0\u3000=spaced",
+    "\uFF1Dfull-width",
     "emoji 🦊 and RTL \u202e and ñ, 中文",
     "trailing newline\n",
     " ",
@@ -55,9 +78,10 @@ test("attacker text survives a round trip: quotes, newlines, commas, unicode, fo
     const cell = back[i + 1]?.[1] as string
     expect(back[i + 1]?.[0]).toBe(String(i))
     // What a spreadsheet gets: never a cell that starts with a formula character.
-    expect(/^[=+\-@\t\r]/.test(cell)).toBe(false)
+    const formula = /^(?:[\t\r\n]|\s*[=+\-@\uFF1D\uFF0B\uFF0D\uFF20])/
+    expect(formula.test(cell)).toBe(false)
     // And the exact text once the one mark is taken off.
-    expect(/^'[=+\-@\t\r]/.test(cell) ? cell.slice(1) : cell).toBe(value)
+    expect(cell.startsWith("'") && formula.test(cell.slice(1)) ? cell.slice(1) : cell).toBe(value)
   })
 })
 
@@ -82,14 +106,18 @@ test("Events filters: a plain date is that UTC day; RFC 3339 as the API reads it
 })
 
 test("Events filters: a source is an address (canonical) or a CIDR network (host bits cleared)", () => {
-  expect(parseSource("203.0.113.7")).toEqual({ _tag: "address", ip: "203.0.113.7" })
-  expect(parseSource("2001:DB8::0:1")).toEqual({ _tag: "address", ip: "2001:db8::1" })
-  expect(parseSource("203.0.113.7/24")).toEqual({ _tag: "network", cidr: "203.0.113.0/24" })
-  expect(parseSource("203.0.113.7/32")).toEqual({ _tag: "address", ip: "203.0.113.7" })
-  expect(parseSource("2001:db8::5/32")).toEqual({ _tag: "network", cidr: "2001:db8::/32" })
-  expect(parseSource("0.0.0.0/0")).toEqual({ _tag: "network", cidr: "0.0.0.0/0" })
+  const read = (text: string) => {
+    const n = parseNetwork(text)
+    return n === undefined ? undefined : n.single ? { address: n.address } : { cidr: n.cidr }
+  }
+  expect(read("203.0.113.7")).toEqual({ address: "203.0.113.7" })
+  expect(read("2001:DB8::0:1")).toEqual({ address: "2001:db8::1" })
+  expect(read("203.0.113.7/24")).toEqual({ cidr: "203.0.113.0/24" })
+  expect(read("203.0.113.7/32")).toEqual({ address: "203.0.113.7" })
+  expect(read("2001:db8::5/32")).toEqual({ cidr: "2001:db8::/32" })
+  expect(read("0.0.0.0/0")).toEqual({ cidr: "0.0.0.0/0" })
   for (const bad of ["203.0.113", "203.0.113.7/33", "2001:db8::/129", "10.0.0.1/", "/24", "010.0.0.1", "host"]) {
-    expect(parseSource(bad)).toBeUndefined()
+    expect(read(bad)).toBeUndefined()
   }
 })
 
@@ -112,4 +140,14 @@ test("Events filters: each value that cannot be read is named with what it accep
   expect(read.errors[0]).toContain("203.0.113.0/24")
   expect(read.errors[1]).toContain("“From”")
   expect(read.errors[1]).toContain("2026-11-26")
+})
+
+test("Events filters: an incident id that cannot be read is named, never dropped silently", () => {
+  const form = { type: "", severity: "", sensorId: "", sourceIp: "", from: "", to: "", incidentId: "inc_typo" }
+  const read = readEventFilters(form)
+  expect(read.filters.incidentId).toBeUndefined()
+  expect(read.errors).toEqual([
+    "“Incident” must be an incident id: inc_ and 26 letters and digits, as an incident page shows it.",
+  ])
+  expect(readEventFilters({ ...form, incidentId: "inc_01JC2W6K3X0N4M5P7Q8R9S0T1V" }).errors).toEqual([])
 })

@@ -138,7 +138,7 @@ export const IncidentsPage = (props: {
   </Layout>
 )
 
-/** The fields of a bulk close's filter, as typed (kept as text: a duration counts from when the close runs). */
+/** The fields of a bulk close's filter, as typed (a duration counts back from the preview, which resolves it). */
 export interface BulkCloseFields {
   readonly sensor: string
   readonly source: string
@@ -230,7 +230,8 @@ export const BulkClosePage = (props: {
   viewer: Viewer
   sensors: ReadonlyArray<readonly [id: string, name: string]>
   fields: BulkCloseFields
-  preview: { readonly matching: number; readonly wouldClose: number } | undefined
+  /** The count now and the absolute time the filter's "longer ago than" was resolved to ("" without one). */
+  preview: { readonly matching: number; readonly wouldClose: number; readonly seenBefore: string } | undefined
   error: string | undefined
 }) => {
   const p = props.preview
@@ -258,8 +259,13 @@ export const BulkClosePage = (props: {
           <input type="hidden" name="sensor" value={props.fields.sensor} />
           <input type="hidden" name="source" value={props.fields.source} />
           <input type="hidden" name="olderThan" value={props.fields.olderThan} />
+          <input type="hidden" name="seenBefore" value={p.seenBefore} />
+          <input type="hidden" name="expected" value={String(p.matching)} />
           <p class="small muted">
-            The incidents closed are those that match when you confirm (a duration counts back from then).
+            {p.seenBefore === ""
+              ? "At most the incidents counted here are closed."
+              : `At most the incidents counted here are closed: those last seen before ${p.seenBefore}.`}{" "}
+            If more match when you confirm, nothing is closed and the new count is shown.
           </p>
           <CloseFields idPrefix="bulk" />
           <button type="submit">Close {n(p.wouldClose)}</button>

@@ -33,7 +33,8 @@ const decodeAfter = (text: string | null) => {
 
 const formOf = (fields: Record<string, string>): IgnoreForm => {
   const form: Record<string, string> = {}
-  for (const name of Object.keys(EMPTY_IGNORE_FORM)) form[name] = (fields[name] ?? "").slice(0, 500)
+  // Kept whole: IgnoreAdmin refuses a value longer than it keeps (a note over its bound), never a silently cut one.
+  for (const name of Object.keys(EMPTY_IGNORE_FORM)) form[name] = fields[name] ?? ""
   const closeAs = CLOSE_WITH_RULE.some(([value]) => value === form.closeAs) ? (form.closeAs ?? "") : ""
   const incidentId = isId("incident", form.incidentId ?? "") ? (form.incidentId ?? "") : ""
   return { ...(form as unknown as IgnoreForm), closeAs, incidentId }

@@ -43,6 +43,13 @@ const BULK_FIELDS: Readonly<Record<string, string>> = {
 const bulkFieldWords = (message: string) =>
   message.replace(/--([a-z-]+)/g, (_, flag: string) => BULK_FIELDS[flag] ?? `the ${flag.replace("-", " ")}`)
 
+/** What the bulk close's preview shows and its confirm carries back: the count and the resolved time. */
+const previewOf = (p: {
+  readonly matching: number
+  readonly wouldClose: number
+  readonly filter: { readonly seenBefore?: Date | undefined }
+}) => ({ matching: p.matching, wouldClose: p.wouldClose, seenBefore: p.filter.seenBefore?.toISOString() ?? "" })
+
 /** The overview, incidents (with their live refresh and close) and events pages (D30), of the user's organization. */
 export const incidentRoutes = (kit: Kit) =>
   Effect.gen(function* () {
@@ -194,7 +201,8 @@ export const incidentRoutes = (kit: Kit) =>
           false,
         ),
       ),
-      // Bulk close: the filter (GET, the preview with its count) then the close of what matches at confirm time.
+      // Bulk close: the filter (GET, the preview with its count and its absolute "last seen before" time) then the
+      // close of at most that count, of the same absolute filter; more matching by then is previewed again.
       HttpRouter.get(
         "/incidents/bulk-close",
         page((s) =>
@@ -218,7 +226,7 @@ export const incidentRoutes = (kit: Kit) =>
                 viewer={s.viewer}
                 sensors={sensors}
                 fields={fields}
-                preview={preview.preview}
+                preview={preview.preview && previewOf(preview.preview)}
                 error={preview.error ?? (flash?.kind === "error" ? flash.text : undefined)}
               />,
             )
@@ -227,25 +235,46 @@ export const incidentRoutes = (kit: Kit) =>
       ),
       HttpRouter.post(
         "/incidents/bulk-close",
-        action(
-          (s, form) =>
-            Effect.gen(function* () {
-              const fields = { sensor: form.sensor ?? "", source: form.source ?? "", olderThan: form.olderThan ?? "" }
-              const back = `/incidents/bulk-close?${new URLSearchParams(fields).toString()}`
-              return yield* incidentAdmin.closeBulk(s.orgId, fields, { reason: form.reason, note: form.note }).pipe(
-                Effect.flatMap((done) =>
-                  flashTo(s, "/incidents", {
-                    kind: "ok",
-                    text:
-                      `${done.closed} ${done.closed === 1 ? "incident" : "incidents"} closed.` +
-                      (done.remaining > 0 ? ` ${done.remaining} still match: close them the same way.` : ""),
-                  }),
-                ),
-                refused(s, back),
+        action((s, form) => {
+          const fields = { sensor: form.sensor ?? "", source: form.source ?? "", olderThan: form.olderThan ?? "" }
+          const back = `/incidents/bulk-close?${new URLSearchParams(fields).toString()}`
+          return Effect.gen(function* () {
+            // The preview's absolute time and count: without them (an old form) there is nothing confirmed.
+            const seenBefore = form.seenBefore ?? ""
+            const expected = /^\d{1,9}$/.test(form.expected ?? "") ? Number(form.expected) : undefined
+            if (expected === undefined || (fields.olderThan.trim() !== "" && seenBefore === "")) {
+              return yield* flashTo(s, back, {
+                kind: "error",
+                text: "The preview's count is missing: check the count below and confirm again.",
+              })
+            }
+            const absolute = { ...fields, olderThan: seenBefore }
+            const done = yield* incidentAdmin.closeBulk(
+              s.orgId,
+              absolute,
+              { reason: form.reason, note: form.note },
+              expected,
+            )
+            if (done._tag === "Changed") {
+              const sensors = (yield* sensorAdmin.list(s.orgId)).map((x) => [x.id, x.name] as const)
+              return html(
+                <BulkClosePage
+                  viewer={s.viewer}
+                  sensors={sensors}
+                  fields={fields}
+                  preview={previewOf(done)}
+                  error={`Nothing was closed: ${done.matching.toLocaleString("en-US")} open incidents match now, more than the ${done.previewed.toLocaleString("en-US")} previewed. Check the new count and confirm again.`}
+                />,
               )
-            }),
-          false,
-        ),
+            }
+            return yield* flashTo(s, "/incidents", {
+              kind: "ok",
+              text:
+                `${done.closed} ${done.closed === 1 ? "incident" : "incidents"} closed.` +
+                (done.remaining > 0 ? ` ${done.remaining} still match: close them the same way.` : ""),
+            })
+          }).pipe(refused(s, back))
+        }, false),
       ),
       HttpRouter.get(
         "/events",
