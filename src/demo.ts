@@ -15,7 +15,7 @@ import { SensorAuth } from "./ingest/SensorAuth.ts"
 import { IngestServerLive } from "./ingest/server.ts"
 import { AppConfig, AppConfigLive, formatConfigError } from "./platform/config.ts"
 import { DatabaseLive } from "./platform/db/client.ts"
-import { migrate } from "./platform/db/migrate.ts"
+import { MigrationsLive } from "./platform/db/migrate.ts"
 import { Keys } from "./platform/keys.ts"
 import { Lifecycle } from "./platform/Lifecycle.ts"
 import { CliLoggingLive } from "./platform/logging.ts"
@@ -332,13 +332,11 @@ with this one-time link (valid 24 h), then sign in:
 ${webhookLine}`)
   })
 
-/** Pending migrations run first: the dispatcher claims deliveries as soon as it starts. */
-const MigrationsLive = Layer.effectDiscard(migrate)
-
 const DemoLive = Layer.mergeAll(Ingestor.Default, SensorAuth.Default, WebhookDispatcherLive).pipe(
   Layer.provide(WebhookOutbox.Default),
   // The ingest listener the demo starts needs the same keys as its Ingestor, and the Cowrie sessions.
   Layer.provideMerge(Layer.merge(OrgKeys.Default, CowrieSessionsRepo.Default)),
+  // Pending migrations run first: the dispatcher claims deliveries as soon as it starts.
   Layer.provide(MigrationsLive),
   Layer.provideMerge(AdminServicesLive),
   Layer.provideMerge(Layer.mergeAll(ReposLive, WebhookSender.Default)),

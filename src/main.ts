@@ -1,5 +1,4 @@
 import { BunRuntime } from "@effect/platform-bun"
-import { SqlClient } from "@effect/sql"
 import { ConfigError, Effect, Layer } from "effect"
 import { AdminServicesLive } from "./admin/layer.ts"
 import { plainIngestWarning } from "./admin/sensorSetup.ts"
@@ -9,8 +8,8 @@ import { IngestLive } from "./ingest/layer.ts"
 import { McpRouteLive } from "./mcp/http.ts"
 import { OpsServerLive } from "./ops/server.ts"
 import { AppConfig, AppConfigLive, describeSettings, formatConfigError } from "./platform/config.ts"
-import { DatabaseLive, serverPool } from "./platform/db/client.ts"
-import { migrate } from "./platform/db/migrate.ts"
+import { serverPool } from "./platform/db/client.ts"
+import { MigrationsLive } from "./platform/db/migrate.ts"
 import { Keys } from "./platform/keys.ts"
 import { Lifecycle } from "./platform/Lifecycle.ts"
 import { LoggingLive } from "./platform/logging.ts"
@@ -21,21 +20,6 @@ import { exitOnStartupFailure } from "./platform/startupFailure.ts"
 import { KeyAuth } from "./repos/KeyAuth.ts"
 import { ReposLive } from "./repos/layers.ts"
 import { WebhooksLive } from "./webhooks/layer.ts"
-
-/**
- * Applies pending migrations before anything serves (they run once, under an advisory lock). Once the server's client
- * has reached the database, they run on a client of their own without the server's 4 s query time-out: a data
- * migration over a large table must not be cut short (and rolled back) on every start.
- */
-const MigrationsLive = Layer.effectDiscard(
-  Effect.zipRight(
-    SqlClient.SqlClient,
-    migrate.pipe(
-      Effect.tap((applied) => (applied.length > 0 ? Effect.logInfo("migrations applied", applied) : Effect.void)),
-      Effect.provide(DatabaseLive),
-    ),
-  ),
-)
 
 /** D11 counts: in memory, or shared through Redis when REDIS_URL is set. */
 const RateLimiterLive = Layer.unwrapEffect(Effect.map(AppConfig, (config) => RateLimiter.layerFrom(config.rateLimit)))

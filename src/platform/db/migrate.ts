@@ -1,7 +1,8 @@
 import { existsSync, readdirSync, readFileSync } from "node:fs"
 import { dirname, join } from "node:path"
 import { SqlClient } from "@effect/sql"
-import { Effect } from "effect"
+import { Effect, Layer } from "effect"
+import { DatabaseLive } from "./client.ts"
 
 /**
  * The repository's sql/ folder: plain, ordered migrations `NNNN_name.sql`. Found by walking up from this module, which
@@ -56,3 +57,19 @@ export const migrate = Effect.gen(function* () {
     }),
   )
 }).pipe(Effect.withSpan("migrate"))
+
+/**
+ * Applies pending migrations before anything that needs them starts (they run once, under the advisory lock), and logs
+ * the ones applied. Once the process's own client has reached the database, they run on a client of their own without
+ * the server's 4 s query time-out: a data migration over a large table must not be cut short (and rolled back) on every
+ * start.
+ */
+export const MigrationsLive = Layer.effectDiscard(
+  Effect.zipRight(
+    SqlClient.SqlClient,
+    migrate.pipe(
+      Effect.tap((applied) => (applied.length > 0 ? Effect.logInfo("migrations applied", applied) : Effect.void)),
+      Effect.provide(DatabaseLive),
+    ),
+  ),
+)
