@@ -296,3 +296,51 @@ test("bulk close: the preview's count is what the confirm closes, and only those
   expect(audit[0]?.detail).toStartWith("4 closed, reason false_positive, with a note")
   expect(watch.errors).toEqual([])
 })
+
+test("bulk close: the confirm carries the preview's absolute time and count; more matching by then is previewed again, nothing closed", async () => {
+  const old = new Date(Date.now() - 10 * 86_400_000)
+  const seed = (sourceIp: string, at: Date) =>
+    seedIncident(db, {
+      orgId: tenant.orgId,
+      sensorId: bulkSensor.id,
+      sourceIp,
+      events: [{ time: at, type: "ssh.login_attempt", severity: "low" }],
+    })
+  await seed("203.0.113.20", old)
+  await seed("203.0.113.21", old)
+  const { page, watch } = analyst
+  await page.goto(`${consoleUrl}/incidents/bulk-close?sensor=${bulkSensor.id}&olderThan=7d`)
+  expect(await page.textContent("h1")).toBe("Close 2 incidents?")
+  const seenBefore = (await page.getAttribute("input[name=seenBefore]", "value")) ?? ""
+  expect(Math.abs(Date.parse(seenBefore) - (Date.now() - 7 * 86_400_000))).toBeLessThan(60_000)
+  expect(await page.getAttribute("input[name=expected]", "value")).toBe("2")
+  // One more matches before the confirm: nothing is closed, the preview comes back with the new count.
+  await seed("203.0.113.22", old)
+  await page.selectOption("#bulk-reason", "resolved")
+  await Promise.all([
+    page.waitForNavigation(),
+    page.click("form[method=post][action='/incidents/bulk-close'] button[type=submit]"),
+  ])
+  expect(await page.textContent(".notice-error")).toContain(
+    "Nothing was closed: 3 open incidents match now, more than the 2 previewed.",
+  )
+  expect(await page.textContent("h1")).toBe("Close 3 incidents?")
+  expect(await page.getAttribute("input[name=seenBefore]", "value")).toBe(seenBefore)
+  expect(await page.getAttribute("input[name=expected]", "value")).toBe("3")
+  const openOnTrap = async () =>
+    (await get(server.url, `/v1/incidents?status=open&limit=100`, tenant.key)).body.data
+      .filter((i: { sensor: { id: string } }) => i.sensor.id === bulkSensor.id)
+      .map((i: { sourceIp: string }) => i.sourceIp)
+      .sort()
+  expect(await openOnTrap()).toEqual(["203.0.113.20", "203.0.113.21", "203.0.113.22", "203.0.113.99"])
+  // Last seen just after the preview's time: "7d" counted back from the confirm would take it, the preview did not.
+  await seed("203.0.113.23", new Date(Date.parse(seenBefore) + 1))
+  await page.selectOption("#bulk-reason", "resolved")
+  await Promise.all([
+    page.waitForNavigation(),
+    page.click("form[method=post][action='/incidents/bulk-close'] button[type=submit]"),
+  ])
+  expect(await page.textContent(".notice-ok")).toContain("3 incidents closed.")
+  expect(await openOnTrap()).toEqual(["203.0.113.23", "203.0.113.99"])
+  expect(watch.errors).toEqual([])
+})
