@@ -7,6 +7,7 @@ import { migrate } from "../platform/db/migrate.ts"
 import { Keys } from "../platform/keys.ts"
 import { CliLoggingLive } from "../platform/logging.ts"
 import { WebhookSender } from "../platform/outbound/WebhookSender.ts"
+import { databaseSettings, databaseUnreachableLine } from "../platform/startupFailure.ts"
 import { ReposLive } from "../repos/layers.ts"
 import { ApiKeyAdmin } from "./ApiKeyAdmin.ts"
 import { asOperator } from "./actor.ts"
@@ -556,11 +557,16 @@ if (import.meta.main) {
     // One line for every refusal: the services' (errors.ts) and the CLI's own.
     if (isAdminError(error) || error instanceof UsageError) console.error(`error: ${error.message}`)
     else if (ConfigError.isConfigError(error)) console.error(formatConfigError(error))
-    else if (error !== undefined && typeof error === "object" && "_tag" in error && error._tag === "SqlError") {
-      // The driver's own message ("relation … does not exist", "connection terminated") says what went wrong.
-      const cause = (error as { cause?: unknown }).cause
-      console.error(`database error: ${cause instanceof Error ? cause.message : String(cause)}`)
-    } else console.error(`error: ${Cause.pretty(exit.cause)}`)
+    else {
+      // A database that cannot be started or reached: the server's own line (no stack).
+      const unreachable = databaseUnreachableLine(error, Effect.runSync(databaseSettings))
+      if (unreachable !== undefined) console.error(unreachable)
+      else if (error !== undefined && typeof error === "object" && "_tag" in error && error._tag === "SqlError") {
+        // The driver's own message ("relation … does not exist", "connection terminated") says what went wrong.
+        const cause = (error as { cause?: unknown }).cause
+        console.error(`database error: ${cause instanceof Error ? cause.message : String(cause)}`)
+      } else console.error(`error: ${Cause.pretty(exit.cause)}`)
+    }
     process.exit(1)
   }
   process.exit(0)

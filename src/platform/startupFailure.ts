@@ -31,14 +31,11 @@ export interface DatabaseSettings {
   readonly dataDir: string
 }
 
-/** The one line for a start-up failure, or undefined when it is none of the known ones (it then goes on as it was). */
-export const startupFailureLine = (error: unknown, settings: DatabaseSettings | undefined): string | undefined => {
-  if (error instanceof EmbeddedDatabaseError) {
-    return `cannot start the embedded database: ${oneLine(error.message)} (or set DATABASE_URL to use a PostgreSQL server of your own; README "Storage")`
-  }
-  const tag = (error as { _tag?: unknown } | null)?._tag
-  if (tag !== "SqlError" || !(error instanceof Error)) return undefined
-  const url = settings === undefined ? undefined : Option.getOrUndefined(settings.databaseUrl)
+const isSqlError = (error: unknown): error is Error =>
+  error instanceof Error && (error as { _tag?: unknown })._tag === "SqlError"
+
+/** A SqlError's message and its driver's, on one line, without DATABASE_URL's password. */
+const sqlDetail = (error: Error, url: Redacted.Redacted<string> | undefined) => {
   let password: string | undefined
   if (url !== undefined) {
     try {
@@ -47,27 +44,49 @@ export const startupFailureLine = (error: unknown, settings: DatabaseSettings | 
       password = undefined
     }
   }
-  const detail = withoutSecret(
+  return withoutSecret(
     oneLine([error.message, causeMessage(error)].filter((part) => part !== undefined && part !== "").join(": ")),
     password,
   )
-  if (/failed to connect/i.test(error.message)) {
-    return url === undefined
-      ? `cannot connect to the embedded database (DATA_DIR ${settings?.dataDir ?? "unknown"}): ${detail}; restart the service, or set DATABASE_URL to use a PostgreSQL server of your own`
-      : `cannot connect to the database at ${databaseTarget(Redacted.value(url))} (DATABASE_URL): ${detail}; check that PostgreSQL runs there and accepts this user, password and database, or correct DATABASE_URL`
-  }
-  return `database error at start-up: ${detail}; check the database (DATABASE_URL, or the embedded one in DATA_DIR) and start again`
 }
+
+/**
+ * The one line for a database that cannot be started or reached (the embedded one refused to start, a connection
+ * failed), or undefined for any other failure. The server and the admin tool both print it.
+ */
+export const databaseUnreachableLine = (error: unknown, settings: DatabaseSettings | undefined): string | undefined => {
+  if (error instanceof EmbeddedDatabaseError) {
+    return `cannot start the embedded database: ${oneLine(error.message)} (or set DATABASE_URL to use a PostgreSQL server of your own; README "Storage")`
+  }
+  if (!isSqlError(error) || !/failed to connect/i.test(error.message)) return undefined
+  const url = settings === undefined ? undefined : Option.getOrUndefined(settings.databaseUrl)
+  const detail = sqlDetail(error, url)
+  return url === undefined
+    ? `cannot connect to the embedded database (DATA_DIR ${settings?.dataDir ?? "unknown"}): ${detail}; restart the service, or set DATABASE_URL to use a PostgreSQL server of your own`
+    : `cannot connect to the database at ${databaseTarget(Redacted.value(url))} (DATABASE_URL): ${detail}; check that PostgreSQL runs there and accepts this user, password and database, or correct DATABASE_URL`
+}
+
+/** The one line for a start-up failure, or undefined when it is none of the known ones (it then goes on as it was). */
+export const startupFailureLine = (error: unknown, settings: DatabaseSettings | undefined): string | undefined => {
+  const unreachable = databaseUnreachableLine(error, settings)
+  if (unreachable !== undefined || !isSqlError(error)) return unreachable
+  const url = settings === undefined ? undefined : Option.getOrUndefined(settings.databaseUrl)
+  return `database error at start-up: ${sqlDetail(error, url)}; check the database (DATABASE_URL, or the embedded one in DATA_DIR) and start again`
+}
+
+/** The database settings for these lines, read from the environment; undefined when they do not parse. */
+export const databaseSettings: Effect.Effect<DatabaseSettings | undefined> = Effect.map(
+  Effect.option(settingsConfig),
+  (settings) =>
+    Option.getOrUndefined(
+      Option.map(settings, (s) => ({ databaseUrl: s.databaseUrl, dataDir: s.dataDir }) satisfies DatabaseSettings),
+    ),
+)
 
 /** For Effect.catchAll at the very top of main: a known start-up failure prints its one line and exits 1. */
 export const exitOnStartupFailure = <E>(error: E): Effect.Effect<never, E> =>
-  Effect.flatMap(Effect.option(settingsConfig), (settings) => {
-    const line = startupFailureLine(
-      error,
-      Option.getOrUndefined(
-        Option.map(settings, (s) => ({ databaseUrl: s.databaseUrl, dataDir: s.dataDir }) satisfies DatabaseSettings),
-      ),
-    )
+  Effect.flatMap(databaseSettings, (settings) => {
+    const line = startupFailureLine(error, settings)
     if (line === undefined) return Effect.fail(error)
     return Effect.sync(() => {
       console.error(line)
