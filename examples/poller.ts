@@ -1,7 +1,7 @@
 /**
  * A complete poller of new and changed incidents (docs/api.md "Following new incidents"): it follows
- * GET /v1/incidents/changes with the client (D34), prints one JSON line per change, and keeps its place in a file,
- * so a restart resumes exactly where it stopped (D33: nothing is skipped; a change may come twice after a crash).
+ * GET /v1/incidents/changes with the client, prints one JSON line per change, and keeps its place in a file,
+ * so a restart resumes exactly where it stopped (nothing is skipped; a change may come twice after a crash).
  *
  *   BASE_URL=https://incidents.example.com API_KEY=dsk_… bun examples/poller.ts
  *

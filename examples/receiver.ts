@@ -49,7 +49,7 @@ export interface IncidentWebhook {
   }
 }
 
-/** A sensor-health alert (D43), sent only to channels that opted in: `{ id, type, createdAt, sensor }`. */
+/** A sensor-health alert, sent only to channels that opted in: `{ id, type, createdAt, sensor }`. */
 export interface SensorHealthWebhook {
   readonly id: string
   readonly type: "sensor.silent" | "sensor.recovered"

@@ -1,7 +1,7 @@
 import { SQL } from "bun"
+import { eventChangesStatement } from "../../src/api/ChangesRepo.ts"
 import { deriveKey } from "../../src/domain/crypto.ts"
 import { encodeFeedToken } from "../../src/domain/feedToken.ts"
-import { eventChangesStatement } from "../../src/repos/ChangesRepo.ts"
 import { type BenchContext, log, round, serviceEnv } from "../lib/common.ts"
 import { startService } from "../lib/proc.ts"
 import type { SeedManifest } from "../lib/seed.ts"

@@ -99,7 +99,7 @@ const accessLog = (request: HttpServerRequest.HttpServerRequest, status: number,
 }
 
 // The tagged metrics of each route (and status), made once: tagging builds a new metric key, hashed on every
-// update, which showed in the per-request CPU (performance issue #6). Routes and statuses are bounded sets.
+// update, which showed in the per-request CPU. Routes and statuses are bounded sets.
 const taggedCounters = new Map<string, Metric.Metric.Counter<number>>()
 const requestsCounter = (route: string, status: number) => {
   const name = `${route} ${status}`
@@ -205,6 +205,6 @@ export const makeEdgeMiddleware =
       ).pipe(logDefects)
     }).pipe(
       // No spans on the request path (the SQL client opens one per statement): nothing exports traces, and a
-      // disabled tracer makes them no-op spans (performance issue #6).
+      // disabled tracer makes them no-op spans.
       Effect.withTracerEnabled(false),
     )

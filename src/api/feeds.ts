@@ -8,8 +8,8 @@ import {
 } from "../domain/feedToken.ts"
 import { parseTimestamp } from "../domain/time.ts"
 import type { DatabaseError } from "../platform/db/errors.ts"
-import type { ChangePage, ChangeQuery } from "../repos/ChangesRepo.ts"
 import { PAGE_MAX_BYTES } from "../repos/present.ts"
+import type { ChangePage, ChangeQuery } from "./ChangesRepo.ts"
 import { fitPage, pageAnswer } from "./paging.ts"
 import { InvalidQuery, parseLimit, type QueryError, type RawParam, singleParam } from "./params.ts"
 

@@ -5,7 +5,6 @@ import { isId } from "../domain/ids.ts"
 import { INCIDENT_EVENTS_SHOWN } from "../domain/models.ts"
 import { AppConfig } from "../platform/config.ts"
 import { Keys } from "../platform/keys.ts"
-import { ChangesRepo } from "../repos/ChangesRepo.ts"
 import { EventsRepo } from "../repos/EventsRepo.ts"
 import { IncidentsRepo } from "../repos/IncidentsRepo.ts"
 import {
@@ -15,6 +14,7 @@ import {
   presentIncidentSummary,
   serializedAnswer,
 } from "../repos/present.ts"
+import { ChangesRepo } from "./ChangesRepo.ts"
 import type { Caller, EventListParams, IncidentListParams } from "./contract/definition.ts"
 import { EventNotFound, IncidentNotFound } from "./errors.ts"
 import { type FeedParams, feedPage } from "./feeds.ts"
@@ -37,7 +37,7 @@ const feedTokenKey = Effect.map(Keys, (keys) => keys.derive("feed-token-v1"))
 /**
  * The answer, serialized once. present.ts builds exactly the encoded shapes of domain/models.ts (Dates serialize as
  * their ISO string, as the schema's encoding does), so the HttpApi's per-response Schema encode is skipped
- * (performance issue #6); test/api/present.test.ts holds the two to the same bytes.
+ * (it cost a share of every answer); test/api/present.test.ts holds the two to the same bytes.
  */
 export const json = (body: unknown) => {
   // An answer bounded by size was serialized then: its text is sent as it is (the same bytes JSON.stringify gives).
@@ -48,7 +48,7 @@ export const json = (body: unknown) => {
 }
 
 /**
- * One list page from `limit + 1` rows (fitPage): bounded in bytes too (PAGE_MAX_BYTES, issue "Hardening 2" item 4),
+ * One list page from `limit + 1` rows (fitPage): bounded in bytes too (PAGE_MAX_BYTES),
  * with a cursor pointing right after the last row shown when anything was left out, so a walk never skips one.
  */
 export const page = <Row extends { readonly id: string }, Out>(

@@ -6,6 +6,7 @@ import { SERVER_MAX_BODY_BYTES } from "../platform/http/body.ts"
 import { listening } from "../platform/http/listening.ts"
 import { RateLimiter } from "../platform/ratelimit/RateLimiter.ts"
 import { EventsAuthLive, IncidentsAuthLive } from "./auth.ts"
+import { ChangesRepo } from "./ChangesRepo.ts"
 import { IncidentApi } from "./contract/definition.ts"
 import { DocsLive } from "./docs.ts"
 import { MAX_URL_LENGTH, makeEdgeMiddleware } from "./edge.ts"
@@ -27,13 +28,15 @@ export const apiServer = <E, R>(routes: Layer.Layer<never, E, R>) =>
     Effect.map(Effect.all([AppConfig, RateLimiter]), ([config, limiter]) =>
       HttpApiBuilder.serve(makeEdgeMiddleware(config.trustProxy, limiter)).pipe(
         // No http.server span per request: nothing exports traces, and building one (URL, headers, attributes) was a
-        // visible share of each request's CPU (performance issue #6). The edge also turns the SQL spans off.
+        // visible share of each request's CPU. The edge also turns the SQL spans off.
         HttpMiddleware.withTracerDisabledWhen(() => true),
         Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/openapi.json" })),
         // D38: the reference page, served whole by the service (api/docs.ts).
         Layer.provide(DocsLive),
         Layer.provide(routes),
         Layer.provide(ApiLive),
+        // The feeds' statements: the API's own (the MCP door reads them through the same queries).
+        Layer.provide(ChangesRepo.Default),
         // The router refuses path parameters over 100 characters by default: such an id would get 404 before
         // authentication (D10 says 401 first). Any id up to the URL limit reaches the handler, which answers 404.
         Layer.provide(HttpRouter.setRouterConfig({ maxParamLength: MAX_URL_LENGTH })),

@@ -4,7 +4,7 @@ import { IncidentApi } from "../api/contract/definition.ts"
 import type { Event, Incident, IncidentSummary } from "../domain/models.ts"
 
 /**
- * D34: the client of the read API, for Effect users. It is derived from the server's own HttpApi definition
+ * The client of the read API, for Effect users. It is derived from the server's own HttpApi definition
  * (HttpApiClient), so paths, parameters, response schemas and problem bodies are the server's. It imports nothing
  * else of the service. src/client/index.ts wraps it in Promises and async iterators.
  */
@@ -24,7 +24,7 @@ export interface ClientOptions {
   readonly maxDelayMs?: number | undefined
 }
 
-/** A failed call: the problem's HTTP status and `code` (D4), or status 0 and `connection_failed`. */
+/** A failed call: the problem's HTTP status and `code`, or status 0 and `connection_failed`. */
 export class ApiError extends Data.TaggedError("ApiError")<{
   readonly status: number
   readonly code: string
@@ -251,12 +251,12 @@ export const makeClient = (options: ClientOptions) =>
         /** Every incident matching the filters, most recent activity first, paging as needed. */
         list: (filters: IncidentFilters = {}): Stream.Stream<IncidentSummary, ApiError> =>
           paged((cursor) => incidentPage(filters, cursor)),
-        /** One incident with its first 200 events (D8). */
+        /** One incident with its first 200 events. */
         get: (id: string): Effect.Effect<Incident, ApiError> =>
           call(api.incidents.getIncident({ path: { id: pathSegment(id) } })),
         /** One page of GET /v1/incidents/changes. */
         changes: incidentChanges,
-        /** D32/D33: the incident change feed, page after page, forever (interrupt it to stop). */
+        /** The incident change feed, page after page, forever (interrupt it to stop). */
         follow: (options: FollowOptions = {}): Stream.Stream<ChangePage<IncidentSummary>, ApiError> =>
           following(incidentChanges, options),
       },
@@ -268,7 +268,7 @@ export const makeClient = (options: ClientOptions) =>
         get: (id: string): Effect.Effect<Event, ApiError> =>
           call(api.events.getEvent({ path: { id: pathSegment(id) } })),
         changes: eventChanges,
-        /** D32/D33: the event change feed, page after page, forever. */
+        /** The event change feed, page after page, forever. */
         follow: (options: FollowOptions = {}): Stream.Stream<ChangePage<Event>, ApiError> =>
           following(eventChanges, options),
       },

@@ -25,7 +25,7 @@ export type {
   IncidentSummary,
 }
 /**
- * D34: the read API's client with plain Promises. `list` pages for you (async iterators), `get` fetches one,
+ * The read API's client with plain Promises. `list` pages for you (async iterators), `get` fetches one,
  * `follow` yields every change of a feed from a saved token and keeps the token to save (`follower.token`).
  * 429s are retried after Retry-After, 503s and connection failures with back-off; every failure is an ApiError
  * with the problem's `status` and `code`. Built on the Effect flavour (./effect.ts) over fetch.

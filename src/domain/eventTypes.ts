@@ -1,8 +1,8 @@
 /**
- * D23: the event-type table. Each event type a sensor can report, with its decoy service, default port, action,
- * default severity and confidence (D3), ATT&CK techniques (ids into `techniques.ts`), its label and incident title,
+ * The event-type table. Each event type a sensor can report, with its decoy service, default port, action,
+ * default severity and confidence, ATT&CK techniques (ids into `techniques.ts`), its label and incident title,
  * and its recommended action (`recommendedActions.ts`). How an event is worded is `eventSummary.ts`; how an incident's
- * title, narrative and advice are written from these rows is `narrative.ts` (D14).
+ * title, narrative and advice are written from these rows is `narrative.ts`.
  */
 import { eventSummary, type SummaryInput } from "./eventSummary.ts"
 import {
@@ -31,9 +31,9 @@ export interface EventTypeSpec {
   readonly port: number
   /** e.g. "login_attempt". */
   readonly action: string
-  /** Default severity (D3). */
+  /** Default severity. */
   readonly severity: Severity
-  /** Default confidence (D3). */
+  /** Default confidence. */
   readonly confidence: Confidence
   /** ATT&CK technique ids, each present in TECHNIQUES. */
   readonly techniques: ReadonlyArray<string>
@@ -43,7 +43,7 @@ export interface EventTypeSpec {
   readonly incidentTitle: string
   /** One line per event. */
   readonly summary: (e: SummaryInput) => string
-  /** Per-type advice used for incidents (D14). */
+  /** Per-type advice used for incidents. */
   readonly recommendedAction: string
 }
 
@@ -657,7 +657,7 @@ export const techniquesForEventTypes = (types: Iterable<string>): ReadonlyArray<
 const confidenceRank = (c: Confidence): number => CONFIDENCES.indexOf(c)
 
 /**
- * The most severe known type among `types` (D3 order; ties go to the higher default confidence, then to `preferred`,
+ * The most severe known type among `types` (severity order; ties go to the higher default confidence, then to `preferred`,
  * then to the earlier type). Undefined when no type is known.
  */
 export const mostSevereEventType = (types: Iterable<string>, preferred?: string): EventTypeSpec | undefined => {

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto"
 
 /**
- * D1: identifiers are a type prefix and a ULID body (48-bit millisecond time, 80 random bits, Crockford
+ * Identifiers are a type prefix and a ULID body (48-bit millisecond time, 80 random bits, Crockford
  * base32): time-sortable, URL-safe, and unguessable enough that an id reveals nothing about other records.
  */
 export const ID_PREFIXES = {
@@ -49,11 +49,11 @@ export const ulid = (timeMs: number = Date.now()): string => {
 
 export const newId = (kind: IdKind, timeMs?: number): string => `${ID_PREFIXES[kind]}_${ulid(timeMs)}`
 
-/** D1: an id of this kind as a regular expression source (the type prefix and a ULID body); also the OpenAPI pattern. */
+/** An id of this kind as a regular expression source (the type prefix and a ULID body); also the OpenAPI pattern. */
 export const idPattern = (kind: IdKind): string => `^${ID_PREFIXES[kind]}_[0-9A-HJKMNP-TV-Z]{26}$`
 const patterns = Object.fromEntries(
   (Object.keys(ID_PREFIXES) as Array<IdKind>).map((kind) => [kind, new RegExp(idPattern(kind))]),
 ) as Record<IdKind, RegExp>
 
-/** D1: a malformed id is simply not an id of ours; callers answer 404 without asking the database. */
+/** A malformed id is simply not an id of ours; callers answer 404 without asking the database. */
 export const isId = (kind: IdKind, value: string): boolean => patterns[kind].test(value)

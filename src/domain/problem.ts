@@ -2,7 +2,7 @@ import { HttpApiSchema } from "@effect/platform"
 import { Schema } from "effect"
 
 /**
- * D4: every error is an RFC 9457 problem document `{type, title, status, detail, code}` served as
+ * Every error is an RFC 9457 problem document `{type, title, status, detail, code}` served as
  * application/problem+json. `type` is "about:blank" (RFC 9457 §4.2.1), so `title` is the HTTP status phrase and
  * the stable snake_case `code` tells the cases apart. `detail` never echoes a secret.
  */
@@ -109,7 +109,7 @@ export class ServiceUnavailable extends Schema.Class<ServiceUnavailable>("Servic
       problemFields(503, "Service Unavailable", "unavailable", "The service cannot reach its database. Retry later."),
     )
   }
-  /** D37: the database is reachable but busy: no connection of the pool came free in time, or a query timed out. */
+  /** The database is reachable but busy: no connection of the pool came free in time, or a query timed out. */
   static busy() {
     return new ServiceUnavailable(
       problemFields(
@@ -122,7 +122,7 @@ export class ServiceUnavailable extends Schema.Class<ServiceUnavailable>("Servic
   }
 }
 
-/** D37: the Retry-After (seconds) of every 503 `unavailable`. */
+/** The Retry-After (seconds) of every 503 `unavailable`. */
 export const UNAVAILABLE_RETRY_AFTER_SECONDS = 2
 
 /** A problem body for answers produced outside the HttpApi (unknown route, 405, 413, ...). */

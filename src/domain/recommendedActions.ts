@@ -1,5 +1,5 @@
 /**
- * D14: the recommended actions of the event types, the advice an incident carries. Every one of them starts from the
+ * The recommended actions of the event types, the advice an incident carries. Every one of them starts from the
  * same fact: no legitimate user or system has a reason to touch a decoy, so the source address is either compromised
  * or hostile. The event-type table (`eventTypes.ts`) gives each type one of these, or one built on `ISOLATE_SOURCE`.
  */

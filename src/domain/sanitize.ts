@@ -1,5 +1,5 @@
 /**
- * D20: neutralising attacker-derived text.
+ * Neutralising attacker-derived text.
  *
  * Pure functions, no I/O. Every string that an attacker could have typed (attackerInput, titles, summaries, ...) goes
  * through `sanitizeText` before it is stored or emitted; `sanitizeJson` applies it to a whole JSON-like value, and
@@ -22,7 +22,7 @@ const REMOVABLE_ANY = new RegExp(REMOVABLE_SOURCE, "u")
 const REMOVABLE_ALL = new RegExp(`${REMOVABLE_SOURCE}+`, "gu")
 
 /**
- * D20: removes control characters (Unicode Cc: all of C0 and C1, including NUL, TAB, LF, CR and ESC), format
+ * Removes control characters (Unicode Cc: all of C0 and C1, including NUL, TAB, LF, CR and ESC), format
  * characters (Cf: zero-width characters, BOM, soft hyphen, bidi embeddings/overrides/isolates, LRM/RLM/ALM, tag
  * characters), all other Default_Ignorable_Code_Point characters (Hangul fillers, variation selectors, U+034F, ...) and
  * unpaired surrogates. Everything else (letters of any script, combining marks, emoji, ordinary spaces) is kept.
@@ -86,7 +86,7 @@ export const firstCodePoints = (s: string, n: number): string => {
 
 /**
  * A short, clean excerpt of attacker text for a message (a refusal's reason): at most `max` code points, without the
- * characters D20 removes. Only a bounded prefix is cleaned, since the text may be 1 MiB long.
+ * characters sanitizeText removes. Only a bounded prefix is cleaned, since the text may be 1 MiB long.
  */
 export const cleanExcerpt = (s: string, max = 64): string => truncateCodePoints(sanitizeText(s.slice(0, max * 16)), max)
 
@@ -427,7 +427,7 @@ export const walkRoot = (v: unknown, options: WalkOptions): unknown => {
 export const DEFAULT_MAX_DEPTH = 8
 
 /**
- * D20: deep-sanitizes a JSON-like value. Every string, object keys included, goes through `sanitizeText`; numbers,
+ * Deep-sanitizes a JSON-like value. Every string, object keys included, goes through `sanitizeText`; numbers,
  * booleans and null are kept (non-finite numbers become null, as JSON.stringify would); arrays and objects are copied
  * recursively. The root is at depth 0: an array or object nested deeper than `maxDepth` (default 8) is replaced by the
  * string "[truncated: too deep]". Undefined, functions, symbols and bigints are dropped (an unsupported root gives
@@ -441,11 +441,11 @@ export const sanitizeJson = (v: unknown, options?: { readonly maxDepth?: number 
     maxItems: Number.POSITIVE_INFINITY,
   })
 
-/** D20: maximum length, in code points, of an attackerInput string in a webhook. */
+/** Maximum length, in code points, of an attackerInput string in a webhook. */
 export const WEBHOOK_STRING_MAX = 256
 
 /**
- * D20, for webhooks: every string of an attackerInput value (object keys too) is cut to `max` (default 256) code points
+ * For webhooks: every string of an attackerInput value (object keys too) is cut to `max` (default 256) code points
  * with a final "…" (see truncateCodePoints). It recurses like sanitizeJson (same depth bound, dropped keys and types),
  * and as defence in depth also passes each string through sanitizeText (a no-op on already-sanitized input).
  */

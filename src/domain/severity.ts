@@ -1,20 +1,20 @@
 import { Schema } from "effect"
 
-/** D3: severity, lowest to highest. The order of this tuple is the order of the scale. */
+/** Severity, lowest to highest. The order of this tuple is the order of the scale. */
 export const SEVERITIES = ["low", "medium", "high", "critical"] as const
 export const Severity = Schema.Literal(...SEVERITIES)
 export type Severity = typeof Severity.Type
 
-/** D3: event confidence values. */
+/** Event confidence values. */
 export const CONFIDENCES = ["low", "normal", "high"] as const
 export const Confidence = Schema.Literal(...CONFIDENCES)
 export type Confidence = typeof Confidence.Type
 
 export const severityRank = (s: Severity): number => SEVERITIES.indexOf(s)
 
-/** The higher of two severities (an incident's severity is the highest of its events, D3). */
+/** The higher of two severities (an incident's severity is the highest of its events). */
 export const maxSeverity = (a: Severity, b: Severity): Severity => (severityRank(a) >= severityRank(b) ? a : b)
 
-/** D15: a channel receives an incident whose severity is at least its minimum. */
+/** A channel receives an incident whose severity is at least its minimum. */
 export const meetsMinimum = (severity: Severity, minimum: Severity): boolean =>
   severityRank(severity) >= severityRank(minimum)

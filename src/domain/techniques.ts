@@ -1,5 +1,5 @@
 /**
- * D23: the MITRE ATT&CK technique table. This module is the only place where technique data lives: ids, names and
+ * The MITRE ATT&CK technique table. This module is the only place where technique data lives: ids, names and
  * tactics are copied from ATT&CK (Enterprise). Sub-technique names are written "Parent: Sub", as the ATT&CK website
  * titles them (its STIX `name` is the bare "SSH", which reads poorly out of context), and tactics use ATT&CK's
  * lowercase short names (x_mitre_shortname).

@@ -1,7 +1,6 @@
 import { Layer } from "effect"
 import { ApiKeysRepo } from "./ApiKeysRepo.ts"
 import { AuditRepo } from "./AuditRepo.ts"
-import { ChangesRepo } from "./ChangesRepo.ts"
 import { ConsoleUsersRepo } from "./ConsoleUsersRepo.ts"
 import { EventsRepo } from "./EventsRepo.ts"
 import { IgnoreRulesRepo } from "./IgnoreRulesRepo.ts"
@@ -22,7 +21,6 @@ export const ReposLive = Layer.mergeAll(
   SensorsRepo.Default,
   IncidentsRepo.Default,
   EventsRepo.Default,
-  ChangesRepo.Default,
   TransitionsRepo.Default,
   WebhooksRepo.Default,
   ConsoleUsersRepo.Default,

@@ -293,6 +293,24 @@ describe("D34 client", () => {
     expect([...bundled].filter((m) => !/^src\/(client\/|domain\/|api\/contract\/)/.test(m))).toEqual([])
     expect(bundled.has("src/api/contract/definition.ts")).toBe(true)
     expect(existsSync(join(ROOT, "dist", "client", "types", "client", "index.d.ts"))).toBe(true)
+    // What a user of the package reads (its typings' doc comments, the examples) cites no internal decision or issue.
+    const typings = (dir: string): string[] =>
+      readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+        e.isDirectory() ? typings(join(dir, e.name)) : e.name.endsWith(".d.ts") ? [join(dir, e.name)] : [],
+      )
+    const read = [
+      ...typings(join(ROOT, "dist", "client", "types")),
+      ...readdirSync(join(ROOT, "examples"))
+        .filter((f) => f.endsWith(".ts"))
+        .map((f) => join(ROOT, "examples", f)),
+    ]
+    expect(read.length).toBeGreaterThan(5)
+    const cited = read.flatMap((f) =>
+      [...readFileSync(f, "utf8").matchAll(/\bD\d{1,2}\b|issue #\d+/g)].map(
+        (m) => `${f.slice(ROOT.length + 1)}: ${m[0]}`,
+      ),
+    )
+    expect(cited).toEqual([])
     const script = `import { createClient } from "decoy-incident-service/client"
       const client = createClient({ baseUrl: process.env.BASE_URL, apiKey: process.env.API_KEY })
       let n = 0

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, expect, test } from "bun:test"
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
-import { eventChangesStatement, incidentChangesStatement } from "../../src/repos/ChangesRepo.ts"
+import { eventChangesStatement, incidentChangesStatement } from "../../src/api/ChangesRepo.ts"
 import {
   type EventFilters,
   eventByIdStatement,

@@ -1,6 +1,6 @@
 /**
  * examples/receiver.ts over real HTTP: each test starts the receiver on a free port and POSTs to it with fetch,
- * signing with the service's own signer (src/webhooks/sign.ts), as the service would.
+ * signing with the service's own signer (src/domain/webhookSignature.ts), as the service would.
  */
 import { afterEach, describe, expect, test } from "bun:test"
 import { createHmac } from "node:crypto"

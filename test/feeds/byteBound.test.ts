@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test"
 import { Effect } from "effect"
+import type { ChangePage, ChangeQuery, Positioned } from "../../src/api/ChangesRepo.ts"
 import { feedPage } from "../../src/api/feeds.ts"
-import type { ChangePage, ChangeQuery, Positioned } from "../../src/repos/ChangesRepo.ts"
 import { serializedAnswer } from "../../src/repos/present.ts"
 
 /**

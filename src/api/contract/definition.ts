@@ -32,7 +32,7 @@ export class Caller extends Context.Tag("Caller")<
 
 const authFailures = Schema.Union(Unauthorized, Forbidden, RateLimited, InternalError, ServiceUnavailable)
 
-/** The bearer scheme; the annotations only describe it in OpenAPI (D9). */
+/** The bearer scheme; the annotations only describe it in OpenAPI. */
 const bearer = HttpApiSecurity.bearer.pipe(
   HttpApiSecurity.annotate(
     OpenApi.Description,
@@ -57,7 +57,7 @@ export class EventsAuth extends HttpApiMiddleware.Tag<EventsAuth>()("EventsAuth"
 
 /**
  * Query parameters are taken as raw text (a repeated parameter as a list) and validated by the handlers
- * (api/params.ts), so every D5 failure answers with our problem body naming the parameter and its allowed
+ * (api/params.ts), so every parameter failure answers with our problem body naming the parameter and its allowed
  * values. The `jsonSchema` annotations give OpenAPI the real types and bounds.
  */
 const param = (jsonSchema: object, description: string) =>
@@ -98,7 +98,7 @@ export const EventListParams = Schema.Struct({
   cursor: cursorParam,
 })
 
-/** D32: the change feeds' query. */
+/** The change feeds' query. */
 export const FeedParams = Schema.Struct({
   after: param(
     { type: "string", minLength: 1 },
@@ -116,7 +116,7 @@ const FEED_DESCRIPTION = (what: string) =>
 
 /**
  * The path id is any text to the HttpApi (so its decoding never fails); the handler answers a malformed id 404 like
- * an unknown one (D1). The `jsonSchema` annotation only documents the form.
+ * an unknown one. The `jsonSchema` annotation only documents the form.
  */
 const idPath = (kind: "incident" | "event", description: string) =>
   Schema.Struct({
@@ -200,7 +200,7 @@ export class IncidentApi extends HttpApi.make("incident-api")
   .addError(InternalError)
   .addError(ServiceUnavailable)
   .annotate(OpenApi.Title, "Incident and Event Read API")
-  // What the edge and the handlers do beyond the HttpApi (problem+json, headers, no decode errors): api/openapi.ts.
+  // What the edge and the handlers do beyond the HttpApi (problem+json, headers, no decode errors): contract/openapi.ts.
   .annotate(OpenApi.Transform, describeServer)
   .annotate(OpenApi.Version, "1")
   .annotate(

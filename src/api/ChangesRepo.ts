@@ -2,9 +2,9 @@ import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import type { FeedPosition } from "../domain/feedToken.ts"
 import { type DatabaseError, dbErrors } from "../platform/db/errors.ts"
-import { EVENT_SELECT, type EventRow } from "./EventsRepo.ts"
-import type { IncidentRow } from "./IncidentsRepo.ts"
-import type { SqlText } from "./statement.ts"
+import { EVENT_SELECT, type EventRow } from "../repos/EventsRepo.ts"
+import type { IncidentRow } from "../repos/IncidentsRepo.ts"
+import type { SqlText } from "../repos/statement.ts"
 
 /**
  * D32/D33 change feeds (sql/0015_change_feeds.sql explains positions and the horizon). One statement reads the
