@@ -90,7 +90,7 @@ export const MainLive = Layer.mergeAll(
 
 if (import.meta.main) {
   // Once everything is up, one full collection returns start-up's garbage (module evaluation, migrations) before
-  // the first request (issue #15: RSS right after start).
+  // the first request, so the process does not stay at start-up's resident size.
   Layer.launch(MainLive.pipe(Layer.tap(() => Effect.sync(() => Bun.gc(true))))).pipe(
     Effect.provide(LoggingLive),
     // A bad variable (LOG_* included, read before any logger exists): one line naming it, exit 1, no stack trace.

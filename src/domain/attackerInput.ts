@@ -132,7 +132,7 @@ export const ATTACKER_INPUT_MAX_KEYS = 64
 export const ATTACKER_INPUT_MAX_ITEMS = 64
 export const ATTACKER_INPUT_MAX_STRING = 4096
 /**
- * Issue "Hardening 2" item 4: the UTF-8 size of an event's stored attackerInput as compact JSON, cut mark included.
+ * The UTF-8 size of an event's stored attackerInput as compact JSON, cut mark included.
  * Masking makes a short secret about 7 times larger (`{"pwd":"1"}` becomes an 80-byte object), so the bound applies
  * after masking. 16 KiB keeps a single incident (200 events, D8) under the API's 4 MiB page bound.
  */

@@ -51,7 +51,7 @@ export class ApiKeysRepo extends Effect.Service<ApiKeysRepo>()("ApiKeysRepo", {
     const sql = yield* SqlClient.SqlClient
 
     // Fixed text, camelCase aliases, no name transforms and no Schema decode: this runs on every request that the
-    // key cache cannot answer (performance issue #6); the columns' SQL types are the row's types.
+    // key cache cannot answer, so it must cost little; the columns' SQL types are the row's types.
     const findCredential = (id: string) =>
       sql
         .unsafe<KeyCredentialRow>(

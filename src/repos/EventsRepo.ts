@@ -92,7 +92,7 @@ const eventsJson = (rows: ReadonlyArray<NewEvent>, receivedAt: Date) =>
 
 /**
  * A stored attackerInput larger than this (the UTF-8 length of its JSON text) is not read: rows stored before
- * attackerInput was bounded (issue "Hardening 2" item 4) could hold megabytes each, which no page could read in time.
+ * attackerInput was bounded could hold megabytes each, which no page could read in time.
  * Rows bounded at ingestion (16 KiB of compact JSON) stay far below it. The size is the one kept in
  * attacker_input_bytes when the row was written (sql/0020: an integer compared, nothing decompressed); a row written
  * before that column existed is measured here, without decompressing it when its stored (compressed) size is
@@ -167,7 +167,7 @@ export class EventsRepo extends Effect.Service<EventsRepo>()("EventsRepo", {
   effect: Effect.gen(function* () {
     const sql = yield* PgClient.PgClient
 
-    // The API's reads (performance issue #6): fixed SQL text with camelCase aliases, run without the client's
+    // The API's reads, cheap per row: fixed SQL text with camelCase aliases, run without the client's
     // name transforms and without a per-row Schema decode (the columns' SQL types and checks are the row's types).
     const readEvents = ({ text, params }: SqlText) => sql.unsafe<EventRow>(text, params).withoutTransform.pipe(dbErrors)
 

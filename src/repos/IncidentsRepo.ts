@@ -139,7 +139,7 @@ export class IncidentsRepo extends Effect.Service<IncidentsRepo>()("IncidentsRep
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
 
-    // The API's reads (performance issue #6): fixed SQL text with camelCase aliases, run without the client's
+    // The API's reads, cheap per row: fixed SQL text with camelCase aliases, run without the client's
     // name transforms and without a per-row Schema decode (the columns' SQL types and checks are the row's types).
     // The statement text depends only on which filters are present, so compiling it costs nothing.
     const readIncidents = ({ text, params }: SqlText) =>

@@ -72,7 +72,7 @@ interface CachedKey {
 }
 
 /**
- * The key cache (performance issue #6): credential rows by key id, so a request needs no authentication query.
+ * The key cache: credential rows by key id, so a request needs no authentication query.
  * It is trusted only while this process LISTENs on KEY_CHANGES_CHANNEL and has seen its own probe notification come
  * back through PostgreSQL: revocations and Deception switches NOTIFY in the transaction that makes them, and the
  * listener drops what they name. When the LISTEN connection is lost the cache is emptied and bypassed until

@@ -13,7 +13,7 @@ import type { IncidentRow } from "./IncidentsRepo.ts"
 
 /**
  * attackerInput as the Event schema encodes it (the API answers with JSON.stringify of these shapes, without a schema
- * pass, for performance issue #6): `username` and `password` first, every other member after them in stored order.
+ * pass, which cost a share of every answer): `username` and `password` first, every other member after them in stored order.
  * D20: any stored jsonb reads back as a valid value (readableAttackerInput: `username` a string, password-like members
  * masked, text cleaned), so no stored row can make a read fail; on a row in the stored shape nothing changes.
  */
@@ -29,7 +29,7 @@ export const presentAttackerInput = (stored: unknown): Event["attackerInput"] =>
 
 /**
  * The technique lists are pure functions of (types, tags) and few distinct combinations occur, so each is computed
- * once (performance issue #6: merging and sorting per row was a visible share of a page's CPU). Bounded: emptied
+ * once (merging and sorting per row was a visible share of a page's CPU). Bounded: emptied
  * when full, since tags come from sensors.
  */
 const techniqueMemo = new Map<string, ReadonlyArray<Technique>>()
@@ -88,7 +88,7 @@ export const presentIncidentSummary = (row: IncidentRow, appUrl: string): Incide
 })
 
 /**
- * Issue "Hardening 2" item 4: the most bytes (UTF-8 of the compact JSON) of one API answer: a page of a list, or a
+ * The most bytes (UTF-8 of the compact JSON) of one API answer: a page of a list, or a
  * single incident with its events. Items stop being added before the answer would pass it (at least one is always
  * given). Events are bounded at ingestion (ATTACKER_INPUT_MAX_BYTES) so that a full page and a single incident with
  * its 200 events stay under it; this bound holds whatever the rows hold.
