@@ -5,7 +5,6 @@ import { isId } from "../domain/ids.ts"
 import { INCIDENT_EVENTS_SHOWN } from "../domain/models.ts"
 import { AppConfig } from "../platform/config.ts"
 import { Keys } from "../platform/keys.ts"
-import { ChangesRepo } from "../repos/ChangesRepo.ts"
 import { EventsRepo } from "../repos/EventsRepo.ts"
 import { IncidentsRepo } from "../repos/IncidentsRepo.ts"
 import {
@@ -15,6 +14,7 @@ import {
   presentIncidentSummary,
   serializedAnswer,
 } from "../repos/present.ts"
+import { ChangesRepo } from "./ChangesRepo.ts"
 import type { Caller, EventListParams, IncidentListParams } from "./contract/definition.ts"
 import { EventNotFound, IncidentNotFound } from "./errors.ts"
 import { type FeedParams, feedPage } from "./feeds.ts"

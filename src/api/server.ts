@@ -6,6 +6,7 @@ import { SERVER_MAX_BODY_BYTES } from "../platform/http/body.ts"
 import { listening } from "../platform/http/listening.ts"
 import { RateLimiter } from "../platform/ratelimit/RateLimiter.ts"
 import { EventsAuthLive, IncidentsAuthLive } from "./auth.ts"
+import { ChangesRepo } from "./ChangesRepo.ts"
 import { IncidentApi } from "./contract/definition.ts"
 import { DocsLive } from "./docs.ts"
 import { MAX_URL_LENGTH, makeEdgeMiddleware } from "./edge.ts"
@@ -34,6 +35,8 @@ export const apiServer = <E, R>(routes: Layer.Layer<never, E, R>) =>
         Layer.provide(DocsLive),
         Layer.provide(routes),
         Layer.provide(ApiLive),
+        // The feeds' statements: the API's own (the MCP door reads them through the same queries).
+        Layer.provide(ChangesRepo.Default),
         // The router refuses path parameters over 100 characters by default: such an id would get 404 before
         // authentication (D10 says 401 first). Any id up to the URL limit reaches the handler, which answers 404.
         Layer.provide(HttpRouter.setRouterConfig({ maxParamLength: MAX_URL_LENGTH })),

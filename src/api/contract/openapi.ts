@@ -19,12 +19,12 @@ import type { Scope } from "../../domain/scopes.ts"
  * `OpenApi.Transform` annotation of the HttpApi) writes those into the generated document:
  * - no `HttpApiDecodeError` 400: query parameters are taken as text and path ids as any string, so the HttpApi's
  *   decoding never fails; the handlers answer bad parameters with `invalid_request` problems and malformed ids with
- *   404 (D1, D5);
+ *   404;
  * - errors are `application/problem+json` (the edge re-types them) with a closed `{type, title, status, detail, code}`
- *   body whose `title` and `code` are enumerated per status (D4);
+ *   body whose `title` and `code` are enumerated per status;
  * - the edge's own 414 answer to a URL over MAX_URL_LENGTH characters;
- * - headers: `RateLimit`/`RateLimit-Policy` on every response (D11), `Retry-After` on 429, `WWW-Authenticate` on 401;
- * - timestamps as `string`/`date-time` (D2) instead of the decoder's "DateFromString".
+ * - headers: `RateLimit`/`RateLimit-Policy` on every response, `Retry-After` on 429, `WWW-Authenticate` on 401;
+ * - timestamps as `string`/`date-time` instead of the decoder's "DateFromString".
  * test/api/openapi.test.ts holds each point against the running server's answers.
  */
 
