@@ -33,7 +33,8 @@ export interface ChangePage<Row> {
  * alone (a range scan of (org_id, change_xid, change_seq) in index order, stopped at the limit) and each of its rows
  * looks its sensor's name up by primary key, so nothing reorders the rows and no sort is needed. With the join first,
  * the planner may take the rows after the token for very few (a large load is one transaction, one xid, which the
- * statistics cannot see) and hash-join and sort all of them: 18,000 rows for a 100-row page with ten million events stored.
+ * statistics cannot see) and hash-join and sort all of them: 18,000 rows for a 100-row page with ten million events
+ * stored.
  */
 const pageStatement = (
   select: string,

@@ -5,8 +5,8 @@ export const isRecord = (v: unknown): v is Record<string, unknown> =>
   typeof v === "object" && v !== null && !Array.isArray(v)
 
 /**
- * JSON.parse without throwing. A RangeError from absurdly deep nesting counts as invalid too: such a value is simply not
- * an acceptable JSON value.
+ * JSON.parse without throwing. A RangeError from absurdly deep nesting counts as invalid too: such a value is simply
+ * not an acceptable JSON value.
  */
 export const tryParse = (text: string): { ok: true; value: unknown } | { ok: false } => {
   try {

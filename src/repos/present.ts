@@ -13,7 +13,8 @@ import type { IncidentRow } from "./IncidentsRepo.ts"
 
 /**
  * attackerInput as the Event schema encodes it (the API answers with JSON.stringify of these shapes, without a schema
- * pass, which cost a share of every answer): `username` and `password` first, every other member after them in stored order.
+ * pass, which cost a share of every answer): `username` and `password` first, every other member after them in
+ * stored order.
  * D20: any stored jsonb reads back as a valid value (readableAttackerInput: `username` a string, password-like members
  * masked, text cleaned), so no stored row can make a read fail; on a row in the stored shape nothing changes.
  */
