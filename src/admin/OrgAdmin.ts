@@ -4,6 +4,7 @@ import { Effect, Option } from "effect"
 import { isId } from "../domain/ids.ts"
 import { sealedKeyId } from "../domain/sealing.ts"
 import { Keys } from "../platform/keys.ts"
+import { ApiKeysRepo } from "../repos/ApiKeysRepo.ts"
 import { OrgsRepo } from "../repos/OrgsRepo.ts"
 import { AdminActor, requireAdmin, requireScope } from "./actor.ts"
 import { auditing, checkName, sameName } from "./common.ts"
@@ -19,6 +20,7 @@ const operatorOnly = Effect.flatMap(AdminActor, (actor) =>
 export class OrgAdmin extends Effect.Service<OrgAdmin>()("OrgAdmin", {
   effect: Effect.gen(function* () {
     const orgs = yield* OrgsRepo
+    const keys = yield* ApiKeysRepo
     const sql = yield* SqlClient.SqlClient
     const { audited, lockNames } = yield* auditing
     const { sealer } = yield* Keys
@@ -67,8 +69,16 @@ export class OrgAdmin extends Effect.Service<OrgAdmin>()("OrgAdmin", {
       yield* requireAdmin
       if (state !== "on" && state !== "off") return yield* invalid("usage: org deception <org-id> on|off")
       yield* require(orgId)
-      yield* sql.withTransaction(
-        Effect.zipRight(orgs.setDeception(orgId, state === "on"), audited(orgId, "org.deception", orgId, state)),
+      // The transaction commits (and so notifies) inside `announced`, which then waits for every cache's ack: a
+      // wait inside the transaction could never be answered, since a NOTIFY is only sent at commit.
+      const actor = yield* AdminActor
+      yield* keys.announced((ack) =>
+        sql.withTransaction(
+          Effect.zipLeft(
+            orgs.setDeceptionNotifying(orgId, state === "on", ack),
+            audited(orgId, "org.deception", orgId, state).pipe(Effect.provideService(AdminActor, actor)),
+          ),
+        ),
       )
       return { id: orgId, deception: state }
     })

@@ -2,7 +2,7 @@ import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Schema } from "effect"
 import { newId } from "../domain/ids.ts"
 import { dbErrors } from "../platform/db/errors.ts"
-import { ApiKeysRepo, KEY_CHANGES_CHANNEL } from "./ApiKeysRepo.ts"
+import { KEY_CHANGES_CHANNEL } from "./ApiKeysRepo.ts"
 
 export const OrgRow = Schema.Struct({
   id: Schema.String,
@@ -15,10 +15,8 @@ export type OrgRow = typeof OrgRow.Type
 
 /** Organizations and their Deception feature flag. */
 export class OrgsRepo extends Effect.Service<OrgsRepo>()("OrgsRepo", {
-  dependencies: [ApiKeysRepo.Default],
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
-    const keys = yield* ApiKeysRepo
 
     const findById = SqlSchema.findOne({
       Request: Schema.String,
@@ -50,17 +48,17 @@ export class OrgsRepo extends Effect.Service<OrgsRepo>()("OrgsRepo", {
           dbErrors,
         ),
       /**
-       * The Deception flag (D10), with a NOTIFY in the same statement (so in the same transaction); returns once every
-       * server's key cache has dropped the organization's keys (ApiKeysRepo.announced). False when no such organization.
+       * The Deception flag (D10), with a NOTIFY in the same statement (so in the same transaction), for a caller that
+       * runs it in its own transaction (with its audit row) under ApiKeysRepo.announced: the caches are told on
+       * commit, and `announced` returns once every one has dropped the organization's keys. False when no such
+       * organization.
        */
-      setDeception: (id: string, enabled: boolean) =>
-        keys.announced((ack) =>
-          sql`
-            with changed as (update organizations set deception_enabled = ${enabled} where id = ${id} returning id)
-            select id, pg_notify(${KEY_CHANGES_CHANNEL}, 'org:' || id || ${ack}) from changed`.pipe(
-            Effect.map((rows) => rows.length > 0),
-            dbErrors,
-          ),
+      setDeceptionNotifying: (id: string, enabled: boolean, ack: string) =>
+        sql`
+          with changed as (update organizations set deception_enabled = ${enabled} where id = ${id} returning id)
+          select id, pg_notify(${KEY_CHANGES_CHANNEL}, 'org:' || id || ${ack}) from changed`.pipe(
+          Effect.map((rows) => rows.length > 0),
+          dbErrors,
         ),
     } as const
   }),
