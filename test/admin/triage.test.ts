@@ -351,7 +351,8 @@ describe("the idle-close sweep", () => {
     // A second server on the same database whose sweep closes after a second of quiet (last: it closes every
     // open incident of this database that is quiet by then).
     const sweeper = await startServer({
-      env: testEnv({ INCIDENT_IDLE_CLOSE: "1 seconds", INCIDENT_IDLE_CLOSE_EVERY: "250 millis" }),
+      // server.env, not a new testEnv(): on the embedded database that would be a DATA_DIR (a database) of its own.
+      env: { ...server.env, INCIDENT_IDLE_CLOSE: "1 seconds", INCIDENT_IDLE_CLOSE_EVERY: "250 millis" },
     })
     try {
       const id = await newIncident("198.51.100.77")
