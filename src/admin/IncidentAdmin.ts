@@ -7,7 +7,7 @@ import { parseShortDuration } from "../platform/config.ts"
 import { IncidentNotesRepo } from "../repos/IncidentNotesRepo.ts"
 import { type BulkCloseFilter, IncidentsRepo } from "../repos/IncidentsRepo.ts"
 import { SensorsRepo } from "../repos/SensorsRepo.ts"
-import { CLOSE_REASONS, type CloseReason, TransitionsRepo } from "../repos/TransitionsRepo.ts"
+import { CLOSE_REASONS, type CloseReason, closedTransitions, TransitionsRepo } from "../repos/TransitionsRepo.ts"
 import { AdminActor, requireScope } from "./actor.ts"
 import { auditing } from "./common.ts"
 import { invalid, missing, NotFound } from "./errors.ts"
@@ -106,17 +106,7 @@ export class IncidentAdmin extends Effect.Service<IncidentAdmin>()("IncidentAdmi
       const closed = yield* incidents.close(incidentId, now)
       if (Option.isNone(closed)) return yield* new NotFound({ message: unknown })
       const c = closed.value
-      yield* transitions.insert([
-        {
-          orgId: c.orgId,
-          incidentId: c.id,
-          kind: "closed",
-          fromSeverity: c.severity,
-          toSeverity: c.severity,
-          at: now,
-          close: { reason, note: note ?? null, actor: actor.id },
-        },
-      ])
+      yield* transitions.insert(closedTransitions([c], now, { reason, note: note ?? null, actor: actor.id }))
       yield* audited(c.orgId, "incident.close", c.id, `reason ${reason}${note === undefined ? "" : ", with a note"}`)
       return { id: c.id, status: "closed" as const, reason, resolvedAt: c.resolvedAt.toISOString() }
     }, sql.withTransaction)
@@ -213,17 +203,7 @@ export class IncidentAdmin extends Effect.Service<IncidentAdmin>()("IncidentAdmi
       }
       const cap = expected === undefined ? BULK_CLOSE_MAX : Math.min(expected, BULK_CLOSE_MAX)
       const closed = cap <= 0 ? [] : yield* incidents.closeMatching(filter, now, cap)
-      yield* transitions.insert(
-        closed.map((c) => ({
-          orgId: c.orgId,
-          incidentId: c.id,
-          kind: "closed" as const,
-          fromSeverity: c.severity,
-          toSeverity: c.severity,
-          at: now,
-          close: { reason, note: note ?? null, actor: actor.id },
-        })),
-      )
+      yield* transitions.insert(closedTransitions(closed, now, { reason, note: note ?? null, actor: actor.id }))
       const remaining = yield* incidents.countMatching(filter)
       const described = [
         filter.sensorId && `sensor ${filter.sensorId}`,

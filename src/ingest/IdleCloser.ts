@@ -2,7 +2,7 @@ import { SqlClient } from "@effect/sql"
 import { Clock, Duration, Effect, Layer, Schedule } from "effect"
 import { AppConfig } from "../platform/config.ts"
 import { IncidentsRepo } from "../repos/IncidentsRepo.ts"
-import { TransitionsRepo } from "../repos/TransitionsRepo.ts"
+import { closedTransitions, TransitionsRepo } from "../repos/TransitionsRepo.ts"
 import { CowrieSessionsRepo } from "./CowrieSessionsRepo.ts"
 
 /** How long a Cowrie session's connect is remembered for its later lines (docs/ingestion.md "Cowrie"). */
@@ -32,16 +32,7 @@ export const IdleCloserLive = Layer.scopedDiscard(
       Effect.gen(function* () {
         const now = new Date(yield* Clock.currentTimeMillis)
         const closed = yield* incidents.closeIdle(new Date(now.getTime() - idleMs), now, SWEEP_BATCH)
-        yield* transitions.insert(
-          closed.map((c) => ({
-            orgId: c.orgId,
-            incidentId: c.id,
-            kind: "closed" as const,
-            fromSeverity: c.severity,
-            toSeverity: c.severity,
-            at: now,
-          })),
-        )
+        yield* transitions.insert(closedTransitions(closed, now))
         if (closed.length > 0)
           yield* Effect.logInfo("idle incidents closed").pipe(Effect.annotateLogs({ count: closed.length }))
         return closed.length

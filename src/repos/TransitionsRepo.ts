@@ -20,6 +20,25 @@ export interface NewTransition {
   readonly close?: { readonly reason: CloseReason; readonly note: string | null; readonly actor: string } | undefined
 }
 
+/**
+ * The `closed` transition of each incident just closed, at `at`: with the person's reason, note and id, or without
+ * (the idle-close sweep).
+ */
+export const closedTransitions = (
+  closed: ReadonlyArray<{ readonly orgId: string; readonly id: string; readonly severity: Severity }>,
+  at: Date,
+  close?: NewTransition["close"],
+): ReadonlyArray<NewTransition> =>
+  closed.map((c) => ({
+    orgId: c.orgId,
+    incidentId: c.id,
+    kind: "closed",
+    fromSeverity: c.severity,
+    toSeverity: c.severity,
+    at,
+    close,
+  }))
+
 /** One transition as an incident's history shows it, with the closer's email when a console user closed it. */
 export interface TransitionRow {
   readonly id: string
