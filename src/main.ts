@@ -1,6 +1,5 @@
 import { BunRuntime } from "@effect/platform-bun"
 import { ConfigError, Effect, Layer } from "effect"
-import { AdminServicesLive } from "./admin/layer.ts"
 import { plainIngestWarning } from "./admin/sensorSetup.ts"
 import { apiServer } from "./api/server.ts"
 import { ConsoleLive } from "./console/server.tsx"
@@ -13,12 +12,9 @@ import { MigrationsLive } from "./platform/db/migrate.ts"
 import { Keys } from "./platform/keys.ts"
 import { Lifecycle } from "./platform/Lifecycle.ts"
 import { LoggingLive } from "./platform/logging.ts"
-import { WebhookSender } from "./platform/outbound/WebhookSender.ts"
 import { exitOnPortInUse } from "./platform/portInUse.ts"
 import { RateLimiter } from "./platform/ratelimit/RateLimiter.ts"
 import { exitOnStartupFailure } from "./platform/startupFailure.ts"
-import { KeyAuth } from "./repos/KeyAuth.ts"
-import { ReposLive } from "./repos/layers.ts"
 import { WebhooksLive } from "./webhooks/layer.ts"
 
 /** D11 counts: in memory, or shared through Redis when REDIS_URL is set. */
@@ -42,45 +38,33 @@ const ConfigLogLive = Layer.effectDiscard(
   ),
 )
 
-/** /healthz, /readyz, /metrics on OPS_PORT; up before migrations so readiness can say they are pending. */
-const OpsLive = OpsServerLive.pipe(Layer.provide(ReposLive))
-
 /**
- * The read API on PORT with the MCP door at POST /mcp: one key cache (KeyAuth) for both, on the API's own pool (D37)
- * so a busy ingest never takes an API client's connection. Fresh: layers are memoised by identity across the whole
- * build, so without it the API would reuse the repositories the ingest side built on the ingest pool.
+ * The read API on PORT with the MCP door at POST /mcp (one key cache for both), on the API's own pool (D37) so a busy
+ * ingest never takes an API client's connection. Fresh: layers are memoised by identity across the whole build, so
+ * without it the API would reuse the repositories the ingest side built on the ingest pool.
  */
 const ReadApiLive = Layer.fresh(
-  apiServer(McpRouteLive).pipe(
-    Layer.provide(KeyAuth.Default),
-    Layer.provide(Layer.mergeAll(ReposLive, RateLimiterLive)),
-    Layer.provide(serverPool("api")),
-  ),
+  apiServer(McpRouteLive).pipe(Layer.provide(RateLimiterLive), Layer.provide(serverPool("api"))),
 )
 
 /**
  * The web console on CONSOLE_PORT with the admin services, on a small pool of its own: a busy console never takes a
  * sensor's connection, nor an API client's.
  */
-const ConsoleFaceLive = Layer.fresh(
-  ConsoleLive.pipe(
-    Layer.provide(AdminServicesLive),
-    Layer.provide(Layer.mergeAll(ReposLive, WebhookSender.Default)),
-    Layer.provide(serverPool("console")),
-  ),
-)
+const ConsoleFaceLive = Layer.fresh(ConsoleLive.pipe(Layer.provide(serverPool("console"))))
 
 /** The only place the service's faces are composed: each face with its database pool. */
 export const MainLive = Layer.mergeAll(
   ReadApiLive,
   // Ingest and the webhook dispatcher share the ingest pool (as does ops).
-  Layer.mergeAll(IngestLive, WebhooksLive).pipe(Layer.provide(ReposLive)),
+  Layer.mergeAll(IngestLive, WebhooksLive),
   ConsoleFaceLive,
 ).pipe(
   Layer.provide(MigrationsLive),
   // Built before and closed after everything else: during a shutdown /readyz keeps answering (503) while the
   // listeners finish their requests and the dispatcher drains.
-  Layer.provideMerge(OpsLive),
+  // /healthz, /readyz, /metrics on OPS_PORT: up before migrations, so readiness can say they are pending.
+  Layer.provideMerge(OpsServerLive),
   Layer.provide(Lifecycle.Default),
   Layer.provide(ConfigLogLive),
   Layer.provideMerge(serverPool("ingest")),

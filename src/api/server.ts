@@ -5,6 +5,8 @@ import { AppConfig } from "../platform/config.ts"
 import { SERVER_MAX_BODY_BYTES } from "../platform/http/body.ts"
 import { listening } from "../platform/http/listening.ts"
 import { RateLimiter } from "../platform/ratelimit/RateLimiter.ts"
+import { KeyAuth } from "../repos/KeyAuth.ts"
+import { ReposLive } from "../repos/layers.ts"
 import { EventsAuthLive, IncidentsAuthLive } from "./auth.ts"
 import { ChangesRepo } from "./ChangesRepo.ts"
 import { IncidentApi } from "./contract/definition.ts"
@@ -20,8 +22,8 @@ export const ApiLive = HttpApiBuilder.api(IncidentApi).pipe(
 
 /**
  * The API listener on PORT (never the ingest port, D22), with `routes`: other routes served on the same router behind
- * the same edge (main.ts gives it the MCP door's POST /mcp). It needs KeyAuth, the repositories, the rate limiter and
- * a database pool, given by main.ts.
+ * the same edge (main.ts gives it the MCP door's POST /mcp). It needs the rate limiter and a database pool, given by
+ * main.ts.
  */
 export const apiServer = <E, R>(routes: Layer.Layer<never, E, R>) =>
   Layer.unwrapEffect(
@@ -47,4 +49,9 @@ export const apiServer = <E, R>(routes: Layer.Layer<never, E, R>) =>
         ),
       ),
     ),
+  ).pipe(
+    // One key cache for the API and the routes given to it (the MCP door), and the shared repositories, on the
+    // pool main.ts gives this face.
+    Layer.provide(KeyAuth.Default),
+    Layer.provide(ReposLive),
   )

@@ -1,8 +1,11 @@
 import { HttpServer, HttpServerResponse } from "@effect/platform"
 import { BunHttpServer } from "@effect/platform-bun"
 import { Effect, Layer, Option } from "effect"
+import { AdminServicesLive } from "../admin/layer.ts"
 import { AppConfig } from "../platform/config.ts"
 import { listening } from "../platform/http/listening.ts"
+import { WebhookSender } from "../platform/outbound/WebhookSender.ts"
+import { ReposLive } from "../repos/layers.ts"
 import { makeConsoleApp } from "./app.ts"
 import { ConsoleReads } from "./ConsoleReads.ts"
 import { SECURITY_HEADERS, SERVER_MAX_BODY_BYTES } from "./http.ts"
@@ -43,4 +46,8 @@ const ConsoleListenerLive = Layer.unwrapEffect(
  * The console face: its listener, with the console's own read statements. It needs the admin services
  * (admin/layer.ts), the shared repositories and a database pool, all given by main.ts.
  */
-export const ConsoleLive = ConsoleListenerLive.pipe(Layer.provide(ConsoleReads.Default))
+export const ConsoleLive = ConsoleListenerLive.pipe(
+  Layer.provide(ConsoleReads.Default),
+  Layer.provide(AdminServicesLive),
+  Layer.provide(Layer.mergeAll(ReposLive, WebhookSender.Default)),
+)

@@ -1,4 +1,5 @@
 import { Layer } from "effect"
+import { ReposLive } from "../repos/layers.ts"
 import { WebhookOutbox } from "../repos/Outbox.ts"
 import { AttackerInputRepairLive } from "./AttackerInputRepair.ts"
 import { CowrieSessionsRepo } from "./CowrieSessionsRepo.ts"
@@ -11,8 +12,8 @@ import { IngestServerLive } from "./server.ts"
 
 /**
  * The ingest face: sensors report on INGEST_PORT; beside the listener run the idle-close fiber, the silent-sensor
- * sweep and the one-time repair of stored attacker input. It needs the shared repositories, a database pool, the
- * configuration and the lifecycle, given by main.ts.
+ * sweep and the one-time repair of stored attacker input. It needs a database pool, the configuration, the keys and
+ * the lifecycle, given by main.ts.
  */
 export const IngestLive = Layer.mergeAll(
   IngestServerLive,
@@ -23,4 +24,5 @@ export const IngestLive = Layer.mergeAll(
   Layer.provide(Layer.mergeAll(Ingestor.Default, SensorAuth.Default)),
   // One cache of the organizations' keys for the Ingestor and the honeypot routes.
   Layer.provide(Layer.mergeAll(WebhookOutbox.Default, OrgKeys.Default, CowrieSessionsRepo.Default)),
+  Layer.provide(ReposLive),
 )

@@ -11,6 +11,7 @@ import { payloadTooLarge } from "../platform/http/responses.ts"
 import { Lifecycle } from "../platform/Lifecycle.ts"
 import { webhookOldestDueAge, webhookQueueDepth } from "../platform/metrics.ts"
 import { rateLimitStoreErrors } from "../platform/ratelimit/RateLimiter.ts"
+import { ReposLive } from "../repos/layers.ts"
 import { WebhooksRepo } from "../repos/WebhooksRepo.ts"
 import { toPrometheus } from "./prometheus.ts"
 
@@ -100,7 +101,7 @@ const router = HttpRouter.empty.pipe(
 // Counters appear once touched: show the fail-open count as 0 from the start rather than not at all.
 const touchCounters = Metric.incrementBy(rateLimitStoreErrors, 0)
 
-export const OpsServerLive = Layer.unwrapEffect(
+const OpsListenerLive = Layer.unwrapEffect(
   Effect.map(AppConfig, (config) =>
     HttpServer.serve(
       refuseBodies(
@@ -130,3 +131,6 @@ export const OpsServerLive = Layer.unwrapEffect(
     ),
   ),
 )
+
+/** /healthz, /readyz, /metrics on OPS_PORT, with the repositories it reads, on the pool main.ts gives it. */
+export const OpsServerLive = OpsListenerLive.pipe(Layer.provide(ReposLive))
