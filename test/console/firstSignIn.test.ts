@@ -1,5 +1,14 @@
 import { afterAll, beforeAll, expect, test } from "bun:test"
-import { type Browser, launchBrowser, seriousAccessibilityViolations, watchedContext } from "../support/browser.ts"
+import { mkdtempSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import {
+  type Browser,
+  launchBrowser,
+  screenshot,
+  seriousAccessibilityViolations,
+  watchedContext,
+} from "../support/browser.ts"
 import { admin, adminJson } from "../support/cli.ts"
 import { type RunningServer, shutdown, startServer, testEnv } from "../support/server.ts"
 
@@ -37,6 +46,9 @@ afterAll(async () => {
   await shutdown(server)
 })
 
+/** Screenshots of the pages: docs/screenshots/ with UPDATE_SCREENSHOTS=1, else a temporary directory. */
+const shots = mkdtempSync(join(tmpdir(), "dsvc-shots-"))
+
 test("the sign-in page names the admin command that makes the first user, and that command is the CLI's own", async () => {
   const text = await (await fetch(`${consoleUrl}/sign-in`)).text()
   const shown = "bun run admin user create --org &lt;org-id&gt; --email &lt;email&gt; --role admin"
@@ -63,6 +75,7 @@ test("first sign-in in a browser: the link's page names the account, the sign-in
   await tab.goto(`${consoleUrl}${link.pathname}`)
   expect(await tab.locator("h1").textContent()).toBe("Set your password")
   expect(await tab.locator(".account-email").textContent()).toBe(email)
+  await screenshot(tab, "set-password", shots)
   expect(await seriousAccessibilityViolations(tab)).toEqual([])
 
   // Too short: refused, and the page still says whose password it is.

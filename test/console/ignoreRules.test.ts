@@ -1,4 +1,7 @@
 import { afterAll, beforeAll, expect, test } from "bun:test"
+import { mkdtempSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import {
@@ -6,6 +9,7 @@ import {
   launchBrowser,
   type Page,
   type PageWatch,
+  screenshot,
   seriousAccessibilityViolations,
   watchedContext,
 } from "../support/browser.ts"
@@ -139,6 +143,9 @@ afterAll(async () => {
   await shutdown(server, db)
 })
 
+/** Screenshots of the pages: docs/screenshots/ with UPDATE_SCREENSHOTS=1, else a temporary directory. */
+const shots = mkdtempSync(join(tmpdir(), "dsvc-shots-"))
+
 test("Ignore activity like this: source and sensor filled in, a confirmation, the incident closed as an authorized test; later events are ignored and listed with their rule", async () => {
   const first = await ingest(server.ingestUrl, "events", sensor.token, nativeEvent({ sourceIp: "198.51.100.23" }))
   const incidentId = first.body.results[0].incidentId as string
@@ -197,6 +204,7 @@ test("Ignore activity like this: source and sensor filled in, a confirmation, th
     }
   })
   expect(made).toEqual({ scripts: 0, images: 0, jsLinks: 0, handlers: 0 })
+  await screenshot(page, "ignore-rules", shots)
   expect(await seriousAccessibilityViolations(page)).toEqual([])
 
   await page.goto(`${consoleUrl}/events`)
@@ -204,6 +212,7 @@ test("Ignore activity like this: source and sensor filled in, a confirmation, th
   await Promise.all([page.waitForNavigation(), page.click("text=Show ignored events")])
   const ignoredRow = page.locator(`tr#${later.body.results[0].id}`)
   expect(await ignoredRow.count()).toBe(1)
+  await screenshot(page, "events-ignored", shots)
   expect(await ignoredRow.textContent()).toContain(rules[0]?.id ?? "-")
   expect(await seriousAccessibilityViolations(page)).toEqual([])
   expect(watch.errors).toEqual([])

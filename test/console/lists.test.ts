@@ -1,10 +1,18 @@
 import { afterAll, beforeAll, expect, test } from "bun:test"
-import { readFileSync } from "node:fs"
+import { mkdtempSync, readFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import { parseCsv } from "../../src/console/csv.ts"
 import { eventListStatement } from "../../src/repos/EventsRepo.ts"
-import { type Browser, launchBrowser, seriousAccessibilityViolations, watchedContext } from "../support/browser.ts"
+import {
+  type Browser,
+  launchBrowser,
+  screenshot,
+  seriousAccessibilityViolations,
+  watchedContext,
+} from "../support/browser.ts"
 import { adminJson } from "../support/cli.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
 import { createSensor, createTenant, get, seedIncident } from "../support/fixtures.ts"
@@ -216,6 +224,9 @@ const FILTER_CASES: ReadonlyArray<[string, (e: Seeded) => boolean]> = [
 ]
 
 const withSensors = (q: string) => q.replace("SENSOR_MAIL", mail.id).replace("SENSOR_WEB", web.id)
+
+/** Screenshots of the pages: docs/screenshots/ with UPDATE_SCREENSHOTS=1, else a temporary directory. */
+const shots = mkdtempSync(join(tmpdir(), "dsvc-shots-"))
 
 test("Events: each filter and combination narrows the list to exactly the matching events, and the CSV export equals it", async () => {
   for (const [q, keep] of FILTER_CASES) {
@@ -444,6 +455,7 @@ test("pages with the new filters and the export links pass axe-core (no serious 
   await tab.fill("#to", "2026-11-26")
   await tab.selectOption("#sensorId", mail.id)
   await Promise.all([tab.waitForNavigation(), tab.click("form.filters button[type=submit]")])
+  await screenshot(tab, "events-filters", shots)
   const ids = await tab
     .locator("tbody tr[id]")
     .evaluateAll((rows) => rows.map((r) => (r as unknown as { id: string }).id))

@@ -1,4 +1,7 @@
 import { afterAll, beforeAll, expect, test } from "bun:test"
+import { mkdtempSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import {
@@ -6,6 +9,7 @@ import {
   launchBrowser,
   type Page,
   type PageWatch,
+  screenshot,
   seriousAccessibilityViolations,
   watchedContext,
 } from "../support/browser.ts"
@@ -140,6 +144,9 @@ afterAll(async () => {
   await shutdown(server, db)
 })
 
+/** Screenshots of the pages: docs/screenshots/ with UPDATE_SCREENSHOTS=1, else a temporary directory. */
+const shots = mkdtempSync(join(tmpdir(), "dsvc-shots-"))
+
 test("an analyst adds a note and closes with a reason: both in the history, with who and when, and audited", async () => {
   const id = await newIncident("198.51.100.10")
   const { page, watch } = analyst
@@ -168,6 +175,7 @@ test("an analyst adds a note and closes with a reason: both in the history, with
   expect(closed).toContain(`by ${ANALYST_EMAIL}`)
   expect(closed).toContain("Our own vulnerability scanner.")
   expect(await page.$$eval(".history li time", (ts) => ts.length)).toBe(2)
+  await screenshot(page, "incident-history", shots)
   expect(watch.errors).toEqual([])
 
   await admin.page.goto(`${consoleUrl}/settings/audit`)
@@ -268,6 +276,7 @@ test("bulk close: the preview's count is what the confirm closes, and only those
   expect(new URL(page.url()).pathname).toBe("/incidents/bulk-close")
   expect(await page.textContent("h1")).toBe("Close 4 incidents?")
   expect(await page.textContent("#bulk-count")).toBe("4 open incidents match this filter now.")
+  await screenshot(page, "bulk-close", shots)
   expect(await seriousAccessibilityViolations(page)).toEqual([])
   // A bad filter is named on the preview, nothing to confirm.
   await page.goto(`${consoleUrl}/incidents/bulk-close?source=not-an-ip`)

@@ -71,6 +71,7 @@ const Field = (props: {
       id={props.id}
       name={props.name}
       type="text"
+      class={props.name === "note" ? "wide" : undefined}
       value={props.value}
       placeholder={props.placeholder}
       required={props.required}
