@@ -5,6 +5,7 @@ import { FetchHttpClient } from "@effect/platform"
 import { Effect, Layer, Stream } from "effect"
 import { makeClient } from "../../src/client/effect.ts"
 import { ApiError, createClient } from "../../src/client/index.ts"
+import { signatureHeader } from "../../src/domain/webhookSignature.ts"
 import { admin } from "../support/cli.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
 import { createKey, createSensor, createTenant } from "../support/fixtures.ts"
@@ -272,6 +273,8 @@ describe("D34 client", () => {
       "dist/client/effect.js",
       "dist/client/types/client/index.d.ts",
       "dist/client/types/client/effect.d.ts",
+      "dist/client/webhooks/verify.js",
+      "dist/client/types/webhooks/verify.d.ts",
     ]) {
       expect(files).toContain(built)
     }
@@ -328,5 +331,22 @@ describe("D34 client", () => {
     expect(out.n).toBe(expected.length)
     expect(out.n).toBeGreaterThanOrEqual(7)
     expect(String(out.node)).toStartWith("v2")
+
+    // The receiver SDK too: Node verifies a signature the service's own signer made, through the package's export.
+    const body = '{"id":"whd_x","type":"incident.created"}'
+    const t = Math.floor(Date.now() / 1000)
+    const header = signatureHeader(["whsec_node-test"], t, body)
+    const verify = `import { verifyWebhook } from "decoy-incident-service/webhooks/verify"
+      const ok = verifyWebhook(process.env.BODY, process.env.HEADER, "whsec_node-test")
+      const bad = verifyWebhook(process.env.BODY + " ", process.env.HEADER, "whsec_node-test")
+      console.log(JSON.stringify({ ok: ok.ok, bad: bad.ok }))`
+    const verified = Bun.spawnSync(["/usr/bin/node", "--input-type=module", "-e", verify], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH ?? "", BODY: body, HEADER: header },
+      stdout: "pipe",
+      stderr: "pipe",
+    })
+    expect(verified.stderr.toString()).toBe("")
+    expect(JSON.parse(verified.stdout.toString())).toEqual({ ok: true, bad: false })
   })
 })
