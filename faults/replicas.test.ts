@@ -165,7 +165,13 @@ test("D17 three dispatchers on one outbox: every created, escalated and reopened
   // reopened: three incidents closed by an operator, then active again.
   const reopenedSources = sources.slice(0, 3)
   for (const answer of escalated.slice(0, 3)) {
-    const closed = await admin(replica(0).env, ["incident", "close", answer.body.results[0].incidentId])
+    const closed = await admin(replica(0).env, [
+      "incident",
+      "close",
+      answer.body.results[0].incidentId,
+      "--reason",
+      "resolved",
+    ])
     expect(closed.code).toBe(0)
   }
   const reopened = await Promise.all(
