@@ -1,5 +1,6 @@
 import { HttpRouter, type HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Cause, Effect, Option } from "effect"
+import { DatabaseError } from "../platform/db/errors.ts"
 import { ASSETS } from "./assets.ts"
 import { checkRequest, redactPath } from "./http.ts"
 import { makeKit } from "./kit.ts"
@@ -17,6 +18,22 @@ import { request, type SignedIn } from "./session.ts"
  * The console as one request handler: every route module, the static assets, the checks at the edge and the
  * answer to anything that fails (404, 413, 400, 499, 500 pages).
  */
+/**
+ * A statement PostgreSQL cancelled at our own request (57014, "canceling statement due to user request"): the driver
+ * cancels a query whose request was interrupted, which can surface as the query's failure before the interruption.
+ * A statement time-out has the same code with another message, and stays an error.
+ */
+const cancelledStatement = (failure: Option.Option<unknown>): boolean => {
+  if (Option.isNone(failure) || !(failure.value instanceof DatabaseError)) return false
+  const driver = (failure.value.cause as { readonly cause?: { readonly code?: unknown; readonly message?: unknown } })
+    .cause
+  return driver?.code === "57014" && /user request/.test(String(driver.message))
+}
+
+/** The client closed the connection before the answer (Bun aborts the request's signal). */
+const clientGone = (req: HttpServerRequest.HttpServerRequest): boolean =>
+  (req.source as { readonly signal?: AbortSignal } | undefined)?.signal?.aborted === true
+
 export const makeConsoleApp = Effect.gen(function* () {
   const kit = yield* makeKit
   const routes = HttpRouter.concatAll(
@@ -64,8 +81,10 @@ export const makeConsoleApp = Effect.gen(function* () {
         }
         if (tag === "BodyTooLarge") return tooLarge()
         if (tag === "BadInput") return badRequest()
-        // A client that went away (an aborted sign-in, a closed tab) is not an error of ours.
-        if (Cause.isInterruptedOnly(cause)) {
+        // A client that went away (an aborted sign-in, a closed tab) is not an error of ours: the request fiber is
+        // interrupted, or a statement cancelled for it fails first (PostgreSQL's "canceling statement due to user
+        // request") while the request's own signal already says the client is gone.
+        if (Cause.isInterruptedOnly(cause) || clientGone(req) || cancelledStatement(failure)) {
           yield* Effect.logDebug("console request interrupted").pipe(Effect.annotateLogs({ path: redactPath(req.url) }))
           return HttpServerResponse.empty({ status: 499 })
         }
