@@ -2,6 +2,7 @@ import { afterAll, expect, test } from "bun:test"
 import { join } from "node:path"
 import { Effect } from "effect"
 import { TransitionsRepo } from "../../src/repos/TransitionsRepo.ts"
+import { freePort } from "../support/console.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
 import { get } from "../support/fixtures.ts"
 import { type RunningServer, shutdown, startServer, testEnv } from "../support/server.ts"
@@ -40,14 +41,6 @@ const printed = (out: string) => {
   const key = /\n {2}(dsk_\S+)\n/.exec(out)?.[1]
   const curl = /\n {2}curl -H "Authorization: Bearer (\S+)" (\S+\/v1\/incidents)\n/.exec(out)
   return { key: key ?? "", curlKey: curl?.[1] ?? "", curlUrl: curl?.[2] ?? "" }
-}
-
-/** A port that was free a moment ago (the demo must print it before the server binds it). */
-const freePort = () => {
-  const probe = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response() })
-  const port = probe.port ?? 0
-  probe.stop(true)
-  return port
 }
 
 interface ApiEvent {

@@ -15,6 +15,7 @@ import {
   watchedContext,
 } from "../support/browser.ts"
 import { adminJson } from "../support/cli.ts"
+import { freePort, setPassword } from "../support/console.ts"
 import { testDatabase } from "../support/db.ts"
 import { ingest, nativeEvent } from "../support/ingest.ts"
 import { type Receiver, startReceiver } from "../support/receiver.ts"
@@ -43,13 +44,6 @@ const analystEmail = "analyst@acme.example"
 /** incident id → what the attacker sent that must show as text */
 const payloadIncidents: Array<string> = []
 
-const freePort = () => {
-  const probe = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } })
-  const port = probe.port
-  probe.stop(true)
-  return port
-}
-
 /** Attacker payloads (D29): markup, handlers, URLs, SVG, CSS, bidi controls, a very long value. */
 const PAYLOADS = [
   `<script>window.__xss = "script"</script>`,
@@ -61,21 +55,6 @@ const PAYLOADS = [
   `<a href="javascript:window.__xss='a'">click</a>`,
   `${"A".repeat(5000)}<b>long</b>`,
 ]
-
-/** Sets a user's password through the one-time link, as the user would (a plain HTTP client is enough here). */
-const setPassword = async (link: string, password: string) => {
-  const path = new URL(link).pathname
-  const form = await fetch(`${consoleUrl}${path}`)
-  const cookie = (form.headers.get("set-cookie") ?? "").split(";")[0] ?? ""
-  const csrf = /name="csrf" value="([^"]+)"/.exec(await form.text())?.[1] ?? ""
-  const done = await fetch(`${consoleUrl}${path}`, {
-    method: "POST",
-    redirect: "manual",
-    headers: { cookie, "content-type": "application/x-www-form-urlencoded", origin: consoleUrl },
-    body: new URLSearchParams({ csrf, password }),
-  })
-  expect(done.status).toBe(303)
-}
 
 const signIn = async (page: Page, email: string, password: string) => {
   await page.fill("#email", email)
@@ -165,8 +144,8 @@ beforeAll(async () => {
   // D26: users through the admin CLI, passwords through their one-time links.
   const lead = await adminJson(env, ["user", "create", "--org", orgA, "--email", adminEmail, "--role", "admin"])
   const analyst = await adminJson(env, ["user", "create", "--org", orgA, "--email", analystEmail, "--role", "analyst"])
-  await setPassword(lead.link, PASSWORD)
-  await setPassword(analyst.link, ANALYST_PASSWORD)
+  await setPassword(consoleUrl, lead.link, PASSWORD)
+  await setPassword(consoleUrl, analyst.link, ANALYST_PASSWORD)
 
   browser = await launchBrowser()
   const watched = await watchedContext(browser)
@@ -480,7 +459,7 @@ test("D26: admin user list, disable (sessions end) and reset (a new one-time lin
   expect((await httpSignIn(analystEmail, ANALYST_PASSWORD)).status).toBe(401)
   const reset = await adminJson(server.env, ["user", "reset", analyst?.id ?? ""])
   expect(reset.link).toStartWith(`${consoleUrl}/set-password/`)
-  await setPassword(reset.link, ANALYST_PASSWORD)
+  await setPassword(consoleUrl, reset.link, ANALYST_PASSWORD)
   expect((await httpSignIn(analystEmail, ANALYST_PASSWORD)).status).toBe(303)
   // The link is spent: it now shows the expired-link page.
   const again = await fetch(`${consoleUrl}${new URL(reset.link).pathname}`)

@@ -10,6 +10,7 @@ import {
   watchedContext,
 } from "../support/browser.ts"
 import { admin, adminJson } from "../support/cli.ts"
+import { freePort } from "../support/console.ts"
 import { type RunningServer, shutdown, startServer, testEnv } from "../support/server.ts"
 
 /**
@@ -25,13 +26,6 @@ let server: RunningServer
 let browser: Browser
 let consoleUrl: string
 let orgId: string
-
-const freePort = () => {
-  const probe = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } })
-  const port = probe.port
-  probe.stop(true)
-  return port
-}
 
 beforeAll(async () => {
   const port = freePort()

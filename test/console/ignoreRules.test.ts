@@ -11,9 +11,9 @@ import {
   type PageWatch,
   screenshot,
   seriousAccessibilityViolations,
-  watchedContext,
 } from "../support/browser.ts"
 import { adminJson } from "../support/cli.ts"
+import { consoleUser, csrfOf, freePort, postFromPage, signedIn } from "../support/console.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
 import { createSensor, createTenant } from "../support/fixtures.ts"
 import { ingest, nativeEvent } from "../support/ingest.ts"
@@ -42,57 +42,6 @@ let sensor: { id: string; token: string }
 let admin: { page: Page; watch: PageWatch }
 let analyst: { page: Page; watch: PageWatch }
 
-const freePort = () => {
-  const probe = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } })
-  const port = probe.port
-  probe.stop(true)
-  return port
-}
-
-const setPassword = async (link: string, password: string) => {
-  const path = new URL(link).pathname
-  const form = await fetch(`${consoleUrl}${path}`)
-  const cookie = (form.headers.get("set-cookie") ?? "").split(";")[0] ?? ""
-  const csrf = /name="csrf" value="([^"]+)"/.exec(await form.text())?.[1] ?? ""
-  const done = await fetch(`${consoleUrl}${path}`, {
-    method: "POST",
-    redirect: "manual",
-    headers: { cookie, "content-type": "application/x-www-form-urlencoded", origin: consoleUrl },
-    body: new URLSearchParams({ csrf, password }),
-  })
-  expect(done.status).toBe(303)
-}
-
-const signedIn = async (email: string) => {
-  const { context, watch } = await watchedContext(browser)
-  const page = await context.newPage()
-  page.on("dialog", (dialog) => {
-    watch.errors.push(`dialog: ${dialog.message()}`)
-    void dialog.dismiss()
-  })
-  await page.goto(`${consoleUrl}/sign-in`)
-  await page.fill("#email", email)
-  await page.fill("#password", PASSWORD)
-  await Promise.all([page.waitForNavigation(), page.click("button[type=submit]")])
-  return { page, watch }
-}
-
-/** A POST from inside the signed-in page (same origin, the session's cookie): its status. */
-const postFromPage = (page: Page, path: string, fields: Record<string, string>) =>
-  page.evaluate(
-    async ([p, f]) => {
-      const res = await fetch(p as string, {
-        method: "POST",
-        body: new URLSearchParams(f as Record<string, string>),
-        redirect: "manual",
-      })
-      return res.status
-    },
-    [path, fields] as const,
-  )
-
-const csrfOf = async (page: Page) => (await page.getAttribute("input[name=csrf]", "value")) ?? ""
-
 const rulesOf = (orgId: string) =>
   db.run(
     Effect.flatMap(
@@ -111,31 +60,21 @@ beforeAll(async () => {
   db = testDatabase(server.env)
   tenant = await createTenant(db, `Ignore console ${RUN}`)
   sensor = await createSensor(db, tenant.orgId, "dmz-web-01")
-  const lead = await adminJson(server.env, [
-    "user",
-    "create",
-    "--org",
-    tenant.orgId,
-    "--email",
-    ADMIN_EMAIL,
-    "--role",
-    "admin",
-  ])
-  const reader = await adminJson(server.env, [
-    "user",
-    "create",
-    "--org",
-    tenant.orgId,
-    "--email",
-    ANALYST_EMAIL,
-    "--role",
-    "analyst",
-  ])
-  await setPassword(lead.link, PASSWORD)
-  await setPassword(reader.link, PASSWORD)
+  await consoleUser(server.env, consoleUrl, {
+    orgId: tenant.orgId,
+    email: ADMIN_EMAIL,
+    role: "admin",
+    password: PASSWORD,
+  })
+  await consoleUser(server.env, consoleUrl, {
+    orgId: tenant.orgId,
+    email: ANALYST_EMAIL,
+    role: "analyst",
+    password: PASSWORD,
+  })
   browser = await launchBrowser()
-  admin = await signedIn(ADMIN_EMAIL)
-  analyst = await signedIn(ANALYST_EMAIL)
+  admin = await signedIn(browser, consoleUrl, ADMIN_EMAIL, PASSWORD)
+  analyst = await signedIn(browser, consoleUrl, ANALYST_EMAIL, PASSWORD)
 }, 180_000)
 
 afterAll(async () => {

@@ -14,6 +14,7 @@ import {
   watchedContext,
 } from "../support/browser.ts"
 import { adminJson } from "../support/cli.ts"
+import { freePort, setPassword } from "../support/console.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
 import { createSensor, createTenant, get, seedIncident } from "../support/fixtures.ts"
 import { ingest } from "../support/ingest.ts"
@@ -50,31 +51,11 @@ interface Seeded {
 }
 const seeded: Array<Seeded> = []
 
-const freePort = () => {
-  const probe = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } })
-  const port = probe.port
-  probe.stop(true)
-  return port
-}
-
 const cookiesOf = (res: Response) =>
   res.headers
     .getSetCookie()
     .map((c) => c.split(";")[0])
     .join("; ")
-
-const setPassword = async (link: string, password: string) => {
-  const path = new URL(link).pathname
-  const form = await fetch(`${consoleUrl}${path}`)
-  const csrf = /name="csrf" value="([^"]+)"/.exec(await form.text())?.[1] ?? ""
-  const done = await fetch(`${consoleUrl}${path}`, {
-    method: "POST",
-    redirect: "manual",
-    headers: { cookie: cookiesOf(form), "content-type": "application/x-www-form-urlencoded", origin: consoleUrl },
-    body: new URLSearchParams({ csrf, password }),
-  })
-  expect(done.status).toBe(303)
-}
 
 const signIn = async (email: string, password: string): Promise<string> => {
   const form = await fetch(`${consoleUrl}/sign-in`)
@@ -184,8 +165,8 @@ beforeAll(async () => {
     "--role",
     "analyst",
   ])
-  await setPassword(lead.link, PASSWORD)
-  await setPassword(reader.link, ANALYST_PASSWORD)
+  await setPassword(consoleUrl, lead.link, PASSWORD)
+  await setPassword(consoleUrl, reader.link, ANALYST_PASSWORD)
   adminCookie = await signIn(`lead-${RUN}@acme.example`, PASSWORD)
   analystCookie = await signIn(`reader-${RUN}@acme.example`, ANALYST_PASSWORD)
   browser = await launchBrowser()
@@ -509,7 +490,7 @@ test("a large export streams: thousands of rows of big attacker input leave the 
     "--role",
     "analyst",
   ])
-  await setPassword(user.link, PASSWORD)
+  await setPassword(consoleUrl, user.link, PASSWORD)
   const cookie = await signIn(`bulk-${RUN}@acme.example`, PASSWORD)
   const rssKiB = (pid: number) => Number(/VmRSS:\s+(\d+)\s+kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1])
   const pid = server.process.pid

@@ -4,6 +4,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { type Browser, launchBrowser, type Page, screenshot, watchedContext } from "../support/browser.ts"
 import { adminJson } from "../support/cli.ts"
+import { freePort, setPassword } from "../support/console.ts"
 import { IPTABLES_KV, ingest, nativeEvent } from "../support/ingest.ts"
 import { type RunningServer, startServer, testEnv } from "../support/server.ts"
 
@@ -28,27 +29,6 @@ let consoleUrl: string
 let bigIncident: string
 let scanIncident: string
 let loginIncident: string
-
-const freePort = () => {
-  const probe = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } })
-  const port = probe.port
-  probe.stop(true)
-  return port
-}
-
-const setPassword = async (link: string, password: string) => {
-  const path = new URL(link).pathname
-  const form = await fetch(`${consoleUrl}${path}`)
-  const cookie = (form.headers.get("set-cookie") ?? "").split(";")[0] ?? ""
-  const csrf = /name="csrf" value="([^"]+)"/.exec(await form.text())?.[1] ?? ""
-  const done = await fetch(`${consoleUrl}${path}`, {
-    method: "POST",
-    redirect: "manual",
-    headers: { cookie, "content-type": "application/x-www-form-urlencoded", origin: consoleUrl },
-    body: new URLSearchParams({ csrf, password }),
-  })
-  expect(done.status).toBe(303)
-}
 
 const signedInPage = async (email: string, password: string): Promise<Page> => {
   const { context } = await watchedContext(browser)
@@ -135,8 +115,8 @@ beforeAll(async () => {
 
   const lead = await adminJson(env, ["user", "create", "--org", org, "--email", ADMIN_EMAIL, "--role", "admin"])
   const reader = await adminJson(env, ["user", "create", "--org", org, "--email", ANALYST_EMAIL, "--role", "analyst"])
-  await setPassword(lead.link, PASSWORD)
-  await setPassword(reader.link, ANALYST_PASSWORD)
+  await setPassword(consoleUrl, lead.link, PASSWORD)
+  await setPassword(consoleUrl, reader.link, ANALYST_PASSWORD)
   browser = await launchBrowser()
   admin = await signedInPage(ADMIN_EMAIL, PASSWORD)
   analyst = await signedInPage(ANALYST_EMAIL, ANALYST_PASSWORD)

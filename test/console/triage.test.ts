@@ -11,9 +11,9 @@ import {
   type PageWatch,
   screenshot,
   seriousAccessibilityViolations,
-  watchedContext,
 } from "../support/browser.ts"
 import { adminJson } from "../support/cli.ts"
+import { consoleUser, csrfOf, freePort, postFromPage, signedIn } from "../support/console.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
 import { createSensor, createTenant, get, seedIncident } from "../support/fixtures.ts"
 import { ingest, nativeEvent } from "../support/ingest.ts"
@@ -43,62 +43,11 @@ let foreignIncident: string
 let admin: { page: Page; watch: PageWatch }
 let analyst: { page: Page; watch: PageWatch }
 
-const freePort = () => {
-  const probe = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } })
-  const port = probe.port
-  probe.stop(true)
-  return port
-}
-
-const setPassword = async (link: string, password: string) => {
-  const path = new URL(link).pathname
-  const form = await fetch(`${consoleUrl}${path}`)
-  const cookie = (form.headers.get("set-cookie") ?? "").split(";")[0] ?? ""
-  const csrf = /name="csrf" value="([^"]+)"/.exec(await form.text())?.[1] ?? ""
-  const done = await fetch(`${consoleUrl}${path}`, {
-    method: "POST",
-    redirect: "manual",
-    headers: { cookie, "content-type": "application/x-www-form-urlencoded", origin: consoleUrl },
-    body: new URLSearchParams({ csrf, password }),
-  })
-  expect(done.status).toBe(303)
-}
-
-const signedIn = async (email: string) => {
-  const { context, watch } = await watchedContext(browser)
-  const page = await context.newPage()
-  page.on("dialog", (dialog) => {
-    watch.errors.push(`dialog: ${dialog.message()}`)
-    void dialog.dismiss()
-  })
-  await page.goto(`${consoleUrl}/sign-in`)
-  await page.fill("#email", email)
-  await page.fill("#password", PASSWORD)
-  await Promise.all([page.waitForNavigation(), page.click("button[type=submit]")])
-  return { page, watch }
-}
-
 const newIncident = async (sourceIp: string) => {
   const res = await ingest(server.ingestUrl, "events", liveSensor.token, nativeEvent({ sourceIp }))
   expect(res.status).toBe(200)
   return res.body.results[0].incidentId as string
 }
-
-/** A POST from inside the signed-in page (same origin, the session's cookie): its status. */
-const postFromPage = (page: Page, path: string, fields: Record<string, string>) =>
-  page.evaluate(
-    async ([p, f]) => {
-      const res = await fetch(p as string, {
-        method: "POST",
-        body: new URLSearchParams(f as Record<string, string>),
-        redirect: "manual",
-      })
-      return res.status
-    },
-    [path, fields] as const,
-  )
-
-const csrfOf = async (page: Page) => (await page.getAttribute("input[name=csrf]", "value")) ?? ""
 
 beforeAll(async () => {
   const port = freePort()
@@ -112,31 +61,21 @@ beforeAll(async () => {
   const otherSensor = await createSensor(db, other.orgId, "other-01")
   const res = await ingest(server.ingestUrl, "events", otherSensor.token, nativeEvent({ sourceIp: "192.0.2.200" }))
   foreignIncident = res.body.results[0].incidentId
-  const lead = await adminJson(server.env, [
-    "user",
-    "create",
-    "--org",
-    tenant.orgId,
-    "--email",
-    ADMIN_EMAIL,
-    "--role",
-    "admin",
-  ])
-  const reader = await adminJson(server.env, [
-    "user",
-    "create",
-    "--org",
-    tenant.orgId,
-    "--email",
-    ANALYST_EMAIL,
-    "--role",
-    "analyst",
-  ])
-  await setPassword(lead.link, PASSWORD)
-  await setPassword(reader.link, PASSWORD)
+  await consoleUser(server.env, consoleUrl, {
+    orgId: tenant.orgId,
+    email: ADMIN_EMAIL,
+    role: "admin",
+    password: PASSWORD,
+  })
+  await consoleUser(server.env, consoleUrl, {
+    orgId: tenant.orgId,
+    email: ANALYST_EMAIL,
+    role: "analyst",
+    password: PASSWORD,
+  })
   browser = await launchBrowser()
-  admin = await signedIn(ADMIN_EMAIL)
-  analyst = await signedIn(ANALYST_EMAIL)
+  admin = await signedIn(browser, consoleUrl, ADMIN_EMAIL, PASSWORD)
+  analyst = await signedIn(browser, consoleUrl, ANALYST_EMAIL, PASSWORD)
 }, 180_000)
 
 afterAll(async () => {

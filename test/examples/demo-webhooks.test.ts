@@ -4,6 +4,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { type IncidentWebhook, type Receiver, startReceiver } from "../../examples/receiver.ts"
 import { adminJson } from "../support/cli.ts"
+import { freePort } from "../support/console.ts"
 import { testEnv } from "../support/server.ts"
 import { makeTestCertificate } from "../support/tls.ts"
 
@@ -20,14 +21,6 @@ afterAll(async () => {
   await receiver?.stop()
   if (env?.DATA_DIR) rmSync(env.DATA_DIR, { recursive: true, force: true })
 })
-
-/** A port that was free a moment ago (the channel URL must name it before the receiver knows its secret). */
-const freePort = () => {
-  const probe = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response() })
-  const port = probe.port
-  probe.stop(true)
-  return port ?? 0
-}
 
 test("D15/D24 `bun run demo --org` sends signed created, escalated and reopened webhooks to examples/receiver.ts", async () => {
   const certs = makeTestCertificate({ ipAddresses: ["127.0.0.1"] })

@@ -6,6 +6,7 @@ import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import { type Browser, launchBrowser, screenshot, watchedContext } from "../support/browser.ts"
 import { admin, adminJson } from "../support/cli.ts"
+import { freePort } from "../support/console.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
 import { ingest, nativeEvent } from "../support/ingest.ts"
 import { type RunningServer, shutdown, startServer, testEnv } from "../support/server.ts"
@@ -30,13 +31,6 @@ let orgId: string
 let otherSensor: string
 let adminCookie: string
 let analystCookie: string
-
-const freePort = () => {
-  const probe = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } })
-  const port = probe.port
-  probe.stop(true)
-  return port
-}
 
 const cookieOf = (response: Response, name: string) =>
   response.headers

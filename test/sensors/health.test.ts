@@ -13,6 +13,7 @@ import { UserAdmin } from "../../src/admin/UserAdmin.ts"
 import { type SensorStatus, statusOf } from "../../src/repos/SensorsRepo.ts"
 import { verifyWebhook } from "../../src/webhooks/verify.ts"
 import { admin, adminJson } from "../support/cli.ts"
+import { freePort } from "../support/console.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
 import { type Receiver, startReceiver } from "../support/receiver.ts"
 import { type RunningServer, startServer, testEnv, usingPostgres } from "../support/server.ts"
@@ -40,13 +41,6 @@ const postgresUrl = async (): Promise<string> => {
   const url = new URL(ADMIN_URL)
   url.pathname = `/${ownDatabase}`
   return url.toString()
-}
-
-const freePort = () => {
-  const probe = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } })
-  const port = probe.port
-  probe.stop(true)
-  return port
 }
 
 let receiver: Receiver

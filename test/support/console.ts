@@ -1,0 +1,85 @@
+import { expect } from "bun:test"
+import { type Browser, type Page, type PageWatch, watchedContext } from "./browser.ts"
+import { adminJson } from "./cli.ts"
+
+/**
+ * What the console's browser tests share: a free port for a console of their own, a password set through the one-time
+ * link as a user would, a signed-in page, and a POST made from inside a signed-in page.
+ */
+
+/** A TCP port nothing listens on right now (for CONSOLE_PORT, so APP_URL can name it before the server starts). */
+export const freePort = (): number => {
+  const probe = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } })
+  const port = probe.port
+  probe.stop(true)
+  return port
+}
+
+/** Sets a user's password through the one-time link, as the user would (a plain HTTP client is enough here). */
+export const setPassword = async (consoleUrl: string, link: string, password: string): Promise<void> => {
+  const path = new URL(link).pathname
+  const form = await fetch(`${consoleUrl}${path}`)
+  const cookie = (form.headers.get("set-cookie") ?? "").split(";")[0] ?? ""
+  const csrf = /name="csrf" value="([^"]+)"/.exec(await form.text())?.[1] ?? ""
+  const done = await fetch(`${consoleUrl}${path}`, {
+    method: "POST",
+    redirect: "manual",
+    headers: { cookie, "content-type": "application/x-www-form-urlencoded", origin: consoleUrl },
+    body: new URLSearchParams({ csrf, password }),
+  })
+  expect(done.status).toBe(303)
+}
+
+/** A page of a fresh browser context, signed in; a dialog (an alert an injected script would raise) is an error. */
+export const signedIn = async (
+  browser: Browser,
+  consoleUrl: string,
+  email: string,
+  password: string,
+): Promise<{ page: Page; watch: PageWatch }> => {
+  const { context, watch } = await watchedContext(browser)
+  const page = await context.newPage()
+  page.on("dialog", (dialog) => {
+    watch.errors.push(`dialog: ${dialog.message()}`)
+    void dialog.dismiss()
+  })
+  await page.goto(`${consoleUrl}/sign-in`)
+  await page.fill("#email", email)
+  await page.fill("#password", password)
+  await Promise.all([page.waitForNavigation(), page.click("button[type=submit]")])
+  return { page, watch }
+}
+
+/** A POST from inside the signed-in page (same origin, the session's cookie): its status. */
+export const postFromPage = (page: Page, path: string, fields: Record<string, string>): Promise<number> =>
+  page.evaluate(
+    async ([p, f]) => {
+      const res = await fetch(p as string, {
+        method: "POST",
+        body: new URLSearchParams(f as Record<string, string>),
+        redirect: "manual",
+      })
+      return res.status
+    },
+    [path, fields] as const,
+  )
+
+/** The CSRF token of the page's forms. */
+export const csrfOf = async (page: Page): Promise<string> =>
+  (await page.getAttribute("input[name=csrf]", "value")) ?? ""
+
+/** A console user of the organization, made with the admin tool, with `password` set through the one-time link. */
+export const consoleUser = async (
+  env: Record<string, string>,
+  consoleUrl: string,
+  user: {
+    readonly orgId: string
+    readonly email: string
+    readonly role: "admin" | "analyst"
+    readonly password: string
+  },
+): Promise<{ readonly id: string }> => {
+  const made = await adminJson(env, ["user", "create", "--org", user.orgId, "--email", user.email, "--role", user.role])
+  await setPassword(consoleUrl, made.link, user.password)
+  return made
+}
