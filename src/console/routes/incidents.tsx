@@ -62,6 +62,28 @@ export const incidentRoutes = (kit: Kit) =>
     const transitions = yield* TransitionsRepo
     const incidentNotes = yield* IncidentNotesRepo
     const { page, action, sessionOf, flashTo, readFlash, refused } = kit
+    /**
+     * A POST about one incident of the organization (any user, not only admins): an unknown id, or another
+     * organization's, is the 404 page; then `change`, and back to the incident with `done`, or the refusal.
+     */
+    const onIncident = <A, E, R>(
+      done: string,
+      change: (id: string, form: Record<string, string>) => Effect.Effect<A, E, R>,
+    ) =>
+      action(
+        (s, form) =>
+          Effect.gen(function* () {
+            const { id } = yield* HttpRouter.params
+            if (id === undefined || !isId("incident", id)) return notFound(s.viewer)
+            if (Option.isNone(yield* incidents.findById(s.orgId, id))) return notFound(s.viewer)
+            return yield* change(id, form).pipe(
+              Effect.zipRight(flashTo(s, `/incidents/${id}`, { kind: "ok", text: done })),
+              refused(s, `/incidents/${id}`),
+            )
+          }),
+        false,
+      )
+
     return HttpRouter.empty.pipe(
       // --- Pages (D30) ------------------------------------------------------------------------------------------------
       HttpRouter.get(
@@ -167,39 +189,11 @@ export const incidentRoutes = (kit: Kit) =>
       // Closing and notes: any user of the organization (analysts too); IncidentAdmin checks and audits.
       HttpRouter.post(
         "/incidents/:id/close",
-        action(
-          (s, form) =>
-            Effect.gen(function* () {
-              const { id } = yield* HttpRouter.params
-              if (id === undefined || !isId("incident", id)) return notFound(s.viewer)
-              if (Option.isNone(yield* incidents.findById(s.orgId, id))) return notFound(s.viewer)
-              return yield* incidentAdmin
-                .close(id, { reason: form.reason, note: form.note })
-                .pipe(
-                  Effect.zipRight(flashTo(s, `/incidents/${id}`, { kind: "ok", text: "Incident closed." })),
-                  refused(s, `/incidents/${id}`),
-                )
-            }),
-          false,
-        ),
+        onIncident("Incident closed.", (id, form) => incidentAdmin.close(id, { reason: form.reason, note: form.note })),
       ),
       HttpRouter.post(
         "/incidents/:id/notes",
-        action(
-          (s, form) =>
-            Effect.gen(function* () {
-              const { id } = yield* HttpRouter.params
-              if (id === undefined || !isId("incident", id)) return notFound(s.viewer)
-              if (Option.isNone(yield* incidents.findById(s.orgId, id))) return notFound(s.viewer)
-              return yield* incidentAdmin
-                .addNote(id, form.note)
-                .pipe(
-                  Effect.zipRight(flashTo(s, `/incidents/${id}`, { kind: "ok", text: "Note added." })),
-                  refused(s, `/incidents/${id}`),
-                )
-            }),
-          false,
-        ),
+        onIncident("Note added.", (id, form) => incidentAdmin.addNote(id, form.note)),
       ),
       // Bulk close: the filter (GET, the preview with its count and its absolute "last seen before" time) then the
       // close of at most that count, of the same absolute filter; more matching by then is previewed again.
