@@ -153,7 +153,7 @@ const rawPost = (
     }
     // The head first: a server that refuses on it alone answers before the body starts (and may then close).
     socket.write(`POST ${path} HTTP/1.1\r\nhost: ${hostname}\r\n${framing}${extra}\r\n`)
-    setTimeout(pump, 200)
+    setTimeout(pump, 500)
   })
 
 /** A GET written as is on a raw socket (fetch would normalize `//docs`): status, Location and the whole head. */
