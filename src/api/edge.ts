@@ -37,10 +37,9 @@ export const isDocsAlias = (url: string): boolean => {
 }
 
 export const ALLOWED_METHODS = "GET, HEAD"
-export { MAX_URL_LENGTH, URI_TOO_LONG }
 
 /** The API's security headers: its CSP, and the reference page's own CSP on the exact path /docs. */
-export const secure = secureWith((url) => (isDocsPath(url) ? DOCS_CSP : API_CSP))
+const secure = secureWith((url) => (isDocsPath(url) ? DOCS_CSP : API_CSP))
 
 const apiUnrouted = () => problem(404, "Not Found", "not_found", "No such endpoint. See /openapi.json.")
 

@@ -1,6 +1,7 @@
 import { HttpApiBuilder, HttpMiddleware, HttpRouter } from "@effect/platform"
 import { BunHttpServer } from "@effect/platform-bun"
 import { Effect, Layer } from "effect"
+import { MAX_URL_LENGTH } from "../domain/problem.ts"
 import { AppConfig } from "../platform/config.ts"
 import { SERVER_MAX_BODY_BYTES } from "../platform/http/body.ts"
 import { listening } from "../platform/http/listening.ts"
@@ -11,7 +12,7 @@ import { EventsAuthLive, IncidentsAuthLive } from "./auth.ts"
 import { ChangesRepo } from "./ChangesRepo.ts"
 import { IncidentApi } from "./contract/definition.ts"
 import { DocsLive } from "./docs.ts"
-import { MAX_URL_LENGTH, makeEdgeMiddleware } from "./edge.ts"
+import { makeEdgeMiddleware } from "./edge.ts"
 import { EventsHandlers, IncidentsHandlers } from "./handlers.ts"
 
 /** The read API as a Layer: the HttpApi, its handlers and their authentication. */
