@@ -8,7 +8,7 @@ import {
 import { CUT_MEMBER } from "../../src/domain/sanitize.ts"
 import type { EventRow } from "../../src/repos/EventsRepo.ts"
 import type { IncidentRow } from "../../src/repos/IncidentsRepo.ts"
-import { serializeWebhookBody, webhookIncident } from "../../src/repos/webhookPayload.ts"
+import { serializeWebhookBody, webhookIncident } from "../../src/domain/webhookBody.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
 import { createSensor, createTenant, get } from "../support/fixtures.ts"
 import { ingest, nativeEvent } from "../support/ingest.ts"

@@ -8,7 +8,7 @@ import {
   WEBHOOK_EVENTS,
   webhookIncident,
   webhookTypeOf,
-} from "../../src/repos/webhookPayload.ts"
+} from "../../src/domain/webhookBody.ts"
 
 const incidentRow: IncidentRow = {
   id: "inc_01JDEMO0000000000000000000",

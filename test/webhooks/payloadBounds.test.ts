@@ -12,7 +12,7 @@ import {
   WEBHOOK_TYPES,
   WebhookBody,
   webhookIncident,
-} from "../../src/repos/webhookPayload.ts"
+} from "../../src/domain/webhookBody.ts"
 import { verifyWebhook } from "../../src/webhooks/verify.ts"
 
 /**

@@ -1,12 +1,43 @@
 import { Schema } from "effect"
-import { webhookAttackerInputWithCut } from "../domain/attackerInput.ts"
-import { techniquesForEventTypes } from "../domain/eventTypes.ts"
-import { AttackerInput, Technique, Timestamp, TimestampSeconds } from "../domain/models.ts"
-import { truncateCodePoints, utf8Length } from "../domain/sanitize.ts"
-import { Confidence, Severity } from "../domain/severity.ts"
-import { mergeTechniques, techniquesForTags } from "../domain/techniques.ts"
-import type { EventRow } from "./EventsRepo.ts"
-import type { IncidentRow } from "./IncidentsRepo.ts"
+import { webhookAttackerInputWithCut } from "./attackerInput.ts"
+import { techniquesForEventTypes } from "./eventTypes.ts"
+import { AttackerInput, Technique, Timestamp, TimestampSeconds } from "./models.ts"
+import { truncateCodePoints, utf8Length } from "./sanitize.ts"
+import { Confidence, Severity } from "./severity.ts"
+import { mergeTechniques, techniquesForTags } from "./techniques.ts"
+
+/** The stored event fields a webhook event is made of (the events repository's row has these and more). */
+export interface WebhookEventSource {
+  readonly id: string
+  readonly time: Date
+  readonly type: string
+  readonly action: string
+  readonly service: string
+  readonly port: number
+  readonly sourcePort: number
+  readonly severity: Severity
+  readonly confidence: Confidence
+  readonly tags: ReadonlyArray<string>
+  readonly summary: string
+  readonly attackerInput: unknown
+}
+
+/** The stored incident fields a webhook incident is made of. */
+export interface WebhookIncidentSource {
+  readonly id: string
+  readonly title: string
+  readonly severity: Severity
+  readonly narrative: string
+  readonly recommendedAction: string
+  readonly sensorId: string
+  readonly sensorName: string
+  readonly sourceIp: string
+  readonly eventCount: number
+  readonly firstSeenAt: Date
+  readonly lastSeenAt: Date
+  readonly eventTypes: ReadonlyArray<string>
+  readonly tags: ReadonlyArray<string>
+}
 
 /**
  * The webhook body (spec "Webhook incident", "Webhook delivery", D15, D20), field for field in the spec's order.
@@ -56,10 +87,17 @@ export type WebhookIncident = typeof WebhookIncident.Type
 export const WEBHOOK_TYPES = ["incident.created", "incident.escalated", "incident.reopened", "webhook.test"] as const
 export type WebhookType = (typeof WEBHOOK_TYPES)[number]
 
+/**
+ * What the outbox may store for an incident: the announced types, and `incident.closed`, which only channels in the
+ * OCSF format receive (OCSF has a Close activity; the spec's webhook does not announce a close).
+ */
+export const INCIDENT_MESSAGE_TYPES = [...WEBHOOK_TYPES, "incident.closed"] as const
+export type IncidentMessageType = (typeof INCIDENT_MESSAGE_TYPES)[number]
+
 /** D15: `{id, type, createdAt, incident}`. */
 export const WebhookBody = Schema.Struct({
   id: Schema.String,
-  type: Schema.Literal(...WEBHOOK_TYPES),
+  type: Schema.Literal(...INCIDENT_MESSAGE_TYPES),
   createdAt: Timestamp,
   incident: WebhookIncident,
   /**
@@ -90,7 +128,7 @@ const webhookInput = (stored: unknown) => {
   return walked.value as typeof AttackerInput.Type
 }
 
-export const webhookEvent = (row: EventRow): typeof WebhookEvent.Type => ({
+export const webhookEvent = (row: WebhookEventSource): typeof WebhookEvent.Type => ({
   id: row.id,
   time: row.time,
   type: row.type,
@@ -112,9 +150,9 @@ export const webhookEvent = (row: EventRow): typeof WebhookEvent.Type => ({
  * oldest first out, the newest WEBHOOK_EVENTS kept). Techniques follow the single-incident rule (types and tags).
  */
 export const webhookIncident = (
-  row: IncidentRow,
+  row: WebhookIncidentSource,
   sensorProfile: string,
-  recentEvents: ReadonlyArray<EventRow>,
+  recentEvents: ReadonlyArray<WebhookEventSource>,
   appUrl: string,
 ): WebhookIncident => {
   const events = [...recentEvents]
