@@ -5,7 +5,7 @@ import { AppConfig } from "../platform/config.ts"
 import { EventsRepo } from "./EventsRepo.ts"
 import { type IncidentRow, IncidentsRepo } from "./IncidentsRepo.ts"
 import { type NewDelivery, WebhooksRepo } from "./WebhooksRepo.ts"
-import { serializeWebhookBody, WEBHOOK_EVENTS, webhookIncident, webhookTypeOf } from "./webhookPayload.ts"
+import { serializeWebhookBody, WEBHOOK_EVENTS, webhookIncident, webhookTypeOf } from "../domain/webhookBody.ts"
 
 export interface RecordedTransition {
   readonly id: string
