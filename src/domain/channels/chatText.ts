@@ -1,0 +1,291 @@
+/**
+ * D46: how chat messages (Slack, Teams) show text. Pure.
+ *
+ * Service-written text (titles, narratives, event summaries) quotes attacker text in double quotes, as JSON string
+ * literals (`SSH login attempt as "root" from 203.0.113.7`). Chat messages split it at its quotes and show every quoted
+ * part as code (Slack: an inline code span; Teams: a monospace TextRun), never as markup, and bounded in length with a
+ * cut mark that sits outside the code, where attacker text never is, so it cannot be forged.
+ *
+ * Decisions (to be documented with D46):
+ * - Every character is shown: controls become their Control Pictures (line feed "␊"), invisible and format characters
+ *   (zero-width, bidi overrides) become `[U+XXXX]`, a lone surrogate becomes U+FFFD. Text was sanitized when stored;
+ *   this is the formatter's own guarantee, so nothing can reorder or hide the text around it.
+ * - Slack: `&`, `<`, `>` are escaped in every mrkdwn text, code spans included (Slack decodes them everywhere); so no
+ *   `<!channel>`, `<@U123>`, `<!date…>` or `<url|label>` can be written. A backtick in attacker text becomes "ˋ"
+ *   (U+02CB) so a span cannot be closed; spaces at a span's edges become "␠" so the span stays a span. Every mrkdwn
+ *   text is sent with `verbatim: true` (no automatic links, channel names or mentions). Outside code, "@" becomes
+ *   "＠" (U+FF20) and URL-like text is defanged, in case service text ever carries attacker text unquoted.
+ * - Slack's notification `text` is parsed without `verbatim`, so attacker text there is defanged too, and its "@"
+ *   replaced.
+ * - Teams: attacker text is only in TextRuns (no markdown) with fontType Monospace, and always defanged, since Teams
+ *   may turn a bare URL or domain into a link in any text. TextBlock and Fact texts (markdown) carry only service,
+ *   admin or catalog text, markdown-escaped with backslashes and defanged. "{{" becomes "｛{" in every Teams text so no
+ *   `{{DATE(…)}}` / `{{TIME(…)}}` function can be written. Mentions need an `msteams.entities` entry, which cards never
+ *   carry, so "@" and `<at>` stay as they are.
+ * - Defanging: a scheme's "://" becomes "[:]//" (and http/https/ftp become hxxp/hxxps/fxp); a dot between a letter,
+ *   digit or hyphen and a letter becomes "[.]" (`evil[.]example`, `file[.]txt`; IPv4 addresses stay as they are).
+ * - The only link a message has is the incident's `url`, and only when it is on APP_URL (`isAppLink`).
+ */
+
+/** A piece of service text: its own words, or a value it quoted (attacker text). */
+export interface TextPart {
+  readonly quoted: boolean
+  readonly text: string
+}
+
+/**
+ * The parts of service text split at its quotes: a quoted part is a JSON string literal (escaped quotes stay inside),
+ * decoded; a quote left open runs to the end. The same split as the console's `serviceTextParts` (D29), which lives
+ * in the console; kept here so the domain does not import upward.
+ */
+export const splitServiceText = (text: string): ReadonlyArray<TextPart> => {
+  const parts: Array<TextPart> = []
+  let at = 0
+  while (at < text.length) {
+    const open = text.indexOf('"', at)
+    if (open < 0) {
+      parts.push({ quoted: false, text: text.slice(at) })
+      break
+    }
+    if (open > at) parts.push({ quoted: false, text: text.slice(at, open) })
+    let end = open + 1
+    while (end < text.length && text[end] !== '"') end += text[end] === "\\" ? 2 : 1
+    if (end >= text.length) {
+      parts.push({ quoted: true, text: text.slice(open + 1) })
+      break
+    }
+    const literal = text.slice(open, end + 1)
+    let inner: string
+    try {
+      inner = String(JSON.parse(literal))
+    } catch {
+      inner = literal.slice(1, -1)
+    }
+    parts.push({ quoted: true, text: inner })
+    at = end + 1
+  }
+  return parts
+}
+
+const INVISIBLE = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Default_Ignorable_Code_Point}\p{Surrogate}]/u
+const INVISIBLE_ALL = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Default_Ignorable_Code_Point}\p{Surrogate}]/gu
+
+const shown = (ch: string): string => {
+  const cp = ch.codePointAt(0) ?? 0
+  if (cp >= 0xd800 && cp <= 0xdfff) return "\uFFFD"
+  if (cp < 0x20) return String.fromCodePoint(0x2400 + cp)
+  if (cp === 0x7f) return "\u2421"
+  return `[U+${cp.toString(16).toUpperCase().padStart(4, "0")}]`
+}
+
+/** Every character made visible: controls as Control Pictures, invisible and format characters as `[U+XXXX]`. */
+export const visibleText = (s: string): string => (INVISIBLE.test(s) ? s.replace(INVISIBLE_ALL, shown) : s)
+
+const SCHEME = /\b([a-z][a-z0-9+.-]{0,31}):\/\//giu
+const DOT = /(?<=[\p{L}\p{N}-])[.\u3002\uFF0E\uFF61](?=\p{L})/gu
+
+/** URL-like text made inert: `hxxps[:]//evil[.]example/x`, `evil[.]example` (IPv4 addresses are left). */
+export const defang = (s: string): string =>
+  s
+    .replace(
+      SCHEME,
+      (_m, scheme: string) => `${scheme.replace(/^(h)tt(ps?)$/i, "$1xx$2").replace(/^ftp$/i, "fxp")}[:]//`,
+    )
+    .replace(DOT, "[.]")
+
+/** Any URL-like text (a scheme, `www.`, or a dotted name ending in a letter label); for checks. */
+export const URL_LIKE = /[a-z][a-z0-9+.-]*:\/\/|www\.|[\p{L}\p{N}-][.\u3002\uFF0E\uFF61]\p{L}/iu
+
+/** `s` cut to `max` code points, saying whether it was cut (no mark: the caller puts it outside the code). */
+export const cutCodePoints = (s: string, max: number): { readonly text: string; readonly cut: boolean } => {
+  const points = Array.from(s)
+  return points.length <= max ? { text: s, cut: false } : { text: points.slice(0, max).join(""), cut: true }
+}
+
+/** The mark after a value or text that was cut: service text, outside any code. */
+export const CUT_MARK = "… (cut)"
+
+/** What an empty quoted value shows, outside any code. */
+export const EMPTY_MARK = "(empty)"
+
+/** The longest attacker value a chat message shows, in code points (webhook strings are already at most 256). */
+export const ATTACKER_SPAN_MAX = 256
+
+/**
+ * `url` when it is a link chat messages may carry: on APP_URL (same origin, under its path), http(s), at most 3000
+ * characters, and nothing a markup could read as its end (spaces, controls, `<>|"` or backticks).
+ */
+export const isAppLink = (url: string, appUrl: string): boolean => {
+  if (appUrl === "" || url.length > 3000 || !url.startsWith(`${appUrl}/`)) return false
+  if (/[\s<>|"`\\{}^]/u.test(url) || INVISIBLE.test(url)) return false
+  try {
+    const u = new URL(url)
+    const base = new URL(appUrl)
+    return (u.protocol === "https:" || u.protocol === "http:") && u.origin === base.origin
+  } catch {
+    return false
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------------
+// Slack mrkdwn
+
+/** Slack's three escapes (https://api.slack.com/reference/surfaces/formatting#escaping). */
+export const slackEscape = (s: string): string => s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;")
+
+/** Service, admin or catalog text for mrkdwn: visible, escaped, defanged, no "@" and no backtick. */
+export const slackPlain = (s: string): string =>
+  slackEscape(defang(visibleText(s)).replace(/@/g, "＠").replace(/`/g, "ˋ"))
+
+const spanBody = (raw: string, forNotification: boolean): string => {
+  let t = visibleText(raw).replace(/`/g, "ˋ")
+  if (forNotification) t = defang(t).replace(/@/g, "＠")
+  // A span that starts or ends with a space may not be read as one.
+  t = t.replace(/^ +| +$/g, (m) => "␠".repeat(m.length))
+  return slackEscape(t)
+}
+
+export interface SlackCodeOptions {
+  /** At most this many code points of the value (ATTACKER_SPAN_MAX if not given). */
+  readonly max?: number
+  /** For the notification `text`: defanged and without "@", since Slack parses it without `verbatim`. */
+  readonly notification?: boolean
+}
+
+/** Attacker text as one inline code span, cut with CUT_MARK after the span; an empty value is EMPTY_MARK. */
+export const slackCode = (raw: string, options: SlackCodeOptions = {}): string => {
+  if (raw === "") return EMPTY_MARK
+  const { text, cut } = cutCodePoints(raw, options.max ?? ATTACKER_SPAN_MAX)
+  const span = `\`${spanBody(text, options.notification === true)}\``
+  return cut ? `${span} ${CUT_MARK}` : span
+}
+
+const WORDISH = /[\p{L}\p{N}_*~]/u
+
+/**
+ * Service text as mrkdwn, every quoted value a code span: at most `limit` characters (UTF-16 units, as the rendered
+ * text is measured), cut at a part's boundary, or inside a part, with CUT_MARK.
+ */
+export const slackServiceText = (
+  text: string,
+  limit: number,
+  options: { readonly spanMax?: number; readonly notification?: boolean } = {},
+): string => {
+  const room = limit - CUT_MARK.length - 1
+  let out = ""
+  const renderPart = (part: TextPart, n: number): string => {
+    const cut = cutCodePoints(part.text, n)
+    if (!part.quoted) return slackPlain(cut.text)
+    const span = slackCode(cut.text, {
+      max: options.spanMax ?? ATTACKER_SPAN_MAX,
+      notification: options.notification === true,
+    })
+    // A span glued to a word is not read as code: keep a space on either side.
+    const before = WORDISH.test(out.slice(-1)) ? " " : ""
+    return `${before}${span}`
+  }
+  const parts = splitServiceText(text)
+  for (let i = 0; i < parts.length; i++) {
+    const part = parts[i] as TextPart
+    let rendered = renderPart(part, Number.POSITIVE_INFINITY)
+    const next = parts[i + 1]
+    if (part.quoted && next !== undefined && WORDISH.test(next.text.slice(0, 1))) rendered += " "
+    if (out.length + rendered.length <= limit && (i === parts.length - 1 || out.length + rendered.length <= room)) {
+      out += rendered
+      continue
+    }
+    // Cut inside this part: the most code points that fit before the mark.
+    let lo = 0
+    let hi = Array.from(part.text).length
+    while (lo < hi) {
+      const mid = Math.ceil((lo + hi) / 2)
+      if (out.length + renderPart(part, mid).length <= room) lo = mid
+      else hi = mid - 1
+    }
+    if (lo > 0) out += renderPart(part, lo)
+    return `${out} ${CUT_MARK}`
+  }
+  return out
+}
+
+// ---------------------------------------------------------------------------------------------------------------------
+// Teams (Adaptive Cards)
+
+/** "{{" can open a `{{DATE(…)}}` / `{{TIME(…)}}` function in Adaptive Card text. */
+const noFunctions = (s: string): string => s.replace(/\{\{/g, "｛{")
+
+/** Characters the Adaptive Card markdown subset (and the CommonMark renderers behind it) may read as markup. */
+const MARKDOWN_SPECIAL = /[\\`*_~[\]<>]/g
+
+/** Service, admin or catalog text for a TextBlock or Fact (markdown): visible, defanged, backslash-escaped. */
+export const markdownEscape = (s: string): string =>
+  noFunctions(
+    defang(visibleText(s))
+      .replace(MARKDOWN_SPECIAL, "\\$&")
+      // A list, heading or quote marker only counts at the start of a line.
+      .replace(/^([-+#])/, "\\$1")
+      .replace(/^(\d+)\.(?=\s|$)/, "$1\\."),
+  )
+
+/** An Adaptive Card TextRun (no markdown). */
+export interface TextRun {
+  readonly type: "TextRun"
+  readonly text: string
+  readonly fontType?: "Monospace"
+  readonly weight?: "Bolder"
+  readonly size?: "Medium" | "Large"
+  readonly isSubtle?: boolean
+  readonly italic?: boolean
+}
+
+export interface RunStyle {
+  readonly weight?: "Bolder"
+  readonly size?: "Medium" | "Large"
+}
+
+/** Service text as it is shown in a TextRun: visible, defanged, no functions. */
+export const teamsPlain = (s: string): string => noFunctions(defang(visibleText(s)))
+
+/** Attacker text as monospace TextRuns: the value, then an italic CUT_MARK run if it was cut. */
+export const teamsCode = (raw: string, style: RunStyle = {}, max = ATTACKER_SPAN_MAX): ReadonlyArray<TextRun> => {
+  if (raw === "") return [{ type: "TextRun", text: EMPTY_MARK, italic: true, ...style }]
+  const { text, cut } = cutCodePoints(raw, max)
+  const code: TextRun = { type: "TextRun", text: teamsPlain(text), fontType: "Monospace", ...style }
+  return cut ? [code, { type: "TextRun", text: ` ${CUT_MARK}`, italic: true, ...style }] : [code]
+}
+
+/**
+ * Service text as TextRuns, every quoted value monospace; at most `limit` code points of text in all, then a
+ * CUT_MARK run.
+ */
+export const teamsServiceRuns = (
+  text: string,
+  limit: number,
+  style: RunStyle = {},
+  spanMax = ATTACKER_SPAN_MAX,
+): ReadonlyArray<TextRun> => {
+  const runs: Array<TextRun> = []
+  const mark: TextRun = { type: "TextRun", text: ` ${CUT_MARK}`, italic: true, ...style }
+  let left = limit
+  for (const part of splitServiceText(text)) {
+    if (left <= 0) {
+      runs.push(mark)
+      break
+    }
+    const length = Array.from(part.text).length
+    if (part.quoted) {
+      // teamsCode puts its own mark after a value it cut.
+      runs.push(...teamsCode(part.text, style, Math.min(spanMax, left)))
+      if (length > left) break
+      left -= Math.min(length, spanMax)
+    } else {
+      runs.push({ type: "TextRun", text: teamsPlain(cutCodePoints(part.text, left).text), ...style })
+      if (length > left) {
+        runs.push(mark)
+        break
+      }
+      left -= length
+    }
+  }
+  return runs
+}

@@ -1,0 +1,157 @@
+import type { SensorWebhookBody } from "../sensorHealthPayload.ts"
+import type { WebhookBody } from "../webhookBody.ts"
+import { cutCodePoints, isAppLink, slackCode, slackPlain, slackServiceText } from "./chatText.ts"
+import type { ChannelMessage, FormatContext } from "./kinds.ts"
+
+/**
+ * D46: a `slack` channel posts a Block Kit message to an incoming-webhook URL. Attacker text is only in code spans,
+ * every mrkdwn text is escaped and sent `verbatim` (see chatText.ts), and the one link is the incident's console page.
+ * Sizes stay within Slack's documented limits (https://api.slack.com/reference/block-kit/blocks): at most 50 blocks,
+ * section text 3000 characters, header 150, 10 fields of 2000, 10 context elements, button url 3000, action_id 255.
+ */
+
+/** Slack's limits this formatter keeps to. */
+export const SLACK_LIMITS = {
+  blocks: 50,
+  sectionText: 3000,
+  headerText: 150,
+  fields: 10,
+  fieldText: 2000,
+  contextElements: 10,
+  buttonText: 75,
+  buttonUrl: 3000,
+  actionId: 255,
+} as const
+
+/** How many of the newest events a message shows. */
+export const SLACK_EVENTS_SHOWN = 5
+
+/** Each event summary's share of the events section. */
+const EVENT_LINE_MAX = 500
+const TITLE_MAX = 1500
+
+type Text = { readonly type: "mrkdwn"; readonly text: string; readonly verbatim: true }
+const mrkdwn = (text: string): Text => ({ type: "mrkdwn", text, verbatim: true })
+const plain = (text: string) => ({ type: "plain_text", text, emoji: false }) as const
+
+const INCIDENT_LEADS: Record<WebhookBody["type"], string> = {
+  "incident.created": "New incident",
+  "incident.escalated": "Incident escalated",
+  "incident.reopened": "Incident reopened",
+  "incident.closed": "Incident closed",
+  "webhook.test": "Test message",
+}
+
+/** A short line under the header, service-written. */
+const INCIDENT_LINES: Record<WebhookBody["type"], string> = {
+  "incident.created": "A decoy saw activity that opened a new incident.",
+  "incident.escalated": "The incident's severity went up.",
+  "incident.reopened": "New activity reopened a closed incident.",
+  "incident.closed": "The incident was closed.",
+  "webhook.test": "This channel works: the incident below is a sample, nothing happened.",
+}
+
+/** `2026-11-26T13:00:00.000Z` as `2026-11-26 13:00:00 UTC`. */
+const when = (d: Date): string =>
+  Number.isNaN(d.getTime()) ? "unknown time" : `${d.toISOString().slice(0, 19).replace("T", " ")} UTC`
+
+const severityLabel = (s: string): string => slackPlain(s.charAt(0).toUpperCase() + s.slice(1))
+
+/** `head` and as many of `lines` as fit in `limit` characters, then how many were left out. */
+const linesWithin = (head: string, lines: ReadonlyArray<string>, limit: number): string => {
+  let out = head
+  for (let k = 0; k < lines.length; k++) {
+    const more = `\nand ${lines.length - k} more`
+    const line = `\n${lines[k]}`
+    const last = k === lines.length - 1
+    if (out.length + line.length + (last ? 0 : more.length) > limit) return `${out}${more}`
+    out += line
+  }
+  return out
+}
+
+const header = (text: string) => ({ type: "header", text: plain(text.slice(0, SLACK_LIMITS.headerText)) })
+
+const incidentBlocks = (body: WebhookBody, ctx: FormatContext): Array<object> => {
+  const i = body.incident
+  const blocks: Array<object> = [
+    header(`${INCIDENT_LEADS[body.type]} (${i.severity})`),
+    { type: "section", text: mrkdwn(slackPlain(INCIDENT_LINES[body.type])) },
+    { type: "section", text: mrkdwn(slackServiceText(i.title, TITLE_MAX)) },
+  ]
+  const fields = [
+    `*Severity*\n${severityLabel(i.severity)}`,
+    `*Sensor*\n${slackCode(i.sensor.name)} (${slackCode(i.sensor.profile, { max: 64 })})`,
+    `*Source IP*\n${slackCode(i.sourceIp, { max: 64 })}`,
+    `*Events*\n${i.eventCount}`,
+    `*First seen*\n${when(i.firstSeenAt)}`,
+    `*Last seen*\n${when(i.lastSeenAt)}`,
+  ].map(mrkdwn)
+  blocks.push({ type: "section", fields: fields.slice(0, SLACK_LIMITS.fields) })
+  if (i.techniques.length > 0) {
+    const lines = i.techniques.map(
+      (t) => `• ${slackPlain(cutCodePoints(t.id, 32).text)} ${slackPlain(cutCodePoints(t.name, 120).text)}`,
+    )
+    blocks.push({ type: "section", text: mrkdwn(linesWithin("*Techniques*", lines, SLACK_LIMITS.sectionText)) })
+  }
+  const newest = i.events.slice(-SLACK_EVENTS_SHOWN).reverse()
+  if (newest.length > 0) {
+    const known = i.events.length + (i.eventsLeftOut ?? 0)
+    const head = `*Newest events* (${newest.length} of ${Math.max(known, i.eventCount)})`
+    const lines = newest.map((e) => `• ${when(e.time)}: ${slackServiceText(e.summary, EVENT_LINE_MAX)}`)
+    blocks.push({ type: "section", text: mrkdwn([head, ...lines].join("\n")) })
+  }
+  const context = [mrkdwn(`Incident ${slackCode(i.id, { max: 64 })}`)]
+  if (body.truncated === true) context.push(mrkdwn("Some attacker input was cut for size: the console has all of it."))
+  blocks.push({ type: "context", elements: context.slice(0, SLACK_LIMITS.contextElements) })
+  if (isAppLink(i.url, ctx.appUrl)) {
+    blocks.push({
+      type: "actions",
+      elements: [{ type: "button", text: plain("Open in console"), url: i.url, action_id: "open_incident" }],
+    })
+  }
+  return blocks
+}
+
+const sensorBlocks = (body: SensorWebhookBody): Array<object> => {
+  const s = body.sensor
+  const name = `${slackCode(s.name)} (${slackCode(s.profile, { max: 64 })})`
+  const seen = s.lastSeenAt === null ? "never" : when(s.lastSeenAt)
+  const line =
+    body.type === "sensor.silent"
+      ? `Sensor ${name} missed three heartbeats in a row. Last heard from: ${seen}.`
+      : `Sensor ${name} is heard from again. Last heard from: ${seen}.`
+  return [
+    header(body.type === "sensor.silent" ? "Sensor silent" : "Sensor recovered"),
+    { type: "section", text: mrkdwn(line) },
+    { type: "context", elements: [mrkdwn(`Sensor ${slackCode(s.id, { max: 64 })}`)] },
+  ]
+}
+
+const isSensorMessage = (m: ChannelMessage): m is SensorWebhookBody =>
+  m.type === "sensor.silent" || m.type === "sensor.recovered"
+
+/**
+ * The notification text (shown where blocks are not: push notifications, some clients): the lead and the title or
+ * sensor, attacker text in code spans and defanged, since Slack parses it without `verbatim`.
+ */
+const fallbackText = (message: ChannelMessage): string => {
+  if (isSensorMessage(message)) {
+    const lead = message.type === "sensor.silent" ? "Sensor silent" : "Sensor recovered"
+    return `${lead}: ${slackCode(message.sensor.name, { max: 64, notification: true })}`
+  }
+  const i = message.incident
+  const title = slackServiceText(i.title, 500, { spanMax: 64, notification: true })
+  return `${INCIDENT_LEADS[message.type]} (${slackPlain(i.severity)}): ${title}`
+}
+
+/** D46: the JSON payload a `slack` channel posts to its incoming webhook. */
+export const slackMessage = (message: ChannelMessage, ctx: FormatContext): object => {
+  const blocks = isSensorMessage(message) ? sensorBlocks(message) : incidentBlocks(message, ctx)
+  return {
+    text: fallbackText(message),
+    blocks: blocks.slice(0, SLACK_LIMITS.blocks),
+    unfurl_links: false,
+    unfurl_media: false,
+  }
+}
