@@ -93,9 +93,6 @@ export const defang = (s: string): string =>
     )
     .replace(DOT, "[.]")
 
-/** Any URL-like text (a scheme, `www.`, or a dotted name ending in a letter label); for checks. */
-export const URL_LIKE = /[a-z][a-z0-9+.-]*:\/\/|www\.|[\p{L}\p{N}-][.\u3002\uFF0E\uFF61]\p{L}/iu
-
 /** `s` cut to `max` code points, saying whether it was cut (no mark: the caller puts it outside the code). */
 export const cutCodePoints = (s: string, max: number): { readonly text: string; readonly cut: boolean } => {
   const points = Array.from(s)

@@ -77,7 +77,8 @@ const incidentBlocks = (body: WebhookBody, ctx: FormatContext): Array<object> =>
   const blocks: Array<object> = [
     header(`${INCIDENT_LEADS[body.type]} (${i.severity})`),
     { type: "section", text: mrkdwn(slackPlain(INCIDENT_LINES[body.type])) },
-    { type: "section", text: mrkdwn(slackServiceText(i.title, TITLE_MAX)) },
+    // Slack refuses an empty text.
+    { type: "section", text: mrkdwn(slackServiceText(i.title, TITLE_MAX) || "(no title)") },
   ]
   const fields = [
     `*Severity*\n${severityLabel(i.severity)}`,

@@ -77,7 +77,9 @@ const incidentCard = (body: WebhookBody, ctx: FormatContext) => {
       color: severityColor(i.severity),
     }),
     textBlock(INCIDENT_LINES[body.type], { isSubtle: true, spacing: "None" }),
-    richText(teamsServiceRuns(i.title, TITLE_MAX, { weight: "Bolder" })),
+    i.title === ""
+      ? textBlock("(no title)", { weight: "Bolder" })
+      : richText(teamsServiceRuns(i.title, TITLE_MAX, { weight: "Bolder" })),
     { type: "FactSet", facts },
   ]
   const newest = i.events.slice(-TEAMS_EVENTS_SHOWN).reverse()

@@ -300,6 +300,14 @@ describe("D46: Slack messages", () => {
     expect(shown).not.toContain("\\u202e")
   })
 
+  test("D46: an empty title or summary still gives a message Slack takes", () => {
+    const base = incidentMessage("incident.created", { rawTitle: "" })
+    const events = base.incident.events.map((e) => ({ ...e, summary: "" }))
+    const payload = slackMessage({ ...base, incident: { ...base.incident, events } }, CTX)
+    expect(checkSlack(payload)).toEqual([])
+    expect(JSON.stringify(payload)).toContain("(no title)")
+  })
+
   test("D46: attacker text the service forgot to quote is still escaped, defanged and without mentions", () => {
     const rawTitle = "Login from <!channel> @here http://evil.example/x <http://evil.example|y> evil.example"
     const payload = slackMessage(incidentMessage("incident.created", { rawTitle }), CTX)

@@ -205,6 +205,14 @@ describe("D46: Teams messages", () => {
     )
   })
 
+  test("D46: an empty title or summary still gives a valid card", () => {
+    const base = incidentMessage("incident.created", { rawTitle: "" })
+    const events = base.incident.events.map((e) => ({ ...e, summary: "" }))
+    const payload = teamsMessage({ ...base, incident: { ...base.incident, events } }, CTX)
+    expect(checkTeams(payload)).toEqual([])
+    expect(JSON.stringify(payload)).toContain("(no title)")
+  })
+
   test("D46: any attacker strings in titles, summaries and attackerInput give a card that keeps the rules", () => {
     const text = fc.oneof(fc.string({ unit: "binary", maxLength: 300 }), fc.constantFrom(...HOSTILE))
     fc.assert(
