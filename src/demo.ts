@@ -21,7 +21,6 @@ import { Lifecycle } from "./platform/Lifecycle.ts"
 import { CliLoggingLive } from "./platform/logging.ts"
 import { WebhookSender } from "./platform/outbound/WebhookSender.ts"
 import { ReposLive } from "./repos/layers.ts"
-import { WebhookOutbox } from "./repos/Outbox.ts"
 import { WebhooksRepo } from "./repos/WebhooksRepo.ts"
 import { WebhookDispatcherLive } from "./webhooks/Dispatcher.ts"
 
@@ -333,7 +332,6 @@ ${webhookLine}`)
   })
 
 const DemoLive = Layer.mergeAll(Ingestor.Default, SensorAuth.Default, WebhookDispatcherLive).pipe(
-  Layer.provide(WebhookOutbox.Default),
   // The ingest listener the demo starts needs the same keys as its Ingestor, and the Cowrie sessions.
   Layer.provideMerge(Layer.merge(OrgKeys.Default, CowrieSessionsRepo.Default)),
   // Pending migrations run first: the dispatcher claims deliveries as soon as it starts.

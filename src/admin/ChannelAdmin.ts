@@ -1,20 +1,31 @@
 import { SqlClient } from "@effect/sql"
 import { Clock, Duration, Effect, Option } from "effect"
+import {
+  CHANNEL_FORMATS,
+  CHANNEL_KINDS,
+  type ChannelFormat,
+  type ChannelKind,
+  OCSF_KINDS,
+} from "../domain/channels/kinds.ts"
 import { DeliveryStatus, nextState } from "../domain/deliveryRetry.ts"
 import { isId, newId } from "../domain/ids.ts"
 import { sealedKeyId } from "../domain/sealing.ts"
 import { SEVERITIES, type Severity } from "../domain/severity.ts"
+import { sampleIncident, serializeWebhookBody } from "../domain/webhookBody.ts"
 import { generateSigningSecret } from "../domain/webhookSignature.ts"
 import { AppConfig, parseShortDuration } from "../platform/config.ts"
 import { Keys } from "../platform/keys.ts"
+import { checkSyslogDestination } from "../platform/outbound/syslogSend.ts"
 import { checkAndResolveWebhookUrl, systemLookup } from "../platform/outbound/urlRule.ts"
 import { WebhookSender } from "../platform/outbound/WebhookSender.ts"
 import { type ChannelRow, WebhooksRepo } from "../repos/WebhooksRepo.ts"
-import { sampleIncident, serializeWebhookBody } from "../domain/webhookBody.ts"
 import { AdminActor, requireAdmin, requireScope } from "./actor.ts"
 import { auditing } from "./common.ts"
 import { Forbidden, invalid, missing, NotFound } from "./errors.ts"
 import { OrgAdmin } from "./OrgAdmin.ts"
+
+/** Splunk HEC's JSON event endpoint, given to a collector URL that has no path. */
+const HEC_EVENT_PATH = "/services/collector/event"
 
 /** Deliveries shown by the delivery log (newest first). */
 const DELIVERY_LOG_LIMIT = 50
@@ -34,6 +45,8 @@ export const originOf = (url: string | undefined): string => {
 
 const describe = (c: ChannelRow, at: Date) => ({
   id: c.id,
+  kind: c.kind,
+  format: c.format,
   url: c.url,
   minSeverity: c.minSeverity,
   enabled: c.enabled,
@@ -81,23 +94,100 @@ export class ChannelAdmin extends Effect.Service<ChannelAdmin>()("ChannelAdmin",
         return checked.url.toString()
       })
 
-    /** `sensorHealth`: D43 opt-in to `sensor.silent` / `sensor.recovered` (off unless asked for). */
+    /** D46: a syslog destination, `syslog+tls://host[:port]`, through the same address rule (D18). */
+    const checkSyslog = (destination: string | undefined) =>
+      Effect.gen(function* () {
+        if (destination === undefined || destination.trim() === "") return yield* missing("--url")
+        const checked = yield* Effect.promise(() =>
+          checkSyslogDestination(destination.trim(), systemLookup, { allowPrivate: config.webhooks.allowPrivate }),
+        )
+        if (!checked.ok) return yield* invalid(`syslog destination refused: ${checked.reason}`)
+        return checked.canonical
+      })
+
+    /** A Splunk HEC token: printable, no spaces, at most 256 characters (Splunk's are GUIDs). */
+    const checkToken = (token: string | undefined) =>
+      Effect.gen(function* () {
+        if (token === undefined || token.trim() === "") return yield* missing("--token")
+        const t = token.trim()
+        if (t.length > 256 || !/^[\x21-\x7e]+$/.test(t)) {
+          return yield* invalid("--token must be the HEC token: at most 256 printable characters, no spaces")
+        }
+        return t
+      })
+
+    /**
+     * Where a channel sends and what it keeps sealed (D46): a webhook's signing secret (made here, shown once), a HEC
+     * token, or a Slack or Teams URL (a credential: sealed, with only its origin kept in view). A collector URL given
+     * without a path gets HEC's event endpoint.
+     */
+    const destinationOf = (
+      kind: ChannelKind,
+      input: { readonly url: string | undefined; readonly token?: string | undefined },
+    ) =>
+      Effect.gen(function* () {
+        switch (kind) {
+          case "webhook": {
+            const url = yield* checkUrl(input.url)
+            const secret = generateSigningSecret()
+            return { url, sealed: secret, secret }
+          }
+          case "slack":
+          case "teams": {
+            const url = yield* checkUrl(input.url)
+            return { url: `${new URL(url).origin}/…`, sealed: url, secret: undefined }
+          }
+          case "splunk_hec": {
+            const checked = yield* checkUrl(input.url)
+            const url = new URL(checked)
+            if (url.pathname === "/" || url.pathname === "") url.pathname = HEC_EVENT_PATH
+            const token = yield* checkToken(input.token)
+            return { url: url.toString(), sealed: token, secret: undefined }
+          }
+          case "syslog":
+            return { url: yield* checkSyslog(input.url), sealed: undefined, secret: undefined }
+        }
+      })
+
+    /**
+     * `kind` (D46, default webhook) and `format` (D47, default native; ocsf for webhook, syslog and splunk_hec).
+     * `sensorHealth`: D43 opt-in to `sensor.silent` / `sensor.recovered` (off unless asked for; not for OCSF, whose
+     * findings are incidents). Only a webhook returns a secret: the others' secrets were given by the admin.
+     */
     const create = Effect.fn("ChannelAdmin.create")(function* (
       orgId: string,
       input: {
+        readonly kind?: string | undefined
+        readonly format?: string | undefined
         readonly url: string | undefined
+        readonly token?: string | undefined
         readonly minSeverity: string | undefined
         readonly sensorHealth?: boolean | undefined
       },
     ) {
       yield* requireAdmin
       yield* orgAdmin.require(orgId)
+      const kind = (input.kind ?? "webhook") as ChannelKind
+      if (!CHANNEL_KINDS.includes(kind)) return yield* invalid(`--kind must be one of ${CHANNEL_KINDS.join(", ")}`)
+      const format = (input.format ?? "native") as ChannelFormat
+      if (!CHANNEL_FORMATS.includes(format)) {
+        return yield* invalid(`--format must be one of ${CHANNEL_FORMATS.join(", ")}`)
+      }
+      if (format === "ocsf" && !OCSF_KINDS.includes(kind)) {
+        return yield* invalid(
+          `--format ocsf is for ${OCSF_KINDS.join(", ")} channels; ${kind} sends a message for people`,
+        )
+      }
+      if (format === "ocsf" && input.sensorHealth === true) {
+        return yield* invalid("an OCSF channel carries incidents only: sensor-health alerts need a native channel")
+      }
+      if (input.token !== undefined && kind !== "splunk_hec")
+        return yield* invalid("--token is for splunk_hec channels")
       const minSeverity = (input.minSeverity ?? "low") as Severity
       if (!SEVERITIES.includes(minSeverity))
         return yield* invalid(`--min-severity must be one of ${SEVERITIES.join(", ")}`)
       // The address is resolved outside any transaction (a slow resolver must not hold one open).
-      const url = yield* checkUrl(input.url)
-      const secret = generateSigningSecret()
+      const destination = yield* destinationOf(kind, input)
       const id = newId("webhookChannel")
       const at = yield* now
       yield* sql.withTransaction(
@@ -105,9 +195,11 @@ export class ChannelAdmin extends Effect.Service<ChannelAdmin>()("ChannelAdmin",
           repo.insertChannel({
             id,
             orgId,
-            url,
+            kind,
+            format,
+            url: destination.url,
             minSeverity,
-            secretEnc: sealer.seal(encoder.encode(secret)),
+            secretEnc: destination.sealed === undefined ? null : sealer.seal(encoder.encode(destination.sealed)),
             enabled: true,
             sensorHealth: input.sensorHealth === true,
             createdAt: at,
@@ -116,11 +208,11 @@ export class ChannelAdmin extends Effect.Service<ChannelAdmin>()("ChannelAdmin",
             orgId,
             "webhook.create",
             id,
-            `${originOf(input.url)} (min ${input.minSeverity ?? "low"}${input.sensorHealth === true ? ", sensor health" : ""})`,
+            `${kind}${format === "ocsf" ? " (OCSF)" : ""} ${originOf(destination.url)} (min ${minSeverity}${input.sensorHealth === true ? ", sensor health" : ""})`,
           ),
         ),
       )
-      return { id, secret }
+      return destination.secret === undefined ? { id, kind } : { id, kind, secret: destination.secret }
     })
 
     const list = Effect.fn("ChannelAdmin.list")(function* (orgId: string) {
@@ -129,10 +221,35 @@ export class ChannelAdmin extends Effect.Service<ChannelAdmin>()("ChannelAdmin",
       return (yield* repo.listChannels(orgId)).map((c) => describe(c, at))
     })
 
-    /** D16: a new secret; with a grace period the old one keeps signing too (second v1) until it ends. */
-    const rotate = Effect.fn("ChannelAdmin.rotate")(function* (channelId: string, grace: string | undefined) {
+    /**
+     * D16: a webhook gets a new signing secret; with a grace period the old one keeps signing too (second v1) until
+     * it ends. D46: a HEC channel takes the new token and a Slack or Teams channel its new URL (`replacement`), at
+     * once: the receiver made them, so the old one is already void there. A syslog channel has no secret.
+     */
+    const rotate = Effect.fn("ChannelAdmin.rotate")(function* (
+      channelId: string,
+      grace: string | undefined,
+      replacement?: string | undefined,
+    ) {
       yield* requireAdmin
       const channel = yield* find(channelId)
+      if (channel.kind === "syslog") return yield* invalid("a syslog channel has no secret to rotate")
+      if (channel.kind !== "webhook") {
+        if (grace !== undefined) return yield* invalid("--grace is for webhook channels")
+        const next = yield* destinationOf(
+          channel.kind,
+          channel.kind === "splunk_hec" ? { url: channel.url, token: replacement } : { url: replacement },
+        )
+        const at = yield* now
+        yield* repo.replaceDestination(channel.id, next.url, sealer.seal(encoder.encode(next.sealed ?? "")), at)
+        yield* audited(
+          channel.orgId,
+          "webhook.rotate",
+          channel.id,
+          channel.kind === "splunk_hec" ? "new token" : "new URL",
+        )
+        return { id: channel.id, secret: undefined, previousSecretValidUntil: null }
+      }
       let ms = 0
       if (grace !== undefined) {
         const parsed = parseShortDuration(grace)

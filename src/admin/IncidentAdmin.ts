@@ -6,6 +6,7 @@ import { parseTimestamp } from "../domain/time.ts"
 import { parseShortDuration } from "../platform/config.ts"
 import { IncidentNotesRepo } from "../repos/IncidentNotesRepo.ts"
 import { type BulkCloseFilter, IncidentsRepo } from "../repos/IncidentsRepo.ts"
+import { closedDeliveries, WebhookOutbox } from "../repos/Outbox.ts"
 import { SensorsRepo } from "../repos/SensorsRepo.ts"
 import { CLOSE_REASONS, type CloseReason, closedTransitions, TransitionsRepo } from "../repos/TransitionsRepo.ts"
 import { AdminActor, requireScope } from "./actor.ts"
@@ -75,6 +76,7 @@ export class IncidentAdmin extends Effect.Service<IncidentAdmin>()("IncidentAdmi
   effect: Effect.gen(function* () {
     const incidents = yield* IncidentsRepo
     const transitions = yield* TransitionsRepo
+    const outbox = yield* WebhookOutbox
     const notes = yield* IncidentNotesRepo
     const sensors = yield* SensorsRepo
     const sql = yield* SqlClient.SqlClient
@@ -106,7 +108,10 @@ export class IncidentAdmin extends Effect.Service<IncidentAdmin>()("IncidentAdmi
       const closed = yield* incidents.close(incidentId, now)
       if (Option.isNone(closed)) return yield* new NotFound({ message: unknown })
       const c = closed.value
-      yield* transitions.insert(closedTransitions([c], now, { reason, note: note ?? null, actor: actor.id }))
+      const ids = yield* transitions.insert(
+        closedTransitions([c], now, { reason, note: note ?? null, actor: actor.id }),
+      )
+      yield* outbox.enqueueClosed(closedDeliveries([c], ids, now))
       yield* audited(c.orgId, "incident.close", c.id, `reason ${reason}${note === undefined ? "" : ", with a note"}`)
       return { id: c.id, status: "closed" as const, reason, resolvedAt: c.resolvedAt.toISOString() }
     }, sql.withTransaction)
@@ -203,7 +208,10 @@ export class IncidentAdmin extends Effect.Service<IncidentAdmin>()("IncidentAdmi
       }
       const cap = expected === undefined ? BULK_CLOSE_MAX : Math.min(expected, BULK_CLOSE_MAX)
       const closed = cap <= 0 ? [] : yield* incidents.closeMatching(filter, now, cap)
-      yield* transitions.insert(closedTransitions(closed, now, { reason, note: note ?? null, actor: actor.id }))
+      const ids = yield* transitions.insert(
+        closedTransitions(closed, now, { reason, note: note ?? null, actor: actor.id }),
+      )
+      yield* outbox.enqueueClosed(closedDeliveries(closed, ids, now))
       const remaining = yield* incidents.countMatching(filter)
       const described = [
         filter.sensorId && `sensor ${filter.sensorId}`,

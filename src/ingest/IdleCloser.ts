@@ -2,6 +2,7 @@ import { SqlClient } from "@effect/sql"
 import { Clock, Duration, Effect, Layer, Schedule } from "effect"
 import { AppConfig } from "../platform/config.ts"
 import { IncidentsRepo } from "../repos/IncidentsRepo.ts"
+import { closedDeliveries, WebhookOutbox } from "../repos/Outbox.ts"
 import { closedTransitions, TransitionsRepo } from "../repos/TransitionsRepo.ts"
 import { CowrieSessionsRepo } from "./CowrieSessionsRepo.ts"
 
@@ -23,6 +24,7 @@ export const IdleCloserLive = Layer.scopedDiscard(
     const sql = yield* SqlClient.SqlClient
     const incidents = yield* IncidentsRepo
     const transitions = yield* TransitionsRepo
+    const outbox = yield* WebhookOutbox
     const cowrieSessions = yield* CowrieSessionsRepo
     const config = yield* AppConfig
     const idleMs = Duration.toMillis(config.idleClose)
@@ -32,7 +34,9 @@ export const IdleCloserLive = Layer.scopedDiscard(
       Effect.gen(function* () {
         const now = new Date(yield* Clock.currentTimeMillis)
         const closed = yield* incidents.closeIdle(new Date(now.getTime() - idleMs), now, SWEEP_BATCH)
-        yield* transitions.insert(closedTransitions(closed, now))
+        const ids = yield* transitions.insert(closedTransitions(closed, now))
+        // D47: OCSF channels are told of the close in the same transaction.
+        yield* outbox.enqueueClosed(closedDeliveries(closed, ids, now))
         if (closed.length > 0)
           yield* Effect.logInfo("idle incidents closed").pipe(Effect.annotateLogs({ count: closed.length }))
         return closed.length

@@ -1,6 +1,5 @@
 import { Layer } from "effect"
 import { ReposLive } from "../repos/layers.ts"
-import { WebhookOutbox } from "../repos/Outbox.ts"
 import { AttackerInputRepairLive } from "./AttackerInputRepair.ts"
 import { CowrieSessionsRepo } from "./CowrieSessionsRepo.ts"
 import { IdleCloserLive } from "./IdleCloser.ts"
@@ -23,6 +22,6 @@ export const IngestLive = Layer.mergeAll(
 ).pipe(
   Layer.provide(Layer.mergeAll(Ingestor.Default, SensorAuth.Default)),
   // One cache of the organizations' keys for the Ingestor and the honeypot routes.
-  Layer.provide(Layer.mergeAll(WebhookOutbox.Default, OrgKeys.Default, CowrieSessionsRepo.Default)),
+  Layer.provide(Layer.mergeAll(OrgKeys.Default, CowrieSessionsRepo.Default)),
   Layer.provide(ReposLive),
 )

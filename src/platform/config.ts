@@ -72,6 +72,8 @@ export interface WebhookSettings {
   readonly allowPrivate: ReadonlyArray<string>
   /** WEBHOOK_CA_FILE: extra CA certificates (PEM) trusted besides the system roots, e.g. a private PKI. */
   readonly extraCa: ReadonlyArray<string>
+  /** SYSLOG_CA_FILE: the same for syslog channels' TLS servers (D46), which often have a private CA. */
+  readonly syslogCa: ReadonlyArray<string>
   /** D17 back-off after each failed attempt; after the last one the delivery is dead. */
   readonly retrySchedule: ReadonlyArray<Duration.Duration>
   /** Sends in flight per process, and per channel. */
@@ -358,6 +360,20 @@ export const loggingConfig = Config.all({
 
 // --- The settings ---------------------------------------------------------------------------------------------------
 
+/** A PEM file of CA certificates trusted besides the system roots (a private PKI); empty when unset. */
+const caFileVar = (name: string) =>
+  envVar(name, (path) => {
+    if (path.trim() === "") return Either.right([] as ReadonlyArray<string>)
+    try {
+      const pem = readFileSync(path, "utf8")
+      if (!pem.includes("-----BEGIN CERTIFICATE-----")) throw new Error("no certificate")
+      return Either.right([pem] as ReadonlyArray<string>)
+    } catch (error) {
+      const why = (error as NodeJS.ErrnoException).code ?? "no PEM certificate in it"
+      return Either.left(`must be a readable PEM file of CA certificates (got ${shown(path)}: ${why})`)
+    }
+  }).pipe(Config.withDefault([] as ReadonlyArray<string>))
+
 const secretKeyConfig = secretVar("SECRET_KEY", (raw) => {
   const bytes = decodeSecretKey(raw)
   return bytes === undefined
@@ -425,17 +441,8 @@ export const settingsConfig = Config.all({
         ? Either.right(parsed.cidrs)
         : Either.left(`must be a comma-separated list of CIDRs such as 127.0.0.0/8 (${parsed.reason})`)
     }).pipe(Config.withDefault([] as ReadonlyArray<string>)),
-    extraCa: envVar("WEBHOOK_CA_FILE", (path) => {
-      if (path.trim() === "") return Either.right([] as ReadonlyArray<string>)
-      try {
-        const pem = readFileSync(path, "utf8")
-        if (!pem.includes("-----BEGIN CERTIFICATE-----")) throw new Error("no certificate")
-        return Either.right([pem] as ReadonlyArray<string>)
-      } catch (error) {
-        const why = (error as NodeJS.ErrnoException).code ?? "no PEM certificate in it"
-        return Either.left(`must be a readable PEM file of CA certificates (got ${shown(path)}: ${why})`)
-      }
-    }).pipe(Config.withDefault([] as ReadonlyArray<string>)),
+    extraCa: caFileVar("WEBHOOK_CA_FILE"),
+    syslogCa: caFileVar("SYSLOG_CA_FILE"),
     retrySchedule: envVar(
       "WEBHOOK_RETRY_SCHEDULE",
       expecting("a comma-separated list of durations such as 5s,30s,2m,1h (units ms, s, m, h, d)", (text) => {
@@ -578,6 +585,7 @@ export const describeSettings = (s: Settings) => {
     webhooks: {
       allowPrivate: s.webhooks.allowPrivate,
       extraCa: s.webhooks.extraCa.length > 0,
+      syslogCa: s.webhooks.syslogCa.length > 0,
       retrySchedule: s.webhooks.retrySchedule.map(ms),
       concurrency: s.webhooks.concurrency,
       channelConcurrency: s.webhooks.channelConcurrency,

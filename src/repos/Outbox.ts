@@ -1,11 +1,12 @@
 import { Effect, Option } from "effect"
 import { newId } from "../domain/ids.ts"
 import { meetsMinimum, type Severity } from "../domain/severity.ts"
+import { serializeWebhookBody, WEBHOOK_EVENTS, webhookIncident, webhookTypeOf } from "../domain/webhookBody.ts"
 import { AppConfig } from "../platform/config.ts"
 import { EventsRepo } from "./EventsRepo.ts"
 import { type IncidentRow, IncidentsRepo } from "./IncidentsRepo.ts"
+import { SensorsRepo } from "./SensorsRepo.ts"
 import { type NewDelivery, WebhooksRepo } from "./WebhooksRepo.ts"
-import { serializeWebhookBody, WEBHOOK_EVENTS, webhookIncident, webhookTypeOf } from "../domain/webhookBody.ts"
 
 export interface RecordedTransition {
   readonly id: string
@@ -26,6 +27,20 @@ export interface OutboxEntry {
   readonly incident?: IncidentRow | undefined
 }
 
+/** What enqueueClosed takes for incidents just closed, given their `closed` transitions' ids in the same order. */
+export const closedDeliveries = (
+  closed: ReadonlyArray<{ readonly orgId: string; readonly id: string; readonly severity: Severity }>,
+  transitionIds: ReadonlyArray<string>,
+  at: Date,
+) =>
+  closed.map((c, i) => ({
+    orgId: c.orgId,
+    incidentId: c.id,
+    transitionId: transitionIds[i] ?? "",
+    severity: c.severity,
+    at,
+  }))
+
 /**
  * The webhook outbox (D15, D17): called inside the transaction that records incident transitions, it writes one
  * delivery row per (announced transition, matching channel) with its final body, so a delivery exists exactly when
@@ -36,6 +51,7 @@ export class WebhookOutbox extends Effect.Service<WebhookOutbox>()("WebhookOutbo
     const webhooks = yield* WebhooksRepo
     const incidents = yield* IncidentsRepo
     const events = yield* EventsRepo
+    const sensors = yield* SensorsRepo
     const config = yield* AppConfig
 
     /**
@@ -99,6 +115,67 @@ export class WebhookOutbox extends Effect.Service<WebhookOutbox>()("WebhookOutbo
       return rows.length
     })
 
-    return { enqueueAll } as const
+    /**
+     * D47: the deliveries of closes, to the channels that send OCSF (its Close activity; the spec's webhook announces
+     * no close), in the transaction that closed the incidents. `closed` lists each incident with its `closed`
+     * transition. Without an OCSF channel in these organizations it reads one list of channels and writes nothing.
+     */
+    const enqueueClosed = Effect.fn("WebhookOutbox.enqueueClosed")(function* (
+      closed: ReadonlyArray<{
+        readonly orgId: string
+        readonly incidentId: string
+        readonly transitionId: string
+        readonly severity: Severity
+        readonly at: Date
+      }>,
+    ) {
+      if (closed.length === 0) return 0
+      const channelsOf = new Map<string, ReadonlyArray<{ readonly id: string; readonly minSeverity: Severity }>>()
+      for (const orgId of new Set(closed.map((c) => c.orgId))) {
+        const all = yield* webhooks.listChannels(orgId)
+        channelsOf.set(
+          orgId,
+          all.filter((c) => c.enabled && c.format === "ocsf"),
+        )
+      }
+      const rows: Array<NewDelivery> = []
+      const profiles = new Map<string, string>()
+      for (const entry of closed) {
+        const matching = (channelsOf.get(entry.orgId) ?? []).filter((c) => meetsMinimum(entry.severity, c.minSeverity))
+        if (matching.length === 0) continue
+        const found = yield* incidents.findById(entry.orgId, entry.incidentId)
+        if (Option.isNone(found)) return yield* Effect.dieMessage(`incident ${entry.incidentId} vanished`)
+        const row = found.value
+        let profile = profiles.get(row.sensorId)
+        if (profile === undefined) {
+          const sensor = yield* sensors.findById(row.sensorId)
+          profile = Option.isSome(sensor) ? sensor.value.profile : "unknown"
+          profiles.set(row.sensorId, profile)
+        }
+        const recent = yield* events.recent(entry.orgId, entry.incidentId, WEBHOOK_EVENTS)
+        const payload = webhookIncident(row, profile, recent, config.appUrl)
+        for (const channel of matching) {
+          const id = newId("webhookDelivery", entry.at.getTime())
+          rows.push({
+            id,
+            orgId: entry.orgId,
+            channelId: channel.id,
+            transitionId: entry.transitionId,
+            type: "incident.closed",
+            incidentId: entry.incidentId,
+            body: serializeWebhookBody({ id, type: "incident.closed", createdAt: entry.at, incident: payload }),
+            status: "pending",
+            nextAttemptAt: entry.at,
+            createdAt: entry.at,
+          })
+        }
+      }
+      if (rows.length === 0) return 0
+      yield* webhooks.insertDeliveries(rows)
+      yield* webhooks.notify
+      return rows.length
+    })
+
+    return { enqueueAll, enqueueClosed } as const
   }),
 }) {}

@@ -1,16 +1,24 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Schema } from "effect"
+import { CHANNEL_FORMATS, CHANNEL_KINDS } from "../domain/channels/kinds.ts"
 import { DeliveryStatus } from "../domain/deliveryRetry.ts"
 import { Severity } from "../domain/severity.ts"
 import { dbErrors } from "../platform/db/errors.ts"
 
-/** A webhook channel as stored; the signing secrets are sealed (D16), never plain. */
+/**
+ * A channel as stored (D46): its kind and format; its secrets are sealed (D16), never plain. `url` is where it sends
+ * (a syslog channel's `syslog+tls://host:port`), except for Slack and Teams, whose whole URL is a credential: it is
+ * sealed in `secretEnc` and `url` keeps its origin, for display.
+ */
 export const ChannelRow = Schema.Struct({
   id: Schema.String,
   orgId: Schema.String,
+  kind: Schema.Literal(...CHANNEL_KINDS),
+  format: Schema.Literal(...CHANNEL_FORMATS),
   url: Schema.String,
   minSeverity: Severity,
-  secretEnc: Schema.String,
+  /** Null for syslog, which has no secret. */
+  secretEnc: Schema.NullOr(Schema.String),
   previousSecretEnc: Schema.NullOr(Schema.String),
   previousSecretExpiresAt: Schema.NullOr(Schema.DateFromSelf),
   enabled: Schema.Boolean,
@@ -48,8 +56,10 @@ export const ClaimedDelivery = Schema.Struct({
   body: Schema.String,
   attempts: Schema.Int,
   retryIndex: Schema.Int,
+  kind: Schema.Literal(...CHANNEL_KINDS),
+  format: Schema.Literal(...CHANNEL_FORMATS),
   url: Schema.String,
-  secretEnc: Schema.String,
+  secretEnc: Schema.NullOr(Schema.String),
   previousSecretEnc: Schema.NullOr(Schema.String),
   previousSecretExpiresAt: Schema.NullOr(Schema.DateFromSelf),
 })
@@ -96,7 +106,7 @@ export interface AttemptOutcome {
 export const DELIVERIES_NOTIFY_CHANNEL = "webhook_deliveries"
 
 const channelColumns = (sql: SqlClient.SqlClient) => sql`
-  id, org_id, url, min_severity, secret_enc, previous_secret_enc, previous_secret_expires_at, enabled, sensor_health,
+  id, org_id, kind, format, url, min_severity, secret_enc, previous_secret_enc, previous_secret_expires_at, enabled, sensor_health,
   created_at, updated_at`
 
 const deliveryColumns = (sql: SqlClient.SqlClient) => sql`
@@ -191,13 +201,22 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("WebhooksRepo",
           limit ${limit}
           for update of due skip locked
         )
-        returning d.id, d.channel_id, d.type, d.body, d.attempts, d.retry_index, c.url, c.secret_enc,
+        returning d.id, d.channel_id, d.type, d.body, d.attempts, d.retry_index, c.kind, c.format, c.url, c.secret_enc,
           c.previous_secret_enc, c.previous_secret_expires_at`,
     })
 
     return {
-      insertChannel: (row: Omit<ChannelRow, "previousSecretEnc" | "previousSecretExpiresAt" | "updatedAt">) =>
-        sql`insert into webhook_channels ${sql.insert({ ...row, updatedAt: row.createdAt })}`.pipe(dbErrors),
+      /** A new channel; without a kind and format it is a signed webhook in the native shape. */
+      insertChannel: (
+        row: Omit<ChannelRow, "kind" | "format" | "previousSecretEnc" | "previousSecretExpiresAt" | "updatedAt"> &
+          Partial<Pick<ChannelRow, "kind" | "format">>,
+      ) =>
+        sql`insert into webhook_channels ${sql.insert({
+          ...row,
+          kind: row.kind ?? "webhook",
+          format: row.format ?? "native",
+          updatedAt: row.createdAt,
+        })}`.pipe(dbErrors),
       findChannel: (id: string) => findChannel(id).pipe(dbErrors),
       listChannels: (orgId: string) => listChannels(orgId).pipe(dbErrors),
       matchingChannels: (orgId: string, severity: Severity) =>
@@ -242,6 +261,11 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("WebhooksRepo",
           from channel
           where d.channel_id = channel.id and d.status in ('pending', 'failed')
             and ${enabled ? sql`not d.channel_enabled` : sql`d.channel_enabled`}`.pipe(Effect.asVoid, dbErrors),
+      /** D46: a Slack/Teams URL or a HEC token replaced (no grace: the receiver made the new one). */
+      replaceDestination: (id: string, url: string, secretEnc: string, now: Date) =>
+        sql`update webhook_channels set url = ${url}, secret_enc = ${secretEnc}, previous_secret_enc = null,
+              previous_secret_expires_at = null, updated_at = ${now}
+            where id = ${id}`.pipe(Effect.asVoid, dbErrors),
       rotateSecret: (
         id: string,
         secretEnc: string,

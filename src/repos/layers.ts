@@ -7,15 +7,12 @@ import { IgnoreRulesRepo } from "./IgnoreRulesRepo.ts"
 import { IncidentNotesRepo } from "./IncidentNotesRepo.ts"
 import { IncidentsRepo } from "./IncidentsRepo.ts"
 import { OrgsRepo } from "./OrgsRepo.ts"
+import { WebhookOutbox } from "./Outbox.ts"
 import { SensorsRepo } from "./SensorsRepo.ts"
 import { TransitionsRepo } from "./TransitionsRepo.ts"
 import { WebhooksRepo } from "./WebhooksRepo.ts"
 
-/**
- * Every shared repository, listed once. A repository holds no state but its statements, so each face gets all of
- * them, built on the database pool main.ts gives that face.
- */
-export const ReposLive = Layer.mergeAll(
+const TablesLive = Layer.mergeAll(
   OrgsRepo.Default,
   ApiKeysRepo.Default,
   SensorsRepo.Default,
@@ -28,3 +25,10 @@ export const ReposLive = Layer.mergeAll(
   IncidentNotesRepo.Default,
   IgnoreRulesRepo.Default,
 )
+
+/**
+ * Every shared repository, listed once, and the outbox written from them (ingestion and every close queue
+ * deliveries). A repository holds no state but its statements, so each face gets all of them, built on the database
+ * pool main.ts gives that face.
+ */
+export const ReposLive = WebhookOutbox.Default.pipe(Layer.provideMerge(TablesLive))

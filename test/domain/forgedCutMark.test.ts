@@ -6,9 +6,9 @@ import {
   webhookAttackerInput,
 } from "../../src/domain/attackerInput.ts"
 import { CUT_MEMBER } from "../../src/domain/sanitize.ts"
+import { serializeWebhookBody, webhookIncident } from "../../src/domain/webhookBody.ts"
 import type { EventRow } from "../../src/repos/EventsRepo.ts"
 import type { IncidentRow } from "../../src/repos/IncidentsRepo.ts"
-import { serializeWebhookBody, webhookIncident } from "../../src/domain/webhookBody.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
 import { createSensor, createTenant, get } from "../support/fixtures.ts"
 import { ingest, nativeEvent } from "../support/ingest.ts"

@@ -1,7 +1,5 @@
 import { describe, expect, test } from "bun:test"
 import { JITTER, nextState } from "../../src/domain/deliveryRetry.ts"
-import type { EventRow } from "../../src/repos/EventsRepo.ts"
-import type { IncidentRow } from "../../src/repos/IncidentsRepo.ts"
 import {
   sampleIncident,
   serializeWebhookBody,
@@ -9,6 +7,8 @@ import {
   webhookIncident,
   webhookTypeOf,
 } from "../../src/domain/webhookBody.ts"
+import type { EventRow } from "../../src/repos/EventsRepo.ts"
+import type { IncidentRow } from "../../src/repos/IncidentsRepo.ts"
 
 const incidentRow: IncidentRow = {
   id: "inc_01JDEMO0000000000000000000",

@@ -2,9 +2,6 @@ import { describe, expect, test } from "bun:test"
 import { Schema } from "effect"
 import { maskSecret } from "../../src/domain/attackerInput.ts"
 import { CUT_MEMBER } from "../../src/domain/sanitize.ts"
-import { signatureHeader } from "../../src/domain/webhookSignature.ts"
-import type { EventRow } from "../../src/repos/EventsRepo.ts"
-import type { IncidentRow } from "../../src/repos/IncidentsRepo.ts"
 import {
   sampleIncident,
   serializeWebhookBody,
@@ -13,6 +10,9 @@ import {
   WebhookBody,
   webhookIncident,
 } from "../../src/domain/webhookBody.ts"
+import { signatureHeader } from "../../src/domain/webhookSignature.ts"
+import type { EventRow } from "../../src/repos/EventsRepo.ts"
+import type { IncidentRow } from "../../src/repos/IncidentsRepo.ts"
 import { verifyWebhook } from "../../src/webhooks/verify.ts"
 
 /**

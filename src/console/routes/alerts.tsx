@@ -36,7 +36,9 @@ export const alertRoutes = (kit: Kit) =>
             return yield* flashTo(s, "/settings/alerts", {
               kind: "ok",
               text: `Channel ${created.id} added.`,
-              secret: { label: "Its signing secret.", value: created.secret },
+              ...(created.secret === undefined
+                ? {}
+                : { secret: { label: "Its signing secret.", value: created.secret } }),
             })
           }).pipe(refused(s, "/settings/alerts")),
         ),
@@ -97,7 +99,9 @@ export const alertRoutes = (kit: Kit) =>
                   text: rotated.previousSecretValidUntil
                     ? `Secret rotated; the old one also signs until ${rotated.previousSecretValidUntil}.`
                     : "Secret rotated; the old one no longer signs.",
-                  secret: { label: "The new signing secret.", value: rotated.secret },
+                  ...(rotated.secret === undefined
+                    ? {}
+                    : { secret: { label: "The new signing secret.", value: rotated.secret } }),
                 })
               }
               default:

@@ -152,10 +152,17 @@ export const ocsfDetectionFinding = (message: WebhookBody, ctx: FormatContext): 
       product: { name: ctx.product.name, vendor_name: ctx.product.vendor, version: ctx.product.version },
       ...(isTest ? { labels: ["test"] } : {}),
     },
+    // The native incident but its events, which are the evidences already: the finding stays near the native
+    // body's size (which is bounded), not twice it.
     unmapped: {
       type: message.type,
-      incident: encodeIncident(incident),
+      incident: withoutEvents(encodeIncident(incident)),
       ...(message.truncated === true ? { truncated: true } : {}),
     },
   }
+}
+
+const withoutEvents = (incident: Record<string, unknown>): Record<string, unknown> => {
+  const { events: _events, ...rest } = incident
+  return rest
 }

@@ -1,28 +1,55 @@
-import { Clock, Duration, Effect, Layer } from "effect"
+import { hostname } from "node:os"
+import { Clock, Duration, Effect, Layer, Schema } from "effect"
+import type { ChannelFormat, ChannelKind, ChannelMessage, FormatContext } from "../../domain/channels/kinds.ts"
+import { PRODUCT } from "../../domain/product.ts"
+import { SensorWebhookBody } from "../../domain/sensorHealthPayload.ts"
+import { WebhookBody } from "../../domain/webhookBody.ts"
 import { signatureHeader } from "../../domain/webhookSignature.ts"
 import { AppConfig } from "../config.ts"
 import { Keys } from "../keys.ts"
+import { renderForKind } from "./channelKinds.ts"
 import { sendWebhook, type WebhookSendResult } from "./send.ts"
+import { sendSyslog } from "./syslogSend.ts"
 import { systemLookup } from "./urlRule.ts"
 
 export const USER_AGENT = "DecoyIncidentService-Webhooks/1.0"
 
-/** The sealed secrets of a channel (D16). */
-export interface SealedSecrets {
-  readonly secretEnc: string
+/** What sending needs from a channel (D46): its kind, format and sealed secrets (D16). */
+export interface SendableChannel {
+  readonly kind: ChannelKind
+  readonly format: ChannelFormat
+  /** Null for syslog, which has no secret. */
+  readonly secretEnc: string | null
   readonly previousSecretEnc: string | null
   readonly previousSecretExpiresAt: Date | null
 }
+
+/** The sealed secrets of a channel (D16). */
+export type SealedSecrets = Pick<SendableChannel, "secretEnc" | "previousSecretEnc" | "previousSecretExpiresAt">
 
 export interface SentAttempt {
   readonly startedAt: Date
   readonly result: WebhookSendResult
 }
 
+const decodeMessage = Schema.decodeUnknownEither(Schema.parseJson(Schema.Union(WebhookBody, SensorWebhookBody)))
+
+const failure = (error: string): WebhookSendResult => ({
+  ok: false,
+  status: null,
+  durationMs: 0,
+  responseBody: "",
+  responseTruncated: false,
+  error,
+  address: null,
+})
+
 /**
- * Signs and sends one webhook request (D15–D18): the secrets are opened here and nowhere else, the signature is
- * made at send time over the stored body's exact bytes, and the send goes through the URL rule and the pinned,
- * checked address (send.ts). Used by the dispatcher and by `admin webhook test`, so both send the same way.
+ * Sends one delivery on its channel (D15–D18, D46, D47): a kind is a formatter (domain/channels, pure: the stored
+ * native message in, the receiver's bytes out) and a transport (an HTTPS POST through the URL rule and the pinned,
+ * checked address, or RFC 5425 syslog over TLS). Secrets are opened here and nowhere else; a webhook's signature is
+ * made at send time over the exact bytes sent. Used by the dispatcher and by the Send test action, so both send the
+ * same way.
  */
 export class WebhookSender extends Effect.Service<WebhookSender>()("WebhookSender", {
   effect: Effect.gen(function* () {
@@ -30,21 +57,86 @@ export class WebhookSender extends Effect.Service<WebhookSender>()("WebhookSende
     const { sealer } = yield* Keys
     const settings = config.webhooks
     const decoder = new TextDecoder()
+    const context: FormatContext = { appUrl: config.appUrl, product: PRODUCT, hostname: hostname() }
+    const timeoutMs = Duration.toMillis(settings.timeout)
+
+    const open = (sealed: string | null): string | undefined => {
+      if (sealed === null) return undefined
+      const plain = sealer.open(sealed)
+      return plain === undefined ? undefined : decoder.decode(plain)
+    }
 
     /** The secret, then the previous one while its rotation grace lasts (D16: the new one first). */
     const secretsOf = (channel: SealedSecrets, now: Date): ReadonlyArray<string> | undefined => {
-      const current = sealer.open(channel.secretEnc)
+      const current = open(channel.secretEnc)
       if (current === undefined) return undefined
-      const secrets = [decoder.decode(current)]
-      if (
-        channel.previousSecretEnc !== null &&
-        channel.previousSecretExpiresAt !== null &&
-        channel.previousSecretExpiresAt > now
-      ) {
-        const previous = sealer.open(channel.previousSecretEnc)
-        if (previous !== undefined) secrets.push(decoder.decode(previous))
+      const secrets = [current]
+      if (channel.previousSecretExpiresAt !== null && channel.previousSecretExpiresAt > now) {
+        const previous = open(channel.previousSecretEnc)
+        if (previous !== undefined) secrets.push(previous)
       }
       return secrets
+    }
+
+    const post = (url: string, body: string, headers: Record<string, string>) =>
+      sendWebhook({
+        url,
+        body,
+        headers: { "User-Agent": USER_AGENT, ...headers },
+        policy: { allowPrivate: settings.allowPrivate },
+        lookup: systemLookup,
+        ca: settings.extraCa,
+        timeoutMs,
+      })
+
+    const deliver = async (
+      input: { readonly url: string; readonly body: string; readonly deliveryId: string; readonly attempt: number },
+      channel: SendableChannel,
+      startedAt: Date,
+    ): Promise<WebhookSendResult> => {
+      // A native webhook sends the stored bytes as they are; every other kind and format renders them.
+      let rendered = input.body
+      if (channel.kind !== "webhook" || channel.format !== "native") {
+        const decoded = decodeMessage(input.body)
+        if (decoded._tag === "Left") return failure("the stored message cannot be read")
+        const message: ChannelMessage = decoded.right
+        rendered = renderForKind(channel.kind, channel.format, message, context)
+      }
+      const unreadable = "the channel's secret cannot be opened with the current SECRET_KEY"
+      switch (channel.kind) {
+        case "webhook": {
+          // SECRET_KEY changed without re-encrypting: never send unsigned; the attempt fails and is retried.
+          const secrets = secretsOf(channel, startedAt)
+          if (secrets === undefined) return failure(unreadable)
+          // OCSF is rendered from the stored message and signed like the native shape.
+          return post(input.url, rendered, {
+            "X-Service-Signature": signatureHeader(secrets, Math.floor(startedAt.getTime() / 1000), rendered),
+            "X-Service-Webhook-Id": input.deliveryId,
+            "X-Service-Delivery-Attempt": String(input.attempt),
+          })
+        }
+        case "slack":
+        case "teams": {
+          // The whole URL is the credential: sealed, opened only to send.
+          const url = open(channel.secretEnc)
+          return url === undefined ? failure(unreadable) : post(url, rendered, {})
+        }
+        case "splunk_hec": {
+          const token = open(channel.secretEnc)
+          return token === undefined
+            ? failure(unreadable)
+            : post(input.url, rendered, { Authorization: `Splunk ${token}` })
+        }
+        case "syslog":
+          return sendSyslog({
+            destination: input.url,
+            message: rendered,
+            policy: { allowPrivate: settings.allowPrivate },
+            lookup: systemLookup,
+            ca: settings.syslogCa,
+            timeoutMs,
+          })
+      }
     }
 
     const send = (input: {
@@ -52,41 +144,11 @@ export class WebhookSender extends Effect.Service<WebhookSender>()("WebhookSende
       readonly body: string
       readonly deliveryId: string
       readonly attempt: number
-      readonly channel: SealedSecrets
+      readonly channel: SendableChannel
     }) =>
       Effect.gen(function* () {
         const startedAt = new Date(yield* Clock.currentTimeMillis)
-        const secrets = secretsOf(input.channel, startedAt)
-        if (secrets === undefined) {
-          // SECRET_KEY changed without re-encrypting: never send unsigned; the attempt fails and is retried.
-          const result: WebhookSendResult = {
-            ok: false,
-            status: null,
-            durationMs: 0,
-            responseBody: "",
-            responseTruncated: false,
-            error: "the channel's signing secret cannot be opened with the current SECRET_KEY",
-            address: null,
-          }
-          return { startedAt, result } satisfies SentAttempt
-        }
-        const t = Math.floor(startedAt.getTime() / 1000)
-        const result = yield* Effect.promise(() =>
-          sendWebhook({
-            url: input.url,
-            body: input.body,
-            headers: {
-              "X-Service-Signature": signatureHeader(secrets, t, input.body),
-              "X-Service-Webhook-Id": input.deliveryId,
-              "X-Service-Delivery-Attempt": String(input.attempt),
-              "User-Agent": USER_AGENT,
-            },
-            policy: { allowPrivate: settings.allowPrivate },
-            lookup: systemLookup,
-            ca: settings.extraCa,
-            timeoutMs: Duration.toMillis(settings.timeout),
-          }),
-        )
+        const result = yield* Effect.promise(() => deliver(input, input.channel, startedAt))
         return { startedAt, result } satisfies SentAttempt
       })
 
