@@ -1,9 +1,7 @@
 import { describe, expect, test } from "bun:test"
-import Ajv from "ajv"
-import draft06 from "ajv/dist/refs/json-schema-draft-06.json"
 import fc from "fast-check"
 import { teamsMessage } from "../../../src/domain/channels/teams.ts"
-import adaptiveCard15 from "../../fixtures/adaptive-cards/adaptive-card-1.5.json"
+import { adaptiveCardErrors } from "../../support/schemas.ts"
 import {
   APP_URL,
   CTX,
@@ -21,19 +19,6 @@ import {
  * (https://aka.ms/ACTextFeatures): TextBlock and Fact texts are a markdown subset, TextRun texts are not markdown, and
  * `{{DATE(…)}}` / `{{TIME(…)}}` are functions in text. D46: the only link is the incident's page on APP_URL.
  */
-
-// The file names its id with draft-04's `id`; Ajv reads draft-06's `$id`. The file itself is kept as published.
-const { id: schemaId, ...schemaBody } = adaptiveCard15 as { id: string } & Record<string, unknown>
-const ajv = new Ajv({
-  strict: false,
-  allErrors: true,
-  formats: {
-    "uri-reference": (s: string) => URL.canParse(s, "http://base.invalid/"),
-    uri: (s: string) => URL.canParse(s),
-  },
-})
-ajv.addMetaSchema(draft06)
-const validCard = ajv.compile({ ...schemaBody, $id: schemaId })
 
 /** The most a Teams message may be (the Teams and Workflows limit is about 28 KB). */
 const TEAMS_MAX_BYTES = 28_000
@@ -69,8 +54,9 @@ export const checkTeams = (payload: unknown): Array<Found> => {
   if (card?.version !== "1.5" || card.$schema !== "http://adaptivecards.io/schemas/adaptive-card.json") {
     out.push({ where: "card", problem: "version or $schema" })
   }
-  if (!validCard(card)) {
-    out.push({ where: "schema", problem: ajv.errorsText(validCard.errors?.slice(0, 5)) })
+  const schemaErrors = adaptiveCardErrors(card)
+  if (schemaErrors !== "") {
+    out.push({ where: "schema", problem: schemaErrors })
   }
   const bytes = new TextEncoder().encode(JSON.stringify(payload)).length
   if (bytes > TEAMS_MAX_BYTES) out.push({ where: "size", problem: `${bytes} bytes` })
