@@ -2,7 +2,7 @@ import { expect, test } from "bun:test"
 import { readdirSync, readFileSync } from "node:fs"
 import { join } from "node:path"
 import { isCrossSite, safeNext } from "../../src/console/http.ts"
-import { Attacker, Layout, serviceTextParts } from "../../src/console/pages/components.tsx"
+import { Attacker, Layout } from "../../src/console/pages/components.tsx"
 import { EventsPage } from "../../src/console/pages/events.tsx"
 import { EventTable, IncidentPage, IncidentTable } from "../../src/console/pages/incidents.tsx"
 import { AlertsPage, DeliveryLogPage, SettingsLayout } from "../../src/console/pages/settings.tsx"
@@ -10,6 +10,7 @@ import { fitEvents } from "../../src/console/pages/timeline.tsx"
 import { eventTypeSpec } from "../../src/domain/eventTypes.ts"
 import type { Event } from "../../src/domain/models.ts"
 import { incidentTexts } from "../../src/domain/narrative.ts"
+import { splitServiceText } from "../../src/domain/serviceText.ts"
 import { camelCaseKey } from "../../src/ingest/formats/native.ts"
 import { IPTABLES_KV } from "../support/ingest.ts"
 
@@ -187,13 +188,13 @@ test("D29: attacker text the service quotes (titles, narrative, summaries) is ma
 })
 
 test("D29: service text is split at its quotes exactly: escaped quotes stay inside, a cut quote runs to the end", () => {
-  expect(serviceTextParts(`a "b\\"c" d "e`)).toEqual([
+  expect(splitServiceText(`a "b\\"c" d "e`)).toEqual([
     { quoted: false, text: "a " },
     { quoted: true, text: 'b"c' },
     { quoted: false, text: " d " },
     { quoted: true, text: "e" },
   ])
-  expect(serviceTextParts("no quotes")).toEqual([{ quoted: false, text: "no quotes" }])
+  expect(splitServiceText("no quotes")).toEqual([{ quoted: false, text: "no quotes" }])
 })
 
 test("D29: a huge attacker value is cut, with a visible mark and its full length", () => {

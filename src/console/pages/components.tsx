@@ -1,5 +1,6 @@
 import type { Child } from "hono/jsx"
 import { codePointLength, firstCodePoints } from "../../domain/sanitize.ts"
+import { splitServiceText } from "../../domain/serviceText.ts"
 import { SCRIPT, STYLESHEET } from "../assets.ts"
 
 /**
@@ -242,54 +243,13 @@ export const Attacker = ({ value, cut = ATTACKER_CUT }: { value: unknown; cut?: 
 }
 
 /** One piece of a service-written text: its own words, or a quoted value. */
-export interface TextPart {
-  readonly quoted: boolean
-  readonly text: string
-}
-
-/**
- * Splits a text the service wrote from its templates (titles, narratives, recommended actions, event summaries;
- * D14) into its own words and the values it quotes. The templates show attacker text only as JSON string literals
- * (`quoteAttackerText`), whose inner quotes are escaped, so a literal is read from its opening quote to the first
- * unescaped one; an unterminated literal (a text cut mid-quote) is quoted to the end. Nothing outside a literal comes
- * from an attacker; every literal is treated as attacker text.
- */
-export const serviceTextParts = (text: string): ReadonlyArray<TextPart> => {
-  const parts: Array<TextPart> = []
-  let at = 0
-  while (at < text.length) {
-    const open = text.indexOf('"', at)
-    if (open < 0) {
-      parts.push({ quoted: false, text: text.slice(at) })
-      break
-    }
-    if (open > at) parts.push({ quoted: false, text: text.slice(at, open) })
-    let end = open + 1
-    while (end < text.length && text[end] !== '"') end += text[end] === "\\" ? 2 : 1
-    if (end >= text.length) {
-      parts.push({ quoted: true, text: text.slice(open + 1) })
-      break
-    }
-    const literal = text.slice(open, end + 1)
-    let inner: string
-    try {
-      inner = String(JSON.parse(literal))
-    } catch {
-      inner = literal.slice(1, -1)
-    }
-    parts.push({ quoted: true, text: inner })
-    at = end + 1
-  }
-  return parts
-}
-
 /**
  * A service-written text with every value it quotes marked as attacker text (D29), the same mark as attacker-input
  * values. `known` values (the incident's sensor name, which an admin chose) are shown as plain quoted text instead.
  */
 export const ServiceText = ({ text, known = [] }: { text: string; known?: ReadonlyArray<string> }) => (
   <>
-    {serviceTextParts(text).map((part) =>
+    {splitServiceText(text).map((part) =>
       !part.quoted ? (
         part.text
       ) : known.includes(part.text) ? (

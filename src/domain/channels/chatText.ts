@@ -1,3 +1,5 @@
+import { splitServiceText, type TextPart } from "../serviceText.ts"
+
 /**
  * D46: how chat messages (Slack, Teams) show text. Pure.
  *
@@ -26,46 +28,6 @@
  *   digit or hyphen and a letter becomes "[.]" (`evil[.]example`, `file[.]txt`; IPv4 addresses stay as they are).
  * - The only link a message has is the incident's `url`, and only when it is on APP_URL (`isAppLink`).
  */
-
-/** A piece of service text: its own words, or a value it quoted (attacker text). */
-export interface TextPart {
-  readonly quoted: boolean
-  readonly text: string
-}
-
-/**
- * The parts of service text split at its quotes: a quoted part is a JSON string literal (escaped quotes stay inside),
- * decoded; a quote left open runs to the end. The same split as the console's `serviceTextParts` (D29), which lives
- * in the console; kept here so the domain does not import upward.
- */
-export const splitServiceText = (text: string): ReadonlyArray<TextPart> => {
-  const parts: Array<TextPart> = []
-  let at = 0
-  while (at < text.length) {
-    const open = text.indexOf('"', at)
-    if (open < 0) {
-      parts.push({ quoted: false, text: text.slice(at) })
-      break
-    }
-    if (open > at) parts.push({ quoted: false, text: text.slice(at, open) })
-    let end = open + 1
-    while (end < text.length && text[end] !== '"') end += text[end] === "\\" ? 2 : 1
-    if (end >= text.length) {
-      parts.push({ quoted: true, text: text.slice(open + 1) })
-      break
-    }
-    const literal = text.slice(open, end + 1)
-    let inner: string
-    try {
-      inner = String(JSON.parse(literal))
-    } catch {
-      inner = literal.slice(1, -1)
-    }
-    parts.push({ quoted: true, text: inner })
-    at = end + 1
-  }
-  return parts
-}
 
 const INVISIBLE = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Default_Ignorable_Code_Point}\p{Surrogate}]/u
 const INVISIBLE_ALL = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Default_Ignorable_Code_Point}\p{Surrogate}]/gu

@@ -285,7 +285,7 @@ describe("D47: incidents as OCSF 1.8.0 Detection Finding", () => {
         const out = ocsfDetectionFinding({ id: "whd_x", type, createdAt, incident: inc }, ctx)
         expect(errorsOf(out)).toBe("")
       }),
-      { numRuns: 300 },
+      { numRuns: 100 },
     )
   })
 })

@@ -1,7 +1,6 @@
 import { describe, expect, test } from "bun:test"
 import fc from "fast-check"
-import { serviceTextParts } from "../../../src/console/pages/components.tsx"
-import { CUT_MARK, splitServiceText } from "../../../src/domain/channels/chatText.ts"
+import { CUT_MARK } from "../../../src/domain/channels/chatText.ts"
 import type { ChannelMessage } from "../../../src/domain/channels/kinds.ts"
 import { slackMessage } from "../../../src/domain/channels/slack.ts"
 import {
@@ -274,17 +273,6 @@ describe("D46: Slack messages", () => {
     expect(title.length).toBeLessThanOrEqual(3000)
     expect(title).toStartWith("part 0 `&amp;&lt;&gt;")
     expect(title).toEndWith(` ${CUT_MARK}`)
-  })
-
-  test("D29, D46: chat messages split service text at its quotes exactly as the console does", () => {
-    const quoted = fc.string({ unit: "binary", maxLength: 40 }).map((s) => JSON.stringify(s))
-    const piece = fc.oneof(fc.string({ maxLength: 20 }), quoted)
-    fc.assert(
-      fc.property(fc.array(piece, { maxLength: 6 }), (pieces) => {
-        const text = pieces.join("")
-        expect(splitServiceText(text)).toEqual(serviceTextParts(text))
-      }),
-    )
   })
 
   test("D46: hostile attacker text stays inert: escaped, in code spans, no mention, link or formatting", () => {
