@@ -14,6 +14,27 @@ export interface Technique {
   readonly tactics: ReadonlyArray<string>
 }
 
+/**
+ * ATT&CK Enterprise tactics by the short names the table below uses, with their ATT&CK ids and names (OCSF's
+ * `tactic` wants both).
+ */
+export const TACTICS_BY_NAME: ReadonlyMap<string, { readonly uid: string; readonly name: string }> = new Map([
+  ["reconnaissance", { uid: "TA0043", name: "Reconnaissance" }],
+  ["resource-development", { uid: "TA0042", name: "Resource Development" }],
+  ["initial-access", { uid: "TA0001", name: "Initial Access" }],
+  ["execution", { uid: "TA0002", name: "Execution" }],
+  ["persistence", { uid: "TA0003", name: "Persistence" }],
+  ["privilege-escalation", { uid: "TA0004", name: "Privilege Escalation" }],
+  ["defense-evasion", { uid: "TA0005", name: "Defense Evasion" }],
+  ["credential-access", { uid: "TA0006", name: "Credential Access" }],
+  ["discovery", { uid: "TA0007", name: "Discovery" }],
+  ["lateral-movement", { uid: "TA0008", name: "Lateral Movement" }],
+  ["collection", { uid: "TA0009", name: "Collection" }],
+  ["command-and-control", { uid: "TA0011", name: "Command and Control" }],
+  ["exfiltration", { uid: "TA0010", name: "Exfiltration" }],
+  ["impact", { uid: "TA0040", name: "Impact" }],
+])
+
 const INITIAL_ACCESS = "initial-access"
 const EXECUTION = "execution"
 const PERSISTENCE = "persistence"

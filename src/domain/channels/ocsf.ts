@@ -1,6 +1,7 @@
 import { Schema } from "effect"
 import type { Severity } from "../severity.ts"
 import type { Technique } from "../techniques.ts"
+import { TACTICS_BY_NAME } from "../techniques.ts"
 import { type WebhookBody, WebhookEvent, WebhookIncident } from "../webhookBody.ts"
 import type { FormatContext } from "./kinds.ts"
 
@@ -32,28 +33,7 @@ const SEVERITY_IDS: Record<Severity, { readonly id: number; readonly name: strin
   critical: { id: 5, name: "Critical" },
 }
 
-/**
- * ATT&CK Enterprise tactics by the short names techniques.ts uses, with their ATT&CK ids and names (OCSF `tactic`
- * wants uid and name). A short name not listed here is sent as the name alone.
- */
-const TACTICS: ReadonlyMap<string, { readonly uid: string; readonly name: string }> = new Map([
-  ["reconnaissance", { uid: "TA0043", name: "Reconnaissance" }],
-  ["resource-development", { uid: "TA0042", name: "Resource Development" }],
-  ["initial-access", { uid: "TA0001", name: "Initial Access" }],
-  ["execution", { uid: "TA0002", name: "Execution" }],
-  ["persistence", { uid: "TA0003", name: "Persistence" }],
-  ["privilege-escalation", { uid: "TA0004", name: "Privilege Escalation" }],
-  ["defense-evasion", { uid: "TA0005", name: "Defense Evasion" }],
-  ["credential-access", { uid: "TA0006", name: "Credential Access" }],
-  ["discovery", { uid: "TA0007", name: "Discovery" }],
-  ["lateral-movement", { uid: "TA0008", name: "Lateral Movement" }],
-  ["collection", { uid: "TA0009", name: "Collection" }],
-  ["command-and-control", { uid: "TA0011", name: "Command and Control" }],
-  ["exfiltration", { uid: "TA0010", name: "Exfiltration" }],
-  ["impact", { uid: "TA0040", name: "Impact" }],
-])
-
-const tacticOf = (shortName: string) => TACTICS.get(shortName) ?? { name: shortName }
+const tacticOf = (shortName: string) => TACTICS_BY_NAME.get(shortName) ?? { name: shortName }
 
 /**
  * OCSF splits a sub-technique from its parent: `technique` is the parent (T1110), `sub_technique` the sub (T1110.001).
