@@ -61,17 +61,29 @@ const USAGE = `usage: bun run admin <command> [options] [--json]
   ignore list --org <org-id>                the rules, with hits, last hit and expiry; rules that match the
                                             same events are marked
   ignore remove <rule-id>                   stop ignoring from now on (events already ignored stay so)
-  webhook create --org <org-id> --url https://… [--min-severity low|medium|high|critical] [--sensor-health]
-                                            create a channel; its signing secret is printed only here;
-                                            --sensor-health: it also gets sensor.silent / sensor.recovered
-  webhook list --org <org-id>               list channels (never the secret)
-  webhook rotate <channel-id> [--grace 24h] new signing secret; the old one also signs during the grace
-  webhook disable|enable <channel-id>
-  webhook sensor-health <channel-id> on|off sensor.silent / sensor.recovered alerts for this channel
-  webhook test <channel-id>                 send webhook.test now; prints the receiver's status and time
-  webhook deliveries <channel-id> [--status pending|failed|succeeded|dead]
+  channel create --org <org-id> [--kind webhook|slack|teams|syslog|splunk_hec] [--format native|ocsf]
+      --url <https://…|syslog+tls://host[:6514]|-> [--token <HEC token>|-]
+      [--min-severity low|medium|high|critical] [--sensor-health]
+                                            create a channel (default: webhook, native); a webhook's signing
+                                            secret is printed only here; a Slack or Teams URL and a HEC token
+                                            are credentials, stored sealed and not shown again: --url - or
+                                            --token - reads it from standard input (one line), out of shell
+                                            history and ps; --format ocsf: webhook, syslog, splunk_hec only;
+                                            --sensor-health: also sensor.silent / sensor.recovered (native)
+  channel list --org <org-id>               channels with kind and format (never a secret, a token or the
+                                            path of a Slack or Teams URL)
+  channel rotate <channel-id> [--grace 24h] [--url <new URL>|-] [--token <new HEC token>|-]
+                                            webhook: new signing secret, printed only here; the old one also
+                                            signs during the grace; slack, teams: the new --url, splunk_hec:
+                                            the new --token, at once (- reads it from standard input);
+                                            syslog has nothing to rotate
+  channel disable|enable <channel-id>
+  channel sensor-health <channel-id> on|off sensor.silent / sensor.recovered alerts for this channel
+  channel test <channel-id>                 send a test message now; prints the receiver's status and time
+  channel deliveries <channel-id> [--status pending|failed|succeeded|dead]
                                             the delivery log (attempts, status codes, errors, times)
-  webhook redeliver <delivery-id>           queue a delivery again now (e.g. a dead one)
+  channel redeliver <delivery-id>           queue a delivery again now (e.g. a dead one)
+                                            webhook … is another name of this group: the same commands
   user create --org <org-id> --email <email> --role admin|analyst
                                             create a console user; prints a one-time link (24 h) to set a password
   user list --org <org-id>                  console users (never a password)
@@ -96,7 +108,10 @@ const parse = (argv: ReadonlyArray<string>) =>
       expires: { type: "string" },
       profile: { type: "string" },
       "heartbeat-interval": { type: "string" },
+      kind: { type: "string" },
+      format: { type: "string" },
       url: { type: "string" },
+      token: { type: "string" },
       "min-severity": { type: "string" },
       "sensor-health": { type: "boolean" },
       grace: { type: "string" },
@@ -146,7 +161,55 @@ const groupUsage = (group: string) => {
   }
   return lines
 }
-const GROUPS = [...new Set(USAGE.split("\n").flatMap((line) => /^ {2}([a-z]+) [a-z]/.exec(line)?.[1] ?? []))]
+/** Older names of a group, which work exactly as the group does: a webhook is one kind of channel (D46). */
+const ALIASES: Readonly<Record<string, string>> = { webhook: "channel" }
+const GROUPS = [
+  ...new Set(USAGE.split("\n").flatMap((line) => /^ {2}([a-z]+) [a-z]/.exec(line)?.[1] ?? [])),
+  ...Object.keys(ALIASES),
+]
+/** A group's usage lines under the name it was called by (an alias lists its group's commands under its own name). */
+const usageOf = (name: string) => {
+  const group = ALIASES[name] ?? name
+  return groupUsage(group).map((line) =>
+    line.startsWith(`  ${group} `) ? `  ${name}${line.slice(group.length + 2)}` : line,
+  )
+}
+
+/**
+ * `--url -` / `--token -`: the value is one line of standard input, trimmed, so a Slack or Teams URL or a HEC token
+ * is in neither the shell's history nor `ps`. A terminal is asked for it on stderr (stdout stays the result).
+ */
+const STDIN = "-"
+const readStdinLine = (flag: string) =>
+  Effect.gen(function* () {
+    if (process.stdin.isTTY) process.stderr.write(`${flag}: `)
+    const line = yield* Effect.promise(async () => {
+      const decoder = new TextDecoder()
+      const reader = Bun.stdin.stream().getReader()
+      let text = ""
+      try {
+        while (!text.includes("\n")) {
+          const { done, value } = await reader.read()
+          if (done) break
+          text += decoder.decode(value, { stream: true })
+        }
+      } finally {
+        // Whatever follows the first line is not read: the value is that one line.
+        await reader.cancel().catch(() => undefined)
+      }
+      return (text.split("\n")[0] ?? "").trim()
+    })
+    if (line === "") return yield* invalid(`${flag} -: nothing on standard input (it is read as one line)`)
+    return line
+  })
+
+/** A flag's value, or for `-` the line read from standard input. At most one flag of a command reads it. */
+const credential = (value: string | undefined, flag: string) =>
+  value === STDIN ? readStdinLine(flag) : Effect.succeed(value)
+const oneFromStdin = (values: { readonly url?: string | undefined; readonly token?: string | undefined }) =>
+  values.url === STDIN && values.token === STDIN
+    ? Effect.fail(invalid("only one of --url and --token can be read from standard input (-)"))
+    : Effect.void
 
 /** A refusal of the CLI itself, worded like the services' (errors.ts): one line. */
 class UsageError extends Data.TaggedError("UsageError")<{ readonly message: string }> {}
@@ -162,13 +225,14 @@ const run = (argv: ReadonlyArray<string>) =>
       catch: (e) => new UsageError({ message: `${(e as Error).message} (bun run admin help lists the commands)` }),
     })
     const json = values.json === true
-    const [group, command, ...rest] = positionals
-    if (values.help || group === undefined || group === "help") return yield* Effect.sync(() => console.log(USAGE))
-    if (GROUPS.includes(group) && command === undefined) {
+    const [named, command, ...rest] = positionals
+    if (values.help || named === undefined || named === "help") return yield* Effect.sync(() => console.log(USAGE))
+    if (GROUPS.includes(named) && command === undefined) {
       return yield* Effect.sync(() =>
-        console.log(`usage: bun run admin ${group} <command> [options] [--json]\n\n${groupUsage(group).join("\n")}`),
+        console.log(`usage: bun run admin ${named} <command> [options] [--json]\n\n${usageOf(named).join("\n")}`),
       )
     }
+    const group = ALIASES[named] ?? named
     yield* migrate
     if (group === "migrate") return yield* print(json, { migrated: true }, () => "migrations are up to date")
     const orgs = yield* OrgAdmin
@@ -440,55 +504,83 @@ const run = (argv: ReadonlyArray<string>) =>
           () => `ignore rule ${done.id} removed; later events are no longer ignored by it`,
         )
       }
-      case "webhook create": {
-        const created = yield* channels.create(yield* requireFlag(values.org, "--org"), {
-          url: yield* requireFlag(values.url, "--url"),
+      case "channel create": {
+        const orgId = yield* requireFlag(values.org, "--org")
+        yield* requireFlag(values.url, "--url")
+        yield* oneFromStdin(values)
+        const created = yield* channels.create(orgId, {
+          kind: values.kind,
+          format: values.format,
+          url: yield* credential(values.url, "--url"),
+          // Read only for the kind that takes it: any other refuses --token before a terminal is asked for it.
+          token: values.kind === "splunk_hec" ? yield* credential(values.token, "--token") : values.token,
           minSeverity: values["min-severity"],
           sensorHealth: values["sensor-health"] === true,
         })
-        return yield* print(
-          json,
-          created,
-          () => `webhook channel ${created.id} created. Its signing secret, shown only now:\n${created.secret}`,
+        const result = { id: created.id, kind: created.kind, format: values.format ?? "native", secret: created.secret }
+        return yield* print(json, result, () =>
+          created.secret !== undefined
+            ? `webhook channel ${created.id} created. Its signing secret, shown only now:\n${created.secret}`
+            : `${created.kind} channel ${created.id} created` +
+              (created.kind === "syslog"
+                ? ""
+                : `; its ${created.kind === "splunk_hec" ? "HEC token" : "URL"} is stored sealed and not shown again`),
         )
       }
-      case "webhook list": {
+      case "channel list": {
         const rows = yield* channels.list(yield* requireFlag(values.org, "--org"))
         return yield* print(json, rows, () => table(rows))
       }
-      case "webhook rotate": {
-        const rotated = yield* channels.rotate(yield* requireFlag(rest[0], "<channel-id>"), values.grace)
+      case "channel rotate": {
+        const channel = yield* channels.find(yield* requireFlag(rest[0], "<channel-id>"))
+        // The flags a kind takes; any other is refused rather than silently dropped.
+        if (channel.kind === "webhook" && (values.url !== undefined || values.token !== undefined)) {
+          return yield* invalid("a webhook channel gets a new signing secret: --url and --token are for other kinds")
+        }
+        if (channel.kind === "splunk_hec" && values.url !== undefined) {
+          return yield* invalid("a splunk_hec channel takes a new --token (its URL stays)")
+        }
+        if ((channel.kind === "slack" || channel.kind === "teams") && values.token !== undefined) {
+          return yield* invalid(`a ${channel.kind} channel takes a new --url, not --token`)
+        }
+        yield* oneFromStdin(values)
+        // Standard input is not read for a rotation the service refuses anyway (syslog, or --grace beside a new value).
+        const replacement =
+          channel.kind === "webhook" || channel.kind === "syslog" || values.grace !== undefined
+            ? undefined
+            : channel.kind === "splunk_hec"
+              ? yield* credential(values.token, "--token")
+              : yield* credential(values.url, "--url")
+        const rotated = yield* channels.rotate(channel.id, values.grace, replacement)
         return yield* print(
           json,
-          { secret: rotated.secret, previousSecretValidUntil: rotated.previousSecretValidUntil },
+          { kind: channel.kind, secret: rotated.secret, previousSecretValidUntil: rotated.previousSecretValidUntil },
           () =>
-            `new signing secret of ${rotated.id}, shown only now:\n${rotated.secret}` +
-            (rotated.previousSecretValidUntil
-              ? `\nthe old secret also signs until ${rotated.previousSecretValidUntil}`
-              : ""),
+            rotated.secret === undefined
+              ? `${channel.kind} channel ${rotated.id}: the new ${channel.kind === "splunk_hec" ? "HEC token" : "URL"} is stored sealed and used from now on`
+              : `new signing secret of ${rotated.id}, shown only now:\n${rotated.secret}` +
+                (rotated.previousSecretValidUntil
+                  ? `\nthe old secret also signs until ${rotated.previousSecretValidUntil}`
+                  : ""),
         )
       }
-      case "webhook disable":
-      case "webhook enable": {
+      case "channel disable":
+      case "channel enable": {
         const result = yield* channels.setEnabled(yield* requireFlag(rest[0], "<channel-id>"), command === "enable")
-        return yield* print(
-          json,
-          result,
-          () => `webhook channel ${result.id} ${result.enabled ? "enabled" : "disabled"}`,
-        )
+        return yield* print(json, result, () => `channel ${result.id} ${result.enabled ? "enabled" : "disabled"}`)
       }
-      case "webhook sensor-health": {
+      case "channel sensor-health": {
         const channelId = yield* requireFlag(rest[0], "<channel-id>")
         const state = yield* requireFlag(rest[1], "on|off")
-        if (state !== "on" && state !== "off") return yield* invalid("webhook sensor-health needs on or off")
+        if (state !== "on" && state !== "off") return yield* invalid(`${named} sensor-health needs on or off`)
         const result = yield* channels.setSensorHealth(channelId, state === "on")
         return yield* print(
           json,
           result,
-          () => `webhook channel ${result.id}: sensor-health alerts ${result.sensorHealth ? "on" : "off"}`,
+          () => `channel ${result.id}: sensor-health alerts ${result.sensorHealth ? "on" : "off"}`,
         )
       }
-      case "webhook test": {
+      case "channel test": {
         const result = yield* channels.test(yield* requireFlag(rest[0], "<channel-id>"))
         yield* print(
           json,
@@ -501,7 +593,7 @@ const run = (argv: ReadonlyArray<string>) =>
         if (!result.ok) return yield* invalid("the test delivery failed")
         return
       }
-      case "webhook deliveries": {
+      case "channel deliveries": {
         const rows = yield* channels.deliveries(yield* requireFlag(rest[0], "<channel-id>"), values.status)
         return yield* print(json, rows, () =>
           rows.length === 0
@@ -521,14 +613,14 @@ const run = (argv: ReadonlyArray<string>) =>
                 .join("\n"),
         )
       }
-      case "webhook redeliver": {
+      case "channel redeliver": {
         const result = yield* channels.redeliver(yield* requireFlag(rest[0], "<delivery-id>"))
         return yield* print(json, result, () => `delivery ${result.id} queued again`)
       }
       default: {
-        const known = GROUPS.includes(group)
+        const known = GROUPS.includes(named)
         return yield* new UsageError({
-          message: `unknown command: ${positionals.join(" ")} (${known ? `bun run admin ${group}` : "bun run admin help"} lists the commands)`,
+          message: `unknown command: ${positionals.join(" ")} (${known ? `bun run admin ${named}` : "bun run admin help"} lists the commands)`,
         })
       }
     }
