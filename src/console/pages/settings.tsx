@@ -43,13 +43,33 @@ export const SettingsLayout = (props: {
 
 export const isAdmin = (viewer: Viewer) => viewer.role === "admin"
 
+/** D46's kinds as the pages name them, in the order the Add channel form offers them. */
+const KIND_LABELS: ReadonlyArray<readonly [string, string]> = [
+  ["webhook", "Webhook"],
+  ["slack", "Slack"],
+  ["teams", "Microsoft Teams"],
+  ["syslog", "Syslog over TLS"],
+  ["splunk_hec", "Splunk HEC"],
+]
+const kindLabel = (kind: string) => KIND_LABELS.find(([k]) => k === kind)?.[1] ?? kind
+/** Chat kinds' whole URL is a credential: sealed, with only its origin kept (D46). */
+const isChat = (kind: string) => kind === "slack" || kind === "teams"
+
 /**
- * A channel's URL as this viewer may see it. Incoming-webhook URLs often carry a token in their path or query, which
- * works as a password for the receiver: an analyst sees only scheme://host[:port], as the audit log records it (D31);
- * an admin, who set the URL and can change it, sees it whole.
+ * A channel's destination as this viewer may see it. Incoming-webhook URLs often carry a token in their path or query,
+ * which works as a password for the receiver: an analyst sees only scheme://host[:port], as the audit log records it
+ * (D31); an admin, who set the URL and can change it, sees it whole. A Slack or Teams URL is the credential itself:
+ * its origin only, for everyone (the stored view is already that; this holds even for a row that is not). A syslog
+ * destination is host and port, nothing secret.
  */
-const ChannelUrl = ({ viewer, url }: { viewer: Viewer; url: string }) =>
-  isAdmin(viewer) ? (
+const ChannelUrl = ({ viewer, url, kind }: { viewer: Viewer; url: string; kind: string }) =>
+  kind === "syslog" ? (
+    <span class="mono">{url}</span>
+  ) : isChat(kind) ? (
+    <span>
+      <span class="mono">{originOf(url)}/…</span> <span class="muted small">(stored sealed; origin only)</span>
+    </span>
+  ) : isAdmin(viewer) ? (
     <span class="mono">{url}</span>
   ) : (
     <span>
@@ -158,6 +178,10 @@ export const RevokeKeyPage = (props: { viewer: Viewer; key_: KeyView }) => (
 
 export interface ChannelView {
   readonly id: string
+  /** D46 (absent: a webhook). */
+  readonly kind?: string
+  /** D47 (absent: native). */
+  readonly format?: string
   readonly url: string
   readonly minSeverity: string
   readonly enabled: boolean
@@ -167,6 +191,221 @@ export interface ChannelView {
   readonly previousSecretValidUntil: string | null
 }
 
+/** D47 as a person reads it: chat kinds always send a message for people, whatever the stored format. */
+const formatLabel = (c: ChannelView) =>
+  c.kind === "slack"
+    ? "Slack message (Block Kit)"
+    : c.kind === "teams"
+      ? "Adaptive Card"
+      : c.format === "ocsf"
+        ? "OCSF Detection Finding"
+        : "Native"
+
+/** What the list and a channel's own page show of it. */
+const ChannelFacts = ({ viewer, c, now }: { viewer: Viewer; c: ChannelView; now: Date }) => (
+  <dl class="facts">
+    <dt>Kind</dt>
+    <dd class="channel-kind">{kindLabel(c.kind ?? "webhook")}</dd>
+    <dt>Format</dt>
+    <dd class="channel-format">{formatLabel(c)}</dd>
+    <dt>{c.kind === "syslog" ? "Destination" : "URL"}</dt>
+    <dd>
+      <ChannelUrl viewer={viewer} url={c.url} kind={c.kind ?? "webhook"} />
+    </dd>
+    <dt>Id</dt>
+    <dd class="mono small">{c.id}</dd>
+    <dt>Minimum severity</dt>
+    <dd>{c.minSeverity}</dd>
+    <dt>State</dt>
+    <dd>{c.enabled ? "enabled" : "disabled"}</dd>
+    <dt>Sensor-health alerts</dt>
+    <dd>{c.sensorHealth === true ? "on" : "off"}</dd>
+    <dt>Created</dt>
+    <dd>
+      <Time at={c.createdAt} now={now} />
+    </dd>
+    {c.previousSecretValidUntil && (
+      <>
+        <dt>Previous secret</dt>
+        <dd>
+          also signs until <Time at={c.previousSecretValidUntil} now={now} />
+        </dd>
+      </>
+    )}
+  </dl>
+)
+
+/**
+ * Rotation as the kind needs it (D16, D46): a webhook makes a new signing secret (with a grace period); Slack and
+ * Teams take the new URL and Splunk HEC the new token, which their receiver made; syslog has no secret.
+ */
+const RotateForm = ({ viewer, c }: { viewer: Viewer; c: ChannelView }) => {
+  const kind = c.kind ?? "webhook"
+  const action = `/settings/alerts/channels/${c.id}/rotate`
+  if (kind === "webhook") {
+    return (
+      <form method="post" action={action}>
+        <Csrf token={viewer.csrfToken} />
+        <div>
+          <label for={`grace-${c.id}`}>Old secret also signs for</label>
+          <select id={`grace-${c.id}`} name="grace">
+            <option value="">no grace</option>
+            <option value="1h">1 hour</option>
+            <option value="24h">24 hours</option>
+            <option value="7d">7 days</option>
+          </select>
+        </div>
+        <button type="submit" class="secondary">
+          Rotate secret
+        </button>
+      </form>
+    )
+  }
+  if (kind === "splunk_hec") {
+    return (
+      <form method="post" action={action}>
+        <Csrf token={viewer.csrfToken} />
+        <div>
+          <label for={`replacement-${c.id}`}>New HEC token</label>
+          <input
+            id={`replacement-${c.id}`}
+            name="replacement"
+            type="password"
+            autocomplete="off"
+            required
+            maxLength={256}
+          />
+        </div>
+        <button type="submit" class="secondary">
+          Replace token
+        </button>
+      </form>
+    )
+  }
+  if (isChat(kind)) {
+    return (
+      <form method="post" action={action}>
+        <Csrf token={viewer.csrfToken} />
+        <div>
+          <label for={`replacement-${c.id}`}>New URL</label>
+          <input id={`replacement-${c.id}`} name="replacement" type="url" autocomplete="off" required />
+        </div>
+        <button type="submit" class="secondary">
+          Replace URL
+        </button>
+      </form>
+    )
+  }
+  return null
+}
+
+/** An admin's actions on a channel, the same for every kind but rotation. */
+const ChannelActions = ({ viewer, c }: { viewer: Viewer; c: ChannelView }) => (
+  <div class="actions">
+    <form method="post" action={`/settings/alerts/channels/${c.id}/test`}>
+      <Csrf token={viewer.csrfToken} />
+      <button type="submit">Send test</button>
+    </form>
+    <form method="post" action={`/settings/alerts/channels/${c.id}/${c.enabled ? "disable" : "enable"}`}>
+      <Csrf token={viewer.csrfToken} />
+      <button type="submit" class="secondary">
+        {c.enabled ? "Disable" : "Enable"}
+      </button>
+    </form>
+    {/* D47: an OCSF channel carries incidents only, so it is not offered sensor-health alerts it would refuse. */}
+    {(c.format !== "ocsf" || c.sensorHealth === true) && (
+      <form
+        method="post"
+        action={`/settings/alerts/channels/${c.id}/${c.sensorHealth === true ? "sensor-health-off" : "sensor-health-on"}`}
+      >
+        <Csrf token={viewer.csrfToken} />
+        <button type="submit" class="secondary">
+          {c.sensorHealth === true ? "Stop sensor-health alerts" : "Send sensor-health alerts"}
+        </button>
+      </form>
+    )}
+    <RotateForm viewer={viewer} c={c} />
+  </div>
+)
+
+/** D46, D47: one form for every kind (no script): each field says which kinds use it; the service checks the rest. */
+const AddChannelForm = ({ viewer }: { viewer: Viewer }) => (
+  <form class="panel" method="post" action="/settings/alerts/channels">
+    <h2>Add a channel</h2>
+    <Csrf token={viewer.csrfToken} />
+    <div class="field">
+      <label for="channel-kind">Kind</label>
+      <select id="channel-kind" name="kind">
+        {KIND_LABELS.map(([value, label]) => (
+          <option value={value}>{label}</option>
+        ))}
+      </select>
+    </div>
+    <div class="field">
+      <label for="channel-url">URL or destination</label>
+      <input
+        id="channel-url"
+        name="url"
+        type="url"
+        required
+        autocomplete="off"
+        placeholder="https://soar.example.com/hooks/decoy"
+        aria-describedby="channel-url-hint"
+      />
+      <ul id="channel-url-hint" class="small muted">
+        <li>
+          Webhook: your receiver's <code>https://</code> URL; its signing secret is shown once.
+        </li>
+        <li>
+          Slack: the incoming-webhook URL (<code>https://hooks.slack.com/services/…</code>).
+        </li>
+        <li>Microsoft Teams: the URL of a Workflows "when a Teams webhook request is received" flow.</li>
+        <li>
+          Syslog over TLS: <code>syslog+tls://host[:6514]</code> (RFC 5424 over TLS).
+        </li>
+        <li>
+          Splunk HEC: the collector URL (<code>https://splunk.example.com:8088</code>); without a path,{" "}
+          <code>/services/collector/event</code>.
+        </li>
+      </ul>
+      <p class="small muted">
+        Slack and Teams URLs and HEC tokens are stored sealed and never shown again. Every address must resolve to
+        public addresses only.
+      </p>
+    </div>
+    <div class="field">
+      <label for="channel-token">HEC token (Splunk HEC only)</label>
+      <input id="channel-token" name="token" type="password" autocomplete="off" maxLength={256} />
+    </div>
+    <div class="field">
+      <label for="channel-format">Format (webhook, syslog and Splunk HEC)</label>
+      <select id="channel-format" name="format" aria-describedby="channel-format-hint">
+        <option value="native">Native</option>
+        <option value="ocsf">OCSF Detection Finding</option>
+      </select>
+      <p id="channel-format-hint" class="small muted">
+        Slack and Teams always get a message for people. An OCSF channel carries incidents only, not sensor-health
+        alerts.
+      </p>
+    </div>
+    <div class="field">
+      <label for="channel-min">Minimum severity</label>
+      <select id="channel-min" name="minSeverity">
+        {["low", "medium", "high", "critical"].map((s) => (
+          <option value={s}>{s}</option>
+        ))}
+      </select>
+    </div>
+    <div class="field">
+      <label for="channel-sensor-health" class="inline-label">
+        <input id="channel-sensor-health" type="checkbox" name="sensorHealth" value="on" /> Also sensor-health alerts:{" "}
+        <code>sensor.silent</code>, <code>sensor.recovered</code> (native format only)
+      </label>
+    </div>
+    <button type="submit">Add channel</button>
+  </form>
+)
+
 export const AlertsPage = (props: {
   viewer: Viewer
   channels: ReadonlyArray<ChannelView>
@@ -175,108 +414,21 @@ export const AlertsPage = (props: {
 }) => (
   <SettingsLayout viewer={props.viewer} tab="alerts" title="Alerts" flash={props.flash}>
     <p>
-      Webhook channels receive <code>incident.created</code>, <code>incident.escalated</code> and{" "}
-      <code>incident.reopened</code>, signed with the channel's secret. The URL must be <code>https://</code> and
-      resolve to public addresses only. A channel that opts in to sensor-health alerts also receives{" "}
-      <code>sensor.silent</code> and <code>sensor.recovered</code> when a sensor misses three heartbeats and when it is
-      heard from again.
+      Channels receive <code>incident.created</code>, <code>incident.escalated</code> and <code>incident.reopened</code>
+      : a webhook signed with the channel's secret, a Slack or Microsoft Teams message, syslog over TLS, or a Splunk HEC
+      event. A channel that opts in to sensor-health alerts also receives <code>sensor.silent</code> and{" "}
+      <code>sensor.recovered</code> when a sensor misses three heartbeats and when it is heard from again.
     </p>
-    {isAdmin(props.viewer) && (
-      <form class="panel" method="post" action="/settings/alerts/channels">
-        <h2>Add channel: Webhook</h2>
-        <Csrf token={props.viewer.csrfToken} />
-        <div class="field">
-          <label for="channel-url">URL</label>
-          <input id="channel-url" name="url" type="url" required placeholder="https://soar.example.com/hooks/decoy" />
-        </div>
-        <div class="field">
-          <label for="channel-min">Minimum severity</label>
-          <select id="channel-min" name="minSeverity">
-            {["low", "medium", "high", "critical"].map((s) => (
-              <option value={s}>{s}</option>
-            ))}
-          </select>
-        </div>
-        <div class="field">
-          <label for="channel-sensor-health" class="inline-label">
-            <input id="channel-sensor-health" type="checkbox" name="sensorHealth" value="on" /> Also sensor-health
-            alerts: <code>sensor.silent</code>, <code>sensor.recovered</code>
-          </label>
-        </div>
-        <button type="submit">Add channel</button>
-      </form>
-    )}
+    {isAdmin(props.viewer) && <AddChannelForm viewer={props.viewer} />}
     <h2>Channels</h2>
     {props.channels.length === 0 && <p class="muted">No channels yet.</p>}
     {props.channels.map((c) => (
-      <div class="panel">
-        <dl class="facts">
-          <dt>URL</dt>
-          <dd>
-            <ChannelUrl viewer={props.viewer} url={c.url} />
-          </dd>
-          <dt>Id</dt>
-          <dd class="mono small">{c.id}</dd>
-          <dt>Minimum severity</dt>
-          <dd>{c.minSeverity}</dd>
-          <dt>State</dt>
-          <dd>{c.enabled ? "enabled" : "disabled"}</dd>
-          <dt>Sensor-health alerts</dt>
-          <dd>{c.sensorHealth === true ? "on" : "off"}</dd>
-          <dt>Created</dt>
-          <dd>
-            <Time at={c.createdAt} now={props.now} />
-          </dd>
-          {c.previousSecretValidUntil && (
-            <>
-              <dt>Previous secret</dt>
-              <dd>
-                also signs until <Time at={c.previousSecretValidUntil} now={props.now} />
-              </dd>
-            </>
-          )}
-        </dl>
+      <div class="panel channel" id={`channel-${c.id}`}>
+        <ChannelFacts viewer={props.viewer} c={c} now={props.now} />
         <p>
           <a href={`/settings/alerts/channels/${c.id}`}>Delivery log</a>
         </p>
-        {isAdmin(props.viewer) && (
-          <div class="actions">
-            <form method="post" action={`/settings/alerts/channels/${c.id}/test`}>
-              <Csrf token={props.viewer.csrfToken} />
-              <button type="submit">Send test</button>
-            </form>
-            <form method="post" action={`/settings/alerts/channels/${c.id}/${c.enabled ? "disable" : "enable"}`}>
-              <Csrf token={props.viewer.csrfToken} />
-              <button type="submit" class="secondary">
-                {c.enabled ? "Disable" : "Enable"}
-              </button>
-            </form>
-            <form
-              method="post"
-              action={`/settings/alerts/channels/${c.id}/${c.sensorHealth === true ? "sensor-health-off" : "sensor-health-on"}`}
-            >
-              <Csrf token={props.viewer.csrfToken} />
-              <button type="submit" class="secondary">
-                {c.sensorHealth === true ? "Stop sensor-health alerts" : "Send sensor-health alerts"}
-              </button>
-            </form>
-            <form method="post" action={`/settings/alerts/channels/${c.id}/rotate`}>
-              <Csrf token={props.viewer.csrfToken} />
-              <div>
-                <label for={`grace-${c.id}`}>Old secret also signs for</label>
-                <select id={`grace-${c.id}`} name="grace">
-                  <option value="">no grace</option>
-                  <option value="1h">1 hour</option>
-                  <option value="24h">24 hours</option>
-                  <option value="7d">7 days</option>
-                </select>
-              </div>
-              <button type="submit" class="secondary">
-                Rotate secret
-              </button>
-            </form>
-          </div>
-        )}
+        {isAdmin(props.viewer) && <ChannelActions viewer={props.viewer} c={c} />}
       </div>
     ))}
   </SettingsLayout>
@@ -303,14 +455,13 @@ export const DeliveryLogPage = (props: {
 }) => (
   <SettingsLayout viewer={props.viewer} tab="alerts" title="Delivery log" flash={props.flash}>
     <p>
-      <a href="/settings/alerts">← Alerts</a> · <ChannelUrl viewer={props.viewer} url={props.channel.url} />
+      <a href="/settings/alerts">← Alerts</a> · {kindLabel(props.channel.kind ?? "webhook")} ·{" "}
+      <ChannelUrl viewer={props.viewer} url={props.channel.url} kind={props.channel.kind ?? "webhook"} />
     </p>
-    {isAdmin(props.viewer) && (
-      <form method="post" action={`/settings/alerts/channels/${props.channel.id}/test`}>
-        <Csrf token={props.viewer.csrfToken} />
-        <button type="submit">Send test</button>
-      </form>
-    )}
+    <div class="panel channel" id={`channel-${props.channel.id}`}>
+      <ChannelFacts viewer={props.viewer} c={props.channel} now={props.now} />
+      {isAdmin(props.viewer) && <ChannelActions viewer={props.viewer} c={props.channel} />}
+    </div>
     <h2>Latest deliveries</h2>
     <DataTable
       columns={["Created", "Type", "Status", "Attempts", "Response", "Next retry", "Action"]}

@@ -3,10 +3,70 @@ import { Effect } from "effect"
 import { ChannelAdmin } from "../../admin/ChannelAdmin.ts"
 import { html } from "../http.ts"
 import type { Kit } from "../kit.ts"
+import type { Flash } from "../pages/components.tsx"
 import { AlertsPage, DeliveryLogPage } from "../pages/settings.tsx"
 import { notFound } from "../responses.tsx"
 
-/** Settings → Alerts: webhook channels, their secrets (shown once), test sends and the delivery log (D15–D18). */
+/**
+ * After an Add channel (D46): only a webhook's secret is ours to show (once); what an admin gave for the other kinds
+ * (a Slack or Teams URL, a HEC token) is stored sealed and is never shown again, so the notice says so.
+ */
+const createdFlash = (created: { readonly id: string; readonly kind: string; readonly secret?: string }): Flash => {
+  switch (created.kind) {
+    case "webhook":
+      return {
+        kind: "ok",
+        text: `Channel ${created.id} added.`,
+        ...(created.secret === undefined ? {} : { secret: { label: "Its signing secret.", value: created.secret } }),
+      }
+    case "slack":
+    case "teams":
+      return {
+        kind: "ok",
+        text: `${created.kind === "slack" ? "Slack" : "Microsoft Teams"} channel ${created.id} added. Its URL is stored sealed and will not be shown again; the list shows its origin only.`,
+      }
+    case "splunk_hec":
+      return {
+        kind: "ok",
+        text: `Splunk HEC channel ${created.id} added. Its token is stored sealed and will not be shown again.`,
+      }
+    default:
+      return {
+        kind: "ok",
+        text: `Syslog channel ${created.id} added. It has no secret: the server's certificate is checked.`,
+      }
+  }
+}
+
+const rotatedFlash = (
+  kind: string,
+  rotated: { readonly secret: string | undefined; readonly previousSecretValidUntil: string | null },
+): Flash => {
+  if (kind === "splunk_hec") {
+    return {
+      kind: "ok",
+      text: "Token replaced: it is stored sealed and will not be shown again; the old one is no longer sent.",
+    }
+  }
+  if (kind === "slack" || kind === "teams") {
+    return {
+      kind: "ok",
+      text: "URL replaced: it is stored sealed and will not be shown again; the old one is no longer used.",
+    }
+  }
+  return {
+    kind: "ok",
+    text: rotated.previousSecretValidUntil
+      ? `Secret rotated; the old one also signs until ${rotated.previousSecretValidUntil}.`
+      : "Secret rotated; the old one no longer signs.",
+    ...(rotated.secret === undefined ? {} : { secret: { label: "The new signing secret.", value: rotated.secret } }),
+  }
+}
+
+/**
+ * Settings → Alerts: channels of every kind (D46) and format (D47), a webhook's secret (shown once), rotation as the
+ * kind needs it, test sends and the delivery log (D15–D18).
+ */
 export const alertRoutes = (kit: Kit) =>
   Effect.gen(function* () {
     const channelAdmin = yield* ChannelAdmin
@@ -29,17 +89,15 @@ export const alertRoutes = (kit: Kit) =>
         action((s, form) =>
           Effect.gen(function* () {
             const created = yield* channelAdmin.create(s.orgId, {
+              kind: form.kind || undefined,
+              format: form.format || undefined,
               url: form.url,
+              // An empty field is no token (the service refuses a token for any kind but Splunk HEC).
+              token: form.token ? form.token : undefined,
               minSeverity: form.minSeverity,
               sensorHealth: form.sensorHealth === "on",
             })
-            return yield* flashTo(s, "/settings/alerts", {
-              kind: "ok",
-              text: `Channel ${created.id} added.`,
-              ...(created.secret === undefined
-                ? {}
-                : { secret: { label: "Its signing secret.", value: created.secret } }),
-            })
+            return yield* flashTo(s, "/settings/alerts", createdFlash(created))
           }).pipe(refused(s, "/settings/alerts")),
         ),
       ),
@@ -72,10 +130,11 @@ export const alertRoutes = (kit: Kit) =>
             switch (verb) {
               case "test": {
                 const result = yield* channelAdmin.test(id)
-                const status = result.status === null ? "no HTTP status" : `HTTP ${result.status}`
+                // Syslog has no HTTP status: only what happened and how long it took.
+                const status = result.status === null ? "" : `, HTTP ${result.status}`
                 return yield* flashTo(s, back, {
                   kind: result.ok ? "ok" : "error",
-                  text: `Send test: ${result.ok ? "delivered" : "failed"}, ${status} in ${result.durationMs} ms at ${new Date().toISOString()}${result.error ? ` (${result.error})` : ""}.`,
+                  text: `Send test: ${result.ok ? "delivered" : "failed"}${status} in ${result.durationMs} ms at ${new Date().toISOString()}${result.error ? ` (${result.error})` : ""}.`,
                 })
               }
               case "enable":
@@ -93,16 +152,8 @@ export const alertRoutes = (kit: Kit) =>
                 })
               }
               case "rotate": {
-                const rotated = yield* channelAdmin.rotate(id, form.grace || undefined)
-                return yield* flashTo(s, "/settings/alerts", {
-                  kind: "ok",
-                  text: rotated.previousSecretValidUntil
-                    ? `Secret rotated; the old one also signs until ${rotated.previousSecretValidUntil}.`
-                    : "Secret rotated; the old one no longer signs.",
-                  ...(rotated.secret === undefined
-                    ? {}
-                    : { secret: { label: "The new signing secret.", value: rotated.secret } }),
-                })
+                const rotated = yield* channelAdmin.rotate(id, form.grace || undefined, form.replacement || undefined)
+                return yield* flashTo(s, "/settings/alerts", rotatedFlash((yield* channelAdmin.find(id)).kind, rotated))
               }
               default:
                 return notFound(s.viewer)
