@@ -1,6 +1,6 @@
 /**
  * The sample messages of docs/channels/: the Send test message (the sample incident, at a fixed time) rendered by each
- * channel kind's formatter, exactly as the sender renders it (the stored body parsed back, then renderForKind).
+ * channel kind's formatter, exactly as the sender renders it (renderStored, which the sender uses).
  *
  *   bun scripts/channel-samples.ts            print every sample
  *   bun scripts/channel-samples.ts --write    replace the sample blocks in docs/channels/*.md
@@ -10,16 +10,19 @@
  */
 import { readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
-import { Schema } from "effect"
 import type { FormatContext } from "../src/domain/channels/kinds.ts"
 import { PRODUCT } from "../src/domain/product.ts"
-import { sampleIncident, serializeWebhookBody, WebhookBody } from "../src/domain/webhookBody.ts"
-import { renderForKind } from "../src/platform/outbound/channelKinds.ts"
+import { sampleIncident, serializeWebhookBody } from "../src/domain/webhookBody.ts"
+import { renderStored } from "../src/platform/outbound/channelKinds.ts"
 
 /** Fixed, so the samples do not change from run to run. */
 export const SAMPLE_TIME = new Date("2026-11-26T13:00:00.000Z")
 export const SAMPLE_APP_URL = "https://decoy.example.com"
-export const SAMPLE_CONTEXT: FormatContext = { appUrl: SAMPLE_APP_URL, product: PRODUCT, hostname: "decoy-1" }
+export const SAMPLE_CONTEXT: FormatContext = {
+  appUrl: SAMPLE_APP_URL,
+  product: { name: PRODUCT.name, vendor: PRODUCT.vendor, version: PRODUCT.version, id: PRODUCT.id },
+  hostname: "decoy-1",
+}
 const SAMPLE_DELIVERY_ID = "whd_sample00000000000000000000"
 
 /** Where each sample goes: the page under docs/channels/ and its marker's name. */
@@ -43,9 +46,8 @@ export const channelSamples = (): Record<SampleName, string> => {
     createdAt: SAMPLE_TIME,
     incident: sampleIncident(SAMPLE_TIME, SAMPLE_APP_URL),
   })
-  const message = Schema.decodeUnknownSync(Schema.parseJson(WebhookBody))(stored)
-  const render = (kind: Parameters<typeof renderForKind>[0], format: "native" | "ocsf") =>
-    renderForKind(kind, format, message, SAMPLE_CONTEXT)
+  const render = (kind: Parameters<typeof renderStored>[0], format: "native" | "ocsf") =>
+    renderStored(kind, format, stored, SAMPLE_CONTEXT) ?? ""
   return {
     slack: indented(render("slack", "native")),
     teams: indented(render("teams", "native")),

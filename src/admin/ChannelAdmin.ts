@@ -24,6 +24,15 @@ import { auditing } from "./common.ts"
 import { Forbidden, invalid, missing, NotFound } from "./errors.ts"
 import { OrgAdmin } from "./OrgAdmin.ts"
 
+/** How refusals name a kind's address. */
+const KIND_NAMES: Record<ChannelKind, string> = {
+  webhook: "webhook",
+  slack: "Slack",
+  teams: "Teams",
+  syslog: "syslog",
+  splunk_hec: "Splunk HEC",
+}
+
 /** Splunk HEC's JSON event endpoint, given to a collector URL that has no path. */
 const HEC_EVENT_PATH = "/services/collector/event"
 
@@ -37,7 +46,9 @@ const MAX_GRACE_MS = 30 * 86_400_000
  */
 export const originOf = (url: string | undefined): string => {
   try {
-    return new URL(url ?? "").origin
+    const parsed = new URL(url ?? "")
+    // `origin` is "null" for a scheme URL does not know (syslog+tls:); such a destination is host and port only.
+    return parsed.origin === "null" ? `${parsed.protocol}//${parsed.host}` : parsed.origin
   } catch {
     return "(invalid URL)"
   }
@@ -84,13 +95,13 @@ export class ChannelAdmin extends Effect.Service<ChannelAdmin>()("ChannelAdmin",
     })
 
     /** D18 at creation: https only, no credentials, every resolved address public (WEBHOOK_ALLOW_PRIVATE aside). */
-    const checkUrl = (url: string | undefined) =>
+    const checkUrl = (url: string | undefined, kind: ChannelKind = "webhook") =>
       Effect.gen(function* () {
         if (url === undefined || url.trim() === "") return yield* missing("--url")
         const checked = yield* Effect.promise(() =>
           checkAndResolveWebhookUrl(url.trim(), systemLookup, { allowPrivate: config.webhooks.allowPrivate }),
         )
-        if (!checked.ok) return yield* invalid(`webhook URL refused: ${checked.reason}`)
+        if (!checked.ok) return yield* invalid(`${KIND_NAMES[kind]} URL refused: ${checked.reason}`)
         return checked.url.toString()
       })
 
@@ -134,11 +145,11 @@ export class ChannelAdmin extends Effect.Service<ChannelAdmin>()("ChannelAdmin",
           }
           case "slack":
           case "teams": {
-            const url = yield* checkUrl(input.url)
+            const url = yield* checkUrl(input.url, kind)
             return { url: `${new URL(url).origin}/…`, sealed: url, secret: undefined }
           }
           case "splunk_hec": {
-            const checked = yield* checkUrl(input.url)
+            const checked = yield* checkUrl(input.url, kind)
             const url = new URL(checked)
             if (url.pathname === "/" || url.pathname === "") url.pathname = HEC_EVENT_PATH
             const token = yield* checkToken(input.token)
@@ -212,7 +223,7 @@ export class ChannelAdmin extends Effect.Service<ChannelAdmin>()("ChannelAdmin",
           ),
         ),
       )
-      return destination.secret === undefined ? { id, kind } : { id, kind, secret: destination.secret }
+      return destination.secret === undefined ? { id, kind, format } : { id, kind, format, secret: destination.secret }
     })
 
     const list = Effect.fn("ChannelAdmin.list")(function* (orgId: string) {
@@ -240,13 +251,18 @@ export class ChannelAdmin extends Effect.Service<ChannelAdmin>()("ChannelAdmin",
           channel.kind,
           channel.kind === "splunk_hec" ? { url: channel.url, token: replacement } : { url: replacement },
         )
+        // Resolved above, outside the transaction (a slow resolver must not hold one open).
         const at = yield* now
-        yield* repo.replaceDestination(channel.id, next.url, sealer.seal(encoder.encode(next.sealed ?? "")), at)
-        yield* audited(
-          channel.orgId,
-          "webhook.rotate",
-          channel.id,
-          channel.kind === "splunk_hec" ? "new token" : "new URL",
+        yield* sql.withTransaction(
+          Effect.zipRight(
+            repo.replaceDestination(channel.id, next.url, sealer.seal(encoder.encode(next.sealed ?? "")), at),
+            audited(
+              channel.orgId,
+              "webhook.rotate",
+              channel.id,
+              channel.kind === "splunk_hec" ? "new token" : "new URL",
+            ),
+          ),
         )
         return { id: channel.id, secret: undefined, previousSecretValidUntil: null }
       }
@@ -259,20 +275,24 @@ export class ChannelAdmin extends Effect.Service<ChannelAdmin>()("ChannelAdmin",
       if (ms > MAX_GRACE_MS) return yield* invalid("--grace may be at most 30d")
       const at = yield* now
       const secret = generateSigningSecret()
-      yield* repo.rotateSecret(
-        channel.id,
-        sealer.seal(encoder.encode(secret)),
-        ms > 0 ? channel.secretEnc : null,
-        ms > 0 ? new Date(at.getTime() + ms) : null,
-        at,
+      yield* sql.withTransaction(
+        Effect.zipRight(
+          repo.rotateSecret(
+            channel.id,
+            sealer.seal(encoder.encode(secret)),
+            ms > 0 ? channel.secretEnc : null,
+            ms > 0 ? new Date(at.getTime() + ms) : null,
+            at,
+          ),
+          audited(channel.orgId, "webhook.rotate", channel.id, grace ? `grace ${grace}` : null),
+        ),
       )
-      yield* audited(channel.orgId, "webhook.rotate", channel.id, grace ? `grace ${grace}` : null)
       return {
         id: channel.id,
         secret,
         previousSecretValidUntil: ms > 0 ? new Date(at.getTime() + ms).toISOString() : null,
       }
-    }, sql.withTransaction)
+    })
 
     const setEnabled = Effect.fn("ChannelAdmin.setEnabled")(function* (channelId: string, enabled: boolean) {
       yield* requireAdmin
@@ -286,6 +306,9 @@ export class ChannelAdmin extends Effect.Service<ChannelAdmin>()("ChannelAdmin",
     const setSensorHealth = Effect.fn("ChannelAdmin.setSensorHealth")(function* (channelId: string, on: boolean) {
       yield* requireAdmin
       const channel = yield* find(channelId)
+      if (on && channel.format === "ocsf") {
+        return yield* invalid("an OCSF channel carries incidents only: sensor-health alerts need a native channel")
+      }
       yield* repo.setSensorHealth(channel.id, on, yield* now)
       yield* audited(channel.orgId, "webhook.sensor_health", channel.id, on ? "on" : "off")
       return { id: channel.id, sensorHealth: on }

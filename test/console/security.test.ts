@@ -337,7 +337,7 @@ test("D31: the audit row of a channel created in the console holds the URL's ori
     [orgA],
   )
   expect(rows[0]?.target).toStartWith("whc_")
-  expect(rows[0]?.detail).toBe("https://127.0.0.1:9 (min high)")
+  expect(rows[0]?.detail).toBe("webhook https://127.0.0.1:9 (min high)")
   const all = await query<{ detail: string | null }>("select detail from audit_log")
   expect(all.filter((r) => r.detail?.includes("secretpath") || r.detail?.includes("querysecret"))).toEqual([])
 }, 60_000)

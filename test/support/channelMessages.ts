@@ -15,7 +15,7 @@ import {
 
 export const CONTEXT: FormatContext = {
   appUrl: "https://decoy.example.com",
-  product: { name: "decoy-incident-service", vendor: "Example", version: "0.1.0" },
+  product: { name: "Decoy Incident Service", vendor: "Example", version: "0.1.0", id: "decoy-incident-service" },
   hostname: "decoy-01.example.com",
 }
 

@@ -18,7 +18,7 @@ export const HEC_DEFAULT_SOURCE = "decoy-incident-service"
 export interface HecOptions {
   /** Omitted: the token's default index. */
   readonly index?: string
-  /** Default: the product name (HEC_DEFAULT_SOURCE when empty). */
+  /** Default: the product's token name (HEC_DEFAULT_SOURCE when empty). */
   readonly source?: string
   /** Default HEC_SOURCETYPE_NATIVE. */
   readonly sourcetype?: string
@@ -59,7 +59,7 @@ export const hecEvent = (
     // Epoch seconds with the milliseconds as a fraction (HEC takes a number; a string is refused or misread).
     ...(Number.isFinite(ms) ? { time: Math.round(ms) / 1000 } : {}),
     ...(ctx.hostname === "" ? {} : { host: ctx.hostname }),
-    source: options.source ?? (ctx.product.name === "" ? HEC_DEFAULT_SOURCE : ctx.product.name),
+    source: options.source ?? (ctx.product.id === "" ? HEC_DEFAULT_SOURCE : ctx.product.id),
     sourcetype: options.sourcetype ?? HEC_SOURCETYPE_NATIVE,
     ...(options.index === undefined || options.index === "" ? {} : { index: options.index }),
     fields: fieldsOf(message),

@@ -25,7 +25,13 @@ export interface FormatContext {
   /** APP_URL without a trailing slash: the only place chat messages link to. */
   readonly appUrl: string
   /** The product's name and version, for OCSF `metadata.product` and syslog APP-NAME. */
-  readonly product: { readonly name: string; readonly vendor: string; readonly version: string }
+  readonly product: {
+    readonly name: string
+    readonly vendor: string
+    readonly version: string
+    /** A token form of the name: syslog APP-NAME, HEC `source`. */
+    readonly id: string
+  }
   /** The sending host's name (syslog HOSTNAME, HEC `host`). */
   readonly hostname: string
 }

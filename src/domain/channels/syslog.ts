@@ -198,7 +198,7 @@ export const syslogMessage = (
     `<${facility * 8 + syslogSeverityOf(message)}>1`,
     timestampOf(message.createdAt),
     printable(ctx.hostname, 255),
-    printable(ctx.product.name === "" ? SYSLOG_DEFAULT_APP_NAME : ctx.product.name.replace(/\s+/g, "-"), 48),
+    printable(ctx.product.id === "" ? SYSLOG_DEFAULT_APP_NAME : ctx.product.id.replace(/\s+/g, "-"), 48),
     NILVALUE,
     printable(message.type, 32),
   ].join(" ")

@@ -1,13 +1,11 @@
 import { hostname } from "node:os"
-import { Clock, Duration, Effect, Layer, Schema } from "effect"
-import type { ChannelFormat, ChannelKind, ChannelMessage, FormatContext } from "../../domain/channels/kinds.ts"
+import { Clock, Duration, Effect, Layer } from "effect"
+import type { ChannelFormat, ChannelKind, FormatContext } from "../../domain/channels/kinds.ts"
 import { PRODUCT } from "../../domain/product.ts"
-import { SensorWebhookBody } from "../../domain/sensorHealthPayload.ts"
-import { WebhookBody } from "../../domain/webhookBody.ts"
 import { signatureHeader } from "../../domain/webhookSignature.ts"
 import { AppConfig } from "../config.ts"
 import { Keys } from "../keys.ts"
-import { renderForKind } from "./channelKinds.ts"
+import { renderStored } from "./channelKinds.ts"
 import { sendWebhook, type WebhookSendResult } from "./send.ts"
 import { sendSyslog } from "./syslogSend.ts"
 import { systemLookup } from "./urlRule.ts"
@@ -32,8 +30,6 @@ export interface SentAttempt {
   readonly result: WebhookSendResult
 }
 
-const decodeMessage = Schema.decodeUnknownEither(Schema.parseJson(Schema.Union(WebhookBody, SensorWebhookBody)))
-
 const failure = (error: string): WebhookSendResult => ({
   ok: false,
   status: null,
@@ -57,7 +53,11 @@ export class WebhookSender extends Effect.Service<WebhookSender>()("WebhookSende
     const { sealer } = yield* Keys
     const settings = config.webhooks
     const decoder = new TextDecoder()
-    const context: FormatContext = { appUrl: config.appUrl, product: PRODUCT, hostname: hostname() }
+    const context: FormatContext = {
+      appUrl: config.appUrl,
+      product: { name: PRODUCT.name, vendor: PRODUCT.vendor, version: PRODUCT.version, id: PRODUCT.id },
+      hostname: hostname(),
+    }
     const timeoutMs = Duration.toMillis(settings.timeout)
 
     const open = (sealed: string | null): string | undefined => {
@@ -97,10 +97,9 @@ export class WebhookSender extends Effect.Service<WebhookSender>()("WebhookSende
       // A native webhook sends the stored bytes as they are; every other kind and format renders them.
       let rendered = input.body
       if (channel.kind !== "webhook" || channel.format !== "native") {
-        const decoded = decodeMessage(input.body)
-        if (decoded._tag === "Left") return failure("the stored message cannot be read")
-        const message: ChannelMessage = decoded.right
-        rendered = renderForKind(channel.kind, channel.format, message, context)
+        const out = renderStored(channel.kind, channel.format, input.body, context)
+        if (out === undefined) return failure("the stored message cannot be read")
+        rendered = out
       }
       const unreadable = "the channel's secret cannot be opened with the current SECRET_KEY"
       switch (channel.kind) {

@@ -16,7 +16,7 @@ export const APP_URL = "https://decoys.example.com"
 
 export const CTX: FormatContext = {
   appUrl: APP_URL,
-  product: { name: "Decoys", vendor: "Example", version: "1.0.0" },
+  product: { name: "Decoys", vendor: "Example", version: "1.0.0", id: "decoys" },
   hostname: "decoys-1",
 }
 

@@ -20,7 +20,7 @@ import { ocsfErrors, ocsfSchema } from "../../support/schemas.ts"
 
 const ctx: FormatContext = {
   appUrl: "https://decoys.example.com",
-  product: { name: "Decoy Incident Service", vendor: "Example Corp", version: "0.1.0" },
+  product: { name: "Decoy Incident Service", vendor: "Example Corp", version: "0.1.0", id: "decoy-incident-service" },
   hostname: "incidents-1",
 }
 

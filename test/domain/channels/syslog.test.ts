@@ -290,7 +290,7 @@ describe("D46: syslogMessage", () => {
     const parsed = parseRfc5424(
       syslogMessage(
         message,
-        { ...CONTEXT, hostname: "", product: { ...CONTEXT.product, name: "Decoy Service ✓" } },
+        { ...CONTEXT, hostname: "", product: { ...CONTEXT.product, id: "Decoy Service ✓" } },
         payload,
       ),
     )
