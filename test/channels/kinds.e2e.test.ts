@@ -73,7 +73,12 @@ const create = async (orgId: string, args: ReadonlyArray<string>) =>
 
 describe("D46/D47: one attack through every channel kind to real receivers", () => {
   test("created goes to every kind in its own shape; the close goes only to OCSF channels; Send test reaches each", async () => {
-    const org = await adminJson(server.env, ["org", "create", "--name", `Channels e2e ${crypto.randomUUID().slice(0, 8)}`])
+    const org = await adminJson(server.env, [
+      "org",
+      "create",
+      "--name",
+      `Channels e2e ${crypto.randomUUID().slice(0, 8)}`,
+    ])
     const sensor = await adminJson(server.env, ["sensor", "create", "--org", org.id, "--name", "web-01"])
     const webhook = await create(org.id, ["--url", `${receiver.url}/native`])
     const ocsfHook = await create(org.id, ["--format", "ocsf", "--url", `${receiver.url}/ocsf`])
@@ -111,9 +116,9 @@ describe("D46/D47: one attack through every channel kind to real receivers", () 
 
     // The native webhook is unchanged; the OCSF one is a Detection Finding, signed by the same code.
     const native = at("/native")[0]
-    expect(verifyWebhook(native?.body ?? "", native?.headers["x-service-signature"] ?? "", webhook.secret ?? "").ok).toBe(
-      true,
-    )
+    expect(
+      verifyWebhook(native?.body ?? "", native?.headers["x-service-signature"] ?? "", webhook.secret ?? "").ok,
+    ).toBe(true)
     expect(JSON.parse(native?.body ?? "{}").type).toBe("incident.created")
     const ocsf = at("/ocsf")[0]
     expect(verifyWebhook(ocsf?.body ?? "", ocsf?.headers["x-service-signature"] ?? "", ocsfHook.secret ?? "").ok).toBe(
@@ -157,7 +162,8 @@ describe("D46/D47: one attack through every channel kind to real receivers", () 
     expect(parsed?.["protocol-version"]).toBe("1")
     expect(parsed?.msgid).toBe("incident.created")
     expect(parsed?.["app-name"]).toBe("decoy-incident-service")
-    const sd = parsed?.["$!"]?.["rfc5424-sd"]?.[SYSLOG_SD_ID.toLowerCase()] ?? parsed?.["$!"]?.["rfc5424-sd"]?.[SYSLOG_SD_ID]
+    const sd =
+      parsed?.["$!"]?.["rfc5424-sd"]?.[SYSLOG_SD_ID.toLowerCase()] ?? parsed?.["$!"]?.["rfc5424-sd"]?.[SYSLOG_SD_ID]
     expect(sd?.incidentid ?? sd?.incidentId).toBe(incidentId)
     const syslogJson = JSON.parse((parsed?.msg ?? "").replace(/^\uFEFF/, ""))
     // The native body, value for value (the stored attacker text as the webhook carries it).
@@ -167,7 +173,10 @@ describe("D46/D47: one attack through every channel kind to real receivers", () 
     // A close: OCSF channels get the Close activity; the others hear nothing (the spec announces no close).
     const closed = await admin(server.env, ["incident", "close", incidentId, "--reason", "false_positive"])
     expect(closed.code).toBe(0)
-    await eventually("incident.closed on the OCSF channels", () => at("/ocsf").length === 2 && hec.accepted.length === 2)
+    await eventually(
+      "incident.closed on the OCSF channels",
+      () => at("/ocsf").length === 2 && hec.accepted.length === 2,
+    )
     const closeFinding = JSON.parse(at("/ocsf")[1]?.body ?? "{}")
     expect(ocsfErrors(closeFinding)).toBe("")
     expect(closeFinding).toMatchObject({ activity_id: 3, finding_info: { uid: incidentId } })
@@ -193,7 +202,12 @@ describe("D46/D47: one attack through every channel kind to real receivers", () 
   })
 
   test("a receiver that refuses (a wrong HEC token) is a failed attempt in the delivery log, retried like any", async () => {
-    const org = await adminJson(server.env, ["org", "create", "--name", `Channels wrong token ${crypto.randomUUID().slice(0, 8)}`])
+    const org = await adminJson(server.env, [
+      "org",
+      "create",
+      "--name",
+      `Channels wrong token ${crypto.randomUUID().slice(0, 8)}`,
+    ])
     const wrong = await create(org.id, ["--kind", "splunk_hec", "--url", hec.url, "--token", "not-the-token"])
     const result = await admin(server.env, ["channel", "test", wrong.id])
     expect(result.code).toBe(1)
