@@ -74,7 +74,10 @@ if (import.meta.main) {
       if (!pattern.test(text)) throw new Error(`${page} has no block <!-- sample: ${name} -->`)
       // A function replacement: `$` in a sample is text.
       const sample = samples[name as SampleName]
-      writeFileSync(path, text.replace(pattern, (_m, open: string) => `${open}${sample}\n\`\`\`\n<!-- /sample -->`))
+      writeFileSync(
+        path,
+        text.replace(pattern, (_m, open: string) => `${open}${sample}\n\`\`\`\n<!-- /sample -->`),
+      )
     }
   } else {
     for (const [name, text] of Object.entries(samples)) console.log(`=== ${name} ===\n${text}\n`)
