@@ -16,9 +16,8 @@ import { splitServiceText, type TextPart } from "../serviceText.ts"
  *   `<!channel>`, `<@U123>`, `<!date…>` or `<url|label>` can be written. A backtick in attacker text becomes "ˋ"
  *   (U+02CB) so a span cannot be closed; spaces at a span's edges become "␠" so the span stays a span. Every mrkdwn
  *   text is sent with `verbatim: true` (no automatic links, channel names or mentions). Outside code, "@" becomes
- *   "＠" (U+FF20) and URL-like text is defanged, in case service text ever carries attacker text unquoted.
- * - Slack's notification `text` is parsed without `verbatim`, so attacker text there is defanged too, and its "@"
- *   replaced.
+ *   "＠" (U+FF20) and URL-like text is defanged, in case service text ever carries attacker text unquoted; inside
+ *   code spans too (also in the notification `text`, which Slack parses without `verbatim`).
  * - Teams: attacker text is only in TextRuns (no markdown) with fontType Monospace, and always defanged, since Teams
  *   may turn a bare URL or domain into a link in any text. TextBlock and Fact texts (markdown) carry only service,
  *   admin or catalog text, markdown-escaped with backslashes and defanged. "{{" becomes "｛{" in every Teams text so no
@@ -96,9 +95,10 @@ export const slackEscape = (s: string): string => s.replace(/&/g, "&amp;").repla
 export const slackPlain = (s: string): string =>
   slackEscape(defang(visibleText(s)).replace(/@/g, "＠").replace(/`/g, "ˋ"))
 
-const spanBody = (raw: string, forNotification: boolean): string => {
-  let t = visibleText(raw).replace(/`/g, "ˋ")
-  if (forNotification) t = defang(t).replace(/@/g, "＠")
+// Defanged and without "@" inside code too: that Slack neither links nor mentions in a code span is its clients'
+// behaviour, which no test here can watch; a defanged value cannot become a link in any of them.
+const spanBody = (raw: string): string => {
+  let t = defang(visibleText(raw).replace(/`/g, "ˋ")).replace(/@/g, "＠")
   // A span that starts or ends with a space may not be read as one.
   t = t.replace(/^ +| +$/g, (m) => "␠".repeat(m.length))
   return slackEscape(t)
@@ -107,15 +107,13 @@ const spanBody = (raw: string, forNotification: boolean): string => {
 export interface SlackCodeOptions {
   /** At most this many code points of the value (ATTACKER_SPAN_MAX if not given). */
   readonly max?: number
-  /** For the notification `text`: defanged and without "@", since Slack parses it without `verbatim`. */
-  readonly notification?: boolean
 }
 
 /** Attacker text as one inline code span, cut with CUT_MARK after the span; an empty value is EMPTY_MARK. */
 export const slackCode = (raw: string, options: SlackCodeOptions = {}): string => {
   if (raw === "") return EMPTY_MARK
   const { text, cut } = cutCodePoints(raw, options.max ?? ATTACKER_SPAN_MAX)
-  const span = `\`${spanBody(text, options.notification === true)}\``
+  const span = `\`${spanBody(text)}\``
   return cut ? `${span} ${CUT_MARK}` : span
 }
 
@@ -125,11 +123,7 @@ const WORDISH = /[\p{L}\p{N}_*~]/u
  * Service text as mrkdwn, every quoted value a code span: at most `limit` characters (UTF-16 units, as the rendered
  * text is measured), cut at a part's boundary, or inside a part, with CUT_MARK.
  */
-export const slackServiceText = (
-  text: string,
-  limit: number,
-  options: { readonly spanMax?: number; readonly notification?: boolean } = {},
-): string => {
+export const slackServiceText = (text: string, limit: number, options: { readonly spanMax?: number } = {}): string => {
   const room = limit - CUT_MARK.length - 1
   let out = ""
   const renderPart = (part: TextPart, n: number): string => {
@@ -137,7 +131,6 @@ export const slackServiceText = (
     if (!part.quoted) return slackPlain(cut.text)
     const span = slackCode(cut.text, {
       max: options.spanMax ?? ATTACKER_SPAN_MAX,
-      notification: options.notification === true,
     })
     // A span glued to a word is not read as code: keep a space on either side.
     const before = WORDISH.test(out.slice(-1)) ? " " : ""

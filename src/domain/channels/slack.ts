@@ -139,10 +139,10 @@ const isSensorMessage = (m: ChannelMessage): m is SensorWebhookBody =>
 const fallbackText = (message: ChannelMessage): string => {
   if (isSensorMessage(message)) {
     const lead = message.type === "sensor.silent" ? "Sensor silent" : "Sensor recovered"
-    return `${lead}: ${slackCode(message.sensor.name, { max: 64, notification: true })}`
+    return `${lead}: ${slackCode(message.sensor.name, { max: 64 })}`
   }
   const i = message.incident
-  const title = slackServiceText(i.title, 500, { spanMax: 64, notification: true })
+  const title = slackServiceText(i.title, 500, { spanMax: 64 })
   return `${INCIDENT_LEADS[message.type]} (${slackPlain(i.severity)}): ${title}`
 }
 

@@ -61,7 +61,8 @@ const checkMrkdwn = (text: string, where: string, notification: boolean, out: Ar
   for (const code of split.inside) {
     if (code.includes("\n")) bad("a code span across lines")
     if (code === "" || /^\s|\s$/.test(code)) bad("a code span Slack may not read as one")
-    if (notification && (URL_LIKE.test(code) || /@/.test(code))) bad("a URL or @ in the notification text")
+    if (URL_LIKE.test(code) || /@/.test(code))
+      bad(`a URL or @ in a code span${notification ? " of the notification text" : ""}`)
   }
   for (const plain of split.outside) {
     if (MENTION.test(plain)) bad("a mention outside code")
