@@ -417,7 +417,8 @@ export const AlertsPage = (props: {
       Channels receive <code>incident.created</code>, <code>incident.escalated</code> and <code>incident.reopened</code>
       : a webhook signed with the channel's secret, a Slack or Microsoft Teams message, syslog over TLS, or a Splunk HEC
       event. A channel that opts in to sensor-health alerts also receives <code>sensor.silent</code> and{" "}
-      <code>sensor.recovered</code> when a sensor misses three heartbeats and when it is heard from again.
+      <code>sensor.recovered</code> when a sensor misses three heartbeats and when it is heard from again. A channel in
+      the OCSF format also receives <code>incident.closed</code> (the finding's Close activity).
     </p>
     {isAdmin(props.viewer) && <AddChannelForm viewer={props.viewer} />}
     <h2>Channels</h2>
