@@ -1,7 +1,9 @@
-# The incident and event service: read API (8080), sensor ingestion (8081), operations listener (9090).
+# The incident and event service: read API (8080), sensor ingestion (8081), web console (3000), operations listener
+# (9090).
 #
 #   docker build -t decoy-incident-service .
-#   docker run --rm -p 8080:8080 -p 8081:8081 -e DATABASE_URL=postgres://… -e SECRET_KEY=… decoy-incident-service
+#   docker run --rm -p 8080:8080 -p 8081:8081 -p 127.0.0.1:3000:3000 -p 127.0.0.1:9090:9090 -v decoy-data:/data \
+#     decoy-incident-service
 #
 # Without DATABASE_URL the service runs its embedded PostgreSQL server in /data/pg (a volume), as the image's user
 # (bun); see docs/operators.md.
@@ -10,14 +12,18 @@
 # embedded PostgreSQL's binaries bring their own libraries; their links are made by the package's postinstall, which
 # package.json's trustedDependencies lets run).
 
+# D48: BUN_IMAGE names the Bun base (its tags 1.4.4 and 1.4.4-slim); deploy/image-check.sh builds on a local one with the
+# same layout. Published builds keep oven/bun.
+ARG BUN_IMAGE=oven/bun
+
 # --- Stage 1: production dependencies only, exactly as locked -------------------------------------------------------
-FROM oven/bun:1.4.4 AS deps
+FROM ${BUN_IMAGE}:1.4.4 AS deps
 WORKDIR /app
 COPY package.json bun.lock ./
 RUN bun install --frozen-lockfile --production
 
 # --- Stage 2: runtime --------------------------------------------------------------------------------------------------
-FROM oven/bun:1.4.4-slim AS runtime
+FROM ${BUN_IMAGE}:1.4.4-slim AS runtime
 WORKDIR /app
 
 # The service reads no NODE_ENV itself; libraries and tools do. DATA_DIR holds the embedded database and the generated

@@ -119,7 +119,18 @@ const parseDockerfile = (text: string): ReadonlyArray<ReadonlyArray<Instruction>
   return stages
 }
 
+/** `ARG NAME=default` lines before the first FROM: the only variables a FROM line may use. */
+const globalArgs = (text: string): ReadonlyMap<string, string> => {
+  const beforeFrom = text.split(/^FROM\s/m)[0] ?? ""
+  return new Map(
+    [...beforeFrom.matchAll(/^ARG\s+([A-Za-z_][A-Za-z0-9_]*)(?:=(\S*))?\s*$/gm)].map(
+      (m) => [m[1] ?? "", m[2] ?? ""] as const,
+    ),
+  )
+}
+
 const STAGES = parseDockerfile(read("Dockerfile"))
+const ARGS = globalArgs(read("Dockerfile"))
 const RUNTIME = STAGES.at(-1) ?? []
 const all = (stage: ReadonlyArray<Instruction>, keyword: string) => stage.filter((i) => i.keyword === keyword)
 const one = (stage: ReadonlyArray<Instruction>, keyword: string) => {
@@ -127,10 +138,17 @@ const one = (stage: ReadonlyArray<Instruction>, keyword: string) => {
   expect(found.length).toBe(1)
   return found[0]?.args ?? ""
 }
+/** The stage's image as a build without --build-arg makes it (global ARG defaults substituted). */
 const fromImage = (stage: ReadonlyArray<Instruction>) =>
-  one(stage, "FROM")
-    .split(/\s+/)
-    .filter((word) => !word.startsWith("--"))[0] ?? ""
+  (
+    one(stage, "FROM")
+      .split(/\s+/)
+      .filter((word) => !word.startsWith("--"))[0] ?? ""
+  ).replace(/\$\{(\w+)\}|\$(\w+)/g, (_, braced: string | undefined, bare: string | undefined) => {
+    const name = braced ?? bare ?? ""
+    expect({ name, declared: ARGS.has(name) }).toEqual({ name, declared: true })
+    return ARGS.get(name) ?? ""
+  })
 /** `["a", "b"]` (exec form) after optional `--flag=value` options. */
 const execForm = (args: string): ReadonlyArray<string> => {
   const json = args.slice(args.indexOf("["))
@@ -271,6 +289,15 @@ describe("Dockerfile", () => {
     expect(new Set(images.map((image) => image.endsWith("-alpine"))).size).toBe(1)
   })
 
+  test("D48: one build argument, BUN_IMAGE, names the Bun base of both stages (default oven/bun)", () => {
+    expect(ARGS.get("BUN_IMAGE")).toBe("oven/bun")
+    for (const stage of STAGES) expect(one(stage, "FROM")).toMatch(/^\$\{BUN_IMAGE\}:\S+ AS \w+$/)
+    // deploy/image-check.sh reads the Bun version from these lines and passes its own base as BUN_IMAGE.
+    const script = read("deploy/image-check.sh")
+    expect(script).toMatch(/--build-arg "BUN_IMAGE=\$\{BASE_IMAGE\}"/)
+    expect(script).toContain("FROM \\$\\{BUN_IMAGE\\}:([0-9]+\\.[0-9]+\\.[0-9]+)")
+  })
+
   test("dependencies are the production ones, installed from the lockfile", () => {
     const installs = STAGES.slice(0, -1)
       .flatMap((stage) => all(stage, "RUN"))
@@ -336,11 +363,29 @@ describe("Dockerfile", () => {
     expect(unknown).toEqual([])
   })
 
-  test("exposes the default API, ingestion and operations ports", () => {
+  test("exposes the default API, ingestion, console and operations ports", () => {
     const exposed = one(RUNTIME, "EXPOSE")
       .split(/\s+/)
       .map((port) => Number(port.replace(/\/\w+$/, "")))
-    for (const port of [DEFAULTS.port, DEFAULTS.ingestPort, DEFAULTS.opsPort]) expect(exposed).toContain(port)
+    expect([...exposed].sort()).toEqual(
+      [DEFAULTS.port, DEFAULTS.ingestPort, DEFAULTS.consolePort, DEFAULTS.opsPort].sort(),
+    )
+  })
+
+  test("the docker run line in its header publishes every port it exposes, the console and operations on 127.0.0.1", () => {
+    const header = read("Dockerfile")
+      .split("\n")
+      .filter((line) => line.startsWith("#"))
+      .map((line) => line.replace(/^#\s?/, ""))
+      .join("\n")
+      .replace(/\\\n\s*/g, " ")
+    const run = header.split("\n").find((line) => /^\s*docker run\b/.test(line)) ?? ""
+    const published = [...run.matchAll(/-p\s+(\S+)/g)].map((m) => parsePort(m[1] ?? ""))
+    expect(published.map((p) => p.container).sort()).toEqual(
+      [DEFAULTS.port, DEFAULTS.ingestPort, DEFAULTS.consolePort, DEFAULTS.opsPort].sort(),
+    )
+    for (const p of published.filter((p) => p.container === DEFAULTS.consolePort || p.container === DEFAULTS.opsPort))
+      expect(p.ip).toBe("127.0.0.1")
   })
 
   test("starts the server as `bun run start` does (issue #15: bin/serve, on the bundle the image builds)", () => {
@@ -467,12 +512,14 @@ describe("compose.yaml", () => {
     }
   })
 
-  test("publishes the API and ingestion ports; the operations port at most on 127.0.0.1", () => {
+  test("publishes every port the image exposes (the console's too, which APP_URL names); console and operations on 127.0.0.1", () => {
     const ports = (service("service").ports ?? []).map(parsePort)
-    const containerPorts = ports.map((p) => p.container)
-    expect(containerPorts).toContain(DEFAULTS.port)
-    expect(containerPorts).toContain(DEFAULTS.ingestPort)
-    for (const ops of ports.filter((p) => p.container === DEFAULTS.opsPort)) expect(ops.ip).toBe("127.0.0.1")
+    expect(ports.map((p) => p.container).sort()).toEqual(
+      [DEFAULTS.port, DEFAULTS.ingestPort, DEFAULTS.consolePort, DEFAULTS.opsPort].sort(),
+    )
+    for (const p of ports.filter((p) => p.container === DEFAULTS.consolePort || p.container === DEFAULTS.opsPort))
+      expect(p.ip).toBe("127.0.0.1")
+    expect(envValue(service("service"), "APP_URL")).toContain(`:${DEFAULTS.consolePort}`)
   })
 
   test("gives the service more than its 10 s drain before SIGKILL", () => {
