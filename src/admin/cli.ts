@@ -11,6 +11,7 @@ import { databaseSettings, databaseUnreachableLine } from "../platform/startupFa
 import { ReposLive } from "../repos/layers.ts"
 import { ApiKeyAdmin } from "./ApiKeyAdmin.ts"
 import { asOperator } from "./actor.ts"
+import { Backup } from "./Backup.ts"
 import { ChannelAdmin } from "./ChannelAdmin.ts"
 import { invalid, isAdminError, missing } from "./errors.ts"
 import { IgnoreAdmin } from "./IgnoreAdmin.ts"
@@ -90,6 +91,12 @@ const USAGE = `usage: bun run admin <command> [options] [--json]
   user disable <user-id>                    disable a user; their sessions end
   user reset <user-id>                      new set-password link; all their sessions end
   user unlock <email>                       forget the failed sign-ins of this email (its sign-in lock)
+  backup <file>                             write a consistent backup of the whole database to <file> (gzip'd
+                                            JSON lines, mode 0600) while the service runs; it holds sealed
+                                            secrets and hashes: keep SECRET_KEY apart from it
+  restore <file>                            load a backup into an empty database (a fresh DATA_DIR or a new
+                                            database) of the same migration level, in one transaction; start
+                                            the server with the backup's SECRET_KEY
   secrets reseal                            after a SECRET_KEY rotation (old key in SECRET_KEY_PREVIOUS):
                                             seal every stored secret under the current SECRET_KEY
 `
@@ -241,7 +248,11 @@ const run = (argv: ReadonlyArray<string>) =>
     const channels = yield* ChannelAdmin
     const users = yield* UserAdmin
     const ignores = yield* IgnoreAdmin
-    switch (`${group} ${command ?? ""}`) {
+    // `backup <file>` and `restore <file>` are commands of their own, not groups: their argument is a file.
+    const whole = group === "backup" || group === "restore"
+    if (whole && rest.length > 0)
+      return yield* invalid(`${group} takes one <file>, got: ${[command, ...rest].join(" ")}`)
+    switch (whole ? group : `${group} ${command ?? ""}`) {
       case "org create": {
         const org = yield* orgs.create(values.name, { allowDuplicate: values["allow-duplicate-name"] === true })
         return yield* print(json, org, () => `organization ${org.id} created (Deception on)`)
@@ -436,6 +447,22 @@ const run = (argv: ReadonlyArray<string>) =>
           json,
           unlocked,
           () => `${unlocked.email}: ${unlocked.cleared} failed sign-in(s) forgotten; every address may sign in again`,
+        )
+      }
+      case "backup": {
+        const done = yield* (yield* Backup).backup(yield* requireFlag(command, "<file>"))
+        return yield* print(json, done, () => {
+          const rows = Object.values(done.tables).reduce((a, b) => a + b, 0)
+          return `backup written to ${done.file}: ${rows} rows of ${Object.keys(done.tables).length} tables, ${done.bytes} bytes in ${done.durationMs} ms (migration ${done.migration})`
+        })
+      }
+      case "restore": {
+        const done = yield* (yield* Backup).restore(yield* requireFlag(command, "<file>"))
+        return yield* print(
+          json,
+          done,
+          () =>
+            `restored ${done.rows} rows of ${Object.keys(done.tables).length} tables from ${done.file} in ${done.durationMs} ms (migration ${done.migration}); start the server with the SECRET_KEY of the backed-up one`,
         )
       }
       case "secrets reseal": {

@@ -1,5 +1,6 @@
 import { Layer } from "effect"
 import { ApiKeyAdmin } from "./ApiKeyAdmin.ts"
+import { Backup } from "./Backup.ts"
 import { ChannelAdmin } from "./ChannelAdmin.ts"
 import { IgnoreAdmin } from "./IgnoreAdmin.ts"
 import { IncidentAdmin } from "./IncidentAdmin.ts"
@@ -22,4 +23,4 @@ const ResourceAdminLive = Layer.mergeAll(
  * and the console's sign-in. The CLI (admin/cli.ts) and the console's settings pages are two faces of them. They
  * need the shared repositories, the webhook sender (for "send test") and the configuration.
  */
-export const AdminServicesLive = Layer.merge(ResourceAdminLive, SignIn.Default)
+export const AdminServicesLive = Layer.mergeAll(ResourceAdminLive, SignIn.Default, Backup.Default)
