@@ -170,6 +170,7 @@ fi
 # --- The project's image ----------------------------------------------------------------------------------------------
 
 say "building the Dockerfile on ${BASE_IMAGE}"
+previous=$(buildah images --format '{{.ID}}' "$IMAGE" 2>/dev/null | head -1 || true)
 started=$(now_ms)
 # --layers: an unchanged lockfile reuses the dependency layer on the next run.
 buildah bud --isolation chroot --layers --pull-never --build-arg "BUN_IMAGE=${BASE_IMAGE}" -t "$IMAGE" -f Dockerfile . \
@@ -178,6 +179,9 @@ buildah bud --isolation chroot --layers --pull-never --build-arg "BUN_IMAGE=${BA
   fail "buildah bud"
 }
 build_ms=$(($(now_ms) - started))
+# The previous run's image, now untagged, would pile up on a CI machine (its layers the new one shares stay).
+current=$(buildah images --format '{{.ID}}' "$IMAGE" | head -1)
+if [ -n "$previous" ] && [ "$previous" != "$current" ]; then buildah rmi "$previous" >/dev/null 2>&1 || true; fi
 size=$(buildah images --format '{{.Size}}' "$IMAGE" | head -1)
 [ -n "$size" ] || fail "no size for ${IMAGE}"
 say "built ${IMAGE} in $(secs "$build_ms"), ${size}"
