@@ -42,13 +42,18 @@ const matchAll = (text: string, pattern: RegExp, group = 1) =>
 /**
  * Every environment variable named in src/: `Config.<constructor>("NAME"`, `Config.literal(…)("NAME")`, local helpers
  * that pass their first parameter to a Config constructor (`portConfig("PORT")`, `httpUrl("BASE_URL")`,
- * `positiveInt("WEBHOOK_CONCURRENCY", 16)`), and `process.env.NAME` / `Bun.env.NAME` / `import.meta.env.NAME`.
+ * `positiveInt("WEBHOOK_CONCURRENCY", 16)`) and helpers of those (`caFileVar("SYSLOG_CA_FILE")`), and `process.env.NAME` / `Bun.env.NAME` / `import.meta.env.NAME`.
  */
 const namesInSource = (): ReadonlySet<string> => {
   const names = new Set<string>()
   for (const file of sourceFiles("src")) {
     const js = code(file)
     const helpers = matchAll(js, /\bconst (\w+) = \((\w+)[^)]*\) =>\s*Config\.\w+\(\2\)/g)
+    // Helpers of helpers: `caFileVar = (name) => envVar(name, …)`.
+    for (const [, outer, param, inner] of js.matchAll(/\bconst (\w+) = \((\w+)[^)]*\) =>\s*(\w+)\(\2\b/g)) {
+      if (outer !== undefined && inner !== undefined && param !== undefined && helpers.includes(inner))
+        helpers.push(outer)
+    }
     const patterns = [
       new RegExp(`\\bConfig\\.\\w+\\(\\s*"(${ENV_NAME})"`, "g"),
       new RegExp(`\\bConfig\\.literal\\([^)]*\\)\\(\\s*"(${ENV_NAME})"`, "g"),
