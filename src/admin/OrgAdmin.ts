@@ -83,6 +83,23 @@ export class OrgAdmin extends Effect.Service<OrgAdmin>()("OrgAdmin", {
       return { id: orgId, deception: state }
     })
 
+    /**
+     * D49: how many days the organization's events are kept; blank or "default" for RETENTION_DAYS. Audited with the
+     * value before and after.
+     */
+    const setRetention = Effect.fn("OrgAdmin.setRetention")(function* (orgId: string, days: string | undefined) {
+      yield* requireAdmin
+      const text = (days ?? "").trim()
+      const value = text === "" || text.toLowerCase() === "default" ? null : /^\d{1,6}$/.test(text) ? Number(text) : -1
+      if (value !== null && (value < 1 || value > 100_000)) {
+        return yield* invalid("retention must be a whole number of days from 1 to 100000, or blank for the default")
+      }
+      const org = yield* require(orgId)
+      yield* orgs.setRetentionDays(orgId, value)
+      yield* audited(orgId, "org.retention", orgId, `${org.retentionDays ?? "default"} -> ${value ?? "default"}`)
+      return { id: orgId, retentionDays: value }
+    }, sql.withTransaction)
+
     /** After a SECRET_KEY rotation: every fingerprint key sealed under an older key is sealed under the current. */
     const resealFingerprintKeys = Effect.fn("OrgAdmin.resealFingerprintKeys")(function* () {
       yield* operatorOnly
@@ -100,6 +117,6 @@ export class OrgAdmin extends Effect.Service<OrgAdmin>()("OrgAdmin", {
       return { resealed, unreadable }
     })
 
-    return { require, create, list, setDeception, resealFingerprintKeys } as const
+    return { require, create, list, setDeception, setRetention, resealFingerprintKeys } as const
   }),
 }) {}

@@ -26,6 +26,8 @@ export interface ChangePage<Row> {
   readonly rows: ReadonlyArray<Positioned<Row>>
   /** xid8 as text: every position below (horizon, 0) is final. */
   readonly horizon: string
+  /** D49: the furthest position the retention purge has deleted from this feed, if any (read in the same snapshot). */
+  readonly purged?: { readonly xid: string; readonly seq: string } | undefined
 }
 
 /**
@@ -37,6 +39,7 @@ export interface ChangePage<Row> {
  * stored.
  */
 const pageStatement = (
+  feed: "incidents/changes" | "events/changes",
   select: string,
   table: string,
   alias: string,
@@ -61,8 +64,11 @@ const pageStatement = (
     .replace(sensorName, () => `(select s.name from sensors s where s.id = ${alias}.sensor_id) as "sensorName"`)
     .replace(join, () => page)
   return {
-    text: `with h as materialized (select pg_snapshot_xmin(pg_current_snapshot()) as horizon)
-      select h.horizon::text as "horizon", r.* from h left join lateral (
+    text: `with h as materialized (select pg_snapshot_xmin(pg_current_snapshot()) as horizon,
+        (select p.purged_xid::text from feed_purges p where p.org_id = $1 and p.feed = '${feed}') as purged_xid,
+        (select p.purged_seq::text from feed_purges p where p.org_id = $1 and p.feed = '${feed}') as purged_seq)
+      select h.horizon::text as "horizon", h.purged_xid as "purgedXid", h.purged_seq as "purgedSeq", r.*
+      from h left join lateral (
         ${statement}
         ${order}
       ) r on true`,
@@ -78,6 +84,7 @@ const pageStatement = (
  */
 export const eventChangesStatement = (q: ChangeQuery): SqlText =>
   pageStatement(
+    "events/changes",
     EVENT_SELECT.replace(
       "select e.id,",
       `select e.change_xid::text as "changeXid", e.change_seq::text as "changeSeq", e.id,`,
@@ -92,6 +99,7 @@ export const eventChangesStatement = (q: ChangeQuery): SqlText =>
 /** The incidents feed: each incident as of each change (incident_changes_pkey). `from` is the time of the change. */
 export const incidentChangesStatement = (q: ChangeQuery): SqlText =>
   pageStatement(
+    "incidents/changes",
     `select c.change_xid::text as "changeXid", c.change_seq::text as "changeSeq", c.incident_id as id,
       c.org_id as "orgId", c.sensor_id as "sensorId", s.name as "sensorName", c.source_ip as "sourceIp", c.status,
       c.severity, c.title, c.narrative, c.recommended_action as "recommendedAction", c.event_count as "eventCount",
@@ -104,7 +112,11 @@ export const incidentChangesStatement = (q: ChangeQuery): SqlText =>
     q,
   )
 
-type Raw<Row> = Partial<Positioned<Row>> & { readonly horizon: string }
+type Raw<Row> = Partial<Positioned<Row>> & {
+  readonly horizon: string
+  readonly purgedXid: string | null
+  readonly purgedSeq: string | null
+}
 
 export class ChangesRepo extends Effect.Service<ChangesRepo>()("ChangesRepo", {
   effect: Effect.gen(function* () {
@@ -116,10 +128,20 @@ export class ChangesRepo extends Effect.Service<ChangesRepo>()("ChangesRepo", {
     }: SqlText): Effect.Effect<ChangePage<Row>, DatabaseError> =>
       sql.unsafe<Raw<Row>>(text, params).withoutTransform.pipe(
         dbErrors,
-        Effect.map((raw) => ({
-          horizon: raw[0]?.horizon ?? "0",
-          rows: raw.filter((r) => r.id != null) as unknown as ReadonlyArray<Positioned<Row>>,
-        })),
+        Effect.map((raw) => {
+          const first = raw[0]
+          return {
+            horizon: first?.horizon ?? "0",
+            purged:
+              first?.purgedXid != null && first.purgedSeq != null
+                ? { xid: first.purgedXid, seq: first.purgedSeq }
+                : undefined,
+            // The purge mark's columns are not part of a row.
+            rows: raw
+              .filter((r) => r.id != null)
+              .map(({ purgedXid: _x, purgedSeq: _s, ...row }) => row) as unknown as ReadonlyArray<Positioned<Row>>,
+          }
+        }),
       )
 
     return {
@@ -128,6 +150,7 @@ export class ChangesRepo extends Effect.Service<ChangesRepo>()("ChangesRepo", {
       incidents: (q: ChangeQuery) =>
         Effect.map(read<Omit<IncidentRow, "tags" | "usernames">>(incidentChangesStatement(q)), (page) => ({
           horizon: page.horizon,
+          purged: page.purged,
           rows: page.rows.map((r) => ({ ...r, tags: [], usernames: [] }) as Positioned<IncidentRow>),
         })),
     } as const

@@ -8,3 +8,5 @@ export class IncidentNotFound extends Data.TaggedError("IncidentNotFound")<{ rea
 /** No event with this id in the caller's organization (or the id is not an event id). */
 export class EventNotFound extends Data.TaggedError("EventNotFound")<{ readonly id: string }> {}
 export type LookupError = IncidentNotFound | EventNotFound
+/** D49: a feed token from before changes the retention purge has deleted (410 token_expired). */
+export class TokenExpired extends Data.TaggedError("TokenExpired")<{ readonly feed: string }> {}

@@ -1,6 +1,7 @@
 import { Effect } from "effect"
 import {
   Forbidden,
+  Gone,
   type InternalError,
   InvalidRequest,
   NotFound,
@@ -10,7 +11,7 @@ import {
 import { DatabaseError } from "../platform/db/errors.ts"
 import { databaseProblem } from "../platform/http/problems.ts"
 import type { KeyAuthError } from "../repos/KeyAuth.ts"
-import type { LookupError } from "./errors.ts"
+import type { LookupError, TokenExpired } from "./errors.ts"
 import type { QueryError } from "./params.ts"
 
 /**
@@ -93,5 +94,9 @@ const atEdge =
 export const authFailures = atEdge(authProblem)
 /** The edge of a list handler: its query errors and database errors. */
 export const listFailures = atEdge(queryProblem)
+/** The edge of a change feed: its query errors, D49's expired token (410) and database errors. */
+export const feedFailures = atEdge((error: QueryError | TokenExpired): InvalidRequest | Gone =>
+  error._tag === "TokenExpired" ? Gone.tokenExpired() : queryProblem(error),
+)
 /** The edge of a single-record handler: not found and database errors. */
 export const lookupFailures = atEdge(lookupProblem)

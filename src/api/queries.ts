@@ -27,7 +27,7 @@ import {
   parseStatus,
   readCursor,
 } from "./params.ts"
-import { listFailures, lookupFailures } from "./problems.ts"
+import { feedFailures, listFailures, lookupFailures } from "./problems.ts"
 
 /** The cursor signing key, derived from SECRET_KEY so cursors survive restarts and work across replicas. */
 const cursorKey = Effect.map(Keys, (keys) => keys.derive("cursor-v1"))
@@ -140,10 +140,10 @@ export const makeReadQueries = Effect.gen(function* () {
   const incidentChanges = (caller: CallerInfo, urlParams: FeedParams) =>
     feedPage(tokenKey, "incidents/changes", caller.orgId, urlParams, changes.incidents, (r) =>
       presentIncidentSummary(r, appUrl),
-    ).pipe(listFailures)
+    ).pipe(feedFailures)
 
   const eventChanges = (caller: CallerInfo, urlParams: FeedParams) =>
-    feedPage(tokenKey, "events/changes", caller.orgId, urlParams, changes.events, presentEvent).pipe(listFailures)
+    feedPage(tokenKey, "events/changes", caller.orgId, urlParams, changes.events, presentEvent).pipe(feedFailures)
 
   return { listIncidents, getIncident, listEvents, getEvent, incidentChanges, eventChanges } as const
 })

@@ -72,6 +72,26 @@ export class NotFound extends Schema.Class<NotFound>("NotFound")(
   }
 }
 
+export class Gone extends Schema.Class<Gone>("Gone")(
+  fields(410),
+  HttpApiSchema.annotations({
+    status: 410,
+    description:
+      "token_expired: the feed token points before changes the retention purge has deleted (D49); start again with from",
+  }),
+) {
+  static tokenExpired() {
+    return new Gone(
+      problemFields(
+        410,
+        "Gone",
+        "token_expired",
+        "This token points before changes that have been deleted under the retention window (FEED_RETENTION_DAYS, RETENTION_DAYS). Start again with a first call with from (an RFC 3339 time), without after.",
+      ),
+    )
+  }
+}
+
 export class RateLimited extends Schema.Class<RateLimited>("RateLimited")(
   fields(429),
   HttpApiSchema.annotations({

@@ -64,6 +64,10 @@ export interface Settings {
   readonly databasePools: { readonly api: number; readonly ingest: number; readonly console: number }
   /** The largest MCP tool result's text, in characters (MCP_MAX_RESULT_CHARS). */
   readonly mcpMaxResultChars: number
+  /** D49: events stored longer ago than this many days are deleted (RETENTION_DAYS; an organization may override). */
+  readonly retentionDays: number
+  /** D49: change-feed rows older than this many days are deleted (FEED_RETENTION_DAYS). */
+  readonly feedRetentionDays: number
 }
 
 /** Webhook delivery (D15–D18). Defaults are the decisions'; tests shorten the schedule and the lease. */
@@ -145,6 +149,14 @@ const portVar = (name: string, fallback: number) =>
 const positiveInt = (name: string, fallback: number) =>
   Config.string(name).pipe(
     parsedBy(expecting(POSITIVE_INTEGER, integerIn(1, Number.POSITIVE_INFINITY))),
+    Config.withDefault(fallback),
+  )
+
+/** D49: a number of days, 1 to 100,000 (about 270 years: "keep"); 0 is refused. */
+export const RETENTION_DAYS_ALLOWED = "a whole number of days from 1 to 100000"
+const daysVar = (name: string, fallback: number) =>
+  Config.string(name).pipe(
+    parsedBy(expecting(RETENTION_DAYS_ALLOWED, integerIn(1, 100_000))),
     Config.withDefault(fallback),
   )
 
@@ -434,6 +446,9 @@ export const settingsConfig = Config.all({
   databaseStartupWait: durationVar("DATABASE_STARTUP_WAIT", Duration.seconds(45)),
   databasePools: databasePoolConfig,
   mcpMaxResultChars: mcpMaxResultCharsConfig,
+  // D49: 0 is refused (it would delete every event as it is stored); "keep forever" is a large number of days.
+  retentionDays: daysVar("RETENTION_DAYS", 365),
+  feedRetentionDays: daysVar("FEED_RETENTION_DAYS", 30),
   webhooks: Config.all({
     allowPrivate: envVar("WEBHOOK_ALLOW_PRIVATE", (text) => {
       const parsed = parseAllowPrivate(text)
@@ -522,6 +537,8 @@ export const loadSettings: Effect.Effect<Settings, ConfigError.ConfigError> = Ef
     databaseStartupWait: raw.databaseStartupWait,
     databasePools: raw.databasePools,
     mcpMaxResultChars: raw.mcpMaxResultChars,
+    retentionDays: raw.retentionDays,
+    feedRetentionDays: raw.feedRetentionDays,
   }
 })
 
@@ -576,6 +593,8 @@ export const describeSettings = (s: Settings) => {
     idleCloseEvery: ms(s.idleCloseEvery),
     sensorSweepEvery: ms(s.sensorSweepEvery),
     maxClockSkew: ms(s.maxClockSkew),
+    retentionDays: s.retentionDays,
+    feedRetentionDays: s.feedRetentionDays,
     trustProxy: s.trustProxy.map(([address, bits]) => `${address.toString()}/${bits}`),
     rateLimit: {
       store: Option.isSome(s.rateLimit.redisUrl) ? "redis (REDIS_URL set)" : "memory",

@@ -10,6 +10,8 @@ export const OrgRow = Schema.Struct({
   deceptionEnabled: Schema.Boolean,
   fingerprintKey: Schema.String,
   createdAt: Schema.DateFromSelf,
+  /** D49: the organization's own event retention in days; null: RETENTION_DAYS. */
+  retentionDays: Schema.NullOr(Schema.Number),
 })
 export type OrgRow = typeof OrgRow.Type
 
@@ -30,7 +32,13 @@ export class OrgsRepo extends Effect.Service<OrgsRepo>()("OrgsRepo", {
         readonly name: string
         readonly fingerprintKey: string
       }) {
-        const row = { id: newId("organization"), ...input, deceptionEnabled: true, createdAt: new Date() }
+        const row = {
+          id: newId("organization"),
+          ...input,
+          deceptionEnabled: true,
+          createdAt: new Date(),
+          retentionDays: null,
+        }
         yield* sql`insert into organizations ${sql.insert(row)}`
         return row satisfies OrgRow
       }, dbErrors),
@@ -47,6 +55,9 @@ export class OrgsRepo extends Effect.Service<OrgsRepo>()("OrgsRepo", {
           Effect.asVoid,
           dbErrors,
         ),
+      /** D49: the organization's event retention in days, or null for RETENTION_DAYS. */
+      setRetentionDays: (id: string, days: number | null) =>
+        sql`update organizations set retention_days = ${days} where id = ${id}`.pipe(Effect.asVoid, dbErrors),
       /**
        * The Deception flag (D10), with a NOTIFY in the same statement (so in the same transaction), for a caller that
        * runs it in its own transaction (with its audit row) under ApiKeysRepo.announced: the caches are told on

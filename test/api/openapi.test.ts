@@ -1,4 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { SqlClient } from "@effect/sql"
+import { Effect } from "effect"
 import fc from "fast-check"
 import { EVENT_TYPE_NAMES } from "../../src/domain/eventTypes.ts"
 import { ID_PREFIXES, isId, newId } from "../../src/domain/ids.ts"
@@ -144,6 +146,7 @@ const CODES: Record<string, ReadonlyArray<string>> = {
   "401": ["unauthorized"],
   "403": ["insufficient_scope", "feature_disabled"],
   "404": ["not_found"],
+  "410": ["token_expired"],
   "414": ["uri_too_long"],
   "429": ["rate_limited"],
   "500": ["internal"],
@@ -156,8 +159,8 @@ const RESPONSES: Record<OperationPath, ReadonlyArray<string>> = {
   "/v1/events": [...COMMON, "400"].sort(),
   "/v1/events/{id}": [...COMMON, "404"].sort(),
   // D32 change feeds.
-  "/v1/incidents/changes": [...COMMON, "400"].sort(),
-  "/v1/events/changes": [...COMMON, "400"].sort(),
+  "/v1/incidents/changes": [...COMMON, "400", "410"].sort(),
+  "/v1/events/changes": [...COMMON, "400", "410"].sort(),
 }
 /** Headers the edge may send that the document describes per response. */
 const DESCRIBED_HEADERS = ["ratelimit", "ratelimit-policy", "retry-after", "www-authenticate"]
@@ -470,6 +473,21 @@ describe("item 8: the document against the running server's answers", () => {
       for (const query of ["after=abc", "from=yesterday", "limit=0", "after=x&from=2026-01-01T00:00:00Z"]) {
         await check(base, feed, `${feed}?${query}`, 400, auth(tenant.key))
       }
+    }
+    // D49 feeds: 410 token_expired for a token from before changes the retention purge deleted (its mark, set here).
+    for (const feed of ["/v1/incidents/changes", "/v1/events/changes"] as const) {
+      const token = (await get(base, `${feed}?limit=1`, tenant.key)).body.nextToken as string
+      await db.run(
+        Effect.flatMap(
+          SqlClient.SqlClient,
+          (sql) => sql`insert into feed_purges (org_id, feed, purged_xid, purged_seq)
+            select org_id, ${feed.slice(4)}, change_xid, change_seq
+            from ${sql(feed === "/v1/events/changes" ? "events" : "incident_changes")}
+            where org_id = ${tenant.orgId} order by change_xid desc, change_seq desc limit 1
+            on conflict do nothing`,
+        ),
+      )
+      await check(base, feed, `${feed}?after=${encodeURIComponent(token)}`, 410, auth(tenant.key))
     }
     for (const path of OPERATIONS) {
       const url = path.replace("{id}", path.startsWith("/v1/incidents") ? open.incident.id : eventId)

@@ -13,6 +13,7 @@ import {
 } from "../../domain/models.ts"
 import {
   Forbidden,
+  Gone,
   InternalError,
   InvalidRequest,
   NotFound,
@@ -143,6 +144,7 @@ export class IncidentsGroup extends HttpApiGroup.make("incidents")
       .setUrlParams(FeedParams)
       .addSuccess(IncidentChangePage)
       .addError(InvalidRequest)
+      .addError(Gone)
       .annotate(OpenApi.Summary, "Incidents in the order they changed: the feed for pollers")
       .annotate(
         OpenApi.Description,
@@ -175,6 +177,7 @@ export class EventsGroup extends HttpApiGroup.make("events")
       .setUrlParams(FeedParams)
       .addSuccess(EventChangePage)
       .addError(InvalidRequest)
+      .addError(Gone)
       .annotate(OpenApi.Summary, "Events in the order they were stored: the feed for pollers")
       .annotate(
         OpenApi.Description,

@@ -1,5 +1,6 @@
 import {
   Forbidden,
+  Gone,
   InternalError,
   InvalidRequest,
   MAX_URL_LENGTH,
@@ -73,6 +74,7 @@ const PROBLEMS_SENT = [
   Forbidden.insufficientScope(""),
   Forbidden.featureDisabled(),
   NotFound.of(""),
+  Gone.tokenExpired(),
   RateLimited.of(""),
   InternalError.of(),
   ServiceUnavailable.of(),
@@ -100,6 +102,7 @@ const DETAIL_BY_STATUS: ReadonlyMap<number, string> = new Map([
   [401, "Why the key was refused (missing, malformed, unknown, revoked or expired) and how to send one"],
   [403, "The scope the endpoint needs, or that the feature is off for the organization"],
   [404, "Which kind of record was not found in the caller's organization"],
+  [410, "That the feed token is from before changes deleted under the retention windows, and to start again with from"],
   [414, "The longest request URL the API accepts"],
   [429, "That the rate limit was reached; Retry-After says when to try again"],
   [500, "A fixed message: nothing about the cause is disclosed"],

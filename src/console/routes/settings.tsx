@@ -1,23 +1,25 @@
 import { HttpRouter } from "@effect/platform"
 import { Effect } from "effect"
 import { ApiKeyAdmin } from "../../admin/ApiKeyAdmin.ts"
+import { OrgAdmin } from "../../admin/OrgAdmin.ts"
 import { UserAdmin } from "../../admin/UserAdmin.ts"
 import { AppConfig } from "../../platform/config.ts"
 import { AuditRepo } from "../../repos/AuditRepo.ts"
 import { formEntries, html, seeOther } from "../http.ts"
 import type { Kit } from "../kit.ts"
-import { ApiSettingsPage, AuditPage, RevokeKeyPage, UsersPage } from "../pages/settings.tsx"
+import { ApiSettingsPage, AuditPage, RetentionPage, RevokeKeyPage, UsersPage } from "../pages/settings.tsx"
 import { notFound } from "../responses.tsx"
 import { query } from "../session.ts"
 
 const PAGE_SIZE = 50
 
-/** Settings → API and export (keys), Users and the Audit log: every change through the admin services. */
+/** Settings → API and export (keys), Users, Retention (D49) and the Audit log: every change through the admin services. */
 export const settingsRoutes = (kit: Kit) =>
   Effect.gen(function* () {
     const config = yield* AppConfig
     const keyAdmin = yield* ApiKeyAdmin
     const userAdmin = yield* UserAdmin
+    const orgAdmin = yield* OrgAdmin
     const audit = yield* AuditRepo
     const { page, action, flashTo, readFlash, refused } = kit
     const apiUrl = config.baseUrl ?? `http://localhost:${config.port}`
@@ -122,6 +124,39 @@ export const settingsRoutes = (kit: Kit) =>
             }
             return notFound(s.viewer)
           }).pipe(refused(s, "/settings/users")),
+        ),
+      ),
+      // --- Settings → Retention (D49) ---------------------------------------------------------------------------------------
+      HttpRouter.get(
+        "/settings/retention",
+        page((s) =>
+          Effect.gen(function* () {
+            const org = yield* orgAdmin.require(s.orgId)
+            return html(
+              <RetentionPage
+                viewer={s.viewer}
+                flash={yield* readFlash(s)}
+                days={org.retentionDays}
+                defaultDays={config.retentionDays}
+                feedDays={config.feedRetentionDays}
+              />,
+            )
+          }),
+        ),
+      ),
+      HttpRouter.post(
+        "/settings/retention",
+        action((s, form) =>
+          Effect.gen(function* () {
+            const done = yield* orgAdmin.setRetention(s.orgId, form.days)
+            return yield* flashTo(s, "/settings/retention", {
+              kind: "ok",
+              text:
+                done.retentionDays === null
+                  ? `Events are kept for the default ${config.retentionDays} days.`
+                  : `Events are kept for ${done.retentionDays} days.`,
+            })
+          }).pipe(refused(s, "/settings/retention")),
         ),
       ),
       HttpRouter.get(
