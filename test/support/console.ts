@@ -7,12 +7,23 @@ import { adminJson } from "./cli.ts"
  * link as a user would, a signed-in page, and a POST made from inside a signed-in page.
  */
 
-/** A TCP port nothing listens on right now (for CONSOLE_PORT, so APP_URL can name it before the server starts). */
+/**
+ * A TCP port free now, for CONSOLE_PORT, so APP_URL can name it before the server starts. Chosen below Linux's
+ * ephemeral range (32768–60999 by default): a listener the server opens on port 0 (its ops port, say) is given a
+ * port from that range, so it can never be handed this one, as it could a port a port-0 probe had just released.
+ */
 export const freePort = (): number => {
-  const probe = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } })
-  const port = probe.port
-  probe.stop(true)
-  return port
+  for (let tries = 0; tries < 200; tries++) {
+    const port = 20_000 + Math.floor(Math.random() * 12_000)
+    try {
+      const probe = Bun.listen({ hostname: "127.0.0.1", port, socket: { data() {} } })
+      probe.stop(true)
+      return port
+    } catch {
+      // Taken: try another.
+    }
+  }
+  throw new Error("no free port between 20000 and 32000")
 }
 
 /** Sets a user's password through the one-time link, as the user would (a plain HTTP client is enough here). */
