@@ -77,7 +77,7 @@ export class Gone extends Schema.Class<Gone>("Gone")(
   HttpApiSchema.annotations({
     status: 410,
     description:
-      "token_expired: the feed token points before changes the retention purge has deleted (D49); start again with from",
+      "token_expired: the feed token points before changes the retention purge has deleted; start again with from",
   }),
 ) {
   static tokenExpired() {
