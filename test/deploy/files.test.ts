@@ -215,6 +215,7 @@ interface ComposeService {
   readonly volumes?: ReadonlyArray<string>
   readonly profiles?: ReadonlyArray<string>
   readonly stop_grace_period?: string
+  readonly networks?: ReadonlyArray<string> | Record<string, { readonly ipv4_address?: string } | null>
 }
 interface Compose {
   readonly services: Record<string, ComposeService>
@@ -491,7 +492,14 @@ describe("compose.yaml", () => {
     expect(volume).toBeDefined()
     expect(Object.keys(COMPOSE.volumes ?? {})).toContain(volume ?? "")
     expect(service("redis").image).toMatch(/^redis:7\b/)
-    expect(APP_SERVICES.map(([name]) => name).sort()).toEqual(["demo", "migrate", "service"])
+    expect(APP_SERVICES.map(([name]) => name).sort()).toEqual([
+      "demo",
+      "migrate",
+      "replica1",
+      "replica2",
+      "replica3",
+      "service",
+    ])
     expect(service("demo").profiles).toEqual(["demo"])
     expect(service("migrate").profiles?.length).toBe(1)
     expect(service("service").profiles).toBeUndefined()
@@ -529,6 +537,40 @@ describe("compose.yaml", () => {
 
   test("gives the service more than its 10 s drain before SIGKILL", () => {
     expect(seconds(service("service").stop_grace_period)).toBeGreaterThan(10)
+  })
+
+  test("the replicas profile: three replicas without host ports, each trusting the balancer's fixed address only", () => {
+    const balancer = service("balancer")
+    const networks = balancer.networks
+    const address =
+      networks !== undefined && !Array.isArray(networks)
+        ? (networks as Record<string, { readonly ipv4_address?: string } | null>).balanced?.ipv4_address
+        : undefined
+    expect(address).toMatch(/^\$\{BALANCER_ADDRESS:-\d+\.\d+\.\d+\.\d+\}$/)
+    for (const name of ["replica1", "replica2", "replica3"]) {
+      const replica = service(name)
+      expect({ name, profiles: replica.profiles }).toEqual({ name, profiles: ["replicas"] })
+      expect({ name, ports: replica.ports }).toEqual({ name, ports: undefined })
+      expect({ name, trustProxy: envValue(replica, "TRUST_PROXY") }).toEqual({ name, trustProxy: address })
+      expect(replica.depends_on).toEqual(service("service").depends_on)
+      expect(seconds(replica.stop_grace_period)).toBeGreaterThan(10)
+    }
+    expect(balancer.profiles).toEqual(["replicas"])
+  })
+
+  test("the replicas profile's balancer publishes the same ports as `service`, to the replicas' same listeners", () => {
+    const balancer = service("balancer")
+    expect((balancer.ports ?? []).map(String).sort()).toEqual((service("service").ports ?? []).map(String).sort())
+    expect(balancer.image).toMatch(/^haproxy:2\.6\b/)
+    expect(balancer.volumes).toContain("./deploy/haproxy.cfg:/usr/local/etc/haproxy/haproxy.cfg:ro")
+    // The listeners it balances are the replicas' defaults (it listens on the same ports).
+    expect(["PORT", "INGEST_PORT", "CONSOLE_PORT", "OPS_PORT"].map((name) => Number(envValue(balancer, name)))).toEqual(
+      [DEFAULTS.port, DEFAULTS.ingestPort, DEFAULTS.consolePort, DEFAULTS.opsPort],
+    )
+    // Every variable the shared config names is one compose sets (faults/balancer.test.ts sets the same ones).
+    const config = read("deploy/haproxy.cfg").replace(/^\s*#.*$/gm, "")
+    const named = new Set(matchAll(config, /\$\{(\w+)\}/g))
+    expect([...named].sort()).toEqual(envNames(balancer).slice().sort())
   })
 
   test("one-off commands are package.json scripts (and admin commands that exist)", () => {
