@@ -16,7 +16,8 @@
 import type { IncomingMessage } from "node:http"
 import https from "node:https"
 import { isIP } from "node:net"
-import tls from "node:tls"
+import type tls from "node:tls"
+import { clip, errorCode, errorMessage, NOTHING_SENT, secureContextFor, TIMED_OUT, withDeadline } from "./connection.ts"
 import { type AddressPolicy, checkAndResolveWebhookUrl, checkWebhookUrl, systemLookup } from "./urlRule.ts"
 
 export interface WebhookSendRequest {
@@ -61,8 +62,6 @@ const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/
 // biome-ignore lint/suspicious/noControlCharactersInRegex: refusing control characters in header values is the point
 const BAD_VALUE = /[\u0000-\u0008\u000a-\u001f\u007f]/
 
-/** Connection failures where nothing was sent: the next checked address may be tried. */
-const NOTHING_SENT = new Set(["ECONNREFUSED", "ENETUNREACH", "EHOSTUNREACH", "EADDRNOTAVAIL"])
 const TLS_CODE =
   /^(ERR_TLS_|ERR_SSL_|ERR_OSSL_)|CERT|UNABLE_TO_|SELF_SIGNED|SIGNATURE|HOSTNAME_MISMATCH|INVALID_CA|PURPOSE/
 
@@ -85,33 +84,6 @@ interface Target {
   readonly maxResponseBytes: number
   readonly budgetMs: number
 }
-
-/**
- * The trust store of a send: the system roots plus `extra`. Building it parses every root certificate, so it is made
- * once per distinct `extra` and kept (the service has one, from WEBHOOK_CA_FILE; tests a few). Bun 1.4.4 honours
- * `secureContext` in `https.request` exactly like `ca` (a CA missing from it is refused, the host name is still
- * checked; test/webhooks/send.test.ts), and a send through it costs about a third less CPU than passing `ca` each time.
- */
-const secureContexts = new Map<string, tls.SecureContext>()
-const MAX_SECURE_CONTEXTS = 16
-
-const secureContextFor = (extra: ReadonlyArray<string>): tls.SecureContext => {
-  const key = extra.join("\n")
-  let context = secureContexts.get(key)
-  if (context === undefined) {
-    context = tls.createSecureContext({ ca: [...tls.rootCertificates, ...extra] })
-    if (secureContexts.size >= MAX_SECURE_CONTEXTS) secureContexts.clear()
-    secureContexts.set(key, context)
-  }
-  return context
-}
-
-const clip = (text: string, max = 200): string => (text.length > max ? `${text.slice(0, max)}…` : text)
-
-const errorCode = (error: unknown): string =>
-  typeof error === "object" && error !== null && "code" in error && typeof error.code === "string" ? error.code : ""
-
-const errorMessage = (error: unknown): string => clip(error instanceof Error ? error.message : String(error))
 
 const describeConnectionError = (error: unknown): string => {
   const code = errorCode(error)
@@ -240,22 +212,6 @@ const post = (target: Target, remainingMs: number): Promise<Attempt> =>
     })
     request.end(target.body)
   })
-
-const TIMED_OUT: unique symbol = Symbol("timed out")
-
-const withDeadline = async <A>(promise: Promise<A>, ms: number): Promise<A | typeof TIMED_OUT> => {
-  let timer: ReturnType<typeof setTimeout> | undefined
-  try {
-    return await Promise.race([
-      promise,
-      new Promise<typeof TIMED_OUT>((resolve) => {
-        timer = setTimeout(() => resolve(TIMED_OUT), Math.max(0, ms))
-      }),
-    ])
-  } finally {
-    clearTimeout(timer)
-  }
-}
 
 const positiveOr = (value: number | undefined, fallback: number, allowZero: boolean): number =>
   value !== undefined && Number.isFinite(value) && (allowZero ? value >= 0 : value > 0) ? value : fallback

@@ -19,6 +19,7 @@
  */
 import { isIP } from "node:net"
 import tls from "node:tls"
+import { clip, errorCode, errorMessage, NOTHING_SENT, secureContextFor, TIMED_OUT, withDeadline } from "./connection.ts"
 import type { WebhookSendResult } from "./send.ts"
 import { type AddressPolicy, checkWebhookUrl, resolveAndCheck, systemLookup } from "./urlRule.ts"
 
@@ -114,32 +115,8 @@ export interface SyslogSendRequest {
   readonly timeoutMs?: number
 }
 
-const secureContexts = new Map<string, tls.SecureContext>()
-const MAX_SECURE_CONTEXTS = 16
-
-/** Built once per distinct `extra` (parsing the system roots is the costly part). */
-const secureContextFor = (extra: ReadonlyArray<string>): tls.SecureContext => {
-  const key = extra.join("\n")
-  let context = secureContexts.get(key)
-  if (context === undefined) {
-    context = tls.createSecureContext({ ca: [...tls.rootCertificates, ...extra] })
-    if (secureContexts.size >= MAX_SECURE_CONTEXTS) secureContexts.clear()
-    secureContexts.set(key, context)
-  }
-  return context
-}
-
-const clip = (text: string, max = 200): string => (text.length > max ? `${text.slice(0, max)}…` : text)
-
-const errorCode = (error: unknown): string =>
-  typeof error === "object" && error !== null && "code" in error && typeof error.code === "string" ? error.code : ""
-
-const errorMessage = (error: unknown): string => clip(error instanceof Error ? error.message : String(error))
-
 const CERTIFICATE_CODE = /CERT|UNABLE_TO_|SELF_SIGNED|SIGNATURE|HOSTNAME_MISMATCH|INVALID_CA|PURPOSE|ALTNAME/
 const TLS_CODE = /^(ERR_TLS_|ERR_SSL_|ERR_OSSL_)/
-/** Connection failures where nothing was sent: the next checked address may be tried. */
-const NOTHING_SENT = new Set(["ECONNREFUSED", "ENETUNREACH", "EHOSTUNREACH", "EADDRNOTAVAIL"])
 
 const describe = (error: unknown): string => {
   const code = errorCode(error)
@@ -238,22 +215,6 @@ const deliver = (
       else finish(null)
     })
   })
-
-const TIMED_OUT: unique symbol = Symbol("timed out")
-
-const withDeadline = async <A>(promise: Promise<A>, ms: number): Promise<A | typeof TIMED_OUT> => {
-  let timer: ReturnType<typeof setTimeout> | undefined
-  try {
-    return await Promise.race([
-      promise,
-      new Promise<typeof TIMED_OUT>((resolve) => {
-        timer = setTimeout(() => resolve(TIMED_OUT), Math.max(0, ms))
-      }),
-    ])
-  } finally {
-    clearTimeout(timer)
-  }
-}
 
 /**
  * Sends one syslog message (D46, D18) and reports what happened in the webhook sender's shape (`status` always null,
