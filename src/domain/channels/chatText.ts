@@ -1,4 +1,5 @@
 import { splitServiceText, type TextPart } from "../serviceText.ts"
+import type { WebhookBody } from "../webhookBody.ts"
 
 /**
  * D46: how chat messages (Slack, Teams) show text. Pure.
@@ -241,3 +242,25 @@ export const teamsServiceRuns = (
   }
   return runs
 }
+
+/** The header of a chat message about an incident, by message type (Slack and Teams say the same). */
+export const INCIDENT_LEADS: Record<WebhookBody["type"], string> = {
+  "incident.created": "New incident",
+  "incident.escalated": "Incident escalated",
+  "incident.reopened": "Incident reopened",
+  "incident.closed": "Incident closed",
+  "webhook.test": "Test message",
+}
+
+/** A short line under the header, service-written. */
+export const INCIDENT_LINES: Record<WebhookBody["type"], string> = {
+  "incident.created": "A decoy saw activity that opened a new incident.",
+  "incident.escalated": "The incident's severity went up.",
+  "incident.reopened": "New activity reopened a closed incident.",
+  "incident.closed": "The incident was closed.",
+  "webhook.test": "This channel works: the incident below is a sample, nothing happened.",
+}
+
+/** `2026-11-26T13:00:00.000Z` as `2026-11-26 13:00:00 UTC`. */
+export const chatTime = (d: Date): string =>
+  Number.isNaN(d.getTime()) ? "unknown time" : `${d.toISOString().slice(0, 19).replace("T", " ")} UTC`

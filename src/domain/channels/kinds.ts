@@ -20,6 +20,9 @@ export const OCSF_KINDS: ReadonlyArray<ChannelKind> = ["webhook", "syslog", "spl
 /** A stored delivery body, parsed: an incident message (`incident.*`, `webhook.test`) or a sensor-health one. */
 export type ChannelMessage = WebhookBody | SensorWebhookBody
 
+export const isSensorMessage = (m: ChannelMessage): m is SensorWebhookBody =>
+  m.type === "sensor.silent" || m.type === "sensor.recovered"
+
 /** What every formatter may use besides the message. */
 export interface FormatContext {
   /** APP_URL without a trailing slash: the only place chat messages link to. */

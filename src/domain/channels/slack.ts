@@ -1,7 +1,16 @@
 import type { SensorWebhookBody } from "../sensorHealthPayload.ts"
 import type { WebhookBody } from "../webhookBody.ts"
-import { cutCodePoints, isAppLink, slackCode, slackPlain, slackServiceText } from "./chatText.ts"
-import type { ChannelMessage, FormatContext } from "./kinds.ts"
+import {
+  chatTime,
+  cutCodePoints,
+  INCIDENT_LEADS,
+  INCIDENT_LINES,
+  isAppLink,
+  slackCode,
+  slackPlain,
+  slackServiceText,
+} from "./chatText.ts"
+import { type ChannelMessage, type FormatContext, isSensorMessage } from "./kinds.ts"
 
 /**
  * D46: a `slack` channel posts a Block Kit message to an incoming-webhook URL. Attacker text is only in code spans,
@@ -34,27 +43,6 @@ type Text = { readonly type: "mrkdwn"; readonly text: string; readonly verbatim:
 const mrkdwn = (text: string): Text => ({ type: "mrkdwn", text, verbatim: true })
 const plain = (text: string) => ({ type: "plain_text", text, emoji: false }) as const
 
-const INCIDENT_LEADS: Record<WebhookBody["type"], string> = {
-  "incident.created": "New incident",
-  "incident.escalated": "Incident escalated",
-  "incident.reopened": "Incident reopened",
-  "incident.closed": "Incident closed",
-  "webhook.test": "Test message",
-}
-
-/** A short line under the header, service-written. */
-const INCIDENT_LINES: Record<WebhookBody["type"], string> = {
-  "incident.created": "A decoy saw activity that opened a new incident.",
-  "incident.escalated": "The incident's severity went up.",
-  "incident.reopened": "New activity reopened a closed incident.",
-  "incident.closed": "The incident was closed.",
-  "webhook.test": "This channel works: the incident below is a sample, nothing happened.",
-}
-
-/** `2026-11-26T13:00:00.000Z` as `2026-11-26 13:00:00 UTC`. */
-const when = (d: Date): string =>
-  Number.isNaN(d.getTime()) ? "unknown time" : `${d.toISOString().slice(0, 19).replace("T", " ")} UTC`
-
 const severityLabel = (s: string): string => slackPlain(s.charAt(0).toUpperCase() + s.slice(1))
 
 /** `head` and as many of `lines` as fit in `limit` characters, then how many were left out. */
@@ -85,8 +73,8 @@ const incidentBlocks = (body: WebhookBody, ctx: FormatContext): Array<object> =>
     `*Sensor*\n${slackCode(i.sensor.name)} (${slackCode(i.sensor.profile, { max: 64 })})`,
     `*Source IP*\n${slackCode(i.sourceIp, { max: 64 })}`,
     `*Events*\n${i.eventCount}`,
-    `*First seen*\n${when(i.firstSeenAt)}`,
-    `*Last seen*\n${when(i.lastSeenAt)}`,
+    `*First seen*\n${chatTime(i.firstSeenAt)}`,
+    `*Last seen*\n${chatTime(i.lastSeenAt)}`,
   ].map(mrkdwn)
   blocks.push({ type: "section", fields: fields.slice(0, SLACK_LIMITS.fields) })
   if (i.techniques.length > 0) {
@@ -99,7 +87,7 @@ const incidentBlocks = (body: WebhookBody, ctx: FormatContext): Array<object> =>
   if (newest.length > 0) {
     const known = i.events.length + (i.eventsLeftOut ?? 0)
     const head = `*Newest events* (${newest.length} of ${Math.max(known, i.eventCount)})`
-    const lines = newest.map((e) => `• ${when(e.time)}: ${slackServiceText(e.summary, EVENT_LINE_MAX)}`)
+    const lines = newest.map((e) => `• ${chatTime(e.time)}: ${slackServiceText(e.summary, EVENT_LINE_MAX)}`)
     blocks.push({ type: "section", text: mrkdwn([head, ...lines].join("\n")) })
   }
   const context = [mrkdwn(`Incident ${slackCode(i.id, { max: 64 })}`)]
@@ -117,7 +105,7 @@ const incidentBlocks = (body: WebhookBody, ctx: FormatContext): Array<object> =>
 const sensorBlocks = (body: SensorWebhookBody): Array<object> => {
   const s = body.sensor
   const name = `${slackCode(s.name)} (${slackCode(s.profile, { max: 64 })})`
-  const seen = s.lastSeenAt === null ? "never" : when(s.lastSeenAt)
+  const seen = s.lastSeenAt === null ? "never" : chatTime(s.lastSeenAt)
   const line =
     body.type === "sensor.silent"
       ? `Sensor ${name} missed three heartbeats in a row. Last heard from: ${seen}.`
@@ -128,9 +116,6 @@ const sensorBlocks = (body: SensorWebhookBody): Array<object> => {
     { type: "context", elements: [mrkdwn(`Sensor ${slackCode(s.id, { max: 64 })}`)] },
   ]
 }
-
-const isSensorMessage = (m: ChannelMessage): m is SensorWebhookBody =>
-  m.type === "sensor.silent" || m.type === "sensor.recovered"
 
 /**
  * The notification text (shown where blocks are not: push notifications, some clients): the lead and the title or

@@ -1,7 +1,17 @@
 import type { SensorWebhookBody } from "../sensorHealthPayload.ts"
 import type { WebhookBody } from "../webhookBody.ts"
-import { cutCodePoints, isAppLink, markdownEscape, type TextRun, teamsCode, teamsServiceRuns } from "./chatText.ts"
-import type { ChannelMessage, FormatContext } from "./kinds.ts"
+import {
+  chatTime,
+  cutCodePoints,
+  INCIDENT_LEADS,
+  INCIDENT_LINES,
+  isAppLink,
+  markdownEscape,
+  type TextRun,
+  teamsCode,
+  teamsServiceRuns,
+} from "./chatText.ts"
+import { type ChannelMessage, type FormatContext, isSensorMessage } from "./kinds.ts"
 
 /**
  * D46: a `teams` channel posts to a Teams Workflows webhook an Adaptive Card 1.5 in the Workflows message envelope.
@@ -23,25 +33,6 @@ const TITLE_MAX = 400
 const SUMMARY_MAX = 300
 const TECHNIQUES_SHOWN = 12
 
-const INCIDENT_LEADS: Record<WebhookBody["type"], string> = {
-  "incident.created": "New incident",
-  "incident.escalated": "Incident escalated",
-  "incident.reopened": "Incident reopened",
-  "incident.closed": "Incident closed",
-  "webhook.test": "Test message",
-}
-
-const INCIDENT_LINES: Record<WebhookBody["type"], string> = {
-  "incident.created": "A decoy saw activity that opened a new incident.",
-  "incident.escalated": "The incident's severity went up.",
-  "incident.reopened": "New activity reopened a closed incident.",
-  "incident.closed": "The incident was closed.",
-  "webhook.test": "This channel works: the incident below is a sample, nothing happened.",
-}
-
-const when = (d: Date): string =>
-  Number.isNaN(d.getTime()) ? "unknown time" : `${d.toISOString().slice(0, 19).replace("T", " ")} UTC`
-
 const textBlock = (text: string, extra: object = {}) => ({
   type: "TextBlock",
   text: markdownEscape(text),
@@ -62,8 +53,8 @@ const incidentCard = (body: WebhookBody, ctx: FormatContext) => {
     fact("Sensor", `${cutCodePoints(i.sensor.name, 256).text} (${cutCodePoints(i.sensor.profile, 64).text})`),
     fact("Source IP", cutCodePoints(i.sourceIp, 64).text),
     fact("Events", String(i.eventCount)),
-    fact("First seen", when(i.firstSeenAt)),
-    fact("Last seen", when(i.lastSeenAt)),
+    fact("First seen", chatTime(i.firstSeenAt)),
+    fact("Last seen", chatTime(i.lastSeenAt)),
   ]
   if (i.techniques.length > 0) {
     const shown = i.techniques.slice(0, TECHNIQUES_SHOWN).map((t) => `${t.id} ${t.name}`)
@@ -89,7 +80,7 @@ const incidentCard = (body: WebhookBody, ctx: FormatContext) => {
     for (const e of newest) {
       items.push(
         richText([
-          { type: "TextRun", text: `${when(e.time)}: `, isSubtle: true },
+          { type: "TextRun", text: `${chatTime(e.time)}: `, isSubtle: true },
           ...teamsServiceRuns(e.summary, SUMMARY_MAX),
         ]),
       )
@@ -127,7 +118,7 @@ const sensorCard = (body: SensorWebhookBody) => {
         facts: [
           fact("Sensor", cutCodePoints(s.name, 256).text),
           fact("Profile", cutCodePoints(s.profile, 64).text),
-          fact("Last heard from", s.lastSeenAt === null ? "never" : when(s.lastSeenAt)),
+          fact("Last heard from", s.lastSeenAt === null ? "never" : chatTime(s.lastSeenAt)),
           fact("Sensor id", cutCodePoints(s.id, 64).text),
         ],
       },
@@ -135,9 +126,6 @@ const sensorCard = (body: SensorWebhookBody) => {
     actions: [],
   }
 }
-
-const isSensorMessage = (m: ChannelMessage): m is SensorWebhookBody =>
-  m.type === "sensor.silent" || m.type === "sensor.recovered"
 
 /** D46: the JSON payload a `teams` channel posts to its Workflows webhook. */
 export const teamsMessage = (message: ChannelMessage, ctx: FormatContext): object => {
