@@ -7,14 +7,13 @@ import { SYSLOG_SD_ID } from "../../src/domain/channels/syslog.ts"
 import { ADAPTIVE_CARD_CONTENT_TYPE } from "../../src/domain/channels/teams.ts"
 import {
   type Browser,
-  launchBrowser,
   type Page,
   type PageWatch,
   screenshot,
   seriousAccessibilityViolations,
 } from "../support/browser.ts"
 import { adminJson } from "../support/cli.ts"
-import { consoleUser, csrfOf, freePort, postFromPage, signedIn } from "../support/console.ts"
+import { adminAndAnalyst, csrfOf, freePort, postFromPage } from "../support/console.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
 import { createTenant } from "../support/fixtures.ts"
 import { type HecReceiver, startHecReceiver } from "../support/hecReceiver.ts"
@@ -80,11 +79,12 @@ beforeAll(async () => {
   })
   db = testDatabase(server.env)
   orgId = (await createTenant(db, `Channels console ${RUN}`)).orgId
-  await consoleUser(server.env, consoleUrl, { orgId, email: ADMIN_EMAIL, role: "admin", password: PASSWORD })
-  await consoleUser(server.env, consoleUrl, { orgId, email: ANALYST_EMAIL, role: "analyst", password: PASSWORD })
-  browser = await launchBrowser()
-  admin = await signedIn(browser, consoleUrl, ADMIN_EMAIL, PASSWORD)
-  analyst = await signedIn(browser, consoleUrl, ANALYST_EMAIL, PASSWORD)
+  ;({ browser, admin, analyst } = await adminAndAnalyst(server.env, consoleUrl, {
+    orgId: orgId,
+    admin: ADMIN_EMAIL,
+    analyst: ANALYST_EMAIL,
+    password: PASSWORD,
+  }))
 }, 180_000)
 
 afterAll(async () => {

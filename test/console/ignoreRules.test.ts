@@ -6,14 +6,13 @@ import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import {
   type Browser,
-  launchBrowser,
   type Page,
   type PageWatch,
   screenshot,
   seriousAccessibilityViolations,
 } from "../support/browser.ts"
 import { adminJson } from "../support/cli.ts"
-import { consoleUser, csrfOf, freePort, postFromPage, signedIn } from "../support/console.ts"
+import { adminAndAnalyst, csrfOf, freePort, postFromPage } from "../support/console.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
 import { createSensor, createTenant } from "../support/fixtures.ts"
 import { ingest, nativeEvent } from "../support/ingest.ts"
@@ -60,21 +59,12 @@ beforeAll(async () => {
   db = testDatabase(server.env)
   tenant = await createTenant(db, `Ignore console ${RUN}`)
   sensor = await createSensor(db, tenant.orgId, "dmz-web-01")
-  await consoleUser(server.env, consoleUrl, {
+  ;({ browser, admin, analyst } = await adminAndAnalyst(server.env, consoleUrl, {
     orgId: tenant.orgId,
-    email: ADMIN_EMAIL,
-    role: "admin",
+    admin: ADMIN_EMAIL,
+    analyst: ANALYST_EMAIL,
     password: PASSWORD,
-  })
-  await consoleUser(server.env, consoleUrl, {
-    orgId: tenant.orgId,
-    email: ANALYST_EMAIL,
-    role: "analyst",
-    password: PASSWORD,
-  })
-  browser = await launchBrowser()
-  admin = await signedIn(browser, consoleUrl, ADMIN_EMAIL, PASSWORD)
-  analyst = await signedIn(browser, consoleUrl, ANALYST_EMAIL, PASSWORD)
+  }))
 }, 180_000)
 
 afterAll(async () => {

@@ -6,14 +6,13 @@ import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import {
   type Browser,
-  launchBrowser,
   type Page,
   type PageWatch,
   screenshot,
   seriousAccessibilityViolations,
 } from "../support/browser.ts"
 import { adminJson } from "../support/cli.ts"
-import { consoleUser, csrfOf, freePort, postFromPage, signedIn } from "../support/console.ts"
+import { adminAndAnalyst, csrfOf, freePort, postFromPage } from "../support/console.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
 import { createSensor, createTenant, get, seedIncident } from "../support/fixtures.ts"
 import { ingest, nativeEvent } from "../support/ingest.ts"
@@ -61,21 +60,12 @@ beforeAll(async () => {
   const otherSensor = await createSensor(db, other.orgId, "other-01")
   const res = await ingest(server.ingestUrl, "events", otherSensor.token, nativeEvent({ sourceIp: "192.0.2.200" }))
   foreignIncident = res.body.results[0].incidentId
-  await consoleUser(server.env, consoleUrl, {
+  ;({ browser, admin, analyst } = await adminAndAnalyst(server.env, consoleUrl, {
     orgId: tenant.orgId,
-    email: ADMIN_EMAIL,
-    role: "admin",
+    admin: ADMIN_EMAIL,
+    analyst: ANALYST_EMAIL,
     password: PASSWORD,
-  })
-  await consoleUser(server.env, consoleUrl, {
-    orgId: tenant.orgId,
-    email: ANALYST_EMAIL,
-    role: "analyst",
-    password: PASSWORD,
-  })
-  browser = await launchBrowser()
-  admin = await signedIn(browser, consoleUrl, ADMIN_EMAIL, PASSWORD)
-  analyst = await signedIn(browser, consoleUrl, ANALYST_EMAIL, PASSWORD)
+  }))
 }, 180_000)
 
 afterAll(async () => {

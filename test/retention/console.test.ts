@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, expect, test } from "bun:test"
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
-import { type Browser, launchBrowser, type Page, type PageWatch } from "../support/browser.ts"
-import { consoleUser, csrfOf, freePort, postFromPage, signedIn } from "../support/console.ts"
+import type { Browser, Page, PageWatch } from "../support/browser.ts"
+import { adminAndAnalyst, csrfOf, freePort, postFromPage } from "../support/console.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
 import { createTenant } from "../support/fixtures.ts"
 import { type RunningServer, shutdown, startServer, testEnv } from "../support/server.ts"
@@ -47,21 +47,12 @@ beforeAll(async () => {
   })
   db = testDatabase(server.env)
   tenant = await createTenant(db, `Retention console ${RUN}`)
-  await consoleUser(server.env, consoleUrl, {
+  ;({ browser, admin, analyst } = await adminAndAnalyst(server.env, consoleUrl, {
     orgId: tenant.orgId,
-    email: ADMIN_EMAIL,
-    role: "admin",
+    admin: ADMIN_EMAIL,
+    analyst: ANALYST_EMAIL,
     password: PASSWORD,
-  })
-  await consoleUser(server.env, consoleUrl, {
-    orgId: tenant.orgId,
-    email: ANALYST_EMAIL,
-    role: "analyst",
-    password: PASSWORD,
-  })
-  browser = await launchBrowser()
-  admin = await signedIn(browser, consoleUrl, ADMIN_EMAIL, PASSWORD)
-  analyst = await signedIn(browser, consoleUrl, ANALYST_EMAIL, PASSWORD)
+  }))
 }, 180_000)
 
 afterAll(async () => {

@@ -1,5 +1,5 @@
 import { expect } from "bun:test"
-import { type Browser, type Page, type PageWatch, watchedContext } from "./browser.ts"
+import { type Browser, launchBrowser, type Page, type PageWatch, watchedContext } from "./browser.ts"
 import { adminJson } from "./cli.ts"
 
 /**
@@ -93,4 +93,26 @@ export const consoleUser = async (
   const made = await adminJson(env, ["user", "create", "--org", user.orgId, "--email", user.email, "--role", user.role])
   await setPassword(consoleUrl, made.link, user.password)
   return made
+}
+
+/**
+ * The two roles most console tests need: an admin and an analyst of one organization, each with a password set
+ * through the link, signed in in a context of its own in one new browser.
+ */
+export const adminAndAnalyst = async (
+  env: Record<string, string>,
+  consoleUrl: string,
+  users: { readonly orgId: string; readonly admin: string; readonly analyst: string; readonly password: string },
+): Promise<{
+  browser: Browser
+  admin: { page: Page; watch: PageWatch }
+  analyst: { page: Page; watch: PageWatch }
+}> => {
+  const { orgId, password } = users
+  await consoleUser(env, consoleUrl, { orgId, email: users.admin, role: "admin", password })
+  await consoleUser(env, consoleUrl, { orgId, email: users.analyst, role: "analyst", password })
+  const browser = await launchBrowser()
+  const admin = await signedIn(browser, consoleUrl, users.admin, password)
+  const analyst = await signedIn(browser, consoleUrl, users.analyst, password)
+  return { browser, admin, analyst }
 }
