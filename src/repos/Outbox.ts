@@ -1,12 +1,19 @@
 import { Effect, Option } from "effect"
 import { newId } from "../domain/ids.ts"
 import { meetsMinimum, type Severity } from "../domain/severity.ts"
-import { serializeWebhookBody, WEBHOOK_EVENTS, webhookIncident, webhookTypeOf } from "../domain/webhookBody.ts"
+import {
+  type IncidentMessageType,
+  serializeWebhookBody,
+  WEBHOOK_EVENTS,
+  type WebhookIncident,
+  webhookIncident,
+  webhookTypeOf,
+} from "../domain/webhookBody.ts"
 import { AppConfig } from "../platform/config.ts"
 import { EventsRepo } from "./EventsRepo.ts"
 import { type IncidentRow, IncidentsRepo } from "./IncidentsRepo.ts"
 import { SensorsRepo } from "./SensorsRepo.ts"
-import { type NewDelivery, WebhooksRepo } from "./WebhooksRepo.ts"
+import { type ChannelRow, type NewDelivery, WebhooksRepo } from "./WebhooksRepo.ts"
 
 export interface RecordedTransition {
   readonly id: string
@@ -54,6 +61,49 @@ export class WebhookOutbox extends Effect.Service<WebhookOutbox>()("WebhookOutbo
     const sensors = yield* SensorsRepo
     const config = yield* AppConfig
 
+    /** Each organization's enabled channels that `keep` accepts, read once per organization (by id, as listed). */
+    const channelsByOrg = (orgIds: Iterable<string>, keep: (channel: ChannelRow) => boolean) =>
+      Effect.gen(function* () {
+        const byOrg = new Map<string, ReadonlyArray<{ readonly id: string; readonly minSeverity: Severity }>>()
+        for (const orgId of new Set(orgIds)) {
+          byOrg.set(
+            orgId,
+            (yield* webhooks.listChannels(orgId)).filter((c) => c.enabled && keep(c)),
+          )
+        }
+        return byOrg
+      })
+
+    /** One delivery per channel of a transition, its body the native message of `type` at the transition's time. */
+    const deliveriesOf = (
+      target: { readonly orgId: string; readonly incidentId: string },
+      transition: { readonly id: string; readonly at: Date },
+      type: IncidentMessageType,
+      incident: WebhookIncident,
+      channels: ReadonlyArray<{ readonly id: string }>,
+    ): Array<NewDelivery> =>
+      channels.map((channel) => {
+        const id = newId("webhookDelivery", transition.at.getTime())
+        return {
+          id,
+          orgId: target.orgId,
+          channelId: channel.id,
+          transitionId: transition.id,
+          type,
+          incidentId: target.incidentId,
+          body: serializeWebhookBody({ id, type, createdAt: transition.at, incident }),
+          status: "pending",
+          nextAttemptAt: transition.at,
+          createdAt: transition.at,
+        }
+      })
+
+    /** The rows in one insert, and one NOTIFY once the transaction commits; how many. */
+    const write = (rows: ReadonlyArray<NewDelivery>) =>
+      rows.length === 0
+        ? Effect.succeed(0)
+        : Effect.as(Effect.zipRight(webhooks.insertDeliveries(rows), webhooks.notify), rows.length)
+
     /**
      * The deliveries of many incidents' transitions (one ingestion request): each organization's channels are read
      * once, and all rows are written with one insert and one NOTIFY. Nothing is read when no transition is announced.
@@ -62,14 +112,10 @@ export class WebhookOutbox extends Effect.Service<WebhookOutbox>()("WebhookOutbo
       const announced = entries.filter((e) => e.transitions.some((t) => webhookTypeOf(t.kind) !== undefined))
       if (announced.length === 0) return 0
       // D15: a channel receives an incident whose severity is at least its minimum (enabled channels, by id).
-      const channelsOf = new Map<string, ReadonlyArray<{ readonly id: string; readonly minSeverity: Severity }>>()
-      for (const orgId of new Set(announced.map((e) => e.orgId))) {
-        const all = yield* webhooks.listChannels(orgId)
-        channelsOf.set(
-          orgId,
-          all.filter((c) => c.enabled).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)),
-        )
-      }
+      const channelsOf = yield* channelsByOrg(
+        announced.map((e) => e.orgId),
+        () => true,
+      )
       const rows: Array<NewDelivery> = []
       for (const entry of announced) {
         const channels = channelsOf.get(entry.orgId) ?? []
@@ -91,28 +137,10 @@ export class WebhookOutbox extends Effect.Service<WebhookOutbox>()("WebhookOutbo
             const recent = yield* events.recent(entry.orgId, entry.incidentId, WEBHOOK_EVENTS)
             incident = [row, entry.sensorProfile, recent, config.appUrl]
           }
-          const payload = webhookIncident(...incident)
-          for (const channel of matching) {
-            const id = newId("webhookDelivery", transition.at.getTime())
-            rows.push({
-              id,
-              orgId: entry.orgId,
-              channelId: channel.id,
-              transitionId: transition.id,
-              type,
-              incidentId: entry.incidentId,
-              body: serializeWebhookBody({ id, type, createdAt: transition.at, incident: payload }),
-              status: "pending",
-              nextAttemptAt: transition.at,
-              createdAt: transition.at,
-            })
-          }
+          rows.push(...deliveriesOf(entry, transition, type, webhookIncident(...incident), matching))
         }
       }
-      if (rows.length === 0) return 0
-      yield* webhooks.insertDeliveries(rows)
-      yield* webhooks.notify
-      return rows.length
+      return yield* write(rows)
     })
 
     /**
@@ -130,14 +158,10 @@ export class WebhookOutbox extends Effect.Service<WebhookOutbox>()("WebhookOutbo
       }>,
     ) {
       if (closed.length === 0) return 0
-      const channelsOf = new Map<string, ReadonlyArray<{ readonly id: string; readonly minSeverity: Severity }>>()
-      for (const orgId of new Set(closed.map((c) => c.orgId))) {
-        const all = yield* webhooks.listChannels(orgId)
-        channelsOf.set(
-          orgId,
-          all.filter((c) => c.enabled && c.format === "ocsf"),
-        )
-      }
+      const channelsOf = yield* channelsByOrg(
+        closed.map((c) => c.orgId),
+        (c) => c.format === "ocsf",
+      )
       const rows: Array<NewDelivery> = []
       const profiles = new Map<string, string>()
       for (const entry of closed) {
@@ -154,26 +178,11 @@ export class WebhookOutbox extends Effect.Service<WebhookOutbox>()("WebhookOutbo
         }
         const recent = yield* events.recent(entry.orgId, entry.incidentId, WEBHOOK_EVENTS)
         const payload = webhookIncident(row, profile, recent, config.appUrl)
-        for (const channel of matching) {
-          const id = newId("webhookDelivery", entry.at.getTime())
-          rows.push({
-            id,
-            orgId: entry.orgId,
-            channelId: channel.id,
-            transitionId: entry.transitionId,
-            type: "incident.closed",
-            incidentId: entry.incidentId,
-            body: serializeWebhookBody({ id, type: "incident.closed", createdAt: entry.at, incident: payload }),
-            status: "pending",
-            nextAttemptAt: entry.at,
-            createdAt: entry.at,
-          })
-        }
+        rows.push(
+          ...deliveriesOf(entry, { id: entry.transitionId, at: entry.at }, "incident.closed", payload, matching),
+        )
       }
-      if (rows.length === 0) return 0
-      yield* webhooks.insertDeliveries(rows)
-      yield* webhooks.notify
-      return rows.length
+      return yield* write(rows)
     })
 
     return { enqueueAll, enqueueClosed } as const
