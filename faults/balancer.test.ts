@@ -474,21 +474,18 @@ test("D11 through the balancer: one count across the replicas, per address the b
 }, 60_000)
 
 /**
- * What holds when a replica is stopped under traffic. The balancer itself never fails a request: no 502/503/504, no
- * reset, no time-out (a refused connection is retried on another replica). Once its check has marked the replica
- * down, every request succeeds. In between, the stopping replica answered a few requests that were in flight at
- * SIGTERM itself with an error (seen: ingest 500 "internal", and a bare 404 "not found" from a listener already
- * closing): the service's own drain, not the balancer's, so those are bounded to that window here, and a sensor
- * resending such a batch loses nothing.
+ * What holds when a replica is stopped under traffic: nothing fails. The balancer never fails a request itself (no
+ * 502/503/504, no reset, no time-out: a refused connection is retried on another replica), and the stopping replica
+ * answers what it has in flight with its own answers: its listeners close only once nothing is in flight and nothing
+ * has come for a moment, while its readiness already says 503.
  */
-test("a replica stopped (SIGTERM) under traffic: the balancer routes around it, fails nothing itself, and nothing ingested is lost", async () => {
+test("a replica stopped (SIGTERM) under traffic: the balancer routes around it, no request fails, and nothing ingested is lost", async () => {
   const db = pg?.sql()
   const stopping = servers[2]
   if (!db || !stopping) throw new Error("setup failed")
   await resetLimits()
   const tenant = await createTenant(env, "Balanced stop")
   const answers: Array<Answer> = []
-  const failedBatches: Array<ReadonlyArray<Record<string, unknown>>> = []
   let running = true
   cleanups.push(() => {
     running = false
@@ -498,9 +495,7 @@ test("a replica stopped (SIGTERM) under traffic: the balancer routes around it, 
     for (let n = 0; running; n++) {
       const batch = [0, 1].map((k) => event(`stop-${w}-${n}-${k}`, `203.0.113.${200 + w}`))
       sent += batch.length
-      const answer = await post(tenant.token, batch)
-      answers.push(answer)
-      if (answer.status !== 200) failedBatches.push(batch)
+      answers.push(await post(tenant.token, batch))
     }
   })
   // Reads at ten a second: under the per-address and per-key limits for the few seconds this takes.
@@ -529,23 +524,13 @@ test("a replica stopped (SIGTERM) under traffic: the balancer routes around it, 
   running = false
   await Promise.all([...ingesting, reading])
 
-  const failed = answers.filter((a) => a.status !== 200)
-  // Nothing made by the balancer: every answer is a replica's own.
-  expect(failed.filter((a) => a.status === 0 || a.status >= 502).map(show)).toEqual([])
-  // A replica's own error only for a request in flight while it shut down, never for one sent after it was down.
-  expect(failed.filter((a) => a.endedAt < signalledAt || a.startedAt > downAt).map(show)).toEqual([])
-  expect(
-    answers
-      .slice(answeredBeforeDown)
-      .filter((a) => a.status !== 200)
-      .map(show),
-  ).toEqual([])
+  // No answer but 200: neither the balancer nor the stopping replica failed a request.
+  expect(answers.filter((a) => a.status !== 200).map(show)).toEqual([])
   expect(answers.length - answeredBeforeDown).toBeGreaterThan(10)
   expect(answeredBeforeDown).toBeGreaterThan(stoppedAt)
+  expect(signalledAt).toBeLessThan(downAt)
 
-  // A sensor resends what failed (ingestion is idempotent): then every event sent is stored exactly once.
-  const resent = await Promise.all(failedBatches.map((batch) => post(tenant.token, batch)))
-  expect(failures(resent)).toEqual([])
+  // Every event sent is stored exactly once.
   const stored = (await db`
     select count(*)::int as n from events e join incidents i on i.id = e.incident_id
     where i.sensor_id = ${tenant.sensorId}`) as Array<{ n: number }>
@@ -553,5 +538,4 @@ test("a replica stopped (SIGTERM) under traffic: the balancer routes around it, 
   const up = await states()
   for (const name of ["api/replica1", "api/replica2", "ingest/replica1", "ingest/replica2"])
     expect({ name, state: up[name] }).toEqual({ name, state: "UP" })
-  if (failed.length > 0) console.info(`stopping replica's own errors while it drained: ${failed.map(show).join("; ")}`)
 }, 60_000)

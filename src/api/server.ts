@@ -4,6 +4,7 @@ import { Effect, Layer } from "effect"
 import { MAX_URL_LENGTH } from "../domain/problem.ts"
 import { AppConfig } from "../platform/config.ts"
 import { SERVER_MAX_BODY_BYTES } from "../platform/http/body.ts"
+import { draining } from "../platform/http/drain.ts"
 import { listening } from "../platform/http/listening.ts"
 import { RateLimiter } from "../platform/ratelimit/RateLimiter.ts"
 import { KeyAuth } from "../repos/KeyAuth.ts"
@@ -29,26 +30,33 @@ export const ApiLive = HttpApiBuilder.api(IncidentApi).pipe(
 export const apiServer = <E, R>(routes: Layer.Layer<never, E, R>) =>
   Layer.unwrapEffect(
     Effect.map(Effect.all([AppConfig, RateLimiter]), ([config, limiter]) =>
-      HttpApiBuilder.serve(makeEdgeMiddleware(config.trustProxy, limiter)).pipe(
-        // No http.server span per request: nothing exports traces, and building one (URL, headers, attributes) was a
-        // visible share of each request's CPU. The edge also turns the SQL spans off.
-        HttpMiddleware.withTracerDisabledWhen(() => true),
-        Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/openapi.json" })),
-        // D38: the reference page, served whole by the service (api/docs.ts).
-        Layer.provide(DocsLive),
-        Layer.provide(routes),
-        Layer.provide(ApiLive),
-        // The feeds' statements: the API's own (the MCP door reads them through the same queries).
-        Layer.provide(ChangesRepo.Default),
-        // The router refuses path parameters over 100 characters by default: such an id would get 404 before
-        // authentication (D10 says 401 first). Any id up to the URL limit reaches the handler, which answers 404.
-        Layer.provide(HttpRouter.setRouterConfig({ maxParamLength: MAX_URL_LENGTH })),
-        Layer.provide(Layer.effectDiscard(listening("api"))),
-        // A body of any size gets our 405 problem (the API is read-only), never Bun's bare 413.
-        Layer.provide(
-          BunHttpServer.layer({ port: config.port, hostname: config.host, maxRequestBodySize: SERVER_MAX_BODY_BYTES }),
-        ),
-      ),
+      draining((track) => {
+        const edge = makeEdgeMiddleware(config.trustProxy, limiter)
+        return HttpApiBuilder.serve((app) => track(edge(app))).pipe(
+          // No http.server span per request: nothing exports traces, and building one (URL, headers, attributes) was a
+          // visible share of each request's CPU. The edge also turns the SQL spans off.
+          HttpMiddleware.withTracerDisabledWhen(() => true),
+          Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/openapi.json" })),
+          // D38: the reference page, served whole by the service (api/docs.ts).
+          Layer.provide(DocsLive),
+          Layer.provide(routes),
+          Layer.provide(ApiLive),
+          // The feeds' statements: the API's own (the MCP door reads them through the same queries).
+          Layer.provide(ChangesRepo.Default),
+          // The router refuses path parameters over 100 characters by default: such an id would get 404 before
+          // authentication (D10 says 401 first). Any id up to the URL limit reaches the handler, which answers 404.
+          Layer.provide(HttpRouter.setRouterConfig({ maxParamLength: MAX_URL_LENGTH })),
+          Layer.provide(Layer.effectDiscard(listening("api"))),
+          // A body of any size gets our 405 problem (the API is read-only), never Bun's bare 413.
+          Layer.provide(
+            BunHttpServer.layer({
+              port: config.port,
+              hostname: config.host,
+              maxRequestBodySize: SERVER_MAX_BODY_BYTES,
+            }),
+          ),
+        )
+      }),
     ),
   ).pipe(
     // One key cache for the API and the routes given to it (the MCP door), and the shared repositories, on the

@@ -3,6 +3,7 @@ import { BunHttpServer } from "@effect/platform-bun"
 import { Effect, Layer, Option } from "effect"
 import { AdminServicesLive } from "../admin/layer.ts"
 import { AppConfig } from "../platform/config.ts"
+import { draining } from "../platform/http/drain.ts"
 import { listening } from "../platform/http/listening.ts"
 import { WebhookSender } from "../platform/outbound/WebhookSender.ts"
 import { ReposLive } from "../repos/layers.ts"
@@ -26,17 +27,19 @@ const securityHeaders = <E, R>(app: Effect.Effect<HttpServerResponse.HttpServerR
 /** The console listener on CONSOLE_PORT (D25): never the API's port; it accepts no API key. */
 const ConsoleListenerLive = Layer.unwrapEffect(
   Effect.map(AppConfig, (config) =>
-    Layer.unwrapEffect(Effect.map(makeConsoleApp, (router) => HttpServer.serve(securityHeaders(router)))).pipe(
-      Layer.provide(Layer.effectDiscard(listening("console"))),
-      Layer.provide(
-        BunHttpServer.layer({
-          port: config.consolePort,
-          hostname: config.host,
-          // Bun's own cut-off, far below its 128 MiB default; the console's limit (64 KiB) is checked before it.
-          maxRequestBodySize: SERVER_MAX_BODY_BYTES,
-          // D25: HTTPS itself with CONSOLE_TLS_CERT_FILE and CONSOLE_TLS_KEY_FILE, or plain HTTP behind a proxy.
-          ...Option.match(config.consoleTls, { onNone: () => ({}), onSome: (tls) => ({ tls }) }),
-        }),
+    draining((track) =>
+      Layer.unwrapEffect(Effect.map(makeConsoleApp, (router) => HttpServer.serve(track(securityHeaders(router))))).pipe(
+        Layer.provide(Layer.effectDiscard(listening("console"))),
+        Layer.provide(
+          BunHttpServer.layer({
+            port: config.consolePort,
+            hostname: config.host,
+            // Bun's own cut-off, far below its 128 MiB default; the console's limit (64 KiB) is checked before it.
+            maxRequestBodySize: SERVER_MAX_BODY_BYTES,
+            // D25: HTTPS itself with CONSOLE_TLS_CERT_FILE and CONSOLE_TLS_KEY_FILE, or plain HTTP behind a proxy.
+            ...Option.match(config.consoleTls, { onNone: () => ({}), onSome: (tls) => ({ tls }) }),
+          }),
+        ),
       ),
     ),
   ),

@@ -3,6 +3,7 @@ import { BunHttpServer } from "@effect/platform-bun"
 import { Effect, Layer } from "effect"
 import { AppConfig } from "../platform/config.ts"
 import { MAX_BODY_BYTES, MAX_EVENTS, type ParsedBody, parseBody, SERVER_MAX_BODY_BYTES } from "../platform/http/body.ts"
+import { draining } from "../platform/http/drain.ts"
 import { listening } from "../platform/http/listening.ts"
 import { databaseProblem } from "../platform/http/problems.ts"
 import { finalizeResponse, logDefects, payloadTooLarge, problem, problemResponse } from "../platform/http/responses.ts"
@@ -189,15 +190,17 @@ const ingestEdge = <E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<E, R> =>
  */
 export const IngestServerLive = Layer.unwrapEffect(
   Effect.map(AppConfig, (config) =>
-    HttpServer.serve(router, ingestEdge).pipe(
-      Layer.provide(Layer.effectDiscard(Effect.zipRight(touchIngestMetrics, listening("ingest")))),
-      // Bun's own limit is set far above ours, so our check answers every oversized body with a problem (D22).
-      Layer.provide(
-        BunHttpServer.layer({
-          port: config.ingestPort,
-          hostname: config.host,
-          maxRequestBodySize: SERVER_MAX_BODY_BYTES,
-        }),
+    draining((track) =>
+      HttpServer.serve(router, (app) => track(ingestEdge(app))).pipe(
+        Layer.provide(Layer.effectDiscard(Effect.zipRight(touchIngestMetrics, listening("ingest")))),
+        // Bun's own limit is set far above ours, so our check answers every oversized body with a problem (D22).
+        Layer.provide(
+          BunHttpServer.layer({
+            port: config.ingestPort,
+            hostname: config.host,
+            maxRequestBodySize: SERVER_MAX_BODY_BYTES,
+          }),
+        ),
       ),
     ),
   ),

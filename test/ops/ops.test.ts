@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { rmSync, writeFileSync } from "node:fs"
+import { connect } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { SqlClient } from "@effect/sql"
@@ -195,6 +196,89 @@ describe("graceful shutdown", () => {
       expect(log).toHaveLength(1)
     } finally {
       receiver.setDelay(0)
+      await shutdown(server)
+    }
+  }, 60_000)
+
+  /**
+   * A request whose body is still arriving when SIGTERM comes: the handler already runs it (Bun called it on the
+   * headers), so it is in flight. It is sent over a raw socket in two parts around the signal.
+   */
+  const inFlightAcrossSigterm = (base: string, head: string, body: string) => {
+    const url = new URL(base)
+    const socket = connect({ host: url.hostname, port: Number(url.port) })
+    const bytes = Buffer.from(body)
+    const half = Math.floor(bytes.length / 2)
+    let data = ""
+    const answered = new Promise<{ status: number; body: string }>((resolve) => {
+      socket.on("data", (chunk) => {
+        data += chunk.toString("latin1")
+      })
+      const done = () => {
+        const status = Number(data.split(" ")[1] ?? 0)
+        resolve({ status, body: data.slice(data.indexOf("\r\n\r\n") + 4) })
+      }
+      socket.on("end", done)
+      socket.on("error", done)
+    })
+    socket.write(`${head}\r\nhost: ${url.host}\r\ncontent-length: ${bytes.length}\r\nconnection: close\r\n\r\n`)
+    socket.write(bytes.subarray(0, half))
+    return { rest: () => socket.write(bytes.subarray(half)), answered }
+  }
+
+  test("SIGTERM: a request in flight on the ingest, API (/mcp) and console listeners still gets its own answer", async () => {
+    const server = await startServer()
+    try {
+      const org = await adminJson(server.env, ["org", "create", "--name", `Drain ${crypto.randomUUID().slice(0, 8)}`])
+      const sensor = await adminJson(server.env, ["sensor", "create", "--org", org.id, "--name", "web-01"])
+      const key = await adminJson(server.env, [
+        "key",
+        "create",
+        "--org",
+        org.id,
+        "--name",
+        "drain",
+        "--scopes",
+        "incidents:read,events:read",
+      ])
+      const event = JSON.stringify([nativeEvent({ sourceIp: "203.0.113.92" })])
+      const mcp = JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "initialize",
+        params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "drain", version: "1" } },
+      })
+      const requests = [
+        inFlightAcrossSigterm(
+          server.ingestUrl,
+          `POST /ingest/v1/events HTTP/1.1\r\ncontent-type: application/json\r\nauthorization: Bearer ${sensor.token}`,
+          event,
+        ),
+        inFlightAcrossSigterm(
+          server.url,
+          `POST /mcp HTTP/1.1\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\nauthorization: Bearer ${key.key}`,
+          mcp,
+        ),
+        inFlightAcrossSigterm(
+          server.consoleUrl,
+          "POST /sign-in HTTP/1.1\r\ncontent-type: application/x-www-form-urlencoded",
+          "email=nobody%40example.com&password=wrong",
+        ),
+      ]
+      await Bun.sleep(300)
+      const exited = server.stop("SIGTERM")
+      await Bun.sleep(500)
+      for (const request of requests) request.rest()
+      const [ingested, initialized, signIn] = await Promise.all(requests.map((r) => r.answered))
+      expect(await exited).toBe(0)
+      expect(ingested?.status).toBe(200)
+      expect(JSON.parse(ingested?.body ?? "{}")).toMatchObject({ accepted: 1 })
+      expect(initialized?.status).toBe(200)
+      expect(initialized?.body).toContain('"protocolVersion"')
+      // The console's own refusal of a form without its CSRF token, never a bare 404 or a 500.
+      expect(signIn?.status).toBe(403)
+      expect(server.logs.some((l) => l.includes('"message":"waiting for requests in flight"'))).toBe(true)
+    } finally {
       await shutdown(server)
     }
   }, 60_000)
