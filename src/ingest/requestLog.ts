@@ -7,7 +7,7 @@ import {
   ingestEventsCounter,
   ingestRequestsCounter,
   ingestResultOf,
-} from "../platform/metrics.ts"
+} from "./metrics.ts"
 
 /**
  * One INFO line per ingest request (`ingest request`: route, status, the sensor's id once it authenticated, and the

@@ -7,7 +7,6 @@ import { draining } from "../platform/http/drain.ts"
 import { listening } from "../platform/http/listening.ts"
 import { databaseProblem } from "../platform/http/problems.ts"
 import { finalizeResponse, logDefects, payloadTooLarge, problem, problemResponse } from "../platform/http/responses.ts"
-import { touchIngestMetrics } from "../platform/metrics.ts"
 import { HEARTBEAT_PATH, heartbeatRoute } from "./heartbeat.ts"
 import {
   HEC_INTERNAL,
@@ -18,6 +17,7 @@ import {
   hecResponse,
 } from "./hec.ts"
 import { Ingestor } from "./Ingestor.ts"
+import { touchIngestMetrics } from "./metrics.ts"
 import { formMessages, isFormBody, unwrapOpenCanaryItem } from "./opencanaryWebhook.ts"
 import {
   type BatchMapper,
