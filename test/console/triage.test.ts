@@ -194,7 +194,8 @@ test("bulk close: the preview's count is what the confirm closes, and only those
       sourceIp,
       events: [{ time: at, type: "ssh.login_attempt", severity: "low" }],
     })
-  for (let i = 1; i <= 4; i++) await seed(`203.0.113.${i}`, old)
+  const matching: Array<string> = []
+  for (let i = 1; i <= 4; i++) matching.push((await seed(`203.0.113.${i}`, old)).incident.id)
   await seed("203.0.113.99", new Date(Date.now() - 60_000))
   const { page, watch } = analyst
   await page.goto(`${consoleUrl}/incidents`)
@@ -232,6 +233,37 @@ test("bulk close: the preview's count is what the confirm closes, and only those
   )
   expect(audit).toHaveLength(1)
   expect(audit[0]?.detail).toStartWith("4 closed, reason false_positive, with a note")
+  // Each closed transition names the analyst (their user id) as its closer, with the reason and note given.
+  const closes = await db.run(
+    Effect.flatMap(
+      SqlClient.SqlClient,
+      (sql) => sql<{ incidentId: string; actor: string | null; closeReason: string | null; closeNote: string | null }>`
+        select t.incident_id, t.actor, t.close_reason, t.close_note from incident_transitions t
+        where t.kind = 'closed' and t.incident_id in ${sql.in(matching)} order by t.incident_id collate "C"`,
+    ),
+  )
+  const analystIds = await db.run(
+    Effect.flatMap(
+      SqlClient.SqlClient,
+      (sql) => sql<{ id: string }>`select id from console_users where email = ${ANALYST_EMAIL}`,
+    ),
+  )
+  expect(analystIds).toHaveLength(1)
+  const analystId = analystIds[0]?.id
+  expect(analystId).toStartWith("usr_")
+  expect(closes).toEqual(
+    [...matching].sort().map((incidentId) => ({
+      incidentId,
+      actor: analystId as string,
+      closeReason: "false_positive",
+      closeNote: "trap sensor noise",
+    })),
+  )
+  // The incident page's history names the closer.
+  await page.goto(`${consoleUrl}/incidents/${matching[0]}`)
+  const closedLine = await page.textContent(".history li:last-child")
+  expect(closedLine).toContain(`Closed (False positive) by ${ANALYST_EMAIL}`)
+  expect(closedLine).toContain("trap sensor noise")
   expect(watch.errors).toEqual([])
 })
 
