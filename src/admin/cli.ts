@@ -19,7 +19,7 @@ import { IncidentAdmin } from "./IncidentAdmin.ts"
 import { AdminServicesLive } from "./layer.ts"
 import { OrgAdmin } from "./OrgAdmin.ts"
 import { SensorAdmin } from "./SensorAdmin.ts"
-import { SENSOR_PROFILES } from "./sensorSetup.ts"
+import { plainIngestWarning, SENSOR_PROFILES, setupSnippets } from "./sensorSetup.ts"
 import { UserAdmin } from "./UserAdmin.ts"
 
 const USAGE = `usage: bun run admin <command> [options] [--json]
@@ -36,15 +36,18 @@ const USAGE = `usage: bun run admin <command> [options] [--json]
   key list --org <org-id>                   list keys (never the key value)
   key revoke <key-id>                       revoke a key; effective on the next request
   sensor create --org <org-id> --name <name> [--profile <profile>] [--heartbeat-interval 60s|5m|…|off]
-                                            create a sensor; its ingest token is printed only here;
-                                            a name another sensor of the organization has is refused
+                                            create a sensor; its ingest token is printed only here,
+                                            with ready-to-paste configuration (OpenCanary, Cowrie, HEC
+                                            shippers, heartbeat); a name another sensor of the
+                                            organization has is refused
   sensor profiles                           the profiles a sensor may have, with what each is
   sensor list --org <org-id>                sensors with status (alive, silent, unknown, revoked) and last contact
   sensor rename <sensor-id> --name <name>
   sensor heartbeat <sensor-id> <interval|off>
                                             the heartbeat it promises; three missed make it silent
   sensor rotate <sensor-id> [--grace 24h] [--force]
-                                            new token, printed only here; the old one works during the grace;
+                                            new token, printed only here with its configuration; the old
+                                            one works during the grace;
                                             refused while an earlier grace runs, unless --force (which ends it)
   sensor revoke <sensor-id>                 refuse its token from the next request on (401)
   incident close <incident-id> --reason <reason> [--note <text>]
@@ -141,6 +144,26 @@ const parse = (argv: ReadonlyArray<string>) =>
 
 const print = (json: boolean, value: unknown, human: () => string) =>
   Effect.sync(() => console.log(json ? JSON.stringify(value) : human()))
+
+/**
+ * D43: the ready-to-paste configuration for a token just issued (create, rotate), as the console shows it: this
+ * service's ingest address, the sensor's profile's snippet first. `human` is the text form, each snippet under its
+ * title and where it goes, with the plain-HTTP warning when there is one.
+ */
+const sensorSetup = (sensorId: string, token: string) =>
+  Effect.gen(function* () {
+    const config = yield* AppConfig
+    const sensor = yield* (yield* SensorAdmin).find(sensorId)
+    const snippets = setupSnippets({ ingestUrl: config.ingestUrl, token, profile: sensor.profile })
+    const warning = plainIngestWarning(config.appUrl, config.ingestUrl)
+    const human = [
+      "Paste one of these into the sensor's configuration. They hold the token: like it, they are shown only now.",
+      ...(warning === undefined ? [] : [`Warning: ${warning}`]),
+      ...snippets.map((s) => `--- ${s.title}\n${s.where}\n\n${s.text}`),
+      "docs/connect-a-sensor.md says how to check that the sensor reports.",
+    ].join("\n\n")
+    return { ingestUrl: config.ingestUrl, snippets, human }
+  })
 
 const table = (rows: ReadonlyArray<Record<string, unknown>>) =>
   rows.length === 0
@@ -290,13 +313,13 @@ const run = (argv: ReadonlyArray<string>) =>
           profile: values.profile,
           heartbeatInterval: values["heartbeat-interval"],
         })
-        const config = yield* AppConfig
+        const setup = yield* sensorSetup(sensor.id, sensor.token)
         return yield* print(
           json,
-          { id: sensor.id, token: sensor.token },
+          { id: sensor.id, token: sensor.token, ingestUrl: setup.ingestUrl, setup: setup.snippets },
           () =>
             `sensor ${sensor.id} created. Its ingest token, shown only now:\n${sensor.token}\n` +
-            `It reports to ${config.ingestUrl} (docs/connect-a-sensor.md has the configuration for OpenCanary, Cowrie and HEC shippers; Settings → Sensors in the console shows it filled in).`,
+            `It reports to ${setup.ingestUrl}.\n\n${setup.human}`,
         )
       }
       case "sensor profiles": {
@@ -340,14 +363,16 @@ const run = (argv: ReadonlyArray<string>) =>
           values.grace,
           values.force === true,
         )
+        const setup = yield* sensorSetup(rotated.id, rotated.token)
         return yield* print(
           json,
-          rotated,
+          { ...rotated, ingestUrl: setup.ingestUrl, setup: setup.snippets },
           () =>
             `new ingest token of ${rotated.id}, shown only now:\n${rotated.token}` +
             (rotated.previousTokenValidUntil
               ? `\nthe old token also works until ${rotated.previousTokenValidUntil}`
-              : "\nthe old token no longer works"),
+              : "\nthe old token no longer works") +
+            `\n\nReplace the old token in the sensor's configuration:\n\n${setup.human}`,
         )
       }
       case "sensor revoke": {
