@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
+import { setupSnippets } from "../../src/admin/sensorSetup.ts"
 import { SensorsRepo, statusOf } from "../../src/repos/SensorsRepo.ts"
 import { admin, adminJson } from "../support/cli.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
@@ -8,8 +9,9 @@ import { ingest, nativeEvent } from "../support/ingest.ts"
 import { type RunningServer, shutdown, startServer, testEnv } from "../support/server.ts"
 
 /**
- * D43: sensors managed with the admin CLI against the running server: revoke (401 at once on every ingest route),
- * rotate with a grace that ends, rename, heartbeat and last contact, status, profiles; every change audited (D31).
+ * D43: sensors managed with the admin CLI against the running server: revoke (401 at once on every ingest route, HEC's
+ * 403 code 4 on the HEC route), rotate with a grace that ends, the token shown with ready-to-paste configuration,
+ * rename, heartbeat and last contact, status, profiles; every change audited (D31).
  */
 
 let server: RunningServer
@@ -56,6 +58,29 @@ const heartbeat = (token: string | undefined, body?: string) =>
     ...(body === undefined ? {} : { body }),
   })
 
+/** One Cowrie line as Cowrie's output_splunk posts it (`Authorization: Splunk <token>`, one HEC event). */
+const hecEvent = (token: string) =>
+  fetch(`${server.ingestUrl}/services/collector/event`, {
+    method: "POST",
+    headers: { authorization: `Splunk ${token}`, "content-type": "application/json" },
+    body: JSON.stringify({
+      index: "cowrie",
+      sourcetype: "cowrie",
+      source: "cowrie",
+      time: Date.now() / 1000,
+      event: {
+        eventid: "cowrie.login.failed",
+        username: "root",
+        password: "123456",
+        message: "login attempt [root/123456] failed",
+        sensor: "cowrie-1",
+        timestamp: new Date(Date.now() - 1000).toISOString(),
+        src_ip: "203.0.113.44",
+        session: crypto.randomUUID().slice(0, 12),
+      },
+    }),
+  })
+
 const eventually = async <A>(read: () => Promise<A>, ok: (a: A) => boolean, ms = 5000) => {
   const until = Date.now() + ms
   let last = await read()
@@ -71,6 +96,7 @@ describe("D43: sensor revoke", () => {
     const orgId = await newOrg("Revoke sensors")
     const sensor = await newSensor(orgId)
     expect((await ingest(server.ingestUrl, "events", sensor.token, nativeEvent())).status).toBe(200)
+    expect(await (await hecEvent(sensor.token)).json()).toEqual({ text: "Success", code: 0 })
 
     const revoked = await admin(server.env, ["sensor", "revoke", sensor.id])
     expect(revoked.code).toBe(0)
@@ -82,6 +108,10 @@ describe("D43: sensor revoke", () => {
       expect(res.body.detail).toContain("revoked")
     }
     expect((await heartbeat(sensor.token)).status).toBe(401)
+    // D41 (a): on the HEC route, HEC's own refusal, as Cowrie's output_splunk sends it.
+    const hec = await hecEvent(sensor.token)
+    expect(hec.status).toBe(403)
+    expect(await hec.json()).toEqual({ text: "Invalid token", code: 4 })
 
     expect((await admin(server.env, ["sensor", "revoke", sensor.id])).code).toBe(0)
     const rows = (await audit(sensor.id)).filter((r) => r.action === "sensor.revoke")
@@ -148,6 +178,78 @@ describe("D43: sensor rotate", () => {
     const bad = await admin(server.env, ["sensor", "rotate", sensor.id, "--grace", "45d"])
     expect(bad.code).toBe(1)
     expect(bad.stderr).toContain("--grace")
+  })
+})
+
+describe("D43: the token is shown with ready-to-paste configuration", () => {
+  const INGEST = "https://ingest.example.test:8443"
+
+  test("D43: sensor create prints the profile's snippet first, then the others and the heartbeat, with the token and this service's ingest address", async () => {
+    const orgId = await newOrg("Snippets")
+    const created = await admin(server.env, ["sensor", "create", "--org", orgId, "--name", "cw", "--profile", "cowrie"])
+    expect(created.code).toBe(0)
+    const out = created.stdout
+    const token = /(dst_sen_[0-9A-Z]{26}_[A-Za-z0-9_-]{43})/.exec(out)?.[1] ?? ""
+    expect(token).not.toBe("")
+    // Each snippet as the console shows it, in the profile's order: Cowrie's [output_splunk] first.
+    const expected = setupSnippets({ ingestUrl: INGEST, token, profile: "cowrie" })
+    expect(expected[0]?.kind).toBe("cowrie")
+    let at = -1
+    for (const snippet of expected) {
+      const found = out.indexOf(snippet.text)
+      expect({ kind: snippet.kind, found: found > at }).toEqual({ kind: snippet.kind, found: true })
+      at = found
+      expect(out).toContain(snippet.title)
+    }
+    expect(out).toContain(`url = ${INGEST}/services/collector/event\ntoken = ${token}`)
+    expect(out).toContain(`"headers": {"Authorization": "Bearer ${token}"}`)
+    expect(out).toContain(`Authorization: Bearer ${token}`)
+    // An https console with an https ingest address: nothing to warn about.
+    expect(out).not.toContain("plain HTTP")
+
+    // --json stays one parseable object: the same snippets are its `setup` member.
+    const json = (await adminJson(server.env, [
+      "sensor",
+      "create",
+      "--org",
+      orgId,
+      "--name",
+      "oc",
+      "--profile",
+      "opencanary",
+    ])) as { id: string; token: string; ingestUrl: string; setup: Array<Record<string, string>> }
+    expect(json.ingestUrl).toBe(INGEST)
+    expect(json.setup).toEqual(
+      setupSnippets({ ingestUrl: INGEST, token: json.token, profile: "opencanary" }).map((s) => ({ ...s })),
+    )
+    expect(json.setup.map((s) => s.kind)).toEqual(["opencanary", "cowrie", "vector", "fluentbit", "heartbeat"])
+    const webhook = JSON.parse(`{${json.setup[0]?.text}}`).Webhook
+    expect(webhook).toMatchObject({
+      url: `${INGEST}/ingest/v1/opencanary`,
+      headers: { Authorization: `Bearer ${json.token}` },
+    })
+  })
+
+  test("D43: sensor rotate prints the configuration again, with the new token only", async () => {
+    const orgId = await newOrg("Snippets rotate")
+    const sensor = await newSensor(orgId, ["--profile", "opencanary"])
+    const rotated = await admin(server.env, ["sensor", "rotate", sensor.id])
+    expect(rotated.code).toBe(0)
+    const token = /(dst_sen_[0-9A-Z]{26}_[A-Za-z0-9_-]{43})/.exec(rotated.stdout)?.[1] ?? ""
+    expect(token).not.toBe(sensor.token)
+    for (const snippet of setupSnippets({ ingestUrl: INGEST, token, profile: "opencanary" }))
+      expect(rotated.stdout).toContain(snippet.text)
+    expect(rotated.stdout).not.toContain(sensor.token)
+
+    const json = (await adminJson(server.env, ["sensor", "rotate", sensor.id, "--force"])) as {
+      token: string
+      setup: Array<{ kind: string; text: string }>
+    }
+    expect(json.setup.map((s) => s.kind)).toEqual(["opencanary", "cowrie", "vector", "fluentbit", "heartbeat"])
+    for (const s of json.setup) {
+      expect(s.text).toContain(json.token)
+      expect(s.text).not.toContain(token)
+    }
   })
 })
 
