@@ -1,10 +1,11 @@
 import { join } from "node:path"
+import { prebuilt } from "./prebuilt.ts"
 
 const ROOT = join(import.meta.dir, "..", "..")
 
-/** Runs `bun run admin …` as an operator would, with a server's environment. */
+/** Runs `bun run admin …` as an operator would (the CLI bundled once for the test run), with a server's environment. */
 export const admin = async (env: Record<string, string>, args: ReadonlyArray<string>) => {
-  const child = Bun.spawn(["bun", "src/admin/cli.ts", ...args], { cwd: ROOT, env, stdout: "pipe", stderr: "pipe" })
+  const child = Bun.spawn(["bun", prebuilt().cli, ...args], { cwd: ROOT, env, stdout: "pipe", stderr: "pipe" })
   const [stdout, stderr, code] = await Promise.all([
     new Response(child.stdout).text(),
     new Response(child.stderr).text(),

@@ -1,10 +1,11 @@
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { prebuilt } from "./prebuilt.ts"
 
 /**
- * Starts the real service (`bun src/main.ts`) on random ports, on the embedded database in a fresh DATA_DIR,
- * or on PostgreSQL when the test run has DATABASE_URL. Log lines are captured for assertions.
+ * Starts the real service (bundled once per test run, see prebuilt.ts) on random ports, on the embedded database in
+ * a fresh DATA_DIR, or on PostgreSQL when the test run has DATABASE_URL. Log lines are captured for assertions.
  */
 export const TEST_SECRET_KEY = "8f1c2a0e5b7d4c3a9e6f1b2d3c4a5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b1c2d"
 export const APP_URL = "https://console.test"
@@ -76,13 +77,16 @@ const readLines = async (stream: ReadableStream<Uint8Array>, sink: Array<string>
   }
 }
 
-/** `command`: how the server is started (default `bun src/main.ts`; test/deploy runs the start command, bin/serve). */
+/**
+ * `command`: how the server is started (default: the service bundled once for the test run, as the start command
+ * bundles it; test/deploy runs the start command itself, bin/serve).
+ */
 export const startServer = async (
   options: { env?: Record<string, string>; command?: ReadonlyArray<string> } = {},
 ): Promise<RunningServer> => {
   const env = options.env ?? testEnv()
   const logs: Array<string> = []
-  const child = Bun.spawn([...(options.command ?? ["bun", "src/main.ts"])], {
+  const child = Bun.spawn([...(options.command ?? ["bun", prebuilt().main])], {
     cwd: ROOT,
     env,
     stdout: "pipe",
