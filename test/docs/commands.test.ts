@@ -1,14 +1,19 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
-import { readdirSync, readFileSync } from "node:fs"
+import { createHmac } from "node:crypto"
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { admin } from "../support/cli.ts"
+import { freePort } from "../support/console.ts"
 import { type RunningServer, shutdown, startServer, testEnv } from "../support/server.ts"
+import { shellBlock } from "../support/shellBlocks.ts"
 
 /**
  * The commands the documentation gives a reader, run: every `bun run admin …` written in README.md or docs/ is a
- * command the admin tool lists, with flags that command takes; and the README's "by hand" block runs as written
- * against a running server (only its address is the test server's). The poller, receiver, demo and webhook examples
- * have tests of their own (test/examples/, test/admin/demo.test.ts).
+ * command the admin tool lists, with flags that command takes; and the shell blocks that can run here run as written
+ * (only addresses, ports, file paths and placeholders are the test's): the README's "by hand" and webhook blocks, the
+ * same webhook block of docs/webhooks.md and its signature check, the channel pages' commands and the syslog CA.
+ * test/docs/shellBlocks.test.ts lists which test runs each block and why the others are not run here.
  */
 
 const ROOT = join(import.meta.dir, "..", "..")
@@ -31,6 +36,131 @@ const adminCommands = (page: string): Array<{ page: string; words: string[]; fla
       flags: parts.filter((p) => /^--[a-z-]+$/.test(p)),
     }
   })
+
+/** Runs `script` with bash (-euo pipefail) from the repository's root; `stdin` is what a reader would type. */
+const bash = async (
+  script: string,
+  env: Record<string, string>,
+  options: { cwd?: string; stdin?: string | undefined } = {},
+) => {
+  const run = Bun.spawn(["bash", "-euo", "pipefail", "-c", script], {
+    cwd: options.cwd ?? ROOT,
+    env: { ...env, PATH: process.env.PATH ?? "" },
+    stdin: options.stdin === undefined ? "ignore" : new TextEncoder().encode(options.stdin),
+    stdout: "pipe",
+    stderr: "pipe",
+  })
+  const [stdout, stderr, code] = await Promise.all([
+    new Response(run.stdout).text(),
+    new Response(run.stderr).text(),
+    run.exited,
+  ])
+  return { stdout, stderr, code }
+}
+
+/**
+ * The webhook walk-through (README.md and docs/webhooks.md give the same block): a self-signed certificate, the server
+ * started with the block's two exported settings, an organization and a channel, the example receiver over TLS, and
+ * the demo, whose incidents the receiver prints. The test's own server stands in for `bun run start &`; the
+ * certificate goes to a directory of the test's and the receiver's port is a free one instead of 3443.
+ */
+const runWebhookWalkThrough = async (page: string) => {
+  const dir = mkdtempSync(join(tmpdir(), "dsvc-webhook-block-"))
+  const port = String(freePort())
+  const lines = shellBlock(page, "openssl req -x509 -newkey ec")
+    .replaceAll("key.pem", join(dir, "key.pem"))
+    .replaceAll("cert.pem", join(dir, "cert.pem"))
+    .replaceAll("3443", port)
+    .replace(/--name (?:"Acme[^"\n]*"|Acme)(?= )/, `--name "Acme webhooks ${Date.now()}"`)
+    .split("\n")
+  const startAt = lines.findIndex((l) => l.startsWith("bun run start &"))
+  const exportLine = lines.find((l) => l.startsWith("export ")) ?? ""
+  expect(startAt).toBeGreaterThan(0)
+  const certificate = await bash(lines.slice(0, startAt).join("\n"), {})
+  expect({ code: certificate.code, stderr: certificate.code === 0 ? "" : certificate.stderr }).toEqual({
+    code: 0,
+    stderr: "",
+  })
+  // The server "in the shell that exports both settings".
+  const settings = Object.fromEntries(
+    (
+      exportLine
+        .replace(/#.*/, "")
+        .replace(/^export\s+/, "")
+        .trim()
+        .split(/\s+/) ?? []
+    ).map((pair) => {
+      const [name = "", ...value] = pair.split("=")
+      return [name, value.join("=")]
+    }),
+  )
+  expect(Object.keys(settings).sort()).toEqual(["WEBHOOK_ALLOW_PRIVATE", "WEBHOOK_CA_FILE"])
+  const webhookServer = await startServer({ env: testEnv(settings) })
+  try {
+    // The receiver runs until it is stopped: the script waits (interruptibly) and stops its jobs when it is ended.
+    const script = [
+      "trap 'kill $(jobs -p) 2>/dev/null || true' EXIT",
+      "trap 'exit 0' TERM",
+      exportLine,
+      ...lines.slice(startAt + 1),
+      "sleep 120 & wait $!",
+    ].join("\n")
+    const run = Bun.spawn(["bash", "-euo", "pipefail", "-c", script], {
+      cwd: ROOT,
+      env: { ...webhookServer.env, PATH: process.env.PATH ?? "" },
+      stdout: "pipe",
+      stderr: "pipe",
+    })
+    const stderr = new Response(run.stderr).text()
+    const printed: Array<string> = []
+    const types = ["incident.created", "incident.escalated", "incident.reopened"]
+    const seen = (async () => {
+      const decoder = new TextDecoder()
+      let buffer = ""
+      for await (const chunk of run.stdout) {
+        buffer += decoder.decode(chunk, { stream: true })
+        printed.push(...buffer.split("\n").slice(0, -1))
+        buffer = buffer.slice(buffer.lastIndexOf("\n") + 1)
+        if (types.every((type) => printed.some((line) => line.startsWith(`${type} `)))) return true
+      }
+      return false
+    })()
+    const outcome = await Promise.race([seen, run.exited.then(() => false), Bun.sleep(90_000).then(() => false)])
+    run.kill("SIGTERM")
+    const code = await run.exited
+    expect({ outcome, stderr: outcome ? "" : await stderr, printed: outcome ? [] : printed }).toEqual({
+      outcome: true,
+      stderr: "",
+      printed: [],
+    })
+    expect(code).toBe(0)
+  } finally {
+    await shutdown(webhookServer)
+  }
+}
+
+/**
+ * A channel page's block with its placeholders filled: a new organization for `<org-id>`, the example hosts replaced by
+ * 127.0.0.1 (allowed through WEBHOOK_ALLOW_PRIVATE: no resolver here), and what the reader pastes on standard input.
+ * `bun run admin channel test` lines are left out: they send to the real Slack, Teams, Splunk or collector.
+ */
+const runWithOrganization = async (page: string, first: string, stdin?: string) => {
+  const org = await admin(server.env, ["org", "create", "--name", `Docs ${page} ${Date.now()}`, "--json"])
+  expect(org.code).toBe(0)
+  const orgId = (JSON.parse(org.stdout) as { id: string }).id
+  const script = shellBlock(page, first)
+    .split("\n")
+    .filter((line) => !line.startsWith("bun run admin channel test "))
+    .join("\n")
+    .replaceAll("<org-id>", orgId)
+    .replace(/[a-z]+\.example\.com/g, (host) => (host === "example.com" ? host : "127.0.0.1"))
+    .replaceAll("ana@example.com", `ana-${Date.now()}@example.com`)
+  const result = await bash(script, { ...server.env, WEBHOOK_ALLOW_PRIVATE: "127.0.0.0/8" }, { stdin })
+  expect({ code: result.code, stderr: result.code === 0 ? "" : result.stderr }).toEqual({ code: 0, stderr: "" })
+  return result.stdout
+}
+
+const CHAT_URL = "https://127.0.0.1:9/services/T0DOCS001/B0DOCS001/docsSecretPart0123456789\n"
 
 let server: RunningServer
 beforeAll(async () => {
@@ -66,9 +196,7 @@ describe("commands in the documentation", () => {
   })
 
   test("the README's by-hand block runs as written: an organization, a key, and curl reads the incidents", async () => {
-    const readme = read("README.md")
-    const start = readme.indexOf("The same by hand")
-    const block = /```sh\n([\s\S]*?)```/.exec(readme.slice(start))?.[1] ?? ""
+    const block = shellBlock("README.md", 'ORG=$(bun run --silent admin org create --name "Acme"')
     expect(block).toContain("admin org create")
     const address = new URL(server.url).host
     const script = block
@@ -79,20 +207,63 @@ describe("commands in the documentation", () => {
       .replaceAll("localhost:8080", address)
       // Organization names are unique in a database that other tests share.
       .replaceAll('--name "Acme"', `--name "Acme ${Date.now()}"`)
-    const run = Bun.spawn(["bash", "-euo", "pipefail", "-c", `${script}\necho\necho "KEY=$KEY"`], {
-      cwd: ROOT,
-      env: { ...server.env, PATH: process.env.PATH ?? "" },
-      stdout: "pipe",
-      stderr: "pipe",
-    })
-    const [stdout, stderr, code] = await Promise.all([
-      new Response(run.stdout).text(),
-      new Response(run.stderr).text(),
-      run.exited,
-    ])
+    const { stdout, stderr, code } = await bash(`${script}\necho\necho "KEY=$KEY"`, server.env)
     expect({ code, stderr: code === 0 ? "" : stderr }).toEqual({ code: 0, stderr: "" })
     const [answer, keyLine] = stdout.trim().split("\n")
     expect(JSON.parse(answer ?? "")).toEqual({ data: [], nextCursor: null })
     expect(keyLine).toMatch(/^KEY=dsk_/)
+  }, 60_000)
+  test("README's webhook block runs: the receiver prints the demo's created, escalated and reopened incidents", async () => {
+    await runWebhookWalkThrough("README.md")
+  }, 150_000)
+
+  test("docs/webhooks.md's receiver walk-through runs the same way", async () => {
+    await runWebhookWalkThrough("docs/webhooks.md")
+  }, 150_000)
+
+  test("docs/webhooks.md's signature check in a shell gives the HMAC the service sends", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "dsvc-hmac-block-"))
+    const body = '{"id":"evt_1","type":"webhook.test"}'
+    writeFileSync(join(dir, "body.json"), body)
+    const env = { T: "1700000000", WEBHOOK_SECRET: "whsec_docs" }
+    const result = await bash(shellBlock("docs/webhooks.md", "printf '%s.%s' \"$T\""), env, { cwd: dir })
+    expect(result.code).toBe(0)
+    expect(result.stdout.trim()).toBe(createHmac("sha256", env.WEBHOOK_SECRET).update(`${env.T}.${body}`).digest("hex"))
+  })
+
+  test("docs/channels/syslog.md's self-signed collector certificate is made as written, for its host name", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "dsvc-syslog-ca-"))
+    const block = shellBlock("docs/channels/syslog.md", "openssl req -x509 -newkey ec").replaceAll(
+      "/path/to/",
+      `${dir}/`,
+    )
+    const result = await bash(
+      `${block}\nopenssl x509 -in ca.pem -noout -ext subjectAltName\necho "$SYSLOG_CA_FILE"`,
+      {},
+      {
+        cwd: dir,
+      },
+    )
+    expect(result.code).toBe(0)
+    expect(result.stdout).toContain("DNS:siem.example.com")
+    expect(result.stdout.trim().endsWith(`${dir}/server-cert.pem`)).toBe(true)
+  })
+
+  test("the channel pages' commands create their channels, the URL or token read from standard input", async () => {
+    const created = (out: string) => out.match(/channel whc_\S+ created/g)?.length ?? 0
+    expect(created(await runWithOrganization("docs/channels/README.md", "read -rs SLACK_URL", CHAT_URL))).toBe(1)
+    expect(created(await runWithOrganization("docs/channels/slack.md", "read -rs SLACK_URL", CHAT_URL))).toBe(1)
+    expect(created(await runWithOrganization("docs/channels/teams.md", "read -rs TEAMS_URL", CHAT_URL))).toBe(1)
+    expect(
+      created(await runWithOrganization("docs/channels/splunk-hec.md", "read -rs HEC_TOKEN", "hec-docs-token\n")),
+    ).toBe(1)
+    expect(created(await runWithOrganization("docs/channels/syslog.md", "bun run admin channel create"))).toBe(1)
+    expect(created(await runWithOrganization("docs/channels/ocsf.md", "bun run admin channel create"))).toBe(2)
+  }, 120_000)
+
+  test("docs/console.md's first admin: the organization list and a user with a one-time link", async () => {
+    const out = await runWithOrganization("docs/console.md", "bun run admin org list")
+    expect(out).toMatch(/user usr_\S+ \(ana-\d+@example\.com, admin\) created/)
+    expect(out).toMatch(/\/set-password\//)
   }, 60_000)
 })
