@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# D48: the container image is proven, not assumed. Without a Docker daemon: makes a Bun base image with the layout of
+# The container image is proven, not assumed. Without a Docker daemon: makes a Bun base image with the layout of
 # oven/bun (Debian bookworm from the archive this machine's apt uses, Bun from npm, a `bun` user, this machine's CA
 # bundle), builds the Dockerfile on it with buildah (chroot isolation), then starts the image's own command as the
 # image's own user and checks /healthz, /readyz, the API (401, then 200 with a key made by the image's admin command),
