@@ -135,76 +135,73 @@ export class SignIn extends Effect.Service<SignIn>()("SignIn", {
       new LinkExpired({ message: "This link has expired or was already used. Ask an administrator for a new one." }),
     )
 
-    const linkState = (token: string) =>
-      Effect.gen(function* () {
-        if (token.length > 100) return "unknown" as LinkState
-        const found = yield* users.findLink(hashToken(token))
-        if (Option.isNone(found)) return "unknown" as LinkState
-        if (found.value.usedAt !== null || found.value.expiresAt.getTime() <= Date.now()) return "expired" as LinkState
-        return "valid" as LinkState
-      })
+    const linkState = Effect.fn("SignIn.linkState")(function* (token: string) {
+      if (token.length > 100) return "unknown" as LinkState
+      const found = yield* users.findLink(hashToken(token))
+      if (Option.isNone(found)) return "unknown" as LinkState
+      if (found.value.usedAt !== null || found.value.expiresAt.getTime() <= Date.now()) return "expired" as LinkState
+      return "valid" as LinkState
+    })
 
     /**
      * D26: 12–256 characters, argon2id; the link is spent, every session of the user ends, the user is enabled. Every
      * earlier known-device cookie of the user stops counting; this browser becomes a known device under a new id
      * (the returned `device` cookie value), and the address a known one (D27).
      */
-    const setPassword = (token: string, password: string, ip: string) =>
-      Effect.gen(function* () {
-        // The link first: hashing (argon2id, 64 MiB) is done only for a live link, never for anyone who POSTs to
-        // an unknown or spent one. The link is checked again, and spent, in the transaction below.
-        if ((yield* linkState(token)) !== "valid") return yield* deadLink
-        const length = [...password].length
-        if (length < PASSWORD_MIN || length > PASSWORD_MAX) {
-          return yield* invalid(`The password must be ${PASSWORD_MIN} to ${PASSWORD_MAX} characters long.`)
-        }
-        const hash = yield* Effect.promise(() => Bun.password.hash(password, { algorithm: "argon2id" }))
-        return yield* sql.withTransaction(
-          Effect.gen(function* () {
-            const tokenHash = hashToken(token)
-            const link = yield* users.findLink(tokenHash)
-            const at = new Date()
-            if (Option.isNone(link) || !(yield* users.useLink(tokenHash, at))) return yield* deadLink
-            const found = yield* users.findById(link.value.userId)
-            if (Option.isNone(found)) return yield* deadLink
-            const user = found.value
-            // A link is made by `user create` or `user reset` (disabling spends the user's links): using it is what
-            // brings a reset, disabled user back.
-            yield* users.setPasswordHash(user.id, hash)
-            if (user.disabledAt !== null) yield* users.setDisabled(user.id, null)
-            yield* users.deleteSessionsOf(user.id)
-            const deviceGeneration = yield* users.bumpDeviceGeneration(user.id)
-            yield* audit.record({
-              orgId: user.orgId,
-              actor: user.id,
-              action: "user.password_set",
-              target: user.id,
-              ip,
-              detail: null,
-            })
-            return {
-              userId: user.id,
-              email: user.email,
-              device: deviceCookie({ id: user.id, deviceGeneration }, at),
-            }
-          }),
-        )
-      })
+    const setPassword = Effect.fn("SignIn.setPassword")(function* (token: string, password: string, ip: string) {
+      // The link first: hashing (argon2id, 64 MiB) is done only for a live link, never for anyone who POSTs to
+      // an unknown or spent one. The link is checked again, and spent, in the transaction below.
+      if ((yield* linkState(token)) !== "valid") return yield* deadLink
+      const length = [...password].length
+      if (length < PASSWORD_MIN || length > PASSWORD_MAX) {
+        return yield* invalid(`The password must be ${PASSWORD_MIN} to ${PASSWORD_MAX} characters long.`)
+      }
+      const hash = yield* Effect.promise(() => Bun.password.hash(password, { algorithm: "argon2id" }))
+      return yield* sql.withTransaction(
+        Effect.gen(function* () {
+          const tokenHash = hashToken(token)
+          const link = yield* users.findLink(tokenHash)
+          const at = new Date()
+          if (Option.isNone(link) || !(yield* users.useLink(tokenHash, at))) return yield* deadLink
+          const found = yield* users.findById(link.value.userId)
+          if (Option.isNone(found)) return yield* deadLink
+          const user = found.value
+          // A link is made by `user create` or `user reset` (disabling spends the user's links): using it is what
+          // brings a reset, disabled user back.
+          yield* users.setPasswordHash(user.id, hash)
+          if (user.disabledAt !== null) yield* users.setDisabled(user.id, null)
+          yield* users.deleteSessionsOf(user.id)
+          const deviceGeneration = yield* users.bumpDeviceGeneration(user.id)
+          yield* audit.record({
+            orgId: user.orgId,
+            actor: user.id,
+            action: "user.password_set",
+            target: user.id,
+            ip,
+            detail: null,
+          })
+          return {
+            userId: user.id,
+            email: user.email,
+            device: deviceCookie({ id: user.id, deviceGeneration }, at),
+          }
+        }),
+      )
+    })
 
-    const startSession = (userId: string, ip: string) =>
-      Effect.gen(function* () {
-        const token = newToken()
-        const at = new Date()
-        yield* users.insertSession({
-          tokenHash: hashToken(token),
-          userId,
-          csrfToken: newToken(),
-          createdAt: at,
-          expiresAt: new Date(at.getTime() + SESSION_ABSOLUTE_MS),
-          ip,
-        })
-        return token
+    const startSession = Effect.fn("SignIn.startSession")(function* (userId: string, ip: string) {
+      const token = newToken()
+      const at = new Date()
+      yield* users.insertSession({
+        tokenHash: hashToken(token),
+        userId,
+        csrfToken: newToken(),
+        createdAt: at,
+        expiresAt: new Date(at.getTime() + SESSION_ABSOLUTE_MS),
+        ip,
       })
+      return token
+    })
 
     /**
      * Whether an attempt for an email that is over its limit is still verified. Below the ceiling, an address (an
@@ -212,19 +209,23 @@ export class SignIn extends Effect.Service<SignIn>()("SignIn", {
      * lock made from other addresses never keeps the owner out. Past the ceiling, only an address the user signed in
      * or set the password from is, and only while it has not itself failed 5 times.
      */
-    const admittedWhileLocked = (user: UserRow | undefined, ipBucket: string, failures: FailureCounts, now: Date) =>
-      Effect.gen(function* () {
-        if (failures.byEmail <= MAX_FAILURES_PER_EMAIL_CEILING && failures.byPair <= NEW_ADDRESS_TRIES) return true
-        if (failures.byPair > MAX_FAILURES_PER_EMAIL) return false
-        // Read for an unknown email too (it finds none), so the answer takes the same time either way.
-        const known = yield* users.signInAddresses(
-          user?.orgId ?? "",
-          user?.id ?? "",
-          new Date(now.getTime() - KNOWN_ADDRESS_DAYS * 86_400_000),
-          KNOWN_ADDRESSES_READ,
-        )
-        return known.some((address) => addressBucketKey(address) === ipBucket)
-      })
+    const admittedWhileLocked = Effect.fn("SignIn.admittedWhileLocked")(function* (
+      user: UserRow | undefined,
+      ipBucket: string,
+      failures: FailureCounts,
+      now: Date,
+    ) {
+      if (failures.byEmail <= MAX_FAILURES_PER_EMAIL_CEILING && failures.byPair <= NEW_ADDRESS_TRIES) return true
+      if (failures.byPair > MAX_FAILURES_PER_EMAIL) return false
+      // Read for an unknown email too (it finds none), so the answer takes the same time either way.
+      const known = yield* users.signInAddresses(
+        user?.orgId ?? "",
+        user?.id ?? "",
+        new Date(now.getTime() - KNOWN_ADDRESS_DAYS * 86_400_000),
+        KNOWN_ADDRESSES_READ,
+      )
+      return known.some((address) => addressBucketKey(address) === ipBucket)
+    })
 
     /**
      * D27: throttled first, then the same answer and the same work for an unknown email and a wrong password. A
@@ -249,112 +250,115 @@ export class SignIn extends Effect.Service<SignIn>()("SignIn", {
      * is right. So at most 5 (or 20) attempts are ever verified per window and address or device, however many arrive
      * at once, and at most NEW_ADDRESS_TRIES more from each address new to the email.
      */
-    const signIn = (emailInput: string, password: string, ip: string, previousToken?: string, device?: string) =>
-      Effect.gen(function* () {
-        // Control characters never reach the database (PostgreSQL refuses NUL): the attempt is still counted.
-        const email = normalizeEmail(emailInput)
-          .replace(/\p{Cc}/gu, "\uFFFD")
-          .slice(0, 320)
-        const now = new Date()
-        const since = new Date(now.getTime() - THROTTLE_WINDOW_MS)
-        const attemptId = newToken()
-        // Per IP as the API's rate limiter counts (D11): an IPv6 client per /64, which it can rotate through at will.
-        const ipBucket = addressBucketKey(ip)
-        const candidate = Option.getOrUndefined(yield* users.findByEmail(email))
-        const deviceId = deviceOf(device, candidate, now)
-        yield* users.recordAttempt(attemptId, email, ipBucket, deviceId ?? null, now, since)
-        const failures = yield* users.failuresSince(email, ipBucket, deviceId ?? null, since)
-        const waits: Array<number> = []
-        const knownDevice = deviceId !== undefined && failures.byDevice <= MAX_FAILURES_PER_DEVICE
-        if (
-          !knownDevice &&
-          failures.byEmail > MAX_FAILURES_PER_EMAIL &&
-          failures.oldestEmail !== null &&
-          !(yield* admittedWhileLocked(candidate, ipBucket, failures, now))
-        ) {
-          waits.push(failures.oldestEmail.getTime() + THROTTLE_WINDOW_MS - now.getTime())
-        }
-        // The address flood limit holds for known devices too: the cookie lifts only the email's lock and ceiling.
-        if (failures.byIp > MAX_FAILURES_PER_IP && failures.oldestIp !== null) {
-          waits.push(failures.oldestIp.getTime() + THROTTLE_WINDOW_MS - now.getTime())
-        }
-        if (waits.length > 0) {
-          yield* users.forgetAttempt(attemptId)
-          yield* Effect.logWarning("console sign-in throttled").pipe(Effect.annotateLogs({ ip }))
-          return {
-            _tag: "Throttled",
-            retryAfterSeconds: Math.max(1, Math.ceil(Math.max(...waits) / 1000)),
-          } as SignInResult
-        }
-        const matches = yield* Effect.promise(async () =>
-          Bun.password
-            .verify(password.slice(0, PASSWORD_MAX * 4), candidate?.passwordHash ?? (await DUMMY_HASH()))
-            .catch(() => false),
+    const signIn = Effect.fn("SignIn.signIn")(function* (
+      emailInput: string,
+      password: string,
+      ip: string,
+      previousToken?: string,
+      device?: string,
+    ) {
+      // Control characters never reach the database (PostgreSQL refuses NUL): the attempt is still counted.
+      const email = normalizeEmail(emailInput)
+        .replace(/\p{Cc}/gu, "\uFFFD")
+        .slice(0, 320)
+      const now = new Date()
+      const since = new Date(now.getTime() - THROTTLE_WINDOW_MS)
+      const attemptId = newToken()
+      // Per IP as the API's rate limiter counts (D11): an IPv6 client per /64, which it can rotate through at will.
+      const ipBucket = addressBucketKey(ip)
+      const candidate = Option.getOrUndefined(yield* users.findByEmail(email))
+      const deviceId = deviceOf(device, candidate, now)
+      yield* users.recordAttempt(attemptId, email, ipBucket, deviceId ?? null, now, since)
+      const failures = yield* users.failuresSince(email, ipBucket, deviceId ?? null, since)
+      const waits: Array<number> = []
+      const knownDevice = deviceId !== undefined && failures.byDevice <= MAX_FAILURES_PER_DEVICE
+      if (
+        !knownDevice &&
+        failures.byEmail > MAX_FAILURES_PER_EMAIL &&
+        failures.oldestEmail !== null &&
+        !(yield* admittedWhileLocked(candidate, ipBucket, failures, now))
+      ) {
+        waits.push(failures.oldestEmail.getTime() + THROTTLE_WINDOW_MS - now.getTime())
+      }
+      // The address flood limit holds for known devices too: the cookie lifts only the email's lock and ceiling.
+      if (failures.byIp > MAX_FAILURES_PER_IP && failures.oldestIp !== null) {
+        waits.push(failures.oldestIp.getTime() + THROTTLE_WINDOW_MS - now.getTime())
+      }
+      if (waits.length > 0) {
+        yield* users.forgetAttempt(attemptId)
+        yield* Effect.logWarning("console sign-in throttled").pipe(Effect.annotateLogs({ ip }))
+        return {
+          _tag: "Throttled",
+          retryAfterSeconds: Math.max(1, Math.ceil(Math.max(...waits) / 1000)),
+        } as SignInResult
+      }
+      const matches = yield* Effect.promise(async () =>
+        Bun.password
+          .verify(password.slice(0, PASSWORD_MAX * 4), candidate?.passwordHash ?? (await DUMMY_HASH()))
+          .catch(() => false),
+      )
+      if (!candidate || candidate.passwordHash === null || candidate.disabledAt !== null || !matches) {
+        yield* audit.record({
+          orgId: candidate?.orgId ?? null,
+          actor: candidate?.id ?? "unknown",
+          action: "signin.failed",
+          target: candidate?.id ?? null,
+          ip,
+          detail: null,
+        })
+        yield* Effect.logWarning("console sign-in failed").pipe(
+          Effect.annotateLogs({ userId: candidate?.id ?? null, ip }),
         )
-        if (!candidate || candidate.passwordHash === null || candidate.disabledAt !== null || !matches) {
+        return { _tag: "Refused" } as SignInResult
+      }
+      const token = yield* sql.withTransaction(
+        Effect.gen(function* () {
+          yield* users.pruneSessions(now, new Date(now.getTime() - SESSION_IDLE_MS))
+          // The session this browser held before (whoever's it was) ends: one browser, one session.
+          if (previousToken !== undefined && previousToken.length <= 100) {
+            yield* users.deleteSession(hashToken(previousToken))
+          }
+          const token = yield* startSession(candidate.id, ip)
+          yield* users.clearFailures(email, ipBucket, deviceId ?? null, since)
           yield* audit.record({
-            orgId: candidate?.orgId ?? null,
-            actor: candidate?.id ?? "unknown",
-            action: "signin.failed",
-            target: candidate?.id ?? null,
+            orgId: candidate.orgId,
+            actor: candidate.id,
+            action: "signin",
+            target: candidate.id,
             ip,
             detail: null,
           })
-          yield* Effect.logWarning("console sign-in failed").pipe(
-            Effect.annotateLogs({ userId: candidate?.id ?? null, ip }),
-          )
-          return { _tag: "Refused" } as SignInResult
-        }
-        const token = yield* sql.withTransaction(
-          Effect.gen(function* () {
-            yield* users.pruneSessions(now, new Date(now.getTime() - SESSION_IDLE_MS))
-            // The session this browser held before (whoever's it was) ends: one browser, one session.
-            if (previousToken !== undefined && previousToken.length <= 100) {
-              yield* users.deleteSession(hashToken(previousToken))
-            }
-            const token = yield* startSession(candidate.id, ip)
-            yield* users.clearFailures(email, ipBucket, deviceId ?? null, since)
-            yield* audit.record({
-              orgId: candidate.orgId,
-              actor: candidate.id,
-              action: "signin",
-              target: candidate.id,
-              ip,
-              detail: null,
-            })
-            return token
-          }),
-        )
-        yield* Effect.logInfo("console sign-in").pipe(Effect.annotateLogs({ userId: candidate.id, ip }))
-        return {
-          _tag: "SignedIn",
-          token,
-          userId: candidate.id,
-          orgId: candidate.orgId,
-          device: deviceCookie(candidate, new Date(), deviceId),
-        } as SignInResult
-      })
+          return token
+        }),
+      )
+      yield* Effect.logInfo("console sign-in").pipe(Effect.annotateLogs({ userId: candidate.id, ip }))
+      return {
+        _tag: "SignedIn",
+        token,
+        userId: candidate.id,
+        orgId: candidate.orgId,
+        device: deviceCookie(candidate, new Date(), deviceId),
+      } as SignInResult
+    })
 
     /**
      * The live session of a cookie value (idle 12 h, absolute 7 d, user enabled). A page load touches last_seen_at;
      * a background read (`touch: false`, the live refresh a tab polls every 10 s) does not, so an unattended tab
      * still idles out after 12 h (D27).
      */
-    const session = (token: string, options: { readonly touch: boolean } = { touch: true }) =>
-      Effect.gen(function* () {
-        if (token.length < 16 || token.length > 100) return Option.none<SessionRow>()
-        const now = new Date()
-        const tokenHash = hashToken(token)
-        const found = yield* users.findSession(tokenHash, now, new Date(now.getTime() - SESSION_IDLE_MS))
-        if (
-          options.touch &&
-          Option.isSome(found) &&
-          now.getTime() - found.value.lastSeenAt.getTime() > TOUCH_EVERY_MS
-        ) {
-          yield* users.touchSession(tokenHash, now)
-        }
-        return found
-      })
+    const session = Effect.fn("SignIn.session")(function* (
+      token: string,
+      options: { readonly touch: boolean } = { touch: true },
+    ) {
+      if (token.length < 16 || token.length > 100) return Option.none<SessionRow>()
+      const now = new Date()
+      const tokenHash = hashToken(token)
+      const found = yield* users.findSession(tokenHash, now, new Date(now.getTime() - SESSION_IDLE_MS))
+      if (options.touch && Option.isSome(found) && now.getTime() - found.value.lastSeenAt.getTime() > TOUCH_EVERY_MS) {
+        yield* users.touchSession(tokenHash, now)
+      }
+      return found
+    })
 
     /** The session ends now; audited for the user's organization. */
     const signOut = Effect.fn("SignIn.signOut")(function* (session: {

@@ -1,3 +1,4 @@
+// authenticate runs on every API request, whose tracing is off for CPU: Effect.fnUntraced (no span, no stack capture).
 import { randomBytes } from "node:crypto"
 import { PgClient } from "@effect/sql-pg"
 import { Clock, Data, Deferred, Effect, FiberSet, Option } from "effect"
@@ -229,32 +230,34 @@ export class KeyAuth extends Effect.Service<KeyAuth>()("KeyAuth", {
     }
 
     /** `scope`: the one the endpoint needs, or a list of which any one will do (MCP: any read scope, D39). */
-    const authenticate = (authorization: string | undefined, scope: Scope | ReadonlyArray<Scope>) =>
-      Effect.gen(function* () {
-        if (authorization === undefined || authorization.trim() === "") return yield* new KeyMissing()
-        const token = bearerToken(authorization)
-        if (token === undefined) return yield* new AuthorizationMalformed()
-        const parsed = parseToken(API_KEY_TOKEN, token)
-        if (parsed === undefined) return yield* new KeyMalformed()
-        const now = yield* Clock.currentTimeMillis
-        const found = yield* credential(parsed.id, now)
-        if (Option.isNone(found)) return yield* new KeyUnknown()
-        const key = found.value
-        if (!secretMatches(parsed.secret, key.secretHash)) return yield* new KeyMismatch({ keyId: key.id })
-        if (key.revokedAt !== null) return yield* new KeyRevoked({ keyId: key.id })
-        if (key.expiresAt !== null && key.expiresAt.getTime() <= now) return yield* new KeyExpired({ keyId: key.id })
-        if (!key.deceptionEnabled) return yield* new DeceptionDisabled({ keyId: key.id, orgId: key.orgId })
-        const wanted: ReadonlyArray<Scope> = typeof scope === "string" ? [scope] : scope
-        if (!wanted.some((s) => key.scopes.includes(s))) {
-          return yield* new ScopeMissing({ keyId: key.id, scope: wanted.join(" or ") })
-        }
-        yield* recordUse(key.id, now)
-        return {
-          orgId: key.orgId,
-          keyId: key.id,
-          scopes: key.scopes as ReadonlyArray<Scope>,
-        } satisfies AuthenticatedKey
-      })
+    const authenticate = Effect.fnUntraced(function* (
+      authorization: string | undefined,
+      scope: Scope | ReadonlyArray<Scope>,
+    ) {
+      if (authorization === undefined || authorization.trim() === "") return yield* new KeyMissing()
+      const token = bearerToken(authorization)
+      if (token === undefined) return yield* new AuthorizationMalformed()
+      const parsed = parseToken(API_KEY_TOKEN, token)
+      if (parsed === undefined) return yield* new KeyMalformed()
+      const now = yield* Clock.currentTimeMillis
+      const found = yield* credential(parsed.id, now)
+      if (Option.isNone(found)) return yield* new KeyUnknown()
+      const key = found.value
+      if (!secretMatches(parsed.secret, key.secretHash)) return yield* new KeyMismatch({ keyId: key.id })
+      if (key.revokedAt !== null) return yield* new KeyRevoked({ keyId: key.id })
+      if (key.expiresAt !== null && key.expiresAt.getTime() <= now) return yield* new KeyExpired({ keyId: key.id })
+      if (!key.deceptionEnabled) return yield* new DeceptionDisabled({ keyId: key.id, orgId: key.orgId })
+      const wanted: ReadonlyArray<Scope> = typeof scope === "string" ? [scope] : scope
+      if (!wanted.some((s) => key.scopes.includes(s))) {
+        return yield* new ScopeMissing({ keyId: key.id, scope: wanted.join(" or ") })
+      }
+      yield* recordUse(key.id, now)
+      return {
+        orgId: key.orgId,
+        keyId: key.id,
+        scopes: key.scopes as ReadonlyArray<Scope>,
+      } satisfies AuthenticatedKey
+    })
 
     return {
       authenticate,

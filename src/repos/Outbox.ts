@@ -1,3 +1,4 @@
+// channelsByOrg runs in each ingestion transaction that announces a transition (hot path): fnUntraced, no span.
 import { Effect, Option } from "effect"
 import { newId } from "../domain/ids.ts"
 import { meetsMinimum, type Severity } from "../domain/severity.ts"
@@ -62,17 +63,19 @@ export class WebhookOutbox extends Effect.Service<WebhookOutbox>()("WebhookOutbo
     const config = yield* AppConfig
 
     /** Each organization's enabled channels that `keep` accepts, read once per organization (by id, as listed). */
-    const channelsByOrg = (orgIds: Iterable<string>, keep: (channel: ChannelRow) => boolean) =>
-      Effect.gen(function* () {
-        const byOrg = new Map<string, ReadonlyArray<{ readonly id: string; readonly minSeverity: Severity }>>()
-        for (const orgId of new Set(orgIds)) {
-          byOrg.set(
-            orgId,
-            (yield* webhooks.listChannels(orgId)).filter((c) => c.enabled && keep(c)),
-          )
-        }
-        return byOrg
-      })
+    const channelsByOrg = Effect.fnUntraced(function* (
+      orgIds: Iterable<string>,
+      keep: (channel: ChannelRow) => boolean,
+    ) {
+      const byOrg = new Map<string, ReadonlyArray<{ readonly id: string; readonly minSeverity: Severity }>>()
+      for (const orgId of new Set(orgIds)) {
+        byOrg.set(
+          orgId,
+          (yield* webhooks.listChannels(orgId)).filter((c) => c.enabled && keep(c)),
+        )
+      }
+      return byOrg
+    })
 
     /** One delivery per channel of a transition, its body the native message of `type` at the transition's time. */
     const deliveriesOf = (

@@ -138,18 +138,17 @@ export class WebhookSender extends Effect.Service<WebhookSender>()("WebhookSende
       }
     }
 
-    const send = (input: {
+    const send = Effect.fn("WebhookSender.send")(function* (input: {
       readonly url: string
       readonly body: string
       readonly deliveryId: string
       readonly attempt: number
       readonly channel: SendableChannel
-    }) =>
-      Effect.gen(function* () {
-        const startedAt = new Date(yield* Clock.currentTimeMillis)
-        const result = yield* Effect.promise(() => deliver(input, input.channel, startedAt))
-        return { startedAt, result } satisfies SentAttempt
-      })
+    }) {
+      const startedAt = new Date(yield* Clock.currentTimeMillis)
+      const result = yield* Effect.promise(() => deliver(input, input.channel, startedAt))
+      return { startedAt, result } satisfies SentAttempt
+    })
 
     return { send, secretsOf } as const
   }),
