@@ -33,7 +33,7 @@ const notReady = (detail: string) =>
 
 const expectedMigrations = readMigrations().map((m) => m.version)
 
-const readiness = Effect.gen(function* () {
+export const readiness = Effect.gen(function* () {
   const lifecycle = yield* Lifecycle
   if (lifecycle.draining()) return notReady("The process is shutting down.")
   if (!lifecycle.serving()) return notReady("The API and ingest listeners are not up yet.")
