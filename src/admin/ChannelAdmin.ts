@@ -1,18 +1,12 @@
 import { SqlClient } from "@effect/sql"
 import { Clock, Duration, Effect, Option } from "effect"
-import {
-  CHANNEL_FORMATS,
-  CHANNEL_KINDS,
-  type ChannelFormat,
-  type ChannelKind,
-  OCSF_KINDS,
-} from "../domain/channels/kinds.ts"
+import { CHANNEL_FORMATS, type ChannelFormat, type ChannelKindSpec } from "../domain/channels/kinds.ts"
+import { CHANNEL_KIND_SPECS, CHANNEL_KINDS, isChannelKind, kindSpec } from "../domain/channels/registry.ts"
 import { DeliveryStatus, nextState } from "../domain/deliveryRetry.ts"
 import { isId, newId } from "../domain/ids.ts"
 import { sealedKeyId } from "../domain/sealing.ts"
 import { SEVERITIES, type Severity } from "../domain/severity.ts"
 import { sampleIncident, serializeWebhookBody } from "../domain/webhookBody.ts"
-import { generateSigningSecret } from "../domain/webhookSignature.ts"
 import { AppConfig, parseShortDuration } from "../platform/config.ts"
 import { Keys } from "../platform/keys.ts"
 import { checkSyslogDestination } from "../platform/outbound/syslogSend.ts"
@@ -24,17 +18,11 @@ import { auditing } from "./common.ts"
 import { Forbidden, invalid, missing, NotFound } from "./errors.ts"
 import { OrgAdmin } from "./OrgAdmin.ts"
 
-/** How refusals name a kind's address. */
-const KIND_NAMES: Record<ChannelKind, string> = {
-  webhook: "webhook",
-  slack: "Slack",
-  teams: "Teams",
-  syslog: "syslog",
-  splunk_hec: "Splunk HEC",
-}
-
-/** Splunk HEC's JSON event endpoint, given to a collector URL that has no path. */
-const HEC_EVENT_PATH = "/services/collector/event"
+/** The kinds whose credential is of this type, as a refusal names them ("splunk_hec"). */
+const kindsWith = (type: ChannelKindSpec["credential"]["type"]) =>
+  CHANNEL_KIND_SPECS.filter((spec) => spec.credential.type === type)
+    .map((spec) => spec.name)
+    .join(", ")
 
 /** Deliveries shown by the delivery log (newest first). */
 const DELIVERY_LOG_LIMIT = 50
@@ -94,69 +82,57 @@ export class ChannelAdmin extends Effect.Service<ChannelAdmin>()("ChannelAdmin",
       return found.value
     })
 
-    /** D18 at creation: https only, no credentials, every resolved address public (WEBHOOK_ALLOW_PRIVATE aside). */
-    const checkUrl = (url: string | undefined, kind: ChannelKind = "webhook") =>
+    /**
+     * D18 at creation: the kind's address rule through the same check as every send. An `https` URL: no credentials,
+     * every resolved address public (WEBHOOK_ALLOW_PRIVATE aside); a syslog destination: `syslog+tls://host[:port]`.
+     */
+    const checkAddress = (spec: ChannelKindSpec, address: string | undefined) =>
       Effect.gen(function* () {
-        if (url === undefined || url.trim() === "") return yield* missing("--url")
-        const checked = yield* Effect.promise(() =>
-          checkAndResolveWebhookUrl(url.trim(), systemLookup, { allowPrivate: config.webhooks.allowPrivate }),
-        )
-        if (!checked.ok) return yield* invalid(`${KIND_NAMES[kind]} URL refused: ${checked.reason}`)
-        return checked.url.toString()
-      })
-
-    /** D46: a syslog destination, `syslog+tls://host[:port]`, through the same address rule (D18). */
-    const checkSyslog = (destination: string | undefined) =>
-      Effect.gen(function* () {
-        if (destination === undefined || destination.trim() === "") return yield* missing("--url")
-        const checked = yield* Effect.promise(() =>
-          checkSyslogDestination(destination.trim(), systemLookup, { allowPrivate: config.webhooks.allowPrivate }),
-        )
-        if (!checked.ok) return yield* invalid(`syslog destination refused: ${checked.reason}`)
-        return checked.canonical
-      })
-
-    /** A Splunk HEC token: printable, no spaces, at most 256 characters (Splunk's are GUIDs). */
-    const checkToken = (token: string | undefined) =>
-      Effect.gen(function* () {
-        if (token === undefined || token.trim() === "") return yield* missing("--token")
-        const t = token.trim()
-        if (t.length > 256 || !/^[\x21-\x7e]+$/.test(t)) {
-          return yield* invalid("--token must be the HEC token: at most 256 printable characters, no spaces")
+        if (address === undefined || address.trim() === "") return yield* missing("--url")
+        const policy = { allowPrivate: config.webhooks.allowPrivate }
+        const refused = (reason: string) => invalid(`${spec.shortLabel} ${spec.address.noun} refused: ${reason}`)
+        if (spec.address.scheme === "syslog+tls") {
+          const checked = yield* Effect.promise(() => checkSyslogDestination(address.trim(), systemLookup, policy))
+          if (!checked.ok) return yield* refused(checked.reason)
+          return checked.canonical
         }
-        return t
+        const checked = yield* Effect.promise(() => checkAndResolveWebhookUrl(address.trim(), systemLookup, policy))
+        if (!checked.ok) return yield* refused(checked.reason)
+        const url = new URL(checked.url.toString())
+        if (spec.address.defaultPath !== undefined && (url.pathname === "/" || url.pathname === "")) {
+          url.pathname = spec.address.defaultPath
+        }
+        return url.toString()
       })
 
     /**
-     * Where a channel sends and what it keeps sealed (D46): a webhook's signing secret (made here, shown once), a HEC
-     * token, or a Slack or Teams URL (a credential: sealed, with only its origin kept in view). A collector URL given
-     * without a path gets HEC's event endpoint.
+     * Where a channel sends and what it keeps sealed (D46), as its kind's credential says: a signing secret (made
+     * here, shown once), a token the receiver made, or a URL that is itself the credential (sealed, with only its
+     * origin kept in view).
      */
     const destinationOf = (
-      kind: ChannelKind,
+      spec: ChannelKindSpec,
       input: { readonly url: string | undefined; readonly token?: string | undefined },
     ) =>
       Effect.gen(function* () {
-        switch (kind) {
-          case "webhook": {
-            const url = yield* checkUrl(input.url)
-            const secret = generateSigningSecret()
+        const url = yield* checkAddress(spec, input.url)
+        const credential = spec.credential
+        switch (credential.type) {
+          case "signingSecret": {
+            const secret = credential.generate()
             return { url, sealed: secret, secret }
           }
-          case "slack":
-          case "teams": {
-            const url = yield* checkUrl(input.url, kind)
+          case "sealedUrl":
             return { url: `${new URL(url).origin}/…`, sealed: url, secret: undefined }
+          case "sealedToken": {
+            if (input.token === undefined || input.token.trim() === "") return yield* missing(credential.flag)
+            const token = input.token.trim()
+            const refusal = credential.refusal(token)
+            if (refusal !== undefined) return yield* invalid(refusal)
+            return { url, sealed: token, secret: undefined }
           }
-          case "splunk_hec": {
-            const checked = yield* checkUrl(input.url, kind)
-            const url = new URL(checked)
-            if (url.pathname === "/" || url.pathname === "") url.pathname = HEC_EVENT_PATH
-            const token = yield* checkToken(input.token)
-            return { url: url.toString(), sealed: token, secret: undefined }
-          }
-          case "syslog":
-            return { url: yield* checkSyslog(input.url), sealed: undefined, secret: undefined }
+          case "none":
+            return { url, sealed: undefined, secret: undefined }
         }
       })
 
@@ -178,27 +154,30 @@ export class ChannelAdmin extends Effect.Service<ChannelAdmin>()("ChannelAdmin",
     ) {
       yield* requireAdmin
       yield* orgAdmin.require(orgId)
-      const kind = (input.kind ?? "webhook") as ChannelKind
-      if (!CHANNEL_KINDS.includes(kind)) return yield* invalid(`--kind must be one of ${CHANNEL_KINDS.join(", ")}`)
+      const kind = input.kind ?? "webhook"
+      if (!isChannelKind(kind)) return yield* invalid(`--kind must be one of ${CHANNEL_KINDS.join(", ")}`)
+      const spec = kindSpec(kind)
       const format = (input.format ?? "native") as ChannelFormat
       if (!CHANNEL_FORMATS.includes(format)) {
         return yield* invalid(`--format must be one of ${CHANNEL_FORMATS.join(", ")}`)
       }
-      if (format === "ocsf" && !OCSF_KINDS.includes(kind)) {
+      if (!spec.formats.includes(format)) {
         return yield* invalid(
-          `--format ocsf is for ${OCSF_KINDS.join(", ")} channels; ${kind} sends a message for people`,
+          `--format ${format} is for ${CHANNEL_KIND_SPECS.filter((s) => s.formats.includes(format))
+            .map((s) => s.name)
+            .join(", ")} channels; ${kind} sends a message for people`,
         )
       }
       if (format === "ocsf" && input.sensorHealth === true) {
         return yield* invalid("an OCSF channel carries incidents only: sensor-health alerts need a native channel")
       }
-      if (input.token !== undefined && kind !== "splunk_hec")
-        return yield* invalid("--token is for splunk_hec channels")
+      if (input.token !== undefined && spec.credential.type !== "sealedToken")
+        return yield* invalid(`--token is for ${kindsWith("sealedToken")} channels`)
       const minSeverity = (input.minSeverity ?? "low") as Severity
       if (!SEVERITIES.includes(minSeverity))
         return yield* invalid(`--min-severity must be one of ${SEVERITIES.join(", ")}`)
       // The address is resolved outside any transaction (a slow resolver must not hold one open).
-      const destination = yield* destinationOf(kind, input)
+      const destination = yield* destinationOf(spec, input)
       const id = newId("webhookChannel")
       const at = yield* now
       yield* sql.withTransaction(
@@ -244,12 +223,14 @@ export class ChannelAdmin extends Effect.Service<ChannelAdmin>()("ChannelAdmin",
     ) {
       yield* requireAdmin
       const channel = yield* find(channelId)
-      if (channel.kind === "syslog") return yield* invalid("a syslog channel has no secret to rotate")
-      if (channel.kind !== "webhook") {
-        if (grace !== undefined) return yield* invalid("--grace is for webhook channels")
+      const spec = kindSpec(channel.kind)
+      const credential = spec.credential
+      if (credential.type === "none") return yield* invalid(`a ${channel.kind} channel has no secret to rotate`)
+      if (credential.type !== "signingSecret") {
+        if (grace !== undefined) return yield* invalid(`--grace is for ${kindsWith("signingSecret")} channels`)
         const next = yield* destinationOf(
-          channel.kind,
-          channel.kind === "splunk_hec" ? { url: channel.url, token: replacement } : { url: replacement },
+          spec,
+          credential.type === "sealedToken" ? { url: channel.url, token: replacement } : { url: replacement },
         )
         // Resolved above, outside the transaction (a slow resolver must not hold one open).
         const at = yield* now
@@ -260,7 +241,7 @@ export class ChannelAdmin extends Effect.Service<ChannelAdmin>()("ChannelAdmin",
               channel.orgId,
               "webhook.rotate",
               channel.id,
-              channel.kind === "splunk_hec" ? "new token" : "new URL",
+              credential.type === "sealedToken" ? "new token" : "new URL",
             ),
           ),
         )
@@ -274,7 +255,7 @@ export class ChannelAdmin extends Effect.Service<ChannelAdmin>()("ChannelAdmin",
       }
       if (ms > MAX_GRACE_MS) return yield* invalid("--grace may be at most 30d")
       const at = yield* now
-      const secret = generateSigningSecret()
+      const secret = credential.generate()
       yield* sql.withTransaction(
         Effect.zipRight(
           repo.rotateSecret(

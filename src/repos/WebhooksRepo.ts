@@ -1,6 +1,7 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Schema } from "effect"
-import { CHANNEL_FORMATS, CHANNEL_KINDS } from "../domain/channels/kinds.ts"
+import { CHANNEL_FORMATS } from "../domain/channels/kinds.ts"
+import { CHANNEL_KINDS } from "../domain/channels/registry.ts"
 import { DeliveryStatus } from "../domain/deliveryRetry.ts"
 import { Severity } from "../domain/severity.ts"
 import { dbErrors } from "../platform/db/errors.ts"

@@ -1,4 +1,5 @@
-import type { ChannelMessage, FormatContext } from "./kinds.ts"
+import type { ChannelKindSpec, ChannelMessage, FormatContext } from "./kinds.ts"
+import { payloadOf } from "./ocsf.ts"
 
 /**
  * D46 `splunk_hec` formatter: the JSON body of one `POST /services/collector/event` (Splunk's HEC event protocol),
@@ -68,4 +69,48 @@ export const hecEvent = (
       : payload,
   }
   return JSON.stringify(body)
+}
+
+/** Splunk HEC's JSON event endpoint, given to a collector URL that has no path. */
+export const HEC_EVENT_PATH = "/services/collector/event"
+
+/** D46: the `splunk_hec` kind: the collector URL, and its token (sealed) in `Authorization: Splunk <token>`. */
+export const splunkHecKind: ChannelKindSpec<"splunk_hec"> = {
+  name: "splunk_hec",
+  label: "Splunk HEC",
+  shortLabel: "Splunk HEC",
+  formats: ["native", "ocsf"],
+  render: (format, message, stored, context) =>
+    hecEvent(message, context, payloadOf(format, message, stored, context), {
+      sourcetype: format === "ocsf" ? HEC_SOURCETYPE_OCSF : HEC_SOURCETYPE_NATIVE,
+    }),
+  transport: "https",
+  credential: {
+    type: "sealedToken",
+    flag: "--token",
+    field: "token",
+    label: "HEC token",
+    maxLength: 256,
+    // Printable, no spaces, at most 256 characters (Splunk's are GUIDs).
+    refusal: (token) =>
+      token.length > 256 || !/^[\x21-\x7e]+$/.test(token)
+        ? "--token must be the HEC token: at most 256 printable characters, no spaces"
+        : undefined,
+    headers: (token) => ({ Authorization: `Splunk ${token}` }),
+  },
+  address: {
+    scheme: "https",
+    noun: "URL",
+    defaultPath: HEC_EVENT_PATH,
+    shownWhole: "admins",
+    hint: [
+      "Splunk HEC: the collector URL (",
+      { code: "https://splunk.example.com:8088" },
+      "); without a path, ",
+      { code: HEC_EVENT_PATH },
+      ".",
+    ],
+  },
+  added: (id) => `Splunk HEC channel ${id} added. Its token is stored sealed and will not be shown again.`,
+  replaced: "Token replaced: it is stored sealed and will not be shown again; the old one is no longer sent.",
 }

@@ -2,20 +2,16 @@ import type { SensorWebhookBody } from "../sensorHealthPayload.ts"
 import type { WebhookBody } from "../webhookBody.ts"
 
 /**
- * D46: a channel has a kind; a kind is a formatter (this folder: pure functions from the stored message to the bytes
- * the receiver takes) and a transport (platform/outbound). The outbox stores every delivery in the native shape
- * (the spec's webhook body, or a sensor-health body); the kind's formatter renders it at send time, so a retry
- * renders the same bytes from the same stored row.
+ * D46: a channel has a kind. A kind is one descriptor (`ChannelKindSpec`, one module per kind in this folder, listed
+ * in registry.ts): its formatter (pure: the stored message in, the receiver's bytes out), the transport it uses (in
+ * platform/outbound), the credential it takes, its address rule and its wording. The outbox stores every delivery in
+ * the native shape (the spec's webhook body, or a sensor-health body); the kind's formatter renders it at send time,
+ * so a retry renders the same bytes from the same stored row.
  */
-export const CHANNEL_KINDS = ["webhook", "slack", "teams", "syslog", "splunk_hec"] as const
-export type ChannelKind = (typeof CHANNEL_KINDS)[number]
 
-/** D47: the body a `webhook`, `syslog` or `splunk_hec` channel sends: the native shape, or OCSF Detection Finding. */
+/** D47: the body a channel may send: the native shape, or OCSF Detection Finding. */
 export const CHANNEL_FORMATS = ["native", "ocsf"] as const
 export type ChannelFormat = (typeof CHANNEL_FORMATS)[number]
-
-/** The kinds that may send OCSF (chat kinds render a message for people). */
-export const OCSF_KINDS: ReadonlyArray<ChannelKind> = ["webhook", "syslog", "splunk_hec"]
 
 /** A stored delivery body, parsed: an incident message (`incident.*`, `webhook.test`) or a sensor-health one. */
 export type ChannelMessage = WebhookBody | SensorWebhookBody
@@ -38,3 +34,99 @@ export interface FormatContext {
   /** The sending host's name (syslog HOSTNAME, HEC `host`). */
   readonly hostname: string
 }
+
+/**
+ * The transports platform/outbound has: one HTTPS POST through the address rule (`send.ts`), or one RFC 5424 message
+ * over TLS (`syslogSend.ts`). A kind that needs another adds it there and here.
+ */
+export type ChannelTransport = "https" | "syslog-tls"
+
+/** What a webhook's signature headers are made from at send time. */
+export interface SigningInput {
+  /** The current secret, then the previous one while a rotation grace lasts. */
+  readonly secrets: ReadonlyArray<string>
+  readonly at: Date
+  /** The exact bytes sent. */
+  readonly body: string
+  readonly deliveryId: string
+  readonly attempt: number
+}
+
+/**
+ * What a channel keeps secret (D16, D46), stored sealed under SECRET_KEY:
+ * - `none`: nothing (the transport checks the server's certificate); nothing to rotate.
+ * - `signingSecret`: made by the service, shown once; rotating makes a new one, the old one also signing during a
+ *   grace period.
+ * - `sealedUrl`: the whole address is the credential (`--url`, the form's `url`); only its origin is kept in view.
+ *   Rotating takes the receiver's new URL, at once.
+ * - `sealedToken`: a token the receiver made (`flag`, the form's `field`), sent in `headers`; rotating takes the new
+ *   one, at once.
+ */
+export type ChannelCredential =
+  | { readonly type: "none" }
+  | {
+      readonly type: "signingSecret"
+      readonly generate: () => string
+      readonly headers: (input: SigningInput) => Record<string, string>
+    }
+  | { readonly type: "sealedUrl" }
+  | {
+      readonly type: "sealedToken"
+      /** The CLI flag that carries it. */
+      readonly flag: "--token"
+      /** The console form's field. */
+      readonly field: "token"
+      /** How texts name it: "HEC token". */
+      readonly label: string
+      readonly maxLength: number
+      /** A refusal for a token that cannot be one, or undefined. */
+      readonly refusal: (token: string) => string | undefined
+      readonly headers: (token: string) => Record<string, string>
+    }
+
+/** One piece of a hint: text, or text shown as code. */
+export type HintPart = string | { readonly code: string }
+
+/** A channel kind (D46): everything the sender, the admin service, the CLI and the console need to know of it. */
+export interface ChannelKindSpec<Name extends string = string> {
+  /** As stored, and as `--kind` and the form's `kind` take it. */
+  readonly name: Name
+  /** How the console names it ("Microsoft Teams"). */
+  readonly label: string
+  /** How refusals and lists in a sentence name it ("Teams"). */
+  readonly shortLabel: string
+  /** What it may send (D47). */
+  readonly formats: ReadonlyArray<ChannelFormat>
+  /** The console's Format fact when it is always the same ("Adaptive Card"); otherwise the format's own. */
+  readonly formatLabel?: string
+  /** The stored bytes are sent as they are in this format (not rendered). */
+  readonly sendsStored?: ChannelFormat
+  /**
+   * The bytes sent for a stored message (`message` decoded, `stored` the same body as plain parsed JSON). The HTTPS
+   * transport sends them as application/json; syslog as the message of one RFC 5424 frame.
+   */
+  readonly render: (format: ChannelFormat, message: ChannelMessage, stored: unknown, context: FormatContext) => string
+  readonly transport: ChannelTransport
+  readonly credential: ChannelCredential
+  /**
+   * Where it sends (D18: every address passes the same rule): `https` URLs or `syslog+tls://host[:port]`, how texts
+   * name it, the path given to a URL without one, and who sees it whole in the console (`admins`: analysts see the
+   * origin only; `everyone`: nothing in it is secret; a sealed URL's origin is all anyone sees).
+   */
+  readonly address: {
+    readonly scheme: "https" | "syslog+tls"
+    readonly noun: "URL" | "destination"
+    readonly defaultPath?: string
+    readonly shownWhole: "admins" | "everyone"
+    /** The Add channel form's hint for this kind's address. */
+    readonly hint: ReadonlyArray<HintPart>
+  }
+  /** The console's notice after Add channel. */
+  readonly added: (id: string) => string
+  /** The console's notice after its credential is replaced (sealed URL or token). */
+  readonly replaced?: string
+}
+
+/** "a", "a and b", "a, b and c". */
+export const listed = (items: ReadonlyArray<string>): string =>
+  items.length < 2 ? items.join("") : `${items.slice(0, -1).join(", ")} and ${items[items.length - 1]}`

@@ -3,7 +3,7 @@ import type { Severity } from "../severity.ts"
 import type { Technique } from "../techniques.ts"
 import { TACTICS_BY_NAME } from "../techniques.ts"
 import { type WebhookBody, WebhookEvent, WebhookIncident } from "../webhookBody.ts"
-import type { FormatContext } from "./kinds.ts"
+import type { ChannelFormat, ChannelMessage, FormatContext } from "./kinds.ts"
 
 /**
  * D47: an incident message as an OCSF Detection Finding (class_uid 2004), for `webhook`, `syslog` and `splunk_hec`
@@ -146,3 +146,16 @@ const withoutEvents = (incident: Record<string, unknown>): Record<string, unknow
   const { events: _events, ...rest } = incident
   return rest
 }
+
+/**
+ * D47: what a `webhook`, `syslog` or `splunk_hec` channel carries: the native body exactly as stored (`stored`, the
+ * parsed JSON, so its values read as the webhook's do), or for an incident message in the OCSF format its Detection
+ * Finding. A sensor-health message is not a finding: it stays native (channels in the OCSF format cannot opt in to
+ * it; this covers one that did before).
+ */
+export const payloadOf = (
+  format: ChannelFormat,
+  message: ChannelMessage,
+  stored: unknown,
+  context: FormatContext,
+): unknown => (format === "ocsf" && "incident" in message ? ocsfDetectionFinding(message, context) : stored)

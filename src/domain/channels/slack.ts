@@ -10,7 +10,7 @@ import {
   slackPlain,
   slackServiceText,
 } from "./chatText.ts"
-import { type ChannelMessage, type FormatContext, isSensorMessage } from "./kinds.ts"
+import { type ChannelKindSpec, type ChannelMessage, type FormatContext, isSensorMessage } from "./kinds.ts"
 
 /**
  * D46: a `slack` channel posts a Block Kit message to an incoming-webhook URL. Attacker text is only in code spans,
@@ -140,4 +140,25 @@ export const slackMessage = (message: ChannelMessage, ctx: FormatContext): objec
     unfurl_links: false,
     unfurl_media: false,
   }
+}
+
+/** D46: the `slack` kind. Its incoming-webhook URL is the credential: sealed, with only its origin kept in view. */
+export const slackKind: ChannelKindSpec<"slack"> = {
+  name: "slack",
+  label: "Slack",
+  shortLabel: "Slack",
+  formats: ["native"],
+  formatLabel: "Slack message (Block Kit)",
+  render: (_format, message, _stored, context) => JSON.stringify(slackMessage(message, context)),
+  transport: "https",
+  credential: { type: "sealedUrl" },
+  address: {
+    scheme: "https",
+    noun: "URL",
+    shownWhole: "admins",
+    hint: ["Slack: the incoming-webhook URL (", { code: "https://hooks.slack.com/services/…" }, ")."],
+  },
+  added: (id) =>
+    `Slack channel ${id} added. Its URL is stored sealed and will not be shown again; the list shows its origin only.`,
+  replaced: "URL replaced: it is stored sealed and will not be shown again; the old one is no longer used.",
 }

@@ -1,5 +1,6 @@
 import { shortenStrings, truncateCodePoints, utf8Length } from "../sanitize.ts"
-import type { ChannelMessage, FormatContext } from "./kinds.ts"
+import type { ChannelKindSpec, ChannelMessage, FormatContext } from "./kinds.ts"
+import { payloadOf } from "./ocsf.ts"
 
 /**
  * D46 `syslog` formatter: one RFC 5424 message (no framing; the transport adds RFC 5425's octet count), pure.
@@ -232,4 +233,23 @@ export const syslogMessage = (
     ...leftOut,
     ["truncated", "true"],
   ])
+}
+
+/** D46: the `syslog` kind, RFC 5424 over TLS (RFC 5425). It has no secret: the server's certificate is checked. */
+export const syslogKind: ChannelKindSpec<"syslog"> = {
+  name: "syslog",
+  label: "Syslog over TLS",
+  shortLabel: "syslog",
+  formats: ["native", "ocsf"],
+  render: (format, message, stored, context) =>
+    syslogMessage(message, context, payloadOf(format, message, stored, context)),
+  transport: "syslog-tls",
+  credential: { type: "none" },
+  address: {
+    scheme: "syslog+tls",
+    noun: "destination",
+    shownWhole: "everyone",
+    hint: ["Syslog over TLS: ", { code: "syslog+tls://host[:6514]" }, " (RFC 5424 over TLS)."],
+  },
+  added: (id) => `Syslog channel ${id} added. It has no secret: the server's certificate is checked.`,
 }

@@ -11,7 +11,7 @@ import {
   teamsCode,
   teamsServiceRuns,
 } from "./chatText.ts"
-import { type ChannelMessage, type FormatContext, isSensorMessage } from "./kinds.ts"
+import { type ChannelKindSpec, type ChannelMessage, type FormatContext, isSensorMessage } from "./kinds.ts"
 
 /**
  * D46: a `teams` channel posts to a Teams Workflows webhook an Adaptive Card 1.5 in the Workflows message envelope.
@@ -141,4 +141,25 @@ export const teamsMessage = (message: ChannelMessage, ctx: FormatContext): objec
     type: "message",
     attachments: [{ contentType: ADAPTIVE_CARD_CONTENT_TYPE, contentUrl: null, content: card }],
   }
+}
+
+/** D46: the `teams` kind. Its Workflows URL is the credential: sealed, with only its origin kept in view. */
+export const teamsKind: ChannelKindSpec<"teams"> = {
+  name: "teams",
+  label: "Microsoft Teams",
+  shortLabel: "Teams",
+  formats: ["native"],
+  formatLabel: "Adaptive Card",
+  render: (_format, message, _stored, context) => JSON.stringify(teamsMessage(message, context)),
+  transport: "https",
+  credential: { type: "sealedUrl" },
+  address: {
+    scheme: "https",
+    noun: "URL",
+    shownWhole: "admins",
+    hint: ['Microsoft Teams: the URL of a Workflows "when a Teams webhook request is received" flow.'],
+  },
+  added: (id) =>
+    `Microsoft Teams channel ${id} added. Its URL is stored sealed and will not be shown again; the list shows its origin only.`,
+  replaced: "URL replaced: it is stored sealed and will not be shown again; the old one is no longer used.",
 }

@@ -1,8 +1,8 @@
 import { hostname } from "node:os"
 import { Clock, Duration, Effect, Layer } from "effect"
-import type { ChannelFormat, ChannelKind, FormatContext } from "../../domain/channels/kinds.ts"
+import type { ChannelFormat, FormatContext } from "../../domain/channels/kinds.ts"
+import { type ChannelKind, kindSpec } from "../../domain/channels/registry.ts"
 import { PRODUCT } from "../../domain/product.ts"
-import { signatureHeader } from "../../domain/webhookSignature.ts"
 import { AppConfig } from "../config.ts"
 import { Keys } from "../keys.ts"
 import { renderStored } from "./channelKinds.ts"
@@ -16,7 +16,7 @@ export const USER_AGENT = "DecoyIncidentService-Webhooks/1.0"
 export interface SendableChannel {
   readonly kind: ChannelKind
   readonly format: ChannelFormat
-  /** Null for syslog, which has no secret. */
+  /** Null for a kind without a credential (syslog). */
   readonly secretEnc: string | null
   readonly previousSecretEnc: string | null
   readonly previousSecretExpiresAt: Date | null
@@ -41,11 +41,11 @@ const failure = (error: string): WebhookSendResult => ({
 })
 
 /**
- * Sends one delivery on its channel (D15–D18, D46, D47): a kind is a formatter (domain/channels, pure: the stored
- * native message in, the receiver's bytes out) and a transport (an HTTPS POST through the URL rule and the pinned,
- * checked address, or RFC 5425 syslog over TLS). Secrets are opened here and nowhere else; a webhook's signature is
- * made at send time over the exact bytes sent. Used by the dispatcher and by the Send test action, so both send the
- * same way.
+ * Sends one delivery on its channel (D15–D18, D46, D47), as the kind's descriptor (domain/channels) says: its
+ * formatter (pure: the stored native message in, the receiver's bytes out), its credential and its transport (an
+ * HTTPS POST through the URL rule and the pinned, checked address, or RFC 5425 syslog over TLS). Secrets are opened
+ * here and nowhere else; a signature is made at send time over the exact bytes sent. Used by the dispatcher and by
+ * the Send test action, so both send the same way.
  */
 export class WebhookSender extends Effect.Service<WebhookSender>()("WebhookSender", {
   effect: Effect.gen(function* () {
@@ -94,47 +94,49 @@ export class WebhookSender extends Effect.Service<WebhookSender>()("WebhookSende
       channel: SendableChannel,
       startedAt: Date,
     ): Promise<WebhookSendResult> => {
-      // A native webhook sends the stored bytes as they are; every other kind and format renders them.
+      const spec = kindSpec(channel.kind)
+      // A kind sends the stored bytes as they are in the format it says (a native webhook); otherwise it renders them.
       let rendered = input.body
-      if (channel.kind !== "webhook" || channel.format !== "native") {
+      if (spec.sendsStored !== channel.format) {
         const out = renderStored(channel.kind, channel.format, input.body, context)
         if (out === undefined) return failure("the stored message cannot be read")
         rendered = out
       }
+      if (spec.transport === "syslog-tls") {
+        return sendSyslog({
+          destination: input.url,
+          message: rendered,
+          policy: { allowPrivate: settings.allowPrivate },
+          lookup: systemLookup,
+          ca: settings.syslogCa,
+          timeoutMs,
+        })
+      }
       const unreadable = "the channel's secret cannot be opened with the current SECRET_KEY"
-      switch (channel.kind) {
-        case "webhook": {
+      const credential = spec.credential
+      switch (credential.type) {
+        case "signingSecret": {
           // SECRET_KEY changed without re-encrypting: never send unsigned; the attempt fails and is retried.
           const secrets = secretsOf(channel, startedAt)
           if (secrets === undefined) return failure(unreadable)
-          // OCSF is rendered from the stored message and signed like the native shape.
-          return post(input.url, rendered, {
-            "X-Service-Signature": signatureHeader(secrets, Math.floor(startedAt.getTime() / 1000), rendered),
-            "X-Service-Webhook-Id": input.deliveryId,
-            "X-Service-Delivery-Attempt": String(input.attempt),
-          })
+          const { deliveryId, attempt } = input
+          return post(
+            input.url,
+            rendered,
+            credential.headers({ secrets, at: startedAt, body: rendered, deliveryId, attempt }),
+          )
         }
-        case "slack":
-        case "teams": {
+        case "sealedUrl": {
           // The whole URL is the credential: sealed, opened only to send.
           const url = open(channel.secretEnc)
           return url === undefined ? failure(unreadable) : post(url, rendered, {})
         }
-        case "splunk_hec": {
+        case "sealedToken": {
           const token = open(channel.secretEnc)
-          return token === undefined
-            ? failure(unreadable)
-            : post(input.url, rendered, { Authorization: `Splunk ${token}` })
+          return token === undefined ? failure(unreadable) : post(input.url, rendered, credential.headers(token))
         }
-        case "syslog":
-          return sendSyslog({
-            destination: input.url,
-            message: rendered,
-            policy: { allowPrivate: settings.allowPrivate },
-            lookup: systemLookup,
-            ca: settings.syslogCa,
-            timeoutMs,
-          })
+        case "none":
+          return post(input.url, rendered, {})
       }
     }
 

@@ -1,0 +1,35 @@
+import { generateSigningSecret, signatureHeader } from "../webhookSignature.ts"
+import type { ChannelKindSpec } from "./kinds.ts"
+import { payloadOf } from "./ocsf.ts"
+
+/**
+ * D15, D16, D46: the `webhook` kind, the spec's signed webhook: an HTTPS POST of the stored body (or, in the OCSF
+ * format, its Detection Finding), signed at send time over the exact bytes sent with the channel's secret, which the
+ * service makes and shows once.
+ */
+export const webhookKind: ChannelKindSpec<"webhook"> = {
+  name: "webhook",
+  label: "Webhook",
+  shortLabel: "webhook",
+  formats: ["native", "ocsf"],
+  // The native body is sent as it is stored; OCSF is rendered from it and signed like the native shape.
+  sendsStored: "native",
+  render: (format, message, stored, context) => JSON.stringify(payloadOf(format, message, stored, context)),
+  transport: "https",
+  credential: {
+    type: "signingSecret",
+    generate: generateSigningSecret,
+    headers: ({ secrets, at, body, deliveryId, attempt }) => ({
+      "X-Service-Signature": signatureHeader(secrets, Math.floor(at.getTime() / 1000), body),
+      "X-Service-Webhook-Id": deliveryId,
+      "X-Service-Delivery-Attempt": String(attempt),
+    }),
+  },
+  address: {
+    scheme: "https",
+    noun: "URL",
+    shownWhole: "admins",
+    hint: ["Webhook: your receiver's ", { code: "https://" }, " URL; its signing secret is shown once."],
+  },
+  added: (id) => `Channel ${id} added.`,
+}
