@@ -1,6 +1,8 @@
 import { parseArgs } from "node:util"
 import { BunContext } from "@effect/platform-bun"
 import { Cause, ConfigError, Data, Effect, Exit, Layer, Logger, LogLevel, Option } from "effect"
+import type { ChannelCredential } from "../domain/channels/kinds.ts"
+import { CHANNEL_KINDS, kindSpec } from "../domain/channels/registry.ts"
 import { AppConfig, AppConfigLive, formatConfigError } from "../platform/config.ts"
 import { DatabaseLive } from "../platform/db/client.ts"
 import { migrate } from "../platform/db/migrate.ts"
@@ -65,7 +67,7 @@ const USAGE = `usage: bun run admin <command> [options] [--json]
   ignore list --org <org-id>                the rules, with hits, last hit and expiry; rules that match the
                                             same events are marked
   ignore remove <rule-id>                   stop ignoring from now on (events already ignored stay so)
-  channel create --org <org-id> [--kind webhook|slack|teams|syslog|splunk_hec] [--format native|ocsf]
+  channel create --org <org-id> [--kind ${CHANNEL_KINDS.join("|")}] [--format native|ocsf]
       --url <https://…|syslog+tls://host[:6514]|-> [--token <HEC token>|-]
       [--min-severity low|medium|high|critical] [--sensor-health]
                                             create a channel (default: webhook, native); a webhook's signing
@@ -240,6 +242,10 @@ const oneFromStdin = (values: { readonly url?: string | undefined; readonly toke
   values.url === STDIN && values.token === STDIN
     ? Effect.fail(invalid("only one of --url and --token can be read from standard input (-)"))
     : Effect.void
+
+/** How messages name what a kind keeps sealed that the admin gave: "HEC token", "URL"; undefined for none. */
+const sealedName = (credential: ChannelCredential): string | undefined =>
+  credential.type === "sealedToken" ? credential.label : credential.type === "sealedUrl" ? "URL" : undefined
 
 /** A refusal of the CLI itself, worded like the services' (errors.ts): one line. */
 class UsageError extends Data.TaggedError("UsageError")<{ readonly message: string }> {}
@@ -564,19 +570,21 @@ const run = (argv: ReadonlyArray<string>) =>
           kind: values.kind,
           format: values.format,
           url: yield* credential(values.url, "--url"),
-          // Read only for the kind that takes it: any other refuses --token before a terminal is asked for it.
-          token: values.kind === "splunk_hec" ? yield* credential(values.token, "--token") : values.token,
+          // Read only for a kind that takes a token: any other refuses --token before a terminal is asked for it.
+          token:
+            kindSpec(values.kind ?? "webhook")?.credential.type === "sealedToken"
+              ? yield* credential(values.token, "--token")
+              : values.token,
           minSeverity: values["min-severity"],
           sensorHealth: values["sensor-health"] === true,
         })
         const result = { id: created.id, kind: created.kind, format: values.format ?? "native", secret: created.secret }
+        const sealed = sealedName(kindSpec(created.kind).credential)
         return yield* print(json, result, () =>
           created.secret !== undefined
-            ? `webhook channel ${created.id} created. Its signing secret, shown only now:\n${created.secret}`
+            ? `${created.kind} channel ${created.id} created. Its signing secret, shown only now:\n${created.secret}`
             : `${created.kind} channel ${created.id} created` +
-              (created.kind === "syslog"
-                ? ""
-                : `; its ${created.kind === "splunk_hec" ? "HEC token" : "URL"} is stored sealed and not shown again`),
+              (sealed === undefined ? "" : `; its ${sealed} is stored sealed and not shown again`),
         )
       }
       case "channel list": {
@@ -585,23 +593,28 @@ const run = (argv: ReadonlyArray<string>) =>
       }
       case "channel rotate": {
         const channel = yield* channels.find(yield* requireFlag(rest[0], "<channel-id>"))
-        // The flags a kind takes; any other is refused rather than silently dropped.
-        if (channel.kind === "webhook" && (values.url !== undefined || values.token !== undefined)) {
-          return yield* invalid("a webhook channel gets a new signing secret: --url and --token are for other kinds")
+        // The flags a kind's credential takes; any other is refused rather than silently dropped.
+        const kindCredential = kindSpec(channel.kind).credential
+        const type = kindCredential.type
+        if (type === "signingSecret" && (values.url !== undefined || values.token !== undefined)) {
+          return yield* invalid(
+            `a ${channel.kind} channel gets a new signing secret: --url and --token are for other kinds`,
+          )
         }
-        if (channel.kind === "splunk_hec" && values.url !== undefined) {
-          return yield* invalid("a splunk_hec channel takes a new --token (its URL stays)")
+        if (type === "sealedToken" && values.url !== undefined) {
+          return yield* invalid(`a ${channel.kind} channel takes a new ${kindCredential.flag} (its URL stays)`)
         }
-        if ((channel.kind === "slack" || channel.kind === "teams") && values.token !== undefined) {
+        if (type === "sealedUrl" && values.token !== undefined) {
           return yield* invalid(`a ${channel.kind} channel takes a new --url, not --token`)
         }
         yield* oneFromStdin(values)
-        // Standard input is not read for a rotation the service refuses anyway (syslog, or --grace beside a new value).
+        // Standard input is not read for a rotation the service refuses anyway (no credential given by the admin, or
+        // --grace beside a new value).
         const replacement =
-          channel.kind === "webhook" || channel.kind === "syslog" || values.grace !== undefined
+          type === "signingSecret" || type === "none" || values.grace !== undefined
             ? undefined
-            : channel.kind === "splunk_hec"
-              ? yield* credential(values.token, "--token")
+            : type === "sealedToken"
+              ? yield* credential(values.token, kindCredential.flag)
               : yield* credential(values.url, "--url")
         const rotated = yield* channels.rotate(channel.id, values.grace, replacement)
         return yield* print(
@@ -609,7 +622,7 @@ const run = (argv: ReadonlyArray<string>) =>
           { kind: channel.kind, secret: rotated.secret, previousSecretValidUntil: rotated.previousSecretValidUntil },
           () =>
             rotated.secret === undefined
-              ? `${channel.kind} channel ${rotated.id}: the new ${channel.kind === "splunk_hec" ? "HEC token" : "URL"} is stored sealed and used from now on`
+              ? `${channel.kind} channel ${rotated.id}: the new ${sealedName(kindCredential)} is stored sealed and used from now on`
               : `new signing secret of ${rotated.id}, shown only now:\n${rotated.secret}` +
                 (rotated.previousSecretValidUntil
                   ? `\nthe old secret also signs until ${rotated.previousSecretValidUntil}`

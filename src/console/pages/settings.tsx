@@ -1,5 +1,7 @@
 import type { Child } from "hono/jsx"
 import { originOf } from "../../admin/ChannelAdmin.ts"
+import { type ChannelKindSpec, type HintPart, listed } from "../../domain/channels/kinds.ts"
+import { CHANNEL_KIND_SPECS, kindSpec } from "../../domain/channels/registry.ts"
 import { Csrf, DataTable, type Flash, FlashNotice, Layout, Time, type Viewer } from "./components.tsx"
 
 type Tab = "api" | "alerts" | "sensors" | "ignore" | "users" | "retention" | "audit"
@@ -44,17 +46,9 @@ export const SettingsLayout = (props: {
 
 export const isAdmin = (viewer: Viewer) => viewer.role === "admin"
 
-/** D46's kinds as the pages name them, in the order the Add channel form offers them. */
-const KIND_LABELS: ReadonlyArray<readonly [string, string]> = [
-  ["webhook", "Webhook"],
-  ["slack", "Slack"],
-  ["teams", "Microsoft Teams"],
-  ["syslog", "Syslog over TLS"],
-  ["splunk_hec", "Splunk HEC"],
-]
-const kindLabel = (kind: string) => KIND_LABELS.find(([k]) => k === kind)?.[1] ?? kind
-/** Chat kinds' whole URL is a credential: sealed, with only its origin kept (D46). */
-const isChat = (kind: string) => kind === "slack" || kind === "teams"
+/** D46: a view's kind (absent: a webhook), or undefined for a name that is not a kind. */
+const specOf = (kind: string | undefined): ChannelKindSpec | undefined => kindSpec(kind ?? "webhook")
+const kindLabel = (kind: string | undefined) => specOf(kind)?.label ?? kind
 
 /**
  * A channel's destination as this viewer may see it. Incoming-webhook URLs often carry a token in their path or query,
@@ -63,10 +57,10 @@ const isChat = (kind: string) => kind === "slack" || kind === "teams"
  * its origin only, for everyone (the stored view is already that; this holds even for a row that is not). A syslog
  * destination is host and port, nothing secret.
  */
-const ChannelUrl = ({ viewer, url, kind }: { viewer: Viewer; url: string; kind: string }) =>
-  kind === "syslog" ? (
+const ChannelUrl = ({ viewer, url, kind }: { viewer: Viewer; url: string; kind: string | undefined }) =>
+  specOf(kind)?.address.shownWhole === "everyone" ? (
     <span class="mono">{url}</span>
-  ) : isChat(kind) ? (
+  ) : specOf(kind)?.credential.type === "sealedUrl" ? (
     <span>
       <span class="mono">{originOf(url)}/…</span> <span class="muted small">(stored sealed; origin only)</span>
     </span>
@@ -194,24 +188,18 @@ export interface ChannelView {
 
 /** D47 as a person reads it: chat kinds always send a message for people, whatever the stored format. */
 const formatLabel = (c: ChannelView) =>
-  c.kind === "slack"
-    ? "Slack message (Block Kit)"
-    : c.kind === "teams"
-      ? "Adaptive Card"
-      : c.format === "ocsf"
-        ? "OCSF Detection Finding"
-        : "Native"
+  specOf(c.kind)?.formatLabel ?? (c.format === "ocsf" ? "OCSF Detection Finding" : "Native")
 
 /** What the list and a channel's own page show of it. */
 const ChannelFacts = ({ viewer, c, now }: { viewer: Viewer; c: ChannelView; now: Date }) => (
   <dl class="facts">
     <dt>Kind</dt>
-    <dd class="channel-kind">{kindLabel(c.kind ?? "webhook")}</dd>
+    <dd class="channel-kind">{kindLabel(c.kind)}</dd>
     <dt>Format</dt>
     <dd class="channel-format">{formatLabel(c)}</dd>
-    <dt>{c.kind === "syslog" ? "Destination" : "URL"}</dt>
+    <dt>{specOf(c.kind)?.address.noun === "destination" ? "Destination" : "URL"}</dt>
     <dd>
-      <ChannelUrl viewer={viewer} url={c.url} kind={c.kind ?? "webhook"} />
+      <ChannelUrl viewer={viewer} url={c.url} kind={c.kind} />
     </dd>
     <dt>Id</dt>
     <dd class="mono small">{c.id}</dd>
@@ -237,13 +225,13 @@ const ChannelFacts = ({ viewer, c, now }: { viewer: Viewer; c: ChannelView; now:
 )
 
 /**
- * Rotation as the kind needs it (D16, D46): a webhook makes a new signing secret (with a grace period); Slack and
- * Teams take the new URL and Splunk HEC the new token, which their receiver made; syslog has no secret.
+ * Rotation as the kind's credential needs it (D16, D46): a signing secret is made anew (with a grace period); a URL
+ * that is a credential or a token is replaced by the new one, which the receiver made; no secret, no rotation.
  */
 const RotateForm = ({ viewer, c }: { viewer: Viewer; c: ChannelView }) => {
-  const kind = c.kind ?? "webhook"
+  const credential = specOf(c.kind)?.credential
   const action = `/settings/alerts/channels/${c.id}/rotate`
-  if (kind === "webhook") {
+  if (credential?.type === "signingSecret") {
     return (
       <form method="post" action={action}>
         <Csrf token={viewer.csrfToken} />
@@ -262,19 +250,19 @@ const RotateForm = ({ viewer, c }: { viewer: Viewer; c: ChannelView }) => {
       </form>
     )
   }
-  if (kind === "splunk_hec") {
+  if (credential?.type === "sealedToken") {
     return (
       <form method="post" action={action}>
         <Csrf token={viewer.csrfToken} />
         <div>
-          <label for={`replacement-${c.id}`}>New HEC token</label>
+          <label for={`replacement-${c.id}`}>New {credential.label}</label>
           <input
             id={`replacement-${c.id}`}
             name="replacement"
             type="password"
             autocomplete="off"
             required
-            maxLength={256}
+            maxLength={credential.maxLength}
           />
         </div>
         <button type="submit" class="secondary">
@@ -283,7 +271,7 @@ const RotateForm = ({ viewer, c }: { viewer: Viewer; c: ChannelView }) => {
       </form>
     )
   }
-  if (isChat(kind)) {
+  if (credential?.type === "sealedUrl") {
     return (
       <form method="post" action={action}>
         <Csrf token={viewer.csrfToken} />
@@ -329,6 +317,32 @@ const ChannelActions = ({ viewer, c }: { viewer: Viewer; c: ChannelView }) => (
   </div>
 )
 
+/** A kind's hint, its code parts as code. */
+const Hint = ({ parts }: { parts: ReadonlyArray<HintPart> }) => (
+  <>{parts.map((part) => (typeof part === "string" ? part : <code>{part.code}</code>))}</>
+)
+
+/** The kinds' short names, "A and B", for those that `pick` picks. */
+const kindsWhere = (pick: (spec: ChannelKindSpec) => boolean) =>
+  listed(CHANNEL_KIND_SPECS.filter(pick).map((spec) => spec.shortLabel))
+
+/** What the form says is stored sealed: "Slack and Teams URLs and HEC tokens". */
+const sealedCredentials = listed([
+  ...(CHANNEL_KIND_SPECS.some((spec) => spec.credential.type === "sealedUrl")
+    ? [`${kindsWhere((spec) => spec.credential.type === "sealedUrl")} URLs`]
+    : []),
+  ...CHANNEL_KIND_SPECS.flatMap((spec) =>
+    spec.credential.type === "sealedToken" ? [`${spec.credential.label}s`] : [],
+  ),
+])
+
+/** The token field: a label and the kinds that take it ("HEC token (Splunk HEC only)"). */
+const tokenFieldLabel = listed(
+  CHANNEL_KIND_SPECS.flatMap((spec) =>
+    spec.credential.type === "sealedToken" ? [`${spec.credential.label} (${spec.label} only)`] : [],
+  ),
+)
+
 /** D46, D47: one form for every kind (no script): each field says which kinds use it; the service checks the rest. */
 const AddChannelForm = ({ viewer }: { viewer: Viewer }) => (
   <form class="panel" method="post" action="/settings/alerts/channels">
@@ -337,8 +351,8 @@ const AddChannelForm = ({ viewer }: { viewer: Viewer }) => (
     <div class="field">
       <label for="channel-kind">Kind</label>
       <select id="channel-kind" name="kind">
-        {KIND_LABELS.map(([value, label]) => (
-          <option value={value}>{label}</option>
+        {CHANNEL_KIND_SPECS.map((spec) => (
+          <option value={spec.name}>{spec.label}</option>
         ))}
       </select>
     </div>
@@ -354,39 +368,30 @@ const AddChannelForm = ({ viewer }: { viewer: Viewer }) => (
         aria-describedby="channel-url-hint"
       />
       <ul id="channel-url-hint" class="small muted">
-        <li>
-          Webhook: your receiver's <code>https://</code> URL; its signing secret is shown once.
-        </li>
-        <li>
-          Slack: the incoming-webhook URL (<code>https://hooks.slack.com/services/…</code>).
-        </li>
-        <li>Microsoft Teams: the URL of a Workflows "when a Teams webhook request is received" flow.</li>
-        <li>
-          Syslog over TLS: <code>syslog+tls://host[:6514]</code> (RFC 5424 over TLS).
-        </li>
-        <li>
-          Splunk HEC: the collector URL (<code>https://splunk.example.com:8088</code>); without a path,{" "}
-          <code>/services/collector/event</code>.
-        </li>
+        {CHANNEL_KIND_SPECS.map((spec) => (
+          <li>
+            <Hint parts={spec.address.hint} />
+          </li>
+        ))}
       </ul>
       <p class="small muted">
-        Slack and Teams URLs and HEC tokens are stored sealed and never shown again. Every address must resolve to
-        public addresses only.
+        {sealedCredentials} are stored sealed and never shown again. Every address must resolve to public addresses
+        only.
       </p>
     </div>
     <div class="field">
-      <label for="channel-token">HEC token (Splunk HEC only)</label>
+      <label for="channel-token">{tokenFieldLabel}</label>
       <input id="channel-token" name="token" type="password" autocomplete="off" maxLength={256} />
     </div>
     <div class="field">
-      <label for="channel-format">Format (webhook, syslog and Splunk HEC)</label>
+      <label for="channel-format">Format ({kindsWhere((spec) => spec.formats.includes("ocsf"))})</label>
       <select id="channel-format" name="format" aria-describedby="channel-format-hint">
         <option value="native">Native</option>
         <option value="ocsf">OCSF Detection Finding</option>
       </select>
       <p id="channel-format-hint" class="small muted">
-        Slack and Teams always get a message for people. An OCSF channel carries incidents only, not sensor-health
-        alerts.
+        {kindsWhere((spec) => !spec.formats.includes("ocsf"))} always get a message for people. An OCSF channel carries
+        incidents only, not sensor-health alerts.
       </p>
     </div>
     <div class="field">
@@ -457,8 +462,8 @@ export const DeliveryLogPage = (props: {
 }) => (
   <SettingsLayout viewer={props.viewer} tab="alerts" title="Delivery log" flash={props.flash}>
     <p>
-      <a href="/settings/alerts">← Alerts</a> · {kindLabel(props.channel.kind ?? "webhook")} ·{" "}
-      <ChannelUrl viewer={props.viewer} url={props.channel.url} kind={props.channel.kind ?? "webhook"} />
+      <a href="/settings/alerts">← Alerts</a> · {kindLabel(props.channel.kind)} ·{" "}
+      <ChannelUrl viewer={props.viewer} url={props.channel.url} kind={props.channel.kind} />
     </p>
     <div class="panel channel" id={`channel-${props.channel.id}`}>
       <ChannelFacts viewer={props.viewer} c={props.channel} now={props.now} />

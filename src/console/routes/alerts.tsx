@@ -1,6 +1,7 @@
 import { HttpRouter } from "@effect/platform"
 import { Effect } from "effect"
 import { ChannelAdmin } from "../../admin/ChannelAdmin.ts"
+import { type ChannelKind, kindSpec } from "../../domain/channels/registry.ts"
 import { html } from "../http.ts"
 import type { Kit } from "../kit.ts"
 import type { Flash } from "../pages/components.tsx"
@@ -8,52 +9,25 @@ import { AlertsPage, DeliveryLogPage } from "../pages/settings.tsx"
 import { notFound } from "../responses.tsx"
 
 /**
- * After an Add channel (D46): only a webhook's secret is ours to show (once); what an admin gave for the other kinds
- * (a Slack or Teams URL, a HEC token) is stored sealed and is never shown again, so the notice says so.
+ * After an Add channel (D46): only a signing secret is ours to show (once); what an admin gave for the other kinds
+ * (a URL that is a credential, a token) is stored sealed and is never shown again, so the kind's notice says so.
  */
-const createdFlash = (created: { readonly id: string; readonly kind: string; readonly secret?: string }): Flash => {
-  switch (created.kind) {
-    case "webhook":
-      return {
-        kind: "ok",
-        text: `Channel ${created.id} added.`,
-        ...(created.secret === undefined ? {} : { secret: { label: "Its signing secret.", value: created.secret } }),
-      }
-    case "slack":
-    case "teams":
-      return {
-        kind: "ok",
-        text: `${created.kind === "slack" ? "Slack" : "Microsoft Teams"} channel ${created.id} added. Its URL is stored sealed and will not be shown again; the list shows its origin only.`,
-      }
-    case "splunk_hec":
-      return {
-        kind: "ok",
-        text: `Splunk HEC channel ${created.id} added. Its token is stored sealed and will not be shown again.`,
-      }
-    default:
-      return {
-        kind: "ok",
-        text: `Syslog channel ${created.id} added. It has no secret: the server's certificate is checked.`,
-      }
-  }
-}
+const createdFlash = (created: {
+  readonly id: string
+  readonly kind: ChannelKind
+  readonly secret?: string
+}): Flash => ({
+  kind: "ok",
+  text: kindSpec(created.kind).added(created.id),
+  ...(created.secret === undefined ? {} : { secret: { label: "Its signing secret.", value: created.secret } }),
+})
 
 const rotatedFlash = (
-  kind: string,
+  kind: ChannelKind,
   rotated: { readonly secret: string | undefined; readonly previousSecretValidUntil: string | null },
 ): Flash => {
-  if (kind === "splunk_hec") {
-    return {
-      kind: "ok",
-      text: "Token replaced: it is stored sealed and will not be shown again; the old one is no longer sent.",
-    }
-  }
-  if (kind === "slack" || kind === "teams") {
-    return {
-      kind: "ok",
-      text: "URL replaced: it is stored sealed and will not be shown again; the old one is no longer used.",
-    }
-  }
+  const replaced = kindSpec(kind).replaced
+  if (replaced !== undefined) return { kind: "ok", text: replaced }
   return {
     kind: "ok",
     text: rotated.previousSecretValidUntil
@@ -92,7 +66,7 @@ export const alertRoutes = (kit: Kit) =>
               kind: form.kind || undefined,
               format: form.format || undefined,
               url: form.url,
-              // An empty field is no token (the service refuses a token for any kind but Splunk HEC).
+              // An empty field is no token (the service refuses a token for a kind that takes none).
               token: form.token ? form.token : undefined,
               minSeverity: form.minSeverity,
               sensorHealth: form.sensorHealth === "on",
