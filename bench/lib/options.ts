@@ -25,6 +25,9 @@ Parts (seed … ratelimit-memory when none is named; \`full\` for all; each also
                     (goal 0) beside the API's figures (its own organization and sensors; needs no seed)
   scale10m          (long) 10,000,000 events in one organization: first page, page after 1M rows, the change
                     feed if the service has it, table and index sizes (bench/parts/scale10m.ts)
+  retention         (long) the purge of a year out of an organization of 10,000,000 events over two years while
+                    sensors post: its wall time, events/s before and during it, table sizes before and after
+                    (bench/parts/retention.ts; --scale-events N sets the events)
   soak              (long) 30 minutes at a fixed rate: RSS every 10 s, growth after 5 minutes, errors
   rss-curve         (long) peak RSS against req/s for runtime settings (--smol, BUN_JSC_forceRAMSize, the
                     container's command); writes bench/results/<date>-rss-curve.svg
@@ -36,7 +39,7 @@ Options:
   --keep-db         do not drop the database at the end (its name is printed; reuse it with --db)
   --db <name>       use an existing dsvc_bench_* database seeded by an earlier --keep-db run
   --seed-events N   events of the large dataset (default 1,000,000): fewer to try the suite cheaply
-  --scale-events N  events of the scale10m organization (default 10,000,000)
+  --scale-events N  events of the scale10m and retention organizations (default 10,000,000)
   --soak-minutes M  length of the soak (default 30); --soak-rate R its requests/s (default 200)
   --sweep-path P    the endpoint of the sweep (default /v1/incidents)
   --ignore-rules N  ingest: first give the ingesting organization N ignore rules (none matching the load), so
@@ -48,7 +51,7 @@ bench/results/<date>.json.`
 
 /**
  * Every part and what it needs, in the order a run takes them. long: only when named or with `full`; db: a
- * PostgreSQL database; seed: the main dataset (scale10m and flood make organizations of their own, startup its own
+ * PostgreSQL database; seed: the main dataset (scale10m, retention and flood make organizations of their own, startup its own
  * databases); wrk: the load generator.
  */
 export const PART_NEEDS = {
@@ -64,6 +67,7 @@ export const PART_NEEDS = {
   startup: {},
   flood: { db: true },
   scale10m: { long: true, db: true, wrk: true },
+  retention: { long: true, db: true },
   soak: { long: true, db: true, seed: true },
   "rss-curve": { long: true, db: true, seed: true, wrk: true },
 } as const satisfies Record<string, { long?: true; db?: true; seed?: true; wrk?: true }>
@@ -71,7 +75,7 @@ export type Part = keyof typeof PART_NEEDS
 export const PARTS = Object.keys(PART_NEEDS) as ReadonlyArray<Part>
 const partsWhere = (need: "long" | "db" | "seed" | "wrk", value = true): ReadonlyArray<Part> =>
   PARTS.filter((p) => ((PART_NEEDS[p] as Partial<Record<typeof need, true>>)[need] === true) === value)
-/** `bun run bench` with no part: every part but the long ones (scale10m, soak, rss-curve). */
+/** `bun run bench` with no part: every part but the long ones (scale10m, retention, soak, rss-curve). */
 export const DEFAULT_PARTS = partsWhere("long", false)
 export const DB_PARTS = partsWhere("db")
 export const MAIN_SEED_PARTS = partsWhere("seed")
@@ -136,7 +140,7 @@ export const parseOptions = (args: ReadonlyArray<string>): BenchOptions => {
   const quick = flag("--quick")
   // The large dataset's events (default 1,000,000): fewer to try the suite on a busy machine, not to report.
   const seedEvents = Number(option("--seed-events") ?? 1_000_000)
-  // scale10m: events in its one organization (default 10,000,000).
+  // scale10m and retention: events in their one organization (default 10,000,000).
   const scaleEvents = Number(option("--scale-events") ?? 10_000_000)
   // soak: minutes at a steady rate (default 30) and that rate in requests/s (default 200).
   const soakMinutes = Number(option("--soak-minutes") ?? 30)

@@ -44,7 +44,7 @@ export interface Chart {
 /** The service's (and the baseline's) peak RSS and RSS at start of each part that measured them: one row a part. */
 export const memoryRows = (results: Record<string, Json>): Array<Array<string | number>> => {
   const rows: Array<Array<string | number>> = []
-  for (const part of ["api", "console", "scale", "sweep", "ingest", "webhooks", "scale10m", "soak"]) {
+  for (const part of ["api", "console", "scale", "sweep", "ingest", "webhooks", "scale10m", "retention", "soak"]) {
     const m = results[part]?.memory
     if (m) {
       rows.push([
@@ -416,6 +416,58 @@ export const partSections = (
           ],
         ) +
         `\ndead receiver: ${w.withDeadChannel.deadReceiverConnections} connections held; ${w.failedAttemptsLogged} failed attempts logged`,
+    )
+  }
+  if (results.retention) {
+    const r = results.retention
+    const sizeRow = (table: string) => {
+      const at = (s: Json) => s.tables[table]
+      const rows = (s: Json) => `${at(s).liveRows.toLocaleString("en")} / ${at(s).deadRows.toLocaleString("en")}`
+      return [
+        table,
+        `${at(r.sizes.before).tableMiB} / ${at(r.sizes.before).indexesMiB}`,
+        at(r.sizes.before).totalMiB,
+        at(r.sizes.afterPurge).totalMiB,
+        at(r.sizes.afterVacuum).totalMiB,
+        rows(r.sizes.before),
+        rows(r.sizes.afterPurge),
+        rows(r.sizes.afterVacuum),
+      ]
+    }
+    const phase = (name: string, w: Json) => [
+      name,
+      w.seconds,
+      w.eventsPerSecond,
+      ms(w.latencyMs.p50),
+      ms(w.latencyMs.p99),
+      w.failed,
+    ]
+    sections.push(
+      `Retention: ${r.events.toLocaleString("en")} events over ${r.spanDays} days in one organization, purged to ${r.retentionDays} days while ${r.ingestion.connections} sensors post batches of ${r.ingestion.batch}\n` +
+        `${r.purge.failure === undefined ? `purge: ${r.purge.seconds} s` : `purge FAILED after ${r.purge.failedAfterSeconds} s (${r.purge.failure})`}; the events before the cut-off gone after ${r.purge.eventsStageSeconds ?? "-"} s; deleted ${r.purge.deleted.events?.toLocaleString("en")} events, ${r.purge.deleted.incidents?.toLocaleString("en")} incidents left empty, ${r.purge.deleted.feedRows?.toLocaleString("en")} incident feed rows; left ${r.after.events.toLocaleString("en")} events (${r.after.eventsBeforeCut} before the cut-off), ${r.after.incidents.toLocaleString("en")} incidents (${r.after.emptyIncidentsBeforeCut} empty before the cut-off)${r.benchSql ? `; BENCH_RETENTION_SQL: ${r.benchSql}` : ""}\n` +
+        table(
+          ["ingestion", "seconds", "events/s", "p50 ms", "p99 ms", "failed"],
+          [
+            phase("before the purge", r.ingestion.before),
+            phase("during the purge", r.ingestion.during),
+            phase("after the purge", r.ingestion.after),
+          ],
+        ) +
+        `\nduring ÷ before: ${r.duringVsBefore}\n` +
+        table(
+          [
+            "table (MiB)",
+            "before: heap / indexes",
+            "before total",
+            "after purge",
+            "after VACUUM",
+            "live / dead rows before",
+            "after purge",
+            "after VACUUM",
+          ],
+          ["events", "incidents", "incident_changes"].map(sizeRow),
+        ) +
+        `\ndatabase ${r.sizes.before.databaseMiB} -> ${r.sizes.afterPurge.databaseMiB} -> ${r.sizes.afterVacuum.databaseMiB} MiB; VACUUM ${r.sizes.vacuumSeconds} s (it makes the space reusable; the files keep their size)`,
     )
   }
   if (results.flood) {

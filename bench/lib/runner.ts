@@ -11,6 +11,7 @@ import { runConsole } from "../parts/console.ts"
 import { runFeeds } from "../parts/feeds.ts"
 import { runFlood } from "../parts/flood.ts"
 import { runIngest } from "../parts/ingest.ts"
+import { runRetention } from "../parts/retention.ts"
 import { runRssCurve } from "../parts/rssCurve.ts"
 import { runScale10m } from "../parts/scale10m.ts"
 import { runSoak } from "../parts/soak.ts"
@@ -113,6 +114,8 @@ export const runParts = async (opts: BenchOptions): Promise<PartsOutcome> => {
       else if (part === "flood" && ctx !== undefined) results.flood = await runFlood(ctx, { seconds: quick ? 10 : 30 })
       else if (part === "scale10m" && ctx !== undefined)
         results.scale10m = await runScale10m(ctx, timing, { events: opts.scaleEvents })
+      else if (part === "retention" && ctx !== undefined)
+        results.retention = await runRetention(ctx, { events: opts.scaleEvents })
       else if (ctx !== undefined && manifest !== undefined) {
         if (part === "api") results.api = await runApi(ctx, manifest, timing)
         if (part === "console") results.console = await runConsole(ctx, manifest, timing)

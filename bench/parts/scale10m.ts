@@ -12,6 +12,7 @@ import {
   prepareGenerators,
   seedDataset,
   VERIFY_ORG,
+  withoutEventIndexes,
 } from "../lib/seed.ts"
 import type { WrkResult } from "../lib/wrk.ts"
 import {
@@ -56,14 +57,6 @@ interface ScaleManifest {
 
 const manifestName = (events: number) => `scale10m-${events}`
 
-/** The events table's secondary indexes (not those behind a constraint): dropped during the load, rebuilt after. */
-const secondaryIndexes = async (sql: SQL) =>
-  (await sql`
-    select i.indexname as name, i.indexdef as def from pg_indexes i
-    where i.schemaname = current_schema() and i.tablename = 'events'
-      and not exists (select 1 from pg_constraint c where c.conindid = (quote_ident(i.indexname))::regclass)
-    order by i.indexname`) as Array<{ name: string; def: string }>
-
 const seedScale = async (ctx: BenchContext, sql: SQL, events: number): Promise<ScaleManifest> => {
   const env = serviceEnv(ctx)
   const stats: Record<string, number | string | boolean> = {}
@@ -87,39 +80,12 @@ const seedScale = async (ctx: BenchContext, sql: SQL, events: number): Promise<S
   }
   const ref = await seedDataset(sql, env, stats, refSpec, refOrg.id, 2, nowMs)
 
-  const indexes = await secondaryIndexes(sql)
-  let big: Dataset
-  const dropped: Array<{ name: string; def: string }> = []
-  try {
-    for (const index of indexes) {
-      await sql.unsafe(`drop index ${index.name}`)
-      dropped.push(index)
-    }
-    log(`scale10m: dropped ${dropped.length} secondary indexes of events for the load`)
+  const big = await withoutEventIndexes(sql, stats, "scale10m", async () => {
     const loadStarted = performance.now()
-    big = await seedDataset(sql, env, stats, bigSpec, bigOrg.id, 3, nowMs)
+    const dataset = await seedDataset(sql, env, stats, bigSpec, bigOrg.id, 3, nowMs)
     stats.loadSeconds = round((performance.now() - loadStarted) / 1000, 1)
-  } finally {
-    const rebuild = performance.now()
-    // Two at a time: one per core. Each connection of the pool may build with more maintenance memory.
-    const remaining = [...dropped]
-    await Promise.all(
-      [0, 1].map(async () => {
-        await sql.reserve().then(async (conn) => {
-          try {
-            await conn.unsafe("set maintenance_work_mem = '256MB'")
-            for (let index = remaining.shift(); index !== undefined; index = remaining.shift()) {
-              await conn.unsafe(index.def)
-            }
-          } finally {
-            conn.release()
-          }
-        })
-      }),
-    )
-    stats.indexBuildSeconds = round((performance.now() - rebuild) / 1000, 1)
-    log(`scale10m: rebuilt ${dropped.length} indexes in ${stats.indexBuildSeconds} s`)
-  }
+    return dataset
+  })
   let step = performance.now()
   await sql.unsafe("vacuum (analyze) events")
   await sql.unsafe("vacuum (analyze) incidents")
