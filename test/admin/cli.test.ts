@@ -155,7 +155,7 @@ describe("D24: bun run admin, against the running server's database", () => {
     expect(result.stderr).not.toContain("short")
   })
 
-  test("D1/D22: sensor create --json prints exactly {id, token}; the token writes on the ingest port; only its hash is stored", async () => {
+  test("D1/D22/D43: sensor create --json prints one object {id, token, ingestUrl, setup}; the token writes on the ingest port; only its hash is stored", async () => {
     const org = await adminJson(server.env, [
       "org",
       "create",
@@ -176,9 +176,16 @@ describe("D24: bun run admin, against the running server's database", () => {
     expect({ code: result.code, stderr: result.stderr }).toEqual({ code: 0, stderr: "" })
     // One line of JSON, nothing else on stdout.
     expect(result.stdout.split("\n")).toHaveLength(1)
-    const sensor = JSON.parse(result.stdout) as { id: string; token: string }
-    expect(Object.keys(sensor)).toEqual(["id", "token"])
-    expect(result.stdout).toBe(JSON.stringify({ id: sensor.id, token: sensor.token }))
+    const sensor = JSON.parse(result.stdout) as {
+      id: string
+      token: string
+      ingestUrl: string
+      setup: Array<{ title: string; text: string }>
+    }
+    expect(Object.keys(sensor)).toEqual(["id", "token", "ingestUrl", "setup"])
+    // D43: the ready-to-paste configuration carries the token it was made for.
+    expect(sensor.setup.length).toBeGreaterThan(0)
+    for (const snippet of sensor.setup) expect(snippet.text).toContain(sensor.token)
     // D1: prefixed, time-sortable, URL-safe (ULID body).
     expect(sensor.id).toMatch(/^sen_[0-9A-HJKMNP-TV-Z]{26}$/)
     expect(typeof sensor.token).toBe("string")
