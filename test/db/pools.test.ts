@@ -163,6 +163,18 @@ describe("D37 separate pools", () => {
       const logged = server.logs.filter((line) => line.includes('"database busy"')).join("\n")
       expect(logged).toContain("Query read timeout")
       expect(logged).toContain("timeout exceeded when trying to connect")
+      // The statements the API gave up on do not go on waiting for the lock: PostgreSQL cancels them a second after.
+      const waiting = async () =>
+        (
+          (await direct`
+            select count(*)::int as n from pg_stat_activity
+            where datname = ${database} and application_name = 'decoy-incident-service/api' and state = 'active'`) as Array<{
+            n: number
+          }>
+        )[0]?.n
+      const until = Date.now() + 5_000
+      while ((await waiting()) !== 0 && Date.now() < until) await Bun.sleep(100)
+      expect(await waiting()).toBe(0)
     } finally {
       await lock`rollback`
       lock.release()

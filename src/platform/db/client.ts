@@ -51,11 +51,16 @@ const embeddedClient = (dataDir: string, queryTimeoutMs: number | undefined, poo
  */
 export const IDLE_IN_TRANSACTION_TIMEOUT_MS = 15_000
 
+/** How long after the client's own time-out PostgreSQL cancels the statement (the client's error is the one seen). */
+const STATEMENT_TIMEOUT_MARGIN_MS = 1_000
+
 /**
  * PostgreSQL by URL. A connection attempt gives up after 2 s; with `queryTimeoutMs` (the server) a query gets no
  * answer after that long fails too, so a hung database means a 503 within seconds instead of a hung request
  * (`query_timeout` is the pg driver's client-side timer; @effect/sql-pg does not expose it, the URL does). The
- * driver sends `idle_in_transaction_session_timeout` from the URL as a session setting at connect.
+ * client's timer does not stop the statement: PostgreSQL cancels it itself a second later (`statement_timeout`), so
+ * a statement the service gave up on does not go on holding locks and a connection's worth of work. The driver
+ * sends `statement_timeout` and `idle_in_transaction_session_timeout` from the URL as session settings at connect.
  */
 const postgresClient = (
   url: Redacted.Redacted<string>,
@@ -67,6 +72,9 @@ const postgresClient = (
     const parsed = new URL(Redacted.value(url))
     if (queryTimeoutMs !== undefined && !parsed.searchParams.has("query_timeout")) {
       parsed.searchParams.set("query_timeout", String(queryTimeoutMs))
+      if (!parsed.searchParams.has("statement_timeout")) {
+        parsed.searchParams.set("statement_timeout", String(queryTimeoutMs + STATEMENT_TIMEOUT_MARGIN_MS))
+      }
     }
     if (!parsed.searchParams.has("idle_in_transaction_session_timeout")) {
       parsed.searchParams.set("idle_in_transaction_session_timeout", String(IDLE_IN_TRANSACTION_TIMEOUT_MS))
