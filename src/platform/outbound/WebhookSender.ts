@@ -6,7 +6,7 @@ import { PRODUCT } from "../../domain/product.ts"
 import { AppConfig } from "../config.ts"
 import { Keys } from "../keys.ts"
 import { renderStored } from "./channelKinds.ts"
-import { sendWebhook, type WebhookSendResult } from "./send.ts"
+import { noAnswer, sendWebhook, type WebhookSendResult } from "./send.ts"
 import { sendSyslog } from "./syslogSend.ts"
 import { systemLookup } from "./urlRule.ts"
 
@@ -30,15 +30,7 @@ export interface SentAttempt {
   readonly result: WebhookSendResult
 }
 
-const failure = (error: string): WebhookSendResult => ({
-  ok: false,
-  status: null,
-  durationMs: 0,
-  responseBody: "",
-  responseTruncated: false,
-  error,
-  address: null,
-})
+const failure = (error: string): WebhookSendResult => noAnswer(0, error, null)
 
 /**
  * Sends one delivery on its channel (D15–D18, D46, D47), as the kind's descriptor (domain/channels) says: its

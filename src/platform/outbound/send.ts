@@ -53,6 +53,17 @@ export interface WebhookSendResult {
   readonly address: string | null
 }
 
+/** A send that got no HTTP answer: refused before sending, no connection, or no response head in time. */
+export const noAnswer = (durationMs: number, error: string | null, address: string | null): WebhookSendResult => ({
+  ok: error === null,
+  status: null,
+  durationMs: Math.round(durationMs),
+  responseBody: "",
+  responseTruncated: false,
+  error,
+  address,
+})
+
 export const DEFAULT_WEBHOOK_TIMEOUT_MS = 5000
 export const DEFAULT_MAX_RESPONSE_BYTES = 65536
 
@@ -228,15 +239,7 @@ export const sendWebhook = async (request: WebhookSendRequest): Promise<WebhookS
   const budgetMs = positiveOr(request.timeoutMs, DEFAULT_WEBHOOK_TIMEOUT_MS, false)
   const maxResponseBytes = Math.floor(positiveOr(request.maxResponseBytes, DEFAULT_MAX_RESPONSE_BYTES, true))
   const remaining = () => started + budgetMs - performance.now()
-  const failed = (error: string, address: string | null = null): WebhookSendResult => ({
-    ok: false,
-    status: null,
-    durationMs: Math.round(performance.now() - started),
-    responseBody: "",
-    responseTruncated: false,
-    error,
-    address,
-  })
+  const failed = (error: string, address: string | null = null) => noAnswer(performance.now() - started, error, address)
 
   try {
     const syntax = checkWebhookUrl(request.url)

@@ -20,7 +20,7 @@
 import { isIP } from "node:net"
 import tls from "node:tls"
 import { clip, errorCode, errorMessage, NOTHING_SENT, secureContextFor, TIMED_OUT, withDeadline } from "./connection.ts"
-import type { WebhookSendResult } from "./send.ts"
+import { noAnswer, type WebhookSendResult } from "./send.ts"
 import { type AddressPolicy, checkWebhookUrl, resolveAndCheck, systemLookup } from "./urlRule.ts"
 
 export const SYSLOG_SCHEME = "syslog+tls://"
@@ -228,15 +228,8 @@ export const sendSyslog = async (request: SyslogSendRequest): Promise<WebhookSen
       ? request.timeoutMs
       : DEFAULT_SYSLOG_TIMEOUT_MS
   const remaining = () => started + budgetMs - performance.now()
-  const result = (error: string | null, address: string | null): WebhookSendResult => ({
-    ok: error === null,
-    status: null,
-    durationMs: Math.round(performance.now() - started),
-    responseBody: "",
-    responseTruncated: false,
-    error,
-    address,
-  })
+  // Syslog has no answer: a message written and flushed within the budget is the success.
+  const result = (error: string | null, address: string | null) => noAnswer(performance.now() - started, error, address)
   try {
     const syntax = parseSyslogDestination(request.destination)
     if (!syntax.ok) return result(`refused destination: ${syntax.reason}`, null)
