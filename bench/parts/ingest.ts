@@ -167,6 +167,8 @@ export const runIngest = async (
   ignoreRules = 0,
 ) => {
   const sql = new SQL({ url: ctx.databaseUrl, max: 1 })
+  // A reused database (--db) may hold an earlier run's rules: each run starts from exactly its own number of them.
+  await sql`delete from ignore_rules where org_id = ${manifest.ingest.orgId} and created_by = 'bench'`
   if (ignoreRules > 0) await seedIgnoreRules(sql, manifest.ingest.orgId, ignoreRules)
   const service = await startService(ctx.workDir, serviceEnv(ctx), ctx.profile, "service-ingest")
   const url = `http://127.0.0.1:${service.ports.ingest}/ingest/v1/events`
