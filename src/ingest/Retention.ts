@@ -1,4 +1,4 @@
-import { SqlClient } from "@effect/sql"
+import { SqlClient, type Statement } from "@effect/sql"
 import { Clock, Duration, Effect, Layer, Schedule } from "effect"
 import { AppConfig } from "../platform/config.ts"
 
@@ -35,8 +35,7 @@ export const purgeOnce = Effect.gen(function* () {
   const config = yield* AppConfig
   const now = yield* Clock.currentTimeMillis
   const feedCut = new Date(now - config.feedRetentionDays * DAY_MS)
-  const orgs = yield* sql<{ id: string; retentionDays: number | null }>`
-    select id, retention_days from organizations order by id`
+  const orgs = yield* sql<{ id: string }>`select id from organizations order by id`
   // A feed mark at or past the horizon is not this cluster's (a restored backup's positions); feeds ignore it, and
   // here it goes, so it can never come to apply to this cluster's own later positions.
   yield* sql`delete from feed_purges where purged_xid >= pg_snapshot_xmin(pg_current_snapshot())`
@@ -56,7 +55,10 @@ export const purgeOnce = Effect.gen(function* () {
     })
 
   for (const org of orgs) {
-    const cut = new Date(now - (org.retentionDays ?? config.retentionDays) * DAY_MS)
+    // The organization's retention as it is when each statement runs, not when the pass began: a pass over many or
+    // large organizations takes minutes, and a window an admin lengthens meanwhile must hold from the next batch on.
+    const cut = sql`(${new Date(now)}::timestamptz - make_interval(days => coalesce(
+      (select retention_days from organizations where id = ${org.id}), ${config.retentionDays}::int)))`
 
     // Oldest first by the (org_id, received_at) index; the feed mark moves to the furthest position deleted (ignored
     // events are not in the feed, so they do not move it).
@@ -84,7 +86,7 @@ export const purgeOnce = Effect.gen(function* () {
 
     // An incident's last-seen time is its newest event's time, which may be a little after that event was stored
     // (MAX_CLOCK_SKEW): a day's margin finds it in the same pass as its last event.
-    incidents += yield* untilShort(deleteEmptyIncidents(sql, org.id, new Date(cut.getTime() + DAY_MS)), INCIDENT_BATCH)
+    incidents += yield* untilShort(deleteEmptyIncidents(sql, org.id, sql`${cut} + interval '1 day'`), INCIDENT_BATCH)
 
     feedRows += yield* untilShort(
       sql<{ n: number }>`
@@ -115,7 +117,7 @@ export const purgeOnce = Effect.gen(function* () {
  * deletes, so an event being stored into one of these incidents either committed before (the incident is kept) or
  * waits and then finds it gone (it opens a new one).
  */
-const deleteEmptyIncidents = (sql: SqlClient.SqlClient, orgId: string, before: Date) =>
+const deleteEmptyIncidents = (sql: SqlClient.SqlClient, orgId: string, before: Statement.Fragment) =>
   sql.withTransaction(
     Effect.gen(function* () {
       const candidates = yield* sql<{ id: string; lockKey: string }>`

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { SqlClient } from "@effect/sql"
-import { Chunk, ConfigProvider, Duration, Effect, Either, Layer, TestClock, TestContext } from "effect"
+import { Chunk, ConfigProvider, Deferred, Duration, Effect, Either, Layer, TestClock, TestContext } from "effect"
 import { asOperator } from "../../src/admin/actor.ts"
 import { OrgAdmin } from "../../src/admin/OrgAdmin.ts"
 import { newId } from "../../src/domain/ids.ts"
@@ -140,6 +140,40 @@ describe("D49 retention purge", () => {
     expect(await eventsOf(v2.incident.id)).toBe(1)
     // The channel itself is the organization's, not the incident's.
     expect(await count("select count(*) as n from webhook_channels where id = $1", channel.id)).toBe(1)
+  }, 60_000)
+
+  test("D49: a window an admin lengthens while a pass is under way holds for that pass: the pass reads each organization's retention when it deletes, not when it began", async () => {
+    const t = await createTenant(db, "Lengthened")
+    const st = await createSensor(db, t.orgId)
+    const old = await oneEvent(t.orgId, st.id, "198.51.100.7")
+    await age(old.incident.id, 400)
+    // The pass is held on its first organization's Cowrie step (every organization before this new one is first) by a
+    // lock another transaction takes; the window is lengthened while it waits, then the lock is let go.
+    const release = Effect.runSync(Deferred.make<void>())
+    const locked = Effect.runSync(Deferred.make<void>())
+    const holding = sqlRun((sql) =>
+      sql.withTransaction(
+        Effect.gen(function* () {
+          yield* sql`lock table cowrie_session_events in access exclusive mode`
+          yield* Deferred.succeed(locked, undefined)
+          yield* Deferred.await(release)
+        }),
+      ),
+    )
+    await Effect.runPromise(Deferred.await(locked))
+    const pass = purge()
+    const waiting = () =>
+      count(`select count(*) as n from pg_locks l join pg_class c on c.oid = l.relation
+        where c.relname = 'cowrie_session_events' and not l.granted`)
+    const until = Date.now() + 10_000
+    while ((await waiting()) === 0 && Date.now() < until) await Bun.sleep(20)
+    expect(await waiting()).toBeGreaterThan(0)
+    await setRetention(t.orgId, "1000")
+    await Effect.runPromise(Deferred.succeed(release, undefined))
+    await holding
+    await pass
+    expect(await eventsOf(old.incident.id)).toBe(1)
+    expect(await incidentExists(old.incident.id)).toBe(1)
   }, 60_000)
 
   test("D49: an organization's retention is set by an admin, audited, and refused unless a whole number of days from 1 (0 is refused); blank returns to RETENTION_DAYS", async () => {
