@@ -4,6 +4,8 @@ import { createInterface } from "node:readline"
 import { createGunzip, createGzip } from "node:zlib"
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
+import { ADMIN_APPLICATION, APPLICATION_PREFIX } from "../platform/db/client.ts"
+import { KEY_CACHE_APPLICATION_NAME } from "../repos/ApiKeysRepo.ts"
 import { AdminActor } from "./actor.ts"
 import { Forbidden, invalid } from "./errors.ts"
 
@@ -329,6 +331,18 @@ export class Backup extends Effect.Service<Backup>()("Backup", {
                   `the database is not empty (${t.name} has rows): restore into an empty one (a fresh DATA_DIR or a new database); nothing was changed`,
                 )
               }
+            }
+            // A server on this database would go on from what it holds in memory (cached keys, leases, positions)
+            // and write beside the restore: its pools and its key cache name themselves in pg_stat_activity.
+            const [serving] = yield* sql<{ n: number }>`
+              select count(*)::int as n from pg_stat_activity
+              where datname = current_database() and pid <> pg_backend_pid()
+                and ((application_name like ${`${APPLICATION_PREFIX}%`} and application_name <> ${ADMIN_APPLICATION})
+                  or application_name = ${KEY_CACHE_APPLICATION_NAME})`
+            if ((serving?.n ?? 0) > 0) {
+              return yield* invalid(
+                "a server is using this database (its connections are open): stop every server process on it, then restore; nothing was changed",
+              )
             }
             let feedSeq = 0
             let total = 0

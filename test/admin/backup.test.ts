@@ -329,4 +329,22 @@ describe("D49: admin backup and restore", () => {
     expect(ok.stderr).toBe("")
     expect(ok.code).toBe(0)
   }, 300_000)
+
+  test("restore refuses an empty database a server is using (its connections are open), and changes nothing", async () => {
+    const target = await freshTarget(EXTRA)
+    target.server = await startServer({ env: target.env })
+    const refused = await admin(target.env, ["restore", backupFile])
+    expect(refused.code).toBe(1)
+    expect(refused.stderr).toContain("a server is using this database")
+    target.db = testDatabase(target.env)
+    const [row] = await target.db.run(
+      Effect.flatMap(SqlClient.SqlClient, (sql) => sql<{ n: string }>`select count(*)::text as n from events`),
+    )
+    expect(row?.n).toBe("0")
+    // Once the server has stopped, the same restore goes in.
+    expect(await target.server.stop()).toBe(0)
+    const ok = await admin(target.env, ["restore", backupFile])
+    expect(ok.stderr).toBe("")
+    expect(ok.code).toBe(0)
+  }, 300_000)
 })

@@ -23,7 +23,10 @@ export interface PoolSettings {
   readonly maxConnections: number
 }
 const ADMIN_POOL: PoolSettings = { name: "admin", maxConnections: 20 }
-const applicationName = (pool: PoolSettings) => `decoy-incident-service/${pool.name}`
+/** How every pool of the service names its connections (`<prefix><pool>`), and the admin tool's own. */
+export const APPLICATION_PREFIX = "decoy-incident-service/"
+const applicationName = (pool: PoolSettings) => `${APPLICATION_PREFIX}${pool.name}`
+export const ADMIN_APPLICATION = applicationName(ADMIN_POOL)
 
 /** How long a query waits for a free connection of its pool (or for a new connection) before it fails as busy. */
 export const POOL_WAIT = "2 seconds"
