@@ -32,6 +32,7 @@ const USAGE = `usage: bun run admin <command> [options] [--json]
                                             create an organization (Deception on); a name another
                                             organization has is refused unless --allow-duplicate-name
   org deception <org-id> on|off             switch the Deception feature
+  org retention <org-id> <days|default>     keep its events this many days; default: RETENTION_DAYS
   org list
   key create --org <org-id> --name <name> --scopes incidents:read,events:read [--expires <RFC 3339>]
                                             create an API key; the key is printed only here
@@ -292,6 +293,18 @@ const run = (argv: ReadonlyArray<string>) =>
           yield* requireFlag(rest[1], "on|off"),
         )
         return yield* print(json, result, () => `Deception ${result.deception} for ${result.id}`)
+      }
+      case "org retention": {
+        const result = yield* orgs.setRetention(
+          yield* requireFlag(rest[0], "<org-id>"),
+          yield* requireFlag(rest[1], "<days|default>"),
+        )
+        return yield* print(
+          json,
+          result,
+          () =>
+            `${result.id} keeps its events ${result.retentionDays === null ? "for RETENTION_DAYS (the default)" : `${result.retentionDays} days`}`,
+        )
       }
       case "org list": {
         const rows = yield* orgs.list()

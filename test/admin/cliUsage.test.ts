@@ -16,7 +16,7 @@ beforeAll(async () => {
 afterAll(() => shutdown(server))
 
 const GROUPS: Record<string, ReadonlyArray<string>> = {
-  org: ["create", "deception", "list"],
+  org: ["create", "deception", "retention", "list"],
   key: ["create", "list", "revoke"],
   sensor: ["create", "profiles", "list", "rename", "heartbeat", "rotate", "revoke"],
   incident: ["close", "note"],
@@ -59,6 +59,8 @@ describe("a missing required flag or argument: one line naming it, exit 1", () =
       [["org", "create"], "--name"],
       [["org", "deception"], "<org-id>"],
       [["org", "deception", org.id], "on|off"],
+      [["org", "retention"], "<org-id>"],
+      [["org", "retention", org.id], "<days|default>"],
       [["key", "create", "--name", "k", "--scopes", "events:read"], "--org"],
       [["key", "create", "--org", org.id, "--scopes", "events:read"], "--name"],
       [["key", "create", "--org", org.id, "--name", "k"], "--scopes"],

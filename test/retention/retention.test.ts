@@ -6,6 +6,7 @@ import { OrgAdmin } from "../../src/admin/OrgAdmin.ts"
 import { newId } from "../../src/domain/ids.ts"
 import { PURGE_BATCH, purgeOnce, RETENTION_EVERY, RetentionLive } from "../../src/ingest/Retention.ts"
 import { formatConfigError, loadSettings } from "../../src/platform/config.ts"
+import { admin } from "../support/cli.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
 import { createChannel, createSensor, createTenant, get, seedIncident } from "../support/fixtures.ts"
 import { ingest, nativeEvent } from "../support/ingest.ts"
@@ -195,6 +196,34 @@ describe("D49 retention purge", () => {
     )
     expect(audit).toEqual(["default -> 90", "90 -> default"])
   }, 30_000)
+
+  test("D49: the operator sets an organization's retention with the CLI (org retention <org-id> <days|default>), audited; a bad value is one line, nothing changed", async () => {
+    const t = await createTenant(db, "Retention by CLI")
+    const retentionOf = () =>
+      sqlRun(
+        (sql) => sql<{ days: number | null }>`select retention_days as days from organizations where id = ${t.orgId}`,
+      )
+    const set = await admin(server.env, ["org", "retention", t.orgId, "30", "--json"])
+    expect({ code: set.code, stderr: set.stderr }).toEqual({ code: 0, stderr: "" })
+    expect(JSON.parse(set.stdout)).toEqual({ id: t.orgId, retentionDays: 30 })
+    expect((await retentionOf())[0]?.days).toBe(30)
+    const refused = await admin(server.env, ["org", "retention", t.orgId, "0"])
+    expect(refused.code).toBe(1)
+    expect(refused.stderr.split("\n")).toHaveLength(1)
+    expect(refused.stderr).toContain("whole number of days")
+    expect((await retentionOf())[0]?.days).toBe(30)
+    const back = await admin(server.env, ["org", "retention", t.orgId, "default"])
+    expect(back.code).toBe(0)
+    expect(back.stdout).toContain("RETENTION_DAYS")
+    expect((await retentionOf())[0]?.days).toBe(null)
+    const audit = await sqlRun(
+      (sql) => sql<{
+        detail: string
+      }>`select detail from audit_log where org_id = ${t.orgId} and action = 'org.retention'
+        order by at, id`,
+    )
+    expect(audit.map((a) => a.detail)).toEqual(["default -> 30", "30 -> default"])
+  }, 60_000)
 
   test("D49: the fiber purges at start-up and every hour by the clock: an event 30 minutes short of the window is kept by the first pass and deleted by the pass an hour later", async () => {
     const t = await createTenant(db, "Clock T")
