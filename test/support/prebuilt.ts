@@ -1,4 +1,4 @@
-import { cpSync, existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs"
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from "node:fs"
 import { join } from "node:path"
 
 const ROOT = join(import.meta.dir, "..", "..")
@@ -11,12 +11,20 @@ const ROOT = join(import.meta.dir, "..", "..")
  * Tests that are about running from the sources spawn `bun src/main.ts` themselves.
  */
 let built: { readonly main: string; readonly cli: string } | undefined
+const KEEP_MS = 6 * 3_600_000
 
 export const prebuilt = (): { readonly main: string; readonly cli: string } => {
   if (built !== undefined && existsSync(built.main) && existsSync(built.cli)) return built
-  mkdirSync(join(ROOT, "dist"), { recursive: true })
-  const dir = mkdtempSync(join(ROOT, "dist", ".test-"))
-  process.on("exit", () => rmSync(dir, { recursive: true, force: true }))
+  const dist = join(ROOT, "dist")
+  mkdirSync(dist, { recursive: true })
+  // A test run does not get to remove its bundle at its end (bun test exits without the process's exit event), so
+  // each run removes those older than a few hours, which no run still uses.
+  for (const name of readdirSync(dist)) {
+    const old = join(dist, name)
+    if (name.startsWith(".test-") && Date.now() - statSync(old).mtimeMs > KEEP_MS)
+      rmSync(old, { recursive: true, force: true })
+  }
+  const dir = mkdtempSync(join(dist, ".test-"))
   for (const [entry, out] of [
     ["src/main.ts", "main.js"],
     ["src/admin/cli.ts", "cli.js"],
