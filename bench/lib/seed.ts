@@ -595,3 +595,16 @@ export const writeKeysFile = (ctx: BenchContext, name: string, keys: ReadonlyArr
   writeFileSync(file, `${keys.join("\n")}\n`)
   return file
 }
+
+/** Records a seeded dataset under `name` in bench_manifest, so `--keep-db` and `--db` find it again. */
+export const saveManifest = async (sql: SQL, name: string, value: unknown) => {
+  await sql`insert into bench_manifest (name, value) values (${name}, (${JSON.stringify(value)}::text)::jsonb)
+    on conflict (name) do update set value = excluded.value`
+}
+
+/** A dataset recorded by saveManifest, or undefined (also when the database has no bench_manifest yet). */
+export const readManifest = async <T>(sql: SQL, name: string): Promise<T | undefined> => {
+  const rows = await sql`select value from bench_manifest where name = ${name}`.catch(() => [])
+  const value = (rows[0] as { value?: T | string } | undefined)?.value
+  return typeof value === "string" ? (JSON.parse(value) as T) : value
+}

@@ -8,6 +8,8 @@ import {
   type DatasetSpec,
   dropGenerators,
   prepareGenerators,
+  readManifest,
+  saveManifest,
   seedDataset,
   VERIFY_ORG,
   withoutEventIndexes,
@@ -118,16 +120,11 @@ const seedRetention = async (
   stats.totalSeconds = round((performance.now() - started) / 1000, 1)
   stats.eventsPerSecond = Math.round(events / Number(stats.loadSeconds ?? 1))
   const manifest: RetentionManifest = { dataset, sensorTokens, seed: stats }
-  await sql`insert into bench_manifest (name, value) values (${manifestName(events)}, (${JSON.stringify(manifest)}::text)::jsonb)
-    on conflict (name) do update set value = excluded.value`
+  await saveManifest(sql, manifestName(events), manifest)
   return manifest
 }
 
-const loadManifest = async (sql: SQL, events: number): Promise<RetentionManifest | undefined> => {
-  const rows = await sql`select value from bench_manifest where name = ${manifestName(events)}`.catch(() => [])
-  const value = (rows[0] as { value?: RetentionManifest | string } | undefined)?.value
-  return typeof value === "string" ? (JSON.parse(value) as RetentionManifest) : value
-}
+const loadManifest = (sql: SQL, events: number) => readManifest<RetentionManifest>(sql, manifestName(events))
 
 const mib = (b: bigint | number | undefined) => round(Number(b ?? 0) / 1024 / 1024, 1)
 

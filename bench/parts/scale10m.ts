@@ -10,6 +10,8 @@ import {
   type DatasetSpec,
   dropGenerators,
   prepareGenerators,
+  readManifest,
+  saveManifest,
   seedDataset,
   VERIFY_ORG,
   withoutEventIndexes,
@@ -102,16 +104,11 @@ const seedScale = async (ctx: BenchContext, sql: SQL, events: number): Promise<S
   stats.eventsPerSecond = Math.round(events / Number(stats.loadSeconds ?? 1))
   await dropGenerators(sql)
   const manifest: ScaleManifest = { ref, big, seed: stats }
-  await sql`insert into bench_manifest (name, value) values (${manifestName(events)}, (${JSON.stringify(manifest)}::text)::jsonb)
-    on conflict (name) do update set value = excluded.value`
+  await saveManifest(sql, manifestName(events), manifest)
   return manifest
 }
 
-const loadScaleManifest = async (sql: SQL, events: number): Promise<ScaleManifest | undefined> => {
-  const rows = await sql`select value from bench_manifest where name = ${manifestName(events)}`.catch(() => [])
-  const value = (rows[0] as { value?: ScaleManifest | string } | undefined)?.value
-  return typeof value === "string" ? (JSON.parse(value) as ScaleManifest) : value
-}
+const loadScaleManifest = (sql: SQL, events: number) => readManifest<ScaleManifest>(sql, manifestName(events))
 
 /** Sizes of the events table and its indexes (the whole table: other organizations' events too). */
 const sizes = async (sql: SQL) => {
