@@ -1,7 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { Clock, Duration, Effect, Option } from "effect"
 import { CHANNEL_FORMATS, type ChannelFormat, type ChannelKindSpec } from "../domain/channels/kinds.ts"
-import { CHANNEL_KIND_SPECS, CHANNEL_KINDS, isChannelKind, kindSpec } from "../domain/channels/registry.ts"
+import { CHANNEL_KINDS, isChannelKind, kindSpec, kindsWhere } from "../domain/channels/registry.ts"
 import { DeliveryStatus, nextState } from "../domain/deliveryRetry.ts"
 import { isId, newId } from "../domain/ids.ts"
 import { sealedKeyId } from "../domain/sealing.ts"
@@ -20,9 +20,7 @@ import { OrgAdmin } from "./OrgAdmin.ts"
 
 /** The kinds whose credential is of this type, as a refusal names them ("splunk_hec"). */
 const kindsWith = (type: ChannelKindSpec["credential"]["type"]) =>
-  CHANNEL_KIND_SPECS.filter((spec) => spec.credential.type === type)
-    .map((spec) => spec.name)
-    .join(", ")
+  kindsWhere((spec) => spec.credential.type === type).join(", ")
 
 /** Deliveries shown by the delivery log (newest first). */
 const DELIVERY_LOG_LIMIT = 50
@@ -163,9 +161,7 @@ export class ChannelAdmin extends Effect.Service<ChannelAdmin>()("ChannelAdmin",
       }
       if (!spec.formats.includes(format)) {
         return yield* invalid(
-          `--format ${format} is for ${CHANNEL_KIND_SPECS.filter((s) => s.formats.includes(format))
-            .map((s) => s.name)
-            .join(", ")} channels; ${kind} sends a message for people`,
+          `--format ${format} is for ${kindsWhere((s) => s.formats.includes(format)).join(", ")} channels; ${kind} sends a message for people`,
         )
       }
       if (format === "ocsf" && input.sensorHealth === true) {

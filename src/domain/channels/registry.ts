@@ -31,7 +31,9 @@ export function kindSpec(kind: string): ChannelKindSpec<ChannelKind> | undefined
   return BY_NAME.get(kind)
 }
 
+/** The kinds whose descriptor passes `test`, in the registry's order. */
+export const kindsWhere = (test: (spec: ChannelKindSpec<ChannelKind>) => boolean): ReadonlyArray<ChannelKind> =>
+  CHANNEL_KIND_SPECS.filter(test).map((spec) => spec.name)
+
 /** The kinds that may send OCSF (D47; chat kinds render a message for people). */
-export const OCSF_KINDS: ReadonlyArray<ChannelKind> = CHANNEL_KIND_SPECS.filter((spec) =>
-  spec.formats.includes("ocsf"),
-).map((spec) => spec.name)
+export const OCSF_KINDS: ReadonlyArray<ChannelKind> = kindsWhere((spec) => spec.formats.includes("ocsf"))
