@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, expect, test } from "bun:test"
 import { readdirSync, readFileSync } from "node:fs"
 import { join } from "node:path"
+import { deltaToNow, type Json, shiftLine } from "../support/captureTime.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
 import { createSensor, createTenant, get } from "../support/fixtures.ts"
 import { ingest } from "../support/ingest.ts"
@@ -52,35 +53,6 @@ const requestFiles = (dir: string) =>
     .filter((name) => name.endsWith(".http"))
     .sort()
     .map((name) => ({ name: `${dir}/${name}`, bytes: readFileSync(join(FIXTURES, dir, name)) }))
-
-// ---------------------------------------------------------------------------------------------------------------
-// Time shift: every time in a capture moves by the same amount, so that the capture's last line is "now".
-
-const OC_TIME_KEYS = ["local_time", "utc_time", "local_time_adjusted"] as const
-const ocToMs = (text: string) => Date.parse(`${text.replace(" ", "T").slice(0, 23)}Z`)
-const msToOc = (ms: number) => new Date(ms).toISOString().replace("T", " ").replace("Z", "000")
-
-type Json = Record<string, unknown>
-
-const lineTimeMs = (line: Json): number => {
-  if (typeof line.timestamp === "string") return Date.parse(line.timestamp)
-  if (typeof line.utc_time === "string") return ocToMs(line.utc_time)
-  return Number.NaN
-}
-
-const shiftLine = (line: Json, deltaMs: number): Json => {
-  const out: Json = { ...line }
-  if (typeof out.timestamp === "string") out.timestamp = new Date(Date.parse(out.timestamp) + deltaMs).toISOString()
-  if (typeof out.time === "number") out.time = out.time + deltaMs / 1000
-  for (const key of OC_TIME_KEYS) {
-    if (typeof out[key] === "string") out[key] = msToOc(ocToMs(out[key] as string) + deltaMs)
-  }
-  return out
-}
-
-/** The shift that moves the latest of these lines to one second ago. */
-const deltaToNow = (lines: ReadonlyArray<Json>) =>
-  Date.now() - 1000 - Math.max(...lines.map(lineTimeMs).filter((ms) => Number.isFinite(ms)))
 
 // ---------------------------------------------------------------------------------------------------------------
 // Raw HTTP: the captured request bytes on a plain TCP connection, the answer parsed by hand.

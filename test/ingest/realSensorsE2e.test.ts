@@ -3,6 +3,7 @@ import { readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { verifyWebhook } from "../../src/webhooks/verify.ts"
+import { deltaToNow, type Json, shiftLine } from "../support/captureTime.ts"
 import { adminJson } from "../support/cli.ts"
 import { freePort } from "../support/console.ts"
 import { get } from "../support/fixtures.ts"
@@ -61,8 +62,6 @@ afterAll(async () => {
 // ---------------------------------------------------------------------------------------------------------------
 // The captures: each request's method, path, headers and body; every line's times moved by one shift.
 
-type Json = Record<string, unknown>
-
 interface Captured {
   readonly name: string
   readonly method: string
@@ -86,31 +85,6 @@ const captured = (dir: string): ReadonlyArray<Captured> =>
       })
       return { name: `${dir}/${name}`, method, path, headers, body: bytes.subarray(end + 4) }
     })
-
-const OC_TIME_KEYS = ["local_time", "utc_time", "local_time_adjusted"] as const
-const ocToMs = (text: string) => Date.parse(`${text.replace(" ", "T").slice(0, 23)}Z`)
-const msToOc = (ms: number) => new Date(ms).toISOString().replace("T", " ").replace("Z", "000")
-
-const lineTimeMs = (line: Json): number =>
-  typeof line.timestamp === "string"
-    ? Date.parse(line.timestamp)
-    : typeof line.utc_time === "string"
-      ? ocToMs(line.utc_time)
-      : Number.NaN
-
-const shiftLine = (line: Json, deltaMs: number): Json => {
-  const out: Json = { ...line }
-  if (typeof out.timestamp === "string") out.timestamp = new Date(Date.parse(out.timestamp) + deltaMs).toISOString()
-  if (typeof out.time === "number") out.time = out.time + deltaMs / 1000
-  for (const key of OC_TIME_KEYS) {
-    if (typeof out[key] === "string") out[key] = msToOc(ocToMs(out[key] as string) + deltaMs)
-  }
-  return out
-}
-
-/** The shift that moves the latest line to one second ago. */
-const deltaToNow = (lines: ReadonlyArray<Json>) =>
-  Date.now() - 1000 - Math.max(...lines.map(lineTimeMs).filter((ms) => Number.isFinite(ms)))
 
 /** Sends a captured request to the ingest listener with its own headers (the token swapped) and `body`. */
 const replay = async (request: Captured, token: string, body: Buffer) => {
