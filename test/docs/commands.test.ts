@@ -98,11 +98,24 @@ const runWebhookWalkThrough = async (page: string) => {
   const webhookServer = await startServer({ env: testEnv(settings) })
   try {
     // The receiver runs until it is stopped: the script waits (interruptibly) and stops its jobs when it is ended.
+    // The demo starts once the receiver listens, as it would for a reader who starts the receiver and then types the
+    // next line: on a loaded machine the demo's first delivery could otherwise meet a closed port and wait for its
+    // retry. A receiver that never listens ends the script (and the test) with its own error.
+    const rest = lines.slice(startAt + 1)
+    const demoAt = rest.findIndex((l) => l.startsWith("bun run demo"))
+    expect(demoAt).toBeGreaterThan(0)
+    const waitForReceiver = [
+      "for _ in $(seq 300); do (exec 3<>/dev/tcp/127.0.0.1/" + port + ") 2>/dev/null && break; sleep 0.1; done",
+      "(exec 3<>/dev/tcp/127.0.0.1/" + port + ") 2>/dev/null || { echo 'the receiver did not listen in 30 s' >&2; exit 1; }",
+    ]
     const script = [
       "trap 'kill $(jobs -p) 2>/dev/null || true' EXIT",
       "trap 'exit 0' TERM",
       exportLine,
-      ...lines.slice(startAt + 1),
+      ...rest.slice(0, demoAt),
+      'echo "walk-through organization $ORG"',
+      ...waitForReceiver,
+      ...rest.slice(demoAt),
       "sleep 120 & wait $!",
     ].join("\n")
     const run = Bun.spawn(["bash", "-euo", "pipefail", "-c", script], {
@@ -128,15 +141,29 @@ const runWebhookWalkThrough = async (page: string) => {
     const outcome = await Promise.race([seen, run.exited.then(() => false), Bun.sleep(90_000).then(() => false)])
     run.kill("SIGTERM")
     const code = await run.exited
-    expect({ outcome, stderr: outcome ? "" : await stderr, printed: outcome ? [] : printed }).toEqual({
+    // On a failure, what the receiver, the demo and the outbox say: the deliveries of the walk-through's organization.
+    const deliveries = outcome ? "" : await walkThroughDeliveries(webhookServer.env, printed)
+    expect({ outcome, stderr: outcome ? "" : await stderr, printed: outcome ? [] : printed, deliveries }).toEqual({
       outcome: true,
       stderr: "",
       printed: [],
+      deliveries: "",
     })
     expect(code).toBe(0)
   } finally {
     await shutdown(webhookServer)
   }
+}
+
+/** The delivery log of the channel the walk-through made (the demo prints its organization's id). */
+const walkThroughDeliveries = async (env: Record<string, string>, printed: ReadonlyArray<string>) => {
+  const org = printed.join("\n").match(/walk-through organization (\S+)/)?.[1]
+  if (org === undefined) return "(no organization was made)"
+  const channels = await admin(env, ["channel", "list", "--org", org])
+  const channel = channels.stdout.match(/whc_\S+/)?.[0]
+  if (channel === undefined) return `(no channel: ${channels.stdout}${channels.stderr})`
+  const log = await admin(env, ["channel", "deliveries", channel])
+  return log.stdout + log.stderr
 }
 
 /**
