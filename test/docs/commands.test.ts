@@ -105,8 +105,8 @@ const runWebhookWalkThrough = async (page: string) => {
     const demoAt = rest.findIndex((l) => l.startsWith("bun run demo"))
     expect(demoAt).toBeGreaterThan(0)
     const waitForReceiver = [
-      "for _ in $(seq 300); do (exec 3<>/dev/tcp/127.0.0.1/" + port + ") 2>/dev/null && break; sleep 0.1; done",
-      "(exec 3<>/dev/tcp/127.0.0.1/" + port + ") 2>/dev/null || { echo 'the receiver did not listen in 30 s' >&2; exit 1; }",
+      `for _ in $(seq 300); do (exec 3<>/dev/tcp/127.0.0.1/${port}) 2>/dev/null && break; sleep 0.1; done`,
+      `(exec 3<>/dev/tcp/127.0.0.1/${port}) 2>/dev/null || { echo 'the receiver did not listen in 30 s' >&2; exit 1; }`,
     ]
     const script = [
       "trap 'kill $(jobs -p) 2>/dev/null || true' EXIT",
