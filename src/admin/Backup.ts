@@ -359,7 +359,7 @@ export class Backup extends Effect.Service<Backup>()("Backup", {
               const columns = new Set(t.columns)
               const list = t.columns.map(ident).join(", ")
               const values = t.columns.map((c) => RESTORED_AS[t.name]?.[c] ?? ident(c))
-              const insert = `insert into ${ident(t.name)} (${list}) select ${values.join(", ")} from json_populate_recordset(null::${ident(t.name)}, $1::json)`
+              const insert = `insert into ${ident(t.name)} (${list}) select ${values.join(", ")} from json_populate_recordset(null::${ident(t.name)}, $1::text::json)`
               let batch: Array<string> = []
               let bytes = 0
               const flush = Effect.suspend(() => {

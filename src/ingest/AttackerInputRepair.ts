@@ -54,7 +54,7 @@ export const repairStoredAttackerInputs = Effect.gen(function* () {
         if (changed.length > 0) {
           yield* sql`
             update events e set attacker_input = r.attacker_input
-            from jsonb_to_recordset(${JSON.stringify(changed)}::jsonb) as r(id text, attacker_input jsonb)
+            from jsonb_to_recordset(${JSON.stringify(changed)}::text::jsonb) as r(id text, attacker_input jsonb)
             where e.id = r.id`
         }
         yield* sql`update maintenance_tasks set position = ${rows[rows.length - 1]?.id ?? task.position}

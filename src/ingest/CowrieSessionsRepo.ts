@@ -135,7 +135,7 @@ export class CowrieSessionsRepo extends Effect.Service<CowrieSessionsRepo>()("Co
               order by d.time, d.line_id limit ${COWRIE_LEGACY_DETAILS_MAX}
             ) d
           ) end as legacy
-        from jsonb_array_elements_text(${json([...sessions])}::jsonb) as w(session)
+        from jsonb_array_elements_text(${json([...sessions])}::text::jsonb) as w(session)
         left join cowrie_sessions s on s.org_id = ${orgId} and s.sensor_id = ${sensorId} and s.session = w.session`
       const upgraded: Array<{ session: string; client: CowrieClientState; created_at: string }> = []
       for (const row of rows) {
@@ -158,7 +158,7 @@ export class CowrieSessionsRepo extends Effect.Service<CowrieSessionsRepo>()("Co
         yield* sql`
           insert into cowrie_sessions (org_id, sensor_id, session, client, created_at)
           select ${orgId}, ${sensorId}, session, client, created_at
-          from jsonb_to_recordset(${json(upgraded.sort((a, b) => (a.session < b.session ? -1 : a.session > b.session ? 1 : 0)))}::jsonb)
+          from jsonb_to_recordset(${json(upgraded.sort((a, b) => (a.session < b.session ? -1 : a.session > b.session ? 1 : 0)))}::text::jsonb)
             as r(session text, client jsonb, created_at timestamptz)
           on conflict (sensor_id, session) do update set client = excluded.client
           where cowrie_sessions.client is null or jsonb_typeof(cowrie_sessions.client) = 'null'`
@@ -185,7 +185,7 @@ export class CowrieSessionsRepo extends Effect.Service<CowrieSessionsRepo>()("Co
       return sql`
         insert into cowrie_sessions (org_id, sensor_id, session, protocol, source_port, port, client, created_at)
         select ${orgId}, ${sensorId}, session, protocol, source_port, port, client, ${createdAt}
-        from jsonb_to_recordset(${json(rows)}::jsonb)
+        from jsonb_to_recordset(${json(rows)}::text::jsonb)
           as r(session text, protocol text, source_port integer, port integer, client jsonb)
         on conflict (sensor_id, session) do update set
           protocol = case when cowrie_sessions.protocol is null then excluded.protocol else cowrie_sessions.protocol end,
@@ -214,7 +214,7 @@ export class CowrieSessionsRepo extends Effect.Service<CowrieSessionsRepo>()("Co
                 own_port: r.ownPort,
                 complete: r.complete,
               })),
-            )}::jsonb) as r(session text, event_id text, action text, own_protocol boolean, own_source_port boolean,
+            )}::text::jsonb) as r(session text, event_id text, action text, own_protocol boolean, own_source_port boolean,
               own_port boolean, complete boolean)
             on conflict do nothing`.pipe(Effect.asVoid, dbErrors)
 
@@ -247,12 +247,12 @@ export class CowrieSessionsRepo extends Effect.Service<CowrieSessionsRepo>()("Co
       yield* sql`
           with done as (
             update cowrie_session_events c set complete = true
-            from jsonb_to_recordset(${payload}::jsonb) as r(id text, session text)
+            from jsonb_to_recordset(${payload}::text::jsonb) as r(id text, session text)
             where c.sensor_id = ${sensorId} and c.session = r.session and c.event_id = r.id
           )
           update events e set type = r.type, service = r.service, source_port = r.source_port, port = r.port,
             summary = r.summary
-          from jsonb_to_recordset(${payload}::jsonb)
+          from jsonb_to_recordset(${payload}::text::jsonb)
             as r(id text, session text, type text, service text, source_port integer, port integer, summary text)
           where e.id = r.id and e.org_id = ${orgId}`
     }, dbErrors)
@@ -276,7 +276,7 @@ export class CowrieSessionsRepo extends Effect.Service<CowrieSessionsRepo>()("Co
         ? Effect.void
         : sql`
             update events e set attacker_input = r.attacker_input
-            from jsonb_to_recordset(${json(rows.map((r) => ({ id: r.eventId, attacker_input: r.attackerInput })))}::jsonb)
+            from jsonb_to_recordset(${json(rows.map((r) => ({ id: r.eventId, attacker_input: r.attackerInput })))}::text::jsonb)
               as r(id text, attacker_input jsonb)
             where e.id = r.id and e.org_id = ${orgId}`.pipe(Effect.asVoid, dbErrors)
 

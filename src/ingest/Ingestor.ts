@@ -201,7 +201,7 @@ export class Ingestor extends Effect.Service<Ingestor>()("Ingestor", {
         yield* sql`
           update incidents i set event_types = r.event_types, title = r.title, narrative = r.narrative,
             recommended_action = r."recommendedAction"
-          from jsonb_to_recordset(${JSON.stringify(updates)}::jsonb)
+          from jsonb_to_recordset(${JSON.stringify(updates)}::text::jsonb)
             as r(id text, event_types text[], title text, narrative text, "recommendedAction" text)
           where i.id = r.id and i.org_id = ${sensor.orgId}`
       })
@@ -392,7 +392,7 @@ export class Ingestor extends Effect.Service<Ingestor>()("Ingestor", {
           // processes of both versions exclude each other during a rolling deploy.
           yield* sql`
             select pg_advisory_xact_lock(l.h) from (
-              select distinct hashtextextended(k, 0) as h from jsonb_array_elements_text(${JSON.stringify(lockKeys)}::jsonb) as t(k)
+              select distinct hashtextextended(k, 0) as h from jsonb_array_elements_text(${JSON.stringify(lockKeys)}::text::jsonb) as t(k)
               order by h
             ) l`
           const outcomes: Array<EventOutcome> = []

@@ -129,7 +129,7 @@ const deleteEmptyIncidents = (sql: SqlClient.SqlClient, orgId: string, before: S
       yield* sql`
         select pg_advisory_xact_lock(l.h) from (
           select distinct hashtextextended(k, 0) as h
-          from jsonb_array_elements_text(${JSON.stringify(candidates.map((c) => c.lockKey))}::jsonb) as t(k)
+          from jsonb_array_elements_text(${JSON.stringify(candidates.map((c) => c.lockKey))}::text::jsonb) as t(k)
           order by h
         ) l`
       // Looked at again under the locks (a new statement, a new snapshot): only those still empty go.

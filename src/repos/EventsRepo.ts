@@ -192,7 +192,7 @@ export class EventsRepo extends Effect.Service<EventsRepo>()("EventsRepo", {
             // sensor's statistics are new). One JSON parameter: the same statement text for any batch size.
             sql<{ readonly id: string; readonly sensorEventId: string }>`
               select e.id, e.sensor_event_id
-              from jsonb_array_elements_text(${JSON.stringify(ids)}::jsonb) as k(sensor_event_id)
+              from jsonb_array_elements_text(${JSON.stringify(ids)}::text::jsonb) as k(sensor_event_id)
               cross join lateral (
                 select id, sensor_event_id from events
                 where sensor_id = ${sensorId} and sensor_event_id = k.sensor_event_id
@@ -211,7 +211,7 @@ export class EventsRepo extends Effect.Service<EventsRepo>()("EventsRepo", {
               source_port, service, port, type, action, severity, confidence, tags, summary, attacker_input, received_at)
             select id, org_id, incident_id, ignore_rule_id, sensor_id, sensor_event_id, time, source_ip, source_port,
               service, port, type, action, severity, confidence, tags, summary, attacker_input, received_at
-            from rows from (jsonb_to_recordset(${eventsJson(rows, receivedAt)}::jsonb)
+            from rows from (jsonb_to_recordset(${eventsJson(rows, receivedAt)}::text::jsonb)
               as (id text, org_id text, incident_id text, ignore_rule_id text, sensor_id text, sensor_event_id text, time timestamptz,
                 source_ip text, source_port integer, service text, port integer, type text, action text,
                 severity text, confidence text, tags text[], summary text, attacker_input jsonb,

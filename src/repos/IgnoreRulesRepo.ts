@@ -83,7 +83,7 @@ export class IgnoreRulesRepo extends Effect.Service<IgnoreRulesRepo>()("IgnoreRu
           ? Effect.succeed([] as ReadonlyArray<{ readonly key: number; readonly ruleId: string }>)
           : sql<{ readonly key: number; readonly ruleId: string }>`
               select k.key, m.id as rule_id
-              from jsonb_to_recordset(${JSON.stringify(probes)}::jsonb)
+              from jsonb_to_recordset(${JSON.stringify(probes)}::text::jsonb)
                 as k(key integer, "sourceIp" text, port integer, type text)
               cross join lateral (
                 select r.id from ignore_rules r
@@ -105,7 +105,7 @@ export class IgnoreRulesRepo extends Effect.Service<IgnoreRulesRepo>()("IgnoreRu
       recordHits: (orgId: string, hits: ReadonlyArray<{ readonly id: string; readonly n: number }>, at: Date) =>
         hits.length === 0
           ? Effect.void
-          : sql`with h as (select * from jsonb_to_recordset(${JSON.stringify(hits)}::jsonb) as x(id text, n integer)),
+          : sql`with h as (select * from jsonb_to_recordset(${JSON.stringify(hits)}::text::jsonb) as x(id text, n integer)),
                 locked as (select r.id from ignore_rules r where r.id in (select id from h) and r.org_id = ${orgId}
                   order by r.id for no key update)
               update ignore_rules r set hit_count = r.hit_count + h.n,

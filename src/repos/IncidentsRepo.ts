@@ -169,7 +169,7 @@ export class IncidentsRepo extends Effect.Service<IncidentsRepo>()("IncidentsRep
             order by n.created_at desc, n.id desc
             limit 1
           )
-          from jsonb_array_elements_text(${JSON.stringify(sourceIps)}::jsonb) as k(ip)
+          from jsonb_array_elements_text(${JSON.stringify(sourceIps)}::text::jsonb) as k(ip)
         )
         order by i.id
         for update`,
@@ -238,7 +238,7 @@ export class IncidentsRepo extends Effect.Service<IncidentsRepo>()("IncidentsRep
             select id, org_id, sensor_id, source_ip, status, severity, title, narrative, recommended_action,
               event_count, event_types, tags, usernames, high_confidence, first_seen_at, last_seen_at, resolved_at,
               created_at, updated_at, last_activity_at
-            from jsonb_to_recordset(${incidentsJson(rows)}::jsonb) as r(id text, org_id text, sensor_id text,
+            from jsonb_to_recordset(${incidentsJson(rows)}::text::jsonb) as r(id text, org_id text, sensor_id text,
               source_ip text, status text, severity text, title text, narrative text, recommended_action text,
               event_count integer, event_types text[], tags text[], usernames text[], high_confidence boolean,
               first_seen_at timestamptz, last_seen_at timestamptz, resolved_at timestamptz, created_at timestamptz,

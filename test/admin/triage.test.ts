@@ -317,7 +317,7 @@ describe("bulk close against its preview", () => {
             recommended_action, event_count, first_seen_at, last_seen_at, created_at, updated_at, last_activity_at)
           select x.id, ${org.orgId}, ${trap.id}, '10.' || (x.n / 65536) || '.' || (x.n / 256 % 256) || '.' || (x.n % 256),
             'open', 'low', 'seeded', 'seeded', 'none', 1, ${old}, ${old}, ${old}, ${old}, ${old}
-          from jsonb_array_elements_text(${JSON.stringify(ids)}::jsonb) with ordinality as x(id, n)`,
+          from jsonb_array_elements_text(${JSON.stringify(ids)}::text::jsonb) with ordinality as x(id, n)`,
       ),
     )
     const dry = await adminJson(server.env, [

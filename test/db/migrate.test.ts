@@ -92,7 +92,7 @@ describe("migrations of stored rows", () => {
         yield* sql`insert into events (id, org_id, incident_id, sensor_id, sensor_event_id, time, source_ip,
             source_port, service, port, type, action, severity, confidence, summary, attacker_input, received_at)
           values ('evt_m', 'org_m', 'inc_m', 'sen_m', 'm1', ${at}, '192.0.2.1', 1, 'ssh', 22, 'ssh.command', 'a',
-            'low', 'normal', 's', ${JSON.stringify(input)}::jsonb, ${at})`
+            'low', 'normal', 's', ${JSON.stringify(input)}::text::jsonb, ${at})`
         // 0006: unkeyed honeypot line ids (an offline oracle for the password in the line) are replaced.
         const sha = "ab".repeat(32)
         for (const [id, sensorEventId] of [

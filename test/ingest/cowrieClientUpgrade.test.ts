@@ -69,7 +69,7 @@ test("D42: a session merged before 0021 keeps its client version, HASSH and envi
       select ${tenant.orgId}, ${sensor.id}, ${s}, r.line_id, r.time, r.details, now()
       from jsonb_to_recordset(${JSON.stringify(
         old.map((o) => ({ line_id: o.lineId, time: new Date(base + o.i * 10).toISOString(), details: o.details })),
-      )}::jsonb) as r(line_id text, time timestamptz, details jsonb)`,
+      )}::text::jsonb) as r(line_id text, time timestamptz, details jsonb)`,
   )
   await exec(
     (sql) =>
@@ -77,7 +77,7 @@ test("D42: a session merged before 0021 keeps its client version, HASSH and envi
   )
   await exec(
     (sql) => sql`
-      update events set attacker_input = attacker_input || ${JSON.stringify(members)}::jsonb
+      update events set attacker_input = attacker_input || ${JSON.stringify(members)}::text::jsonb
       where org_id = ${tenant.orgId} and source_ip = ${ip} returning 1`,
   )
   for (const e of await eventsOf(ip)) expect(e.attackerInput).toMatchObject(members)

@@ -285,7 +285,7 @@ describe("D49 retention purge", () => {
               port, type, action, severity, confidence, summary, received_at)
             select e.id, i.org_id, i.id, i.sensor_id, 'old-' || e.id, now(), i.source_ip, 40000, 'ssh', 22,
               'ssh.login_attempt', 'login', 'medium', 'normal', 'old', now()
-            from incidents i, jsonb_array_elements_text(${JSON.stringify(ids)}::jsonb) as e(id)
+            from incidents i, jsonb_array_elements_text(${JSON.stringify(ids)}::text::jsonb) as e(id)
             where i.id = ${incidentId}`
         }
       }),

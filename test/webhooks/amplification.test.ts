@@ -191,7 +191,7 @@ describe("Hardening 2 item 4: masking no longer amplifies what a sensor sends", 
       await db.run(
         Effect.flatMap(
           SqlClient.SqlClient,
-          (sql) => sql`update events set attacker_input = ${oldJson}::jsonb where id in ${sql.in(eventIds)}`,
+          (sql) => sql`update events set attacker_input = ${oldJson}::text::jsonb where id in ${sql.in(eventIds)}`,
         ),
       )
     } finally {
