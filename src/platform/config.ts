@@ -62,6 +62,8 @@ export interface Settings {
   readonly databaseStartupWait: Duration.Duration
   /** Connections of each listener's database pool (DATABASE_POOL_API, _INGEST, _CONSOLE). */
   readonly databasePools: { readonly api: number; readonly ingest: number; readonly console: number }
+  /** The PostgreSQL client under the SQL statements (DATABASE_DRIVER): Bun's built-in one, or the `pg` driver. */
+  readonly databaseDriver: DatabaseDriver
   /** The largest MCP tool result's text, in characters (MCP_MAX_RESULT_CHARS). */
   readonly mcpMaxResultChars: number
   /** D49: events stored longer ago than this many days are deleted (RETENTION_DAYS; an organization may override). */
@@ -69,6 +71,8 @@ export interface Settings {
   /** D49: change-feed rows older than this many days are deleted (FEED_RETENTION_DAYS). */
   readonly feedRetentionDays: number
 }
+
+export type DatabaseDriver = "bun" | "pg"
 
 /** Webhook delivery (D15–D18). Defaults are the decisions'; tests shorten the schedule and the lease. */
 export interface WebhookSettings {
@@ -445,6 +449,9 @@ export const settingsConfig = Config.all({
   rateLimit: rateLimitConfig,
   databaseStartupWait: durationVar("DATABASE_STARTUP_WAIT", Duration.seconds(45)),
   databasePools: databasePoolConfig,
+  databaseDriver: envVar("DATABASE_DRIVER", (text) =>
+    text === "bun" || text === "pg" ? Either.right<DatabaseDriver>(text) : Either.left("must be bun or pg"),
+  ).pipe(Config.withDefault<DatabaseDriver>("pg")),
   mcpMaxResultChars: mcpMaxResultCharsConfig,
   // D49: 0 is refused (it would delete every event as it is stored); "keep forever" is a large number of days.
   retentionDays: daysVar("RETENTION_DAYS", 365),
@@ -536,6 +543,7 @@ export const loadSettings: Effect.Effect<Settings, ConfigError.ConfigError> = Ef
     webhooks: raw.webhooks,
     databaseStartupWait: raw.databaseStartupWait,
     databasePools: raw.databasePools,
+    databaseDriver: raw.databaseDriver,
     mcpMaxResultChars: raw.mcpMaxResultChars,
     retentionDays: raw.retentionDays,
     feedRetentionDays: raw.feedRetentionDays,
@@ -588,6 +596,7 @@ export const describeSettings = (s: Settings) => {
     secretKey: "<redacted>",
     secretKeyPrevious: s.secretKeyPrevious.length > 0 ? `${s.secretKeyPrevious.length} key(s), redacted` : "none",
     databaseStartupWait: ms(s.databaseStartupWait),
+    databaseDriver: s.databaseDriver,
     reopenWindow: ms(s.reopenWindow),
     idleClose: ms(s.idleClose),
     idleCloseEvery: ms(s.idleCloseEvery),

@@ -43,6 +43,8 @@ export const serverEnv = (extra: Record<string, string> = {}): Record<string, st
   CONSOLE_PORT: "0",
   APP_URL,
   INCIDENT_IDLE_CLOSE: "36500 days",
+  // A suite can run on either PostgreSQL client (DATABASE_DRIVER=bun|pg bun test …).
+  ...(process.env.DATABASE_DRIVER === undefined ? {} : { DATABASE_DRIVER: process.env.DATABASE_DRIVER }),
   ...extra,
 })
 

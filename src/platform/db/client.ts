@@ -1,6 +1,7 @@
 import { PgClient } from "@effect/sql-pg"
 import { type Duration, Effect, Layer, Option, Redacted, Schedule, String as Str } from "effect"
-import { AppConfig } from "../config.ts"
+import { AppConfig, type DatabaseDriver } from "../config.ts"
+import * as BunPg from "./bunPg.ts"
 import { EmbeddedDatabaseError, embeddedDatabase } from "./embedded.ts"
 
 /**
@@ -35,7 +36,12 @@ export const POOL_WAIT = "2 seconds"
  * The embedded PostgreSQL (D35): started by whichever process needs it first, reached over its Unix socket with the
  * very client and settings of DATABASE_URL (pool size, connect and query time-outs).
  */
-const embeddedClient = (dataDir: string, queryTimeoutMs: number | undefined, pool: PoolSettings = ADMIN_POOL) =>
+const embeddedClient = (
+  dataDir: string,
+  queryTimeoutMs: number | undefined,
+  pool: PoolSettings = ADMIN_POOL,
+  driver: DatabaseDriver = "pg",
+) =>
   Layer.unwrapScoped(
     Effect.gen(function* () {
       const endpoint = yield* embeddedDatabase(dataDir)
@@ -43,7 +49,7 @@ const embeddedClient = (dataDir: string, queryTimeoutMs: number | undefined, poo
         `embedded database: ${endpoint.started ? "started" : "connected to"} PostgreSQL in ${endpoint.socketDir}`,
       )
       const url = `postgres://postgres@localhost:${endpoint.port}/postgres?host=${encodeURIComponent(endpoint.socketDir)}`
-      return postgresClient(Redacted.make(url), queryTimeoutMs, pool)
+      return postgresClient(Redacted.make(url), queryTimeoutMs, pool, driver)
     }),
   )
 
@@ -69,19 +75,29 @@ const postgresClient = (
   url: Redacted.Redacted<string>,
   queryTimeoutMs: number | undefined,
   pool: PoolSettings = ADMIN_POOL,
+  driver: DatabaseDriver = "pg",
 ) => {
+  const session: Record<string, number> = { idle_in_transaction_session_timeout: IDLE_IN_TRANSACTION_TIMEOUT_MS }
+  if (queryTimeoutMs !== undefined) session.statement_timeout = queryTimeoutMs + STATEMENT_TIMEOUT_MARGIN_MS
+  if (driver === "bun") {
+    return BunPg.layer({
+      url,
+      maxConnections: pool.maxConnections,
+      applicationName: applicationName(pool),
+      poolWait: POOL_WAIT,
+      queryTimeout: queryTimeoutMs,
+      sessionSettings: session,
+      ...naming,
+    })
+  }
   let effective = url
   try {
     const parsed = new URL(Redacted.value(url))
     if (queryTimeoutMs !== undefined && !parsed.searchParams.has("query_timeout")) {
       parsed.searchParams.set("query_timeout", String(queryTimeoutMs))
-      if (!parsed.searchParams.has("statement_timeout")) {
-        parsed.searchParams.set("statement_timeout", String(queryTimeoutMs + STATEMENT_TIMEOUT_MARGIN_MS))
-      }
     }
-    if (!parsed.searchParams.has("idle_in_transaction_session_timeout")) {
-      parsed.searchParams.set("idle_in_transaction_session_timeout", String(IDLE_IN_TRANSACTION_TIMEOUT_MS))
-    }
+    for (const [name, value] of Object.entries(session))
+      if (!parsed.searchParams.has(name)) parsed.searchParams.set(name, String(value))
     effective = Redacted.make(parsed.toString())
   } catch {
     // Not a URL the WHATWG parser takes: leave it to the driver as given.
@@ -99,8 +115,8 @@ const databaseLayer = (queryTimeoutMs: number | undefined, pool?: PoolSettings) 
   Layer.unwrapEffect(
     Effect.map(AppConfig, (config) =>
       Option.isSome(config.databaseUrl)
-        ? postgresClient(config.databaseUrl.value, queryTimeoutMs, pool)
-        : embeddedClient(config.dataDir, queryTimeoutMs, pool),
+        ? postgresClient(config.databaseUrl.value, queryTimeoutMs, pool, config.databaseDriver)
+        : embeddedClient(config.dataDir, queryTimeoutMs, pool, config.databaseDriver),
     ),
   )
 

@@ -1,0 +1,314 @@
+import { Reactivity } from "@effect/experimental"
+import * as Client from "@effect/sql/SqlClient"
+import type { Connection } from "@effect/sql/SqlConnection"
+import { SqlError } from "@effect/sql/SqlError"
+import * as Statement from "@effect/sql/Statement"
+import { PgClient } from "@effect/sql-pg"
+import { SQL } from "bun"
+import { Chunk, Context, Duration, Effect, Layer, Redacted, type Scope, Stream } from "effect"
+import { listen } from "./listen.ts"
+
+/**
+ * `PgClient` on Bun's built-in PostgreSQL client (`Bun.SQL`) instead of the `pg` driver: the service keeps writing
+ * `SqlClient`/`PgClient` statements, compiled by @effect/sql-pg's own compiler; only the connection under them changes.
+ * Bun's client keeps each connection's last 1,024 statements prepared (PostgreSQL parses and plans a list query once
+ * per connection instead of on every request) and does the protocol work in native code.
+ *
+ * What this layer adds so the services see no difference (test/db/bunDriver.test.ts compares both drivers):
+ * - the pool's wait: a query that finds no free connection within `poolWait` fails as `pg-pool` does ("timeout exceeded
+ *   when trying to connect", which the listeners answer 503 busy); Bun's own queue would wait without end;
+ * - the query time-out (`queryTimeout`): the query is cancelled and fails as `pg`'s does ("Query read timeout");
+ * - errors: PostgreSQL's SQLSTATE is the cause's `code` (`pg` puts it there; Bun puts it in `errno`);
+ * - statements without parameters (transaction control, migrations of several statements) run as simple queries;
+ * - LISTEN/NOTIFY stay on `pg` (platform/db/listen.ts): Bun's client has none.
+ */
+
+export interface BunPgOptions {
+  /** postgres://user:password@host:port/database; `?host=/dir` for a Unix socket, `?sslmode=` as with `pg`. */
+  readonly url: Redacted.Redacted<string>
+  readonly maxConnections: number
+  readonly applicationName: string
+  /** How long a query waits for a free connection (or for a new one) before it fails as busy. */
+  readonly poolWait: Duration.DurationInput
+  /** A query without an answer after this long is cancelled and fails. None: no limit (the admin tool). */
+  readonly queryTimeout?: Duration.DurationInput | undefined
+  /** Session settings sent at connect (statement_timeout, idle_in_transaction_session_timeout, …). */
+  readonly sessionSettings?: Readonly<Record<string, string | number>> | undefined
+  readonly transformResultNames?: ((name: string) => string) | undefined
+  readonly transformQueryNames?: ((name: string) => string) | undefined
+  readonly transformJson?: boolean | undefined
+}
+
+/** The URL parameters `pg` sends to PostgreSQL as session settings at connect; so does this client. */
+const SESSION_PARAMETERS = ["statement_timeout", "lock_timeout", "idle_in_transaction_session_timeout", "options"]
+
+/** The parts of a `pg` connection URL, as Bun's options and as `PgClientConfig` (which LISTEN connections use). */
+const connectionOf = (url: string) => {
+  const parsed = new URL(url)
+  const settings: Record<string, string> = {}
+  for (const name of SESSION_PARAMETERS) {
+    const value = parsed.searchParams.get(name)
+    if (value !== null) settings[name] = value
+  }
+  const socketDir = parsed.searchParams.get("host") ?? undefined
+  const sslmode = parsed.searchParams.get("sslmode") ?? undefined
+  const port = parsed.port === "" ? 5432 : Number(parsed.port)
+  return {
+    hostname: socketDir?.startsWith("/") ? "localhost" : parsed.hostname || "localhost",
+    port,
+    username: decodeURIComponent(parsed.username) || "postgres",
+    password: parsed.password === "" ? undefined : decodeURIComponent(parsed.password),
+    database: decodeURIComponent(parsed.pathname.replace(/^\//, "")) || undefined,
+    path: socketDir?.startsWith("/") ? socketDir : undefined,
+    ssl: sslmode as "disable" | "prefer" | "require" | "verify-ca" | "verify-full" | undefined,
+    settings,
+  }
+}
+
+/**
+ * Bun's connection failures in the system's words, as `pg` reports them (the start-up line and the logs name the
+ * cause an operator knows: ECONNREFUSED, a terminated connection, a time-out).
+ */
+const CONNECTION_WORDS: Readonly<Record<string, string>> = {
+  ERR_POSTGRES_CONNECTION_REFUSED: "connection refused (ECONNREFUSED)",
+  ERR_POSTGRES_CONNECTION_CLOSED: "Connection terminated",
+  ERR_POSTGRES_CONNECTION_TIMEOUT: "connection timed out (ETIMEDOUT)",
+  ERR_POSTGRES_IDLE_TIMEOUT: "Connection terminated (idle time-out)",
+  ERR_POSTGRES_LIFETIME_TIMEOUT: "Connection terminated (lifetime)",
+}
+
+/**
+ * What a Bun error becomes: PostgreSQL's SQLSTATE as `code` (`pg` puts it there; Bun in `errno`), or Bun's own code
+ * with the failure in the words above.
+ */
+const driverCause = (error: unknown): unknown => {
+  if (!(error instanceof Error)) return error
+  const e = error as Error & { code?: unknown; errno?: unknown; detail?: unknown; hint?: unknown; severity?: unknown }
+  const sqlState = typeof e.errno === "string" && /^[0-9A-Z]{5}$/.test(e.errno) ? e.errno : undefined
+  const bunCode = typeof e.code === "string" ? e.code : undefined
+  const words = bunCode === undefined ? undefined : CONNECTION_WORDS[bunCode]
+  const message =
+    sqlState !== undefined || bunCode === undefined
+      ? e.message
+      : `${words === undefined ? e.message : `${words}: ${e.message}`} (${bunCode})`
+  return Object.assign(new Error(message), {
+    code: sqlState ?? bunCode,
+    ...(typeof e.detail === "string" ? { detail: e.detail } : {}),
+    ...(typeof e.hint === "string" ? { hint: e.hint } : {}),
+    ...(typeof e.severity === "string" ? { severity: e.severity } : {}),
+  })
+}
+
+const failed = (error: unknown, message = "Failed to execute statement") =>
+  new SqlError({ cause: driverCause(error), message })
+
+type Runner = Pick<SQL, "unsafe">
+
+export const make = (
+  options: BunPgOptions,
+): Effect.Effect<PgClient.PgClient, SqlError, Scope.Scope | Reactivity.Reactivity> =>
+  Effect.gen(function* () {
+    const url = Redacted.value(options.url)
+    const target = connectionOf(url)
+    const pool = new SQL({
+      adapter: "postgres",
+      hostname: target.hostname,
+      port: target.port,
+      username: target.username,
+      ...(target.password === undefined ? {} : { password: target.password }),
+      ...(target.database === undefined ? {} : { database: target.database }),
+      ...(target.path === undefined ? {} : { path: target.path }),
+      ...(target.ssl === undefined ? {} : { ssl: target.ssl }),
+      max: options.maxConnections,
+      connectionTimeout: Math.max(1, Math.ceil(Duration.toSeconds(options.poolWait))),
+      prepare: true,
+      connection: { ...options.sessionSettings, ...target.settings, application_name: options.applicationName },
+    })
+    yield* Effect.addFinalizer(() =>
+      Effect.promise(() => pool.close({ timeout: 1 }).catch(() => {})).pipe(Effect.timeoutOption(2000)),
+    )
+
+    // One permit per connection of the pool: a statement (or a transaction, for its whole life) holds one, so the
+    // wait for a connection is ours to bound.
+    const permits = yield* Effect.makeSemaphore(options.maxConnections)
+    const poolWait = Duration.decode(options.poolWait)
+    // The permit is waited for first, then the query runs under its own time-out: a slow query is not "busy".
+    const noConnectionInTime = () =>
+      new SqlError({
+        cause: new Error("timeout exceeded when trying to connect"),
+        message: "Failed to acquire connection",
+      })
+    // The waits for a permit and a connection are interruptible even where the caller is not (@effect/sql acquires a
+    // transaction's connection uninterruptibly): their time-out must be able to end them, and an ended wait holds
+    // nothing. What a wait got is then given back by a finalizer set up without a gap.
+    const waitForPermit = Effect.interruptible(
+      permits.take(1).pipe(Effect.timeoutFail({ duration: poolWait, onTimeout: noConnectionInTime })),
+    )
+    const withPermit = <A, E>(effect: Effect.Effect<A, E>): Effect.Effect<A, E | SqlError> =>
+      Effect.uninterruptibleMask((restore) =>
+        Effect.zipRight(waitForPermit, restore(effect).pipe(Effect.ensuring(permits.release(1)))),
+      )
+    const scopedPermit = Effect.uninterruptible(
+      Effect.zipRight(
+        waitForPermit,
+        Effect.addFinalizer(() => permits.release(1)),
+      ),
+    )
+
+    const queryTimeout = options.queryTimeout === undefined ? undefined : Duration.decode(options.queryTimeout)
+
+    /** Runs one statement on `runner`, cancelling it when interrupted or when the query time-out passes. */
+    const runQuery = <A>(
+      runner: Runner,
+      sql: string,
+      params: ReadonlyArray<unknown>,
+      shape: "rows" | "values" | "raw",
+    ): Effect.Effect<A, SqlError> => {
+      const run = Effect.async<A, SqlError>((resume) => {
+        let query = params.length === 0 ? runner.unsafe(sql).simple() : runner.unsafe(sql, params as Array<unknown>)
+        if (shape === "values") query = query.values()
+        query.then(
+          (result) => resume(Effect.succeed(result as A)),
+          (error) => resume(Effect.fail(failed(error))),
+        )
+        return Effect.sync(() => {
+          query.cancel()
+        })
+      })
+      return queryTimeout === undefined
+        ? run
+        : run.pipe(
+            Effect.timeoutFail({
+              duration: queryTimeout,
+              onTimeout: () =>
+                new SqlError({ cause: new Error("Query read timeout"), message: "Failed to execute statement" }),
+            }),
+          )
+    }
+
+    class BunConnection implements Connection {
+      constructor(private readonly reserved: Runner | undefined) {}
+      private run<A>(sql: string, params: ReadonlyArray<unknown>, shape: "rows" | "values" | "raw") {
+        if (this.reserved !== undefined) return runQuery<A>(this.reserved, sql, params, shape)
+        return withPermit(runQuery<A>(pool, sql, params, shape))
+      }
+      execute(
+        sql: string,
+        params: ReadonlyArray<unknown>,
+        transformRows: (<A extends object>(row: ReadonlyArray<A>) => ReadonlyArray<A>) | undefined,
+      ) {
+        const rows = this.run<ReadonlyArray<object>>(sql, params, "rows")
+        return transformRows === undefined ? rows : Effect.map(rows, transformRows)
+      }
+      executeRaw(sql: string, params: ReadonlyArray<unknown>) {
+        return this.run<unknown>(sql, params, "raw")
+      }
+      executeValues(sql: string, params: ReadonlyArray<unknown>) {
+        return this.run<ReadonlyArray<ReadonlyArray<unknown>>>(sql, params, "values")
+      }
+      executeUnprepared(
+        sql: string,
+        params: ReadonlyArray<unknown>,
+        transformRows: (<A extends object>(row: ReadonlyArray<A>) => ReadonlyArray<A>) | undefined,
+      ) {
+        return this.execute(sql, params, transformRows)
+      }
+      executeStream(
+        sql: string,
+        params: ReadonlyArray<unknown>,
+        transformRows: (<A extends object>(row: ReadonlyArray<A>) => ReadonlyArray<A>) | undefined,
+      ) {
+        // The service streams nothing from the database; a whole result as one chunk keeps the interface.
+        return Stream.fromIterableEffect(this.execute(sql, params, transformRows)).pipe(
+          Stream.rechunk(128),
+          Stream.mapChunks((chunk) => Chunk.fromIterable(chunk)),
+        )
+      }
+    }
+
+    /** A transaction's connection: reserved from the pool (holding a permit) until its scope closes. */
+    const reserve = Effect.gen(function* () {
+      yield* scopedPermit
+      // Bun's own wait for a connection has no end: a reservation not made within the pool's wait is aborted.
+      const reserved = yield* Effect.uninterruptible(
+        Effect.interruptible(
+          Effect.tryPromise({
+            try: (signal) => pool.reserve({ signal }),
+            catch: (error) => failed(error, "Failed to acquire connection for transaction"),
+          }).pipe(Effect.timeoutFail({ duration: poolWait, onTimeout: noConnectionInTime })),
+        ).pipe(Effect.tap((connection) => Effect.addFinalizer(() => Effect.sync(() => connection.release())))),
+      )
+      return new BunConnection(reserved) as Connection
+    })
+
+    // A first statement, so a wrong URL or an unreachable server fails the layer (as PgClient's `SELECT 1` does).
+    yield* runQuery(pool, "select 1", [], "rows").pipe(
+      Effect.mapError((e) => new SqlError({ cause: e.cause, message: "PgClient: Failed to connect" })),
+      Effect.timeoutFail({
+        duration: poolWait,
+        onTimeout: () =>
+          new SqlError({ cause: new Error("Connection timed out"), message: "PgClient: Connection timed out" }),
+      }),
+    )
+
+    const compiler = PgClient.makeCompiler(options.transformQueryNames, options.transformJson)
+    const transformRows = options.transformResultNames
+      ? Statement.defaultTransforms(options.transformResultNames, options.transformJson).array
+      : undefined
+
+    const config: PgClient.PgClientConfig = {
+      url: options.url,
+      host: target.path ?? target.hostname,
+      port: target.port,
+      username: target.username,
+      ...(target.password === undefined ? {} : { password: Redacted.make(target.password) }),
+      ...(target.database === undefined ? {} : { database: target.database }),
+      applicationName: options.applicationName,
+      maxConnections: options.maxConnections,
+    }
+
+    const client = yield* Client.make({
+      acquirer: Effect.succeed(new BunConnection(undefined)),
+      transactionAcquirer: reserve,
+      compiler,
+      spanAttributes: [
+        ["db.system.name", "postgresql"],
+        ["db.namespace", target.database ?? target.username],
+        ["server.address", target.hostname],
+        ["server.port", target.port],
+      ],
+      transformRows,
+    })
+
+    const pgClient: PgClient.PgClient = Object.assign(client, {
+      [PgClient.TypeId]: PgClient.TypeId as PgClient.TypeId,
+      config,
+      json: (value: unknown) => PgJson(value, undefined, undefined),
+      // LISTEN needs a connection of its own that Bun's client cannot give: `pg`, as everywhere in the service.
+      listen: (channel: string) =>
+        Stream.asyncPush<string, SqlError>((emit) =>
+          listen(config, {
+            channels: [channel],
+            onNotification: (message) => {
+              if (message.payload !== undefined) emit.single(message.payload)
+            },
+          }).pipe(Effect.mapError((error) => failed(error, "Failed to listen"))),
+        ),
+      notify: (channel: string, payload: string) =>
+        Effect.asVoid(withPermit(runQuery(pool, "select pg_notify($1, $2)", [channel, payload], "rows"))).pipe(
+          Effect.mapError((e) => new SqlError({ cause: e.cause, message: "Failed to notify" })),
+        ),
+    })
+    return pgClient
+  })
+
+/** `sql.json(value)`: the compiler sends the value itself as the parameter (Bun writes it as JSON). */
+const PgJson = Statement.custom<PgClient.PgCustom>("PgJson")
+
+/** The layer: `PgClient` and `SqlClient`, as `PgClient.layer` gives them. */
+export const layer = (options: BunPgOptions): Layer.Layer<PgClient.PgClient | Client.SqlClient, SqlError> =>
+  Layer.scopedContext(
+    Effect.map(make(options), (client) =>
+      Context.make(PgClient.PgClient, client).pipe(Context.add(Client.SqlClient, client)),
+    ),
+  ).pipe(Layer.provide(Reactivity.layer))

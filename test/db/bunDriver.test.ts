@@ -1,0 +1,251 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { readFileSync, rmSync } from "node:fs"
+import { join } from "node:path"
+import { SqlClient } from "@effect/sql"
+import { PgClient } from "@effect/sql-pg"
+import { ConfigProvider, Effect, Layer, ManagedRuntime, type Scope } from "effect"
+import fc from "fast-check"
+import { AppConfigLive } from "../../src/platform/config.ts"
+import { DatabaseLive } from "../../src/platform/db/client.ts"
+import { migrate } from "../../src/platform/db/migrate.ts"
+import { testEnv } from "../support/server.ts"
+
+/**
+ * Bun's built-in PostgreSQL client (platform/db/bunPg.ts) under the same statements as the `pg` driver: every column
+ * type the schema uses reads back the same through both (value and JavaScript type), whichever wrote it; parameters
+ * of every kind the repositories pass, including `sql.json` and JSON text cast to jsonb; errors carry PostgreSQL's
+ * SQLSTATE as `code`; transactions and savepoints roll back; several statements run as one (migrations).
+ */
+
+const ROOT = join(import.meta.dir, "..", "..")
+const env = testEnv()
+
+type Driver = "pg" | "bun"
+/** One client of each driver for the whole file, on the same database (embedded or the run's PostgreSQL). */
+const clientOf = (driver: Driver) =>
+  ManagedRuntime.make(
+    DatabaseLive.pipe(
+      Layer.provide(AppConfigLive),
+      Layer.provide(
+        Layer.setConfigProvider(ConfigProvider.fromMap(new Map(Object.entries({ ...env, DATABASE_DRIVER: driver })))),
+      ),
+    ),
+  )
+const clients = { pg: clientOf("pg"), bun: clientOf("bun") }
+const run = <A, E>(
+  driver: Driver,
+  effect: Effect.Effect<A, E, SqlClient.SqlClient | PgClient.PgClient | Scope.Scope>,
+) => clients[driver].runPromise(Effect.scoped(effect))
+
+beforeAll(async () => {
+  await run("pg", migrate)
+})
+afterAll(async () => {
+  await clients.bun.dispose()
+  await clients.pg.dispose()
+  if (env.DATA_DIR !== undefined) rmSync(env.DATA_DIR, { recursive: true, force: true })
+})
+
+/** A value with its JavaScript type, so `"1"` and `1`, a Buffer and a Uint8Array, are told apart. */
+const typed = (value: unknown): unknown => {
+  if (value === null || value === undefined) return value
+  if (value instanceof Date) return ["Date", value.toISOString()]
+  if (Array.isArray(value)) return ["Array", value.map(typed)]
+  if (value instanceof Uint8Array) return [value.constructor.name, [...value]]
+  if (typeof value === "object")
+    return [
+      "Object",
+      Object.fromEntries(
+        Object.entries(value as Record<string, unknown>)
+          .sort(([a], [b]) => (a < b ? -1 : 1))
+          .map(([k, v]) => [k, typed(v)]),
+      ),
+    ]
+  return [typeof value, value]
+}
+
+const TABLE = `driver_parity_${process.pid}`
+// One column of each type the schema uses (the first test checks that the list is complete).
+const COLUMNS = {
+  big: "bigint",
+  flag: "boolean",
+  bytes: "bytea",
+  net: "cidr",
+  small: "integer",
+  doc: "jsonb",
+  words: "text",
+  list: "text[]",
+  at: "timestamp with time zone",
+  tx: "xid8",
+} as const
+
+const schemaTypes = Effect.flatMap(
+  SqlClient.SqlClient,
+  (sql) => sql<{ type: string }>`
+    select distinct format_type(a.atttypid, a.atttypmod) as type
+    from pg_attribute a join pg_class c on c.oid = a.attrelid join pg_namespace n on n.oid = c.relnamespace
+    where n.nspname = 'public' and c.relkind = 'r' and a.attnum > 0 and not a.attisdropped
+      and c.relname not like 'driver_parity_%'
+    order by 1`,
+).pipe(Effect.map((rows) => rows.map((r) => r.type)))
+
+const text = fc.string({ unit: "grapheme", maxLength: 40 }).map((s) => s.replaceAll("\u0000", ""))
+const jsonDoc = fc.dictionary(
+  text,
+  fc.oneof(text, fc.integer(), fc.boolean(), fc.constant(null), fc.array(text, { maxLength: 3 })),
+  { maxKeys: 5 },
+)
+const row = fc.record({
+  big: fc.bigInt({ min: -(2n ** 63n), max: 2n ** 63n - 1n }).map(String),
+  flag: fc.boolean(),
+  bytes: fc.uint8Array({ maxLength: 32 }).map((b) => Buffer.from(b)),
+  net: fc
+    .tuple(fc.integer({ min: 0, max: 255 }), fc.integer({ min: 0, max: 255 }), fc.integer({ min: 8, max: 32 }))
+    .map(([a, b, bits]) => `${bits >= 16 ? a : 0}.${bits >= 24 ? b : 0}.0.0/${Math.min(bits, 16)}`),
+  small: fc.integer(),
+  doc: jsonDoc,
+  words: text,
+  list: fc.array(text, { maxLength: 4 }),
+  at: fc.date({ min: new Date("1970-01-01T00:00:00Z"), max: new Date("2100-01-01T00:00:00Z"), noInvalidDate: true }),
+  nullable: fc.boolean(),
+})
+type Row = typeof row extends fc.Arbitrary<infer A> ? A : never
+
+/** Writes `r` through the driver: jsonb once as `sql.json` (the events' column) and once as JSON text (the batches). */
+const write = (r: Row, id: number) =>
+  Effect.gen(function* () {
+    const sql = yield* PgClient.PgClient
+    yield* sql`insert into ${sql(TABLE)} (id, big, flag, bytes, net, small, doc, doc_text, words, list, at, tx)
+      values (${id}, ${r.nullable ? null : r.big}, ${r.flag}, ${r.bytes}, ${r.net}::cidr, ${r.small}, ${sql.json(r.doc)},
+        ${JSON.stringify(r.doc)}::text::jsonb, ${r.words}, ${r.list}, ${r.at}, pg_current_xact_id())`
+  })
+
+const read = (id: number) =>
+  Effect.flatMap(
+    SqlClient.SqlClient,
+    (sql) => sql`select *, count(*) over () as total, null::text as nothing from ${sql(TABLE)} where id = ${id}`,
+  ).pipe(Effect.map((rows) => rows[0]))
+
+describe("Bun's PostgreSQL client behind the service's SQL client", () => {
+  test("the schema uses no column type this test does not compare", async () => {
+    const used = await run("pg", schemaTypes)
+    expect(used.length).toBeGreaterThan(5)
+    expect(used.filter((t) => !(Object.values(COLUMNS) as ReadonlyArray<string>).includes(t))).toEqual([])
+  })
+
+  test("every column type reads the same through both drivers, whichever wrote it", async () => {
+    const columns = Object.entries(COLUMNS)
+      .map(([name, type]) => `${name} ${type}`)
+      .join(", ")
+    await run(
+      "pg",
+      Effect.flatMap(SqlClient.SqlClient, (sql) =>
+        sql.unsafe(`create table ${TABLE} (id integer primary key, ${columns}, doc_text jsonb)`),
+      ),
+    )
+    try {
+      let id = 0
+      await fc.assert(
+        fc.asyncProperty(row, async (r) => {
+          for (const writer of ["pg", "bun"] as const) {
+            id++
+            await run(writer, write(r, id))
+            const [viaPg, viaBun] = [await run("pg", read(id)), await run("bun", read(id))]
+            expect(typed(viaBun)).toEqual(typed(viaPg))
+            // And what was written is what was meant.
+            const back = viaPg as Record<string, unknown>
+            expect(typed(back.doc)).toEqual(typed(r.doc))
+            expect(typed(back.docText)).toEqual(typed(r.doc))
+            expect(back.big).toBe(r.nullable ? null : r.big)
+            expect(back.list).toEqual(r.list)
+            expect((back.at as Date).getTime()).toBe(r.at.getTime())
+            expect([...(back.bytes as Uint8Array)]).toEqual([...r.bytes])
+          }
+        }),
+        { numRuns: 200 },
+      )
+    } finally {
+      await run(
+        "pg",
+        Effect.flatMap(SqlClient.SqlClient, (sql) => sql.unsafe(`drop table if exists ${TABLE}`)),
+      )
+    }
+  }, 120_000)
+
+  test("no statement (the service's or a test's) casts a parameter straight to json: Bun's client would send a string as a JSON string", () => {
+    const offenders: Array<string> = []
+    for (const file of new Bun.Glob("{src,test}/**/*.ts").scanSync({ cwd: ROOT })) {
+      if (file.endsWith("bunDriver.test.ts")) continue
+      const source = readFileSync(join(ROOT, file), "utf8")
+      for (const m of source.matchAll(/(?:\}|\$\d+)::jsonb?\b/g))
+        offenders.push(`${file}: …${source.slice(m.index - 40, m.index + 8)}`)
+    }
+    expect(offenders).toEqual([])
+  })
+
+  test("a failed statement carries PostgreSQL's SQLSTATE as the cause's code, as with pg", async () => {
+    const codeOf = (driver: Driver, statement: string) =>
+      run(
+        driver,
+        Effect.flatMap(SqlClient.SqlClient, (sql) => sql.unsafe(statement)).pipe(
+          Effect.flip,
+          Effect.map((e) => (e.cause as { code?: unknown }).code),
+        ),
+      )
+    for (const [statement, code] of [
+      ["select 1/0", "22012"],
+      ["select * from no_such_table", "42P01"],
+      ["select 'x'::int", "22P02"],
+    ] as const) {
+      expect(await codeOf("pg", statement)).toBe(code)
+      expect(await codeOf("bun", statement)).toBe(code)
+    }
+  })
+
+  test("transactions commit and roll back, savepoints too, on one reserved connection", async () => {
+    const outcome = await run(
+      "bun",
+      Effect.gen(function* () {
+        const sql = yield* SqlClient.SqlClient
+        yield* sql`create temporary table if not exists t_tx (n integer)`.pipe(Effect.ignore)
+        const table = `driver_tx_${process.pid}`
+        yield* sql.unsafe(`create table ${table} (n integer)`)
+        yield* sql.withTransaction(sql`insert into ${sql(table)} values (1)`)
+        yield* sql
+          .withTransaction(Effect.zipRight(sql`insert into ${sql(table)} values (2)`, Effect.fail("undo" as const)))
+          .pipe(Effect.ignore)
+        yield* sql.withTransaction(
+          Effect.gen(function* () {
+            yield* sql`insert into ${sql(table)} values (3)`
+            yield* sql
+              .withTransaction(Effect.zipRight(sql`insert into ${sql(table)} values (4)`, Effect.fail("inner")))
+              .pipe(Effect.ignore)
+            // The same session: its backend pid is the transaction's.
+            const [a, b] = yield* Effect.all([sql`select pg_backend_pid() as p`, sql`select pg_backend_pid() as p`])
+            if (a?.[0]?.p !== b?.[0]?.p) return yield* Effect.die("two sessions in one transaction")
+          }),
+        )
+        const rows = yield* sql<{ n: number }>`select n from ${sql(table)} order by n`
+        yield* sql.unsafe(`drop table ${table}`)
+        return rows.map((r) => r.n)
+      }),
+    )
+    expect(outcome).toEqual([1, 3])
+  })
+
+  test("several statements without parameters run as one, as a migration file does", async () => {
+    const table = `driver_multi_${process.pid}`
+    const n = await run(
+      "bun",
+      Effect.gen(function* () {
+        const sql = yield* SqlClient.SqlClient
+        yield* sql.unsafe(`create table ${table} (n integer); insert into ${table} values (1), (2); -- a comment
+          insert into ${table} values (3);`)
+        const rows = yield* sql<{ c: number }>`select count(*)::int as c from ${sql(table)}`
+        yield* sql.unsafe(`drop table ${table}`)
+        return rows[0]?.c
+      }),
+    )
+    expect(n).toBe(3)
+  })
+})
