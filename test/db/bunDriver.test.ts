@@ -1,11 +1,13 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { readFileSync, rmSync } from "node:fs"
 import { join } from "node:path"
+import { Reactivity } from "@effect/experimental"
 import { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
-import { ConfigProvider, Effect, Layer, ManagedRuntime, type Scope } from "effect"
+import { ConfigProvider, Deferred, Effect, Layer, ManagedRuntime, type Scope } from "effect"
 import fc from "fast-check"
 import { AppConfigLive } from "../../src/platform/config.ts"
+import * as BunPg from "../../src/platform/db/bunPg.ts"
 import { DatabaseLive } from "../../src/platform/db/client.ts"
 import { migrate } from "../../src/platform/db/migrate.ts"
 import { testEnv } from "../support/server.ts"
@@ -232,6 +234,77 @@ describe("Bun's PostgreSQL client behind the service's SQL client", () => {
     )
     expect(outcome).toEqual([1, 3])
   })
+
+  test("a statement that finds no free connection fails within the pool's wait as busy; a held one at the query time-out; every permit comes back", async () => {
+    const url = await run(
+      "bun",
+      Effect.map(PgClient.PgClient, (pg) => pg.config.url),
+    )
+    if (url === undefined) throw new Error("no URL")
+    const table = `driver_wait_${process.pid}`
+    await run(
+      "pg",
+      Effect.flatMap(SqlClient.SqlClient, (sql) => sql.unsafe(`create table ${table} (n integer)`)),
+    )
+    const outcome = await Effect.runPromise(
+      Effect.scoped(
+        Effect.gen(function* () {
+          const sql = yield* BunPg.make({
+            url,
+            maxConnections: 2,
+            applicationName: "driver-wait-test",
+            poolWait: "300 millis",
+            queryTimeout: "900 millis",
+          })
+          // Another session holds the table, so the pool's two connections wait on it.
+          const lock = yield* BunPg.make({
+            url,
+            maxConnections: 1,
+            applicationName: "driver-wait-lock",
+            poolWait: "1 second",
+          })
+          const held = yield* Deferred.make<void>()
+          const done = yield* Deferred.make<void>()
+          yield* Effect.forkScoped(
+            lock.withTransaction(
+              Effect.zipRight(
+                lock.unsafe(`lock table ${table} in access exclusive mode`),
+                Effect.zipRight(Deferred.succeed(held, undefined), Deferred.await(done)),
+              ),
+            ),
+          )
+          yield* Deferred.await(held)
+          const started = Date.now()
+          const attempt = (statement: Effect.Effect<unknown, unknown>) =>
+            statement.pipe(
+              Effect.map(() => "ok"),
+              Effect.catchAll((e) => Effect.succeed(String((e as { cause?: unknown }).cause))),
+              Effect.map((what) => ({ what, ms: Date.now() - started })),
+            )
+          const read = sql`select count(*) from ${sql(table)}`
+          const results = yield* Effect.all(
+            [attempt(read), attempt(read), attempt(read), attempt(sql.withTransaction(read)), attempt(read)],
+            { concurrency: "unbounded" },
+          )
+          yield* Deferred.succeed(done, undefined)
+          // Every permit is back: as many statements as connections run at once, and a transaction.
+          const after = yield* Effect.all([read, read, sql.withTransaction(read)], { concurrency: "unbounded" })
+          return { results, after: after.length }
+        }),
+      ).pipe(Effect.provide(Reactivity.layer)),
+    )
+    await run(
+      "pg",
+      Effect.flatMap(SqlClient.SqlClient, (sql) => sql.unsafe(`drop table ${table}`)),
+    )
+    const timedOut = outcome.results.filter((r) => r.what.includes("Query read timeout"))
+    const noConnection = outcome.results.filter((r) => r.what.includes("timeout exceeded when trying to connect"))
+    expect(timedOut.length).toBe(2)
+    expect(noConnection.length).toBe(3)
+    for (const r of noConnection) expect(r.ms).toBeLessThan(850)
+    for (const r of timedOut) expect(r.ms).toBeGreaterThanOrEqual(850)
+    expect(outcome.after).toBe(3)
+  }, 30_000)
 
   test("several statements without parameters run as one, as a migration file does", async () => {
     const table = `driver_multi_${process.pid}`

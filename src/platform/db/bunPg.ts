@@ -4,7 +4,7 @@ import type { Connection } from "@effect/sql/SqlConnection"
 import { SqlError } from "@effect/sql/SqlError"
 import * as Statement from "@effect/sql/Statement"
 import { PgClient } from "@effect/sql-pg"
-import { SQL } from "bun"
+import { type ReservedSQL, SQL } from "bun"
 import { Chunk, Context, Duration, Effect, Layer, Redacted, type Scope, Stream } from "effect"
 import { listen } from "./listen.ts"
 
@@ -104,6 +104,90 @@ const failed = (error: unknown, message = "Failed to execute statement") =>
 
 type Runner = Pick<SQL, "unsafe">
 
+const noConnectionInTime = () =>
+  new SqlError({ cause: new Error("timeout exceeded when trying to connect"), message: "Failed to acquire connection" })
+
+/**
+ * The pool's connections as permits: taken at once when one is free (no fiber, no timer), otherwise waited for in
+ * order, for at most `waitMs`. A wait ends by its own timer, so it ends also where the caller cannot be interrupted
+ * (@effect/sql acquires a transaction's connection uninterruptibly); a permit granted to a wait that is being
+ * interrupted is given back.
+ */
+const makePermits = (size: number, waitMs: number) => {
+  let free = size
+  const waiting = new Set<() => void>()
+  const release = () => {
+    const next = waiting.values().next()
+    if (next.done) free++
+    else {
+      waiting.delete(next.value)
+      next.value()
+    }
+  }
+  const take: Effect.Effect<void, SqlError> = Effect.suspend(() => {
+    if (free > 0) {
+      free--
+      return Effect.void
+    }
+    return Effect.async<void, SqlError>((resume) => {
+      let granted = false
+      const grant = () => {
+        granted = true
+        clearTimeout(timer)
+        resume(Effect.void)
+      }
+      const timer = setTimeout(() => {
+        waiting.delete(grant)
+        resume(Effect.fail(noConnectionInTime()))
+      }, waitMs)
+      waiting.add(grant)
+      return Effect.sync(() => {
+        clearTimeout(timer)
+        if (granted) release()
+        else waiting.delete(grant)
+      })
+    })
+  })
+  return { take, release, waitMs }
+}
+
+/**
+ * A reserved connection, or a failure once `waitMs` has passed (the reservation is then aborted: nothing is taken).
+ * A connection that arrives for a wait being interrupted is given back.
+ */
+const reserveWithin = (pool: SQL, waitMs: number) =>
+  Effect.async<ReservedSQL, SqlError>((resume) => {
+    const abort = new AbortController()
+    let got: ReservedSQL | undefined
+    let cancelled = false
+    const timer = setTimeout(() => abort.abort(), waitMs)
+    pool.reserve({ signal: abort.signal }).then(
+      (connection) => {
+        clearTimeout(timer)
+        if (cancelled) connection.release()
+        else {
+          got = connection
+          resume(Effect.succeed(connection))
+        }
+      },
+      (error) => {
+        clearTimeout(timer)
+        if (cancelled) return
+        resume(
+          Effect.fail(
+            abort.signal.aborted ? noConnectionInTime() : failed(error, "Failed to acquire connection for transaction"),
+          ),
+        )
+      },
+    )
+    return Effect.sync(() => {
+      cancelled = true
+      clearTimeout(timer)
+      if (got !== undefined) got.release()
+      else abort.abort()
+    })
+  })
+
 export const make = (
   options: BunPgOptions,
 ): Effect.Effect<PgClient.PgClient, SqlError, Scope.Scope | Reactivity.Reactivity> =>
@@ -129,62 +213,64 @@ export const make = (
     )
 
     // One permit per connection of the pool: a statement (or a transaction, for its whole life) holds one, so the
-    // wait for a connection is ours to bound.
-    const permits = yield* Effect.makeSemaphore(options.maxConnections)
-    const poolWait = Duration.decode(options.poolWait)
-    // The permit is waited for first, then the query runs under its own time-out: a slow query is not "busy".
-    const noConnectionInTime = () =>
-      new SqlError({
-        cause: new Error("timeout exceeded when trying to connect"),
-        message: "Failed to acquire connection",
-      })
-    // The waits for a permit and a connection are interruptible even where the caller is not (@effect/sql acquires a
-    // transaction's connection uninterruptibly): their time-out must be able to end them, and an ended wait holds
-    // nothing. What a wait got is then given back by a finalizer set up without a gap.
-    const waitForPermit = Effect.interruptible(
-      permits.take(1).pipe(Effect.timeoutFail({ duration: poolWait, onTimeout: noConnectionInTime })),
-    )
+    // wait for a connection is ours to bound (Bun's own queue waits without end). The permit is waited for first,
+    // then the query runs under its own time-out: a slow query is not "busy".
+    const permits = makePermits(options.maxConnections, Duration.toMillis(Duration.decode(options.poolWait)))
     const withPermit = <A, E>(effect: Effect.Effect<A, E>): Effect.Effect<A, E | SqlError> =>
       Effect.uninterruptibleMask((restore) =>
-        Effect.zipRight(waitForPermit, restore(effect).pipe(Effect.ensuring(permits.release(1)))),
+        Effect.zipRight(restore(permits.take), restore(effect).pipe(Effect.ensuring(Effect.sync(permits.release)))),
       )
-    const scopedPermit = Effect.uninterruptible(
+    const scopedPermit = Effect.uninterruptibleMask((restore) =>
       Effect.zipRight(
-        waitForPermit,
-        Effect.addFinalizer(() => permits.release(1)),
+        restore(permits.take),
+        Effect.addFinalizer(() => Effect.sync(permits.release)),
       ),
     )
 
-    const queryTimeout = options.queryTimeout === undefined ? undefined : Duration.decode(options.queryTimeout)
+    const queryTimeoutMs =
+      options.queryTimeout === undefined ? undefined : Duration.toMillis(Duration.decode(options.queryTimeout))
 
-    /** Runs one statement on `runner`, cancelling it when interrupted or when the query time-out passes. */
+    /**
+     * Runs one statement on `runner`, cancelling it when interrupted or when the query time-out passes. The timer is
+     * a plain one: a time-out made of fibers cost a quarter of the client's CPU per query.
+     */
     const runQuery = <A>(
       runner: Runner,
       sql: string,
       params: ReadonlyArray<unknown>,
       shape: "rows" | "values" | "raw",
-    ): Effect.Effect<A, SqlError> => {
-      const run = Effect.async<A, SqlError>((resume) => {
+    ): Effect.Effect<A, SqlError> =>
+      Effect.async<A, SqlError>((resume) => {
         let query = params.length === 0 ? runner.unsafe(sql).simple() : runner.unsafe(sql, params as Array<unknown>)
         if (shape === "values") query = query.values()
+        let settled = false
+        const settle = (outcome: Effect.Effect<A, SqlError>) => {
+          if (settled) return
+          settled = true
+          if (timer !== undefined) clearTimeout(timer)
+          resume(outcome)
+        }
+        const timer =
+          queryTimeoutMs === undefined
+            ? undefined
+            : setTimeout(() => {
+                query.cancel()
+                settle(
+                  Effect.fail(
+                    new SqlError({ cause: new Error("Query read timeout"), message: "Failed to execute statement" }),
+                  ),
+                )
+              }, queryTimeoutMs)
         query.then(
-          (result) => resume(Effect.succeed(result as A)),
-          (error) => resume(Effect.fail(failed(error))),
+          (result) => settle(Effect.succeed(result as A)),
+          (error) => settle(Effect.fail(failed(error))),
         )
         return Effect.sync(() => {
+          settled = true
+          if (timer !== undefined) clearTimeout(timer)
           query.cancel()
         })
       })
-      return queryTimeout === undefined
-        ? run
-        : run.pipe(
-            Effect.timeoutFail({
-              duration: queryTimeout,
-              onTimeout: () =>
-                new SqlError({ cause: new Error("Query read timeout"), message: "Failed to execute statement" }),
-            }),
-          )
-    }
 
     class BunConnection implements Connection {
       constructor(private readonly reserved: Runner | undefined) {}
@@ -229,14 +315,10 @@ export const make = (
     /** A transaction's connection: reserved from the pool (holding a permit) until its scope closes. */
     const reserve = Effect.gen(function* () {
       yield* scopedPermit
-      // Bun's own wait for a connection has no end: a reservation not made within the pool's wait is aborted.
-      const reserved = yield* Effect.uninterruptible(
-        Effect.interruptible(
-          Effect.tryPromise({
-            try: (signal) => pool.reserve({ signal }),
-            catch: (error) => failed(error, "Failed to acquire connection for transaction"),
-          }).pipe(Effect.timeoutFail({ duration: poolWait, onTimeout: noConnectionInTime })),
-        ).pipe(Effect.tap((connection) => Effect.addFinalizer(() => Effect.sync(() => connection.release())))),
+      const reserved = yield* Effect.uninterruptibleMask((restore) =>
+        restore(reserveWithin(pool, permits.waitMs)).pipe(
+          Effect.tap((connection) => Effect.addFinalizer(() => Effect.sync(() => connection.release()))),
+        ),
       )
       return new BunConnection(reserved) as Connection
     })
@@ -245,7 +327,7 @@ export const make = (
     yield* runQuery(pool, "select 1", [], "rows").pipe(
       Effect.mapError((e) => new SqlError({ cause: e.cause, message: "PgClient: Failed to connect" })),
       Effect.timeoutFail({
-        duration: poolWait,
+        duration: options.poolWait,
         onTimeout: () =>
           new SqlError({ cause: new Error("Connection timed out"), message: "PgClient: Connection timed out" }),
       }),
