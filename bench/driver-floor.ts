@@ -7,6 +7,7 @@
  *   1. Bun's built-in SQL client (what the baseline uses),
  *   2. the `pg` driver's pool directly (the driver under @effect/sql-pg, its default type parsers),
  *   3. @effect/sql-pg as the service runs it (`sql.unsafe(text, params).withoutTransform`, in Effect fibers),
+ *   4. the same statement through the service's client on Bun's driver (src/platform/db/bunPg.ts, DATABASE_DRIVER=bun),
  * and prints, for each, queries/s and this process's CPU per query (process.cpuUsage), beside PostgreSQL's CPU per
  * query (every `postgres` process, from /proc: keep the machine otherwise quiet).
  */
@@ -15,6 +16,7 @@ import { PgClient } from "@effect/sql-pg"
 import { SQL } from "bun"
 import { Effect, Redacted } from "effect"
 import pg from "pg"
+import * as BunPg from "../src/platform/db/bunPg.ts"
 import { incidentListStatement } from "../src/repos/IncidentsRepo.ts"
 import { round, table } from "./lib/common.ts"
 import { databaseUrl } from "./lib/pg.ts"
@@ -98,6 +100,26 @@ await Effect.runPromise(
       results.push(
         yield* Effect.promise(() =>
           measure("@effect/sql-pg as the service runs it", () => Effect.runPromise(Effect.orDie(once))),
+        ),
+      )
+    }),
+  ).pipe(Effect.provide(Reactivity.layer)),
+)
+
+await Effect.runPromise(
+  Effect.scoped(
+    Effect.gen(function* () {
+      const sql = yield* BunPg.make({
+        url: Redacted.make(url),
+        maxConnections: concurrency,
+        applicationName: "driver-floor",
+        poolWait: "2 seconds",
+        queryTimeout: "4 seconds",
+      })
+      const once = sql.unsafe(text, [...params]).withoutTransform.pipe(Effect.map((rows) => rows.length))
+      results.push(
+        yield* Effect.promise(() =>
+          measure("the service's client on Bun.sql (bunPg.ts)", () => Effect.runPromise(Effect.orDie(once))),
         ),
       )
     }),
