@@ -79,6 +79,8 @@ export interface SpawnOptions {
   readonly profile?: boolean
   /** Extra flags for bun itself (e.g. --smol). */
   readonly bunFlags?: ReadonlyArray<string>
+  /** The program that runs `args` (default bun; the conventional peer runs on node). */
+  readonly runtime?: "bun" | "node"
 }
 
 export const spawnListening = async (options: SpawnOptions): Promise<Spawned> => {
@@ -92,7 +94,14 @@ export const spawnListening = async (options: SpawnOptions): Promise<Spawned> =>
   // The service's start command (bin/serve) takes bun's flags from BUN_SERVE_FLAGS; anything else is run by bun.
   const serve = options.args[0] === "bin/serve"
   const flags = [...(options.bunFlags ?? []), ...profileArgs]
-  const command = serve ? ["sh", ...options.args] : ["bun", ...flags, ...options.args]
+  const nodeFlags = options.profile
+    ? ["--cpu-prof", `--cpu-prof-dir=${PROFILES_DIR}`, `--cpu-prof-name=${profileName}`]
+    : []
+  const command = serve
+    ? ["sh", ...options.args]
+    : options.runtime === "node"
+      ? ["node", ...nodeFlags, ...options.args]
+      : ["bun", ...flags, ...options.args]
   const child = Bun.spawn(command, {
     cwd: ROOT,
     env: serve ? { ...options.env, BUN_SERVE_FLAGS: flags.join(" ") } : options.env,
@@ -225,6 +234,41 @@ export const startBaseline = (workDir: string, env: Record<string, string>, prof
     listeners: ["baseline"],
     profile,
   })
+
+/** The conventional peer's bundle for node (bench/peer/fastify.ts), built once per bench process. */
+const PEER_BUNDLE = "dist/bench-peer/fastify.mjs"
+let peerBuilt: Promise<void> | undefined
+const buildPeer = () => {
+  peerBuilt ??= (async () => {
+    const child = Bun.spawn(
+      [
+        "bun",
+        "build",
+        "bench/peer/fastify.ts",
+        "--target=node",
+        `--outfile=${PEER_BUNDLE}`,
+        ...["fastify", "@fastify/rate-limit", "pg"].flatMap((p) => ["--external", p]),
+      ],
+      { cwd: ROOT, stdout: "ignore", stderr: "inherit" },
+    )
+    if ((await child.exited) !== 0) throw new Error("building bench/peer/fastify.ts failed")
+  })()
+  return peerBuilt
+}
+
+/** bench/peer/fastify.ts on node: the same endpoints as a team would build them on Fastify and `pg`. */
+export const startPeer = async (workDir: string, env: Record<string, string>, profile = false): Promise<Spawned> => {
+  await buildPeer()
+  return spawnListening({
+    name: "peer",
+    args: [PEER_BUNDLE],
+    env,
+    workDir,
+    listeners: ["peer"],
+    profile,
+    runtime: "node",
+  })
+}
 
 /** bench/httpapi-floor.ts: the HttpApi stack alone, answering a constant page (the body in `bodyFile`). */
 export const startFloor = (workDir: string, bodyFile: string, profile = false): Promise<Spawned> =>

@@ -33,6 +33,12 @@ const versusBaseline = (r: Json) => [
   r.rpsRatio.toFixed(2),
 ]
 
+/** The peer's cells (bench/peer/fastify.ts), "-" in a results file from before it was measured. */
+const versusPeer = (r: Json) =>
+  r.peer === undefined
+    ? ["-", "-", "-", "-"]
+    : [r.peer.rps, ms(r.peer.latencyMs.p99), r.peerRpsRatio.toFixed(2), r.peerP99Ratio.toFixed(2)]
+
 export const ms = (n: number) => (Number.isFinite(n) ? n.toFixed(n < 10 ? 2 : 1) : "-")
 
 /** A chart written beside the results file. */
@@ -53,6 +59,7 @@ export const memoryRows = (results: Record<string, Json>): Array<Array<string | 
         m.service.startRssMiB,
         m.baseline?.peakRssMiB ?? "-",
         m.baseline?.startRssMiB ?? "-",
+        m.peer?.peakRssMiB ?? "-",
       ])
     }
   }
@@ -81,8 +88,22 @@ export const partSections = (
     sections.push(
       `API (wrk, 2 threads, ${timing.seconds} s per run; service with auth + rate limits on, ${results.api.dataset.apiKeys} keys rotated, X-Forwarded-For rotated)\n` +
         table(
-          ["endpoint", "conns", "svc req/s", "svc p50", "svc p99", "base req/s", "base p50", "base p99", "svc/base"],
-          results.api.rows.map((r: Json) => [r.endpoint, r.connections, ...versusBaseline(r)]),
+          [
+            "endpoint",
+            "conns",
+            "svc req/s",
+            "svc p50",
+            "svc p99",
+            "base req/s",
+            "base p50",
+            "base p99",
+            "svc/base",
+            "peer req/s",
+            "peer p99",
+            "svc/peer req/s",
+            "svc/peer p99",
+          ],
+          results.api.rows.map((r: Json) => [r.endpoint, r.connections, ...versusBaseline(r), ...versusPeer(r)]),
         ) +
         `\nSQL statements per request (PostgreSQL's count): ${results.api.statementsPerRequest
           .map((x: Json) => `${x.endpoint} ${x.service} (baseline ${x.baseline})`)
@@ -262,7 +283,7 @@ export const partSections = (
   if (results.sweep) {
     const w = results.sweep
     sections.push(
-      `Connections sweep: ${w.endpoint} (${w.events.toLocaleString("en")} events), service vs baseline (ms)\n` +
+      `Connections sweep: ${w.endpoint} (${w.events.toLocaleString("en")} events), service vs baseline and the Fastify + pg peer (ms)\n` +
         table(
           [
             "conns",
@@ -274,17 +295,28 @@ export const partSections = (
             "base p99",
             "svc/base req/s",
             "svc/base p99",
+            "peer req/s",
+            "peer p99",
+            "svc/peer req/s",
+            "svc/peer p99",
           ],
-          w.rows.map((r: Json) => [r.connections, ...versusBaseline(r), r.p99Ratio.toFixed(2)]),
+          w.rows.map((r: Json) => [r.connections, ...versusBaseline(r), r.p99Ratio.toFixed(2), ...versusPeer(r)]),
         ),
     )
     const categories = w.rows.map((r: Json) => String(r.connections))
-    const series = (key: "rps" | "p99", who: "service" | "baseline") =>
-      w.rows.map((r: Json, i: number) => ({ x: i, y: key === "rps" ? r[who].rps : r[who].latencyMs.p99 }))
+    const series = (key: "rps" | "p99", who: "service" | "baseline" | "peer") =>
+      w.rows
+        .filter((r: Json) => r[who] !== undefined)
+        .map((r: Json, i: number) => ({ x: i, y: key === "rps" ? r[who].rps : r[who].latencyMs.p99 }))
+    const hasPeer = w.rows.some((r: Json) => r.peer !== undefined)
+    const peerSeries = (key: "rps" | "p99") =>
+      hasPeer
+        ? [{ name: "peer (Fastify + pg, Node.js)", color: "#2a9d4b", dashed: true, points: series(key, "peer") }]
+        : []
     charts.push({
       file: `${stamp}-chart.svg`,
       svg: svgChart(
-        `${w.endpoint}: service vs baseline (bare Bun.serve + Bun.sql), same run`,
+        `${w.endpoint}: service vs baseline (bare Bun.serve + Bun.sql)${hasPeer ? " and peer (Fastify + pg)" : ""}, same run`,
         `${new Date().toISOString().slice(0, 16)}Z, ${info.cores} cores, Bun ${info.bun}, wrk ${timing.seconds} s per point${quick ? " (quick run: not for reporting)" : ""}; load average at start ${info.loadBefore.join(" ")}`,
         [
           {
@@ -295,6 +327,7 @@ export const partSections = (
             series: [
               { name: "service", color: "#1f6fb2", points: series("rps", "service") },
               { name: "baseline", color: "#e07b00", dashed: true, points: series("rps", "baseline") },
+              ...peerSeries("rps"),
             ],
           },
           {
@@ -305,6 +338,7 @@ export const partSections = (
             series: [
               { name: "service", color: "#1f6fb2", points: series("p99", "service") },
               { name: "baseline", color: "#e07b00", dashed: true, points: series("p99", "baseline") },
+              ...peerSeries("p99"),
             ],
           },
         ],
@@ -507,7 +541,7 @@ export const partSections = (
   if (rows.length > 0) {
     sections.push(
       `Memory: peak RSS (VmHWM) in MiB, and RSS right after start-up (1 s after the listeners are up, no load yet)\n${table(
-        ["part", "service peak", "service at start", "baseline peak", "baseline at start"],
+        ["part", "service peak", "service at start", "baseline peak", "baseline at start", "peer peak"],
         rows,
       )}${floorMemory ? `\nthe HttpApi floor (api part, no database): peak ${floorMemory.peakRssMiB} MiB, at start ${floorMemory.startRssMiB} MiB` : ""}`,
     )

@@ -2,13 +2,14 @@ import { writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { SQL } from "bun"
 import { type BenchContext, log, round, serviceEnv, sleep } from "../lib/common.ts"
-import { memoryFigures, type Spawned, startBaseline, startFloor, startService } from "../lib/proc.ts"
+import { memoryFigures, type Spawned, startBaseline, startFloor, startPeer, startService } from "../lib/proc.ts"
 import { type Dataset, type SeedManifest, writeKeysFile } from "../lib/seed.ts"
 import { errorCount, runWrk, type WrkResult } from "../lib/wrk.ts"
 
 /**
- * The read API against the baseline (bench/baseline.ts), same run, same data: requests/s and latency at 16 and
- * 64 connections (`api`), and the first and a deep page at 10k and 1M events (`scale`).
+ * The read API against the baseline (bench/baseline.ts) and the conventional peer (bench/peer/fastify.ts: Fastify and
+ * `pg` on Node.js, with the same key check and rate limit), same run, same data: requests/s and latency at 16 and 64
+ * connections (`api`), and the first and a deep page at 10k and 1M events (`scale`, service and baseline).
  */
 
 export interface Timing {
@@ -21,15 +22,22 @@ export interface LoadRow {
   readonly connections: number
   readonly service: WrkResult
   readonly baseline: WrkResult
+  readonly peer: WrkResult
   /** service req/s ÷ baseline req/s. */
   readonly rpsRatio: number
   /** service p99 ÷ baseline p99. */
   readonly p99Ratio: number
+  /** service req/s ÷ peer req/s. */
+  readonly peerRpsRatio: number
+  /** service p99 ÷ peer p99. */
+  readonly peerP99Ratio: number
 }
 
 export interface Targets {
   readonly service: Spawned
   readonly baseline: Spawned
+  /** The conventional peer, in the parts that compare with it (api, sweep). */
+  readonly peer?: Spawned
 }
 
 export const baselineEnv = (ctx: BenchContext): Record<string, string> => ({
@@ -42,15 +50,26 @@ export const baselineEnv = (ctx: BenchContext): Record<string, string> => ({
   APP_URL: serviceEnv(ctx).APP_URL ?? "",
 })
 
-export const startTargets = async (ctx: BenchContext, name: string): Promise<Targets> => {
+export const startTargets = async (ctx: BenchContext, name: string, withPeer = false): Promise<Targets> => {
   const service = await startService(ctx.workDir, serviceEnv(ctx), ctx.profile, `service-${name}`)
   // With --profile the baseline runs under --cpu-prof too, so its stages can be set beside the service's.
   const baseline = await startBaseline(ctx.workDir, baselineEnv(ctx), ctx.profile)
-  return { service, baseline }
+  // The peer with the service's limit (120 a minute per key: the load moves to the next key every 100 requests).
+  if (!withPeer) return { service, baseline }
+  const peer = await startPeer(ctx.workDir, peerEnv(ctx), ctx.profile)
+  return { service, baseline, peer }
 }
+
+/** The peer's environment: the baseline's, with the service's rate limit and its API pool's size. */
+export const peerEnv = (ctx: BenchContext): Record<string, string> => ({
+  ...baselineEnv(ctx),
+  RATE_LIMIT: serviceEnv(ctx).RATE_LIMIT ?? "120",
+  POOL: serviceEnv(ctx).DATABASE_POOL_API ?? "10",
+})
 
 export const serviceUrl = (t: Targets) => `http://127.0.0.1:${t.service.ports.api}`
 export const baselineUrl = (t: Targets) => `http://127.0.0.1:${t.baseline.ports.baseline}`
+export const peerUrl = (t: Targets) => `http://127.0.0.1:${t.peer?.ports.peer}`
 export const withOrg = (path: string, orgId: string) => `${path}${path.includes("?") ? "&" : "?"}org=${orgId}`
 
 let xff = 0
@@ -65,13 +84,18 @@ export const get = async (url: string, key?: string) => {
   return JSON.parse(text) as { data?: Array<unknown>; nextCursor?: string | null; events?: Array<unknown> }
 }
 
-/** The service and the baseline answer the same body (the baseline is only a baseline if it does the same work). */
+/**
+ * The service, the baseline and the peer answer the same body (the baseline is only a baseline, and the peer a peer,
+ * if they do the same work).
+ */
 let checkKey = 0
 export const sameBody = async (t: Targets, dataset: Dataset, path: string) => {
   const fromService = await get(`${serviceUrl(t)}${path}`, dataset.keys[checkKey++ % 50])
   const fromBaseline = await get(`${baselineUrl(t)}${withOrg(path, dataset.orgId)}`)
-  const same = Bun.deepEquals(fromService, fromBaseline)
-  if (!same) log(`WARNING: service and baseline bodies differ for ${path}`)
+  const fromPeer = t.peer === undefined ? fromService : await get(`${peerUrl(t)}${path}`, dataset.keys[checkKey++ % 50])
+  const same = Bun.deepEquals(fromService, fromBaseline) && Bun.deepEquals(fromService, fromPeer)
+  if (!Bun.deepEquals(fromService, fromBaseline)) log(`WARNING: service and baseline bodies differ for ${path}`)
+  if (!Bun.deepEquals(fromService, fromPeer)) log(`WARNING: service and peer bodies differ for ${path}`)
   const rows = fromService.data?.length ?? fromService.events?.length ?? 0
   return { same, rows }
 }
@@ -136,7 +160,7 @@ export const load = async (
   return result
 }
 
-/** One endpoint on both targets, interleaved (service, then baseline) at each connection count. */
+/** One endpoint on the three targets, interleaved (service, baseline, peer) at each connection count. */
 const compare = async (
   t: Targets,
   dataset: Dataset,
@@ -150,20 +174,25 @@ const compare = async (
   if (timing.warmupSeconds > 0) {
     await load(serviceUrl(t), path, 16, timing.warmupSeconds, keys)
     await load(baselineUrl(t), withOrg(path, dataset.orgId), 16, timing.warmupSeconds, undefined)
+    await load(peerUrl(t), path, 16, timing.warmupSeconds, keys)
   }
   for (const connections of connectionCounts) {
     const service = await load(serviceUrl(t), path, connections, timing.seconds, keys)
     const baseline = await load(baselineUrl(t), withOrg(path, dataset.orgId), connections, timing.seconds, undefined)
+    const peer = await load(peerUrl(t), path, connections, timing.seconds, keys)
     const row = {
       endpoint,
       connections,
       service,
       baseline,
+      peer,
       rpsRatio: round(service.rps / baseline.rps, 2),
       p99Ratio: round(service.latencyMs.p99 / baseline.latencyMs.p99, 2),
+      peerRpsRatio: round(service.rps / peer.rps, 2),
+      peerP99Ratio: round(service.latencyMs.p99 / peer.latencyMs.p99, 2),
     }
     log(
-      `${endpoint} c=${connections}: service ${service.rps} req/s p50 ${service.latencyMs.p50} p99 ${service.latencyMs.p99} ms | baseline ${baseline.rps} req/s p50 ${baseline.latencyMs.p50} p99 ${baseline.latencyMs.p99} ms`,
+      `${endpoint} c=${connections}: service ${service.rps} req/s p50 ${service.latencyMs.p50} p99 ${service.latencyMs.p99} ms | baseline ${baseline.rps} req/s p50 ${baseline.latencyMs.p50} p99 ${baseline.latencyMs.p99} ms | peer ${peer.rps} req/s p99 ${peer.latencyMs.p99} ms`,
     )
     rows.push(row)
   }
@@ -171,7 +200,7 @@ const compare = async (
 }
 
 /** 429s and 200s the service counted (http_requests_total), to prove the limits were on and never hit. */
-export const statusCounts = async (t: Targets) => {
+export const statusCounts = async (t: { readonly service: Spawned }) => {
   const text = await (await fetch(`http://127.0.0.1:${t.service.ports.ops}/metrics`)).text()
   const counts: Record<string, number> = {}
   for (const line of text.split("\n")) {
@@ -182,14 +211,14 @@ export const statusCounts = async (t: Targets) => {
 }
 
 export const stopTargets = async (t: Targets) => {
-  const [service, baseline] = await Promise.all([t.service.stop(), t.baseline.stop()])
-  return { service, baseline }
+  const [service, baseline, peer] = await Promise.all([t.service.stop(), t.baseline.stop(), t.peer?.stop()])
+  return { service, baseline, peer }
 }
 
 export const runApi = async (ctx: BenchContext, manifest: SeedManifest, timing: Timing) => {
   const large = manifest.datasets.large
   const keys = keyPool(ctx, large)
-  const t = await startTargets(ctx, "api")
+  const t = await startTargets(ctx, "api", true)
   try {
     const endpoints = [
       { endpoint: "GET /v1/incidents", path: "/v1/incidents" },
@@ -204,7 +233,11 @@ export const runApi = async (ctx: BenchContext, manifest: SeedManifest, timing: 
     }
     const floor = await measureFloor(ctx, t, large, rows, timing)
     const statuses = await statusCounts(t)
-    const requestsServed = { service: servedRequests(serviceUrl(t)), baseline: servedRequests(baselineUrl(t)) }
+    const requestsServed = {
+      service: servedRequests(serviceUrl(t)),
+      baseline: servedRequests(baselineUrl(t)),
+      peer: servedRequests(peerUrl(t)),
+    }
     const memory = await stopTargets(t)
     const statements = await statementsPerRequest(ctx, large, endpoints)
     return {
@@ -215,7 +248,11 @@ export const runApi = async (ctx: BenchContext, manifest: SeedManifest, timing: 
       requestsServed,
       statementsPerRequest: statements,
       serviceStatuses: statuses,
-      memory: { service: memoryFigures(memory.service), baseline: memoryFigures(memory.baseline) },
+      memory: {
+        service: memoryFigures(memory.service),
+        baseline: memoryFigures(memory.baseline),
+        ...(memory.peer ? { peer: memoryFigures(memory.peer) } : {}),
+      },
       ...(memory.service.profile ? { profile: memory.service.profile } : {}),
       ...(memory.baseline.profile ? { baselineProfile: memory.baseline.profile } : {}),
     }

@@ -162,7 +162,7 @@ export const runConsole = async (ctx: BenchContext, manifest: SeedManifest, timi
         })
       }
     }
-    const apiStatuses = await statusCounts({ service, baseline: service })
+    const apiStatuses = await statusCounts({ service })
     const stopped = await service.stop()
     return {
       dataset: { events: large.events, incidents: large.incidents, orgId: large.orgId },
