@@ -451,7 +451,7 @@ export const settingsConfig = Config.all({
   databasePools: databasePoolConfig,
   databaseDriver: envVar("DATABASE_DRIVER", (text) =>
     text === "bun" || text === "pg" ? Either.right<DatabaseDriver>(text) : Either.left("must be bun or pg"),
-  ).pipe(Config.withDefault<DatabaseDriver>("pg")),
+  ).pipe(Config.withDefault<DatabaseDriver>("bun")),
   mcpMaxResultChars: mcpMaxResultCharsConfig,
   // D49: 0 is refused (it would delete every event as it is stored); "keep forever" is a large number of days.
   retentionDays: daysVar("RETENTION_DAYS", 365),

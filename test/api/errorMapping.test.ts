@@ -1,7 +1,10 @@
 import { describe, expect, test } from "bun:test"
+import { SqlError } from "@effect/sql/SqlError"
 import { EventNotFound, IncidentNotFound } from "../../src/api/errors.ts"
 import { CursorInvalid, InvalidQuery, QueryParameterRepeated, TimeRangeInverted } from "../../src/api/params.ts"
 import { authProblem, lookupProblem, queryProblem } from "../../src/api/problems.ts"
+import { DatabaseError } from "../../src/platform/db/errors.ts"
+import { databaseFailureKind } from "../../src/platform/http/problems.ts"
 import {
   AuthorizationMalformed,
   DeceptionDisabled,
@@ -130,5 +133,31 @@ describe("lookupProblem: D10 404 after authentication", () => {
     expect(plain(lookupProblem(new EventNotFound({ id: odd })))).toEqual(
       notFound("No event with this id exists in your organization."),
     )
+  })
+})
+
+describe("databaseFailureKind: D4, D37, what a failed query is answered with", () => {
+  const failure = (code: string | undefined, message: string) =>
+    new DatabaseError({
+      cause: new SqlError({
+        cause: Object.assign(new Error(message), code === undefined ? {} : { code }),
+        message: "x",
+      }),
+    })
+  test.each([
+    ["57P01", "terminating connection due to administrator command", "unreachable"],
+    ["57P03", "the database system is starting up", "unreachable"],
+    ["57P02", "terminating connection because of crash of another server process", "unreachable"],
+    ["08006", "server closed the connection", "unreachable"],
+    [undefined, "Connection terminated: Connection closed (ERR_POSTGRES_CONNECTION_CLOSED)", "unreachable"],
+    [undefined, "connection refused (ECONNREFUSED)", "unreachable"],
+    ["57014", "canceling statement due to statement timeout", "busy"],
+    ["53300", "sorry, too many clients already", "busy"],
+    [undefined, "Query read timeout", "busy"],
+    [undefined, "timeout exceeded when trying to connect", "busy"],
+    ["23505", "duplicate key value violates unique constraint", "internal"],
+    ["42P01", "relation does not exist", "internal"],
+  ] as const)("%s %s -> %s", (code, message, kind) => {
+    expect(databaseFailureKind(failure(code, message))).toBe(kind)
   })
 })

@@ -128,6 +128,12 @@ const read = (id: number) =>
     (sql) => sql`select *, count(*) over () as total, null::text as nothing from ${sql(TABLE)} where id = ${id}`,
   ).pipe(Effect.map((rows) => rows[0]))
 
+/** The same row by a statement without parameters: Bun runs it as a simple query, whose values come as text. */
+const readUnprepared = (id: number) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql.unsafe(`select *, count(*) over () as total, null::text as nothing from ${TABLE} where id = ${Number(id)}`),
+  ).pipe(Effect.map((rows) => rows[0]))
+
 describe("Bun's PostgreSQL client behind the service's SQL client", () => {
   test("the schema uses no column type this test does not compare", async () => {
     const used = await run("pg", schemaTypes)
@@ -154,6 +160,7 @@ describe("Bun's PostgreSQL client behind the service's SQL client", () => {
             await run(writer, write(r, id))
             const [viaPg, viaBun] = [await run("pg", read(id)), await run("bun", read(id))]
             expect(typed(viaBun)).toEqual(typed(viaPg))
+            expect(typed(await run("bun", readUnprepared(id)))).toEqual(typed(viaPg))
             // And what was written is what was meant.
             const back = viaPg as Record<string, unknown>
             expect(typed(back.doc)).toEqual(typed(r.doc))
@@ -304,6 +311,37 @@ describe("Bun's PostgreSQL client behind the service's SQL client", () => {
     for (const r of noConnection) expect(r.ms).toBeLessThan(850)
     for (const r of timedOut) expect(r.ms).toBeGreaterThanOrEqual(850)
     expect(outcome.after).toBe(3)
+  }, 30_000)
+
+  test("connections a burst opened are closed once idle for 10 s, as pg's pool closes them", async () => {
+    const url = await run(
+      "bun",
+      Effect.map(PgClient.PgClient, (pg) => pg.config.url),
+    )
+    if (url === undefined) throw new Error("no URL")
+    const name = `driver-idle-${process.pid}`
+    const count = Effect.flatMap(SqlClient.SqlClient, (sql) =>
+      sql<{ n: number }>`select count(*)::int as n from pg_stat_activity where application_name = ${name}`.pipe(
+        Effect.map((rows) => rows[0]?.n ?? -1),
+      ),
+    )
+    const seen = await Effect.runPromise(
+      Effect.scoped(
+        Effect.gen(function* () {
+          const sql = yield* BunPg.make({ url, maxConnections: 6, applicationName: name, poolWait: "2 seconds" })
+          yield* Effect.all(
+            Array.from({ length: 6 }, () => sql`select pg_sleep(0.2)`),
+            { concurrency: "unbounded" },
+          )
+          const open = yield* Effect.promise(() => run("pg", count))
+          yield* Effect.sleep("12 seconds")
+          const later = yield* Effect.promise(() => run("pg", count))
+          return { open, later }
+        }),
+      ).pipe(Effect.provide(Reactivity.layer)),
+    )
+    expect(seen.open).toBeGreaterThanOrEqual(2)
+    expect(seen.later).toBe(0)
   }, 30_000)
 
   test("several statements without parameters run as one, as a migration file does", async () => {

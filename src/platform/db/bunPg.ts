@@ -4,7 +4,7 @@ import type { Connection } from "@effect/sql/SqlConnection"
 import { SqlError } from "@effect/sql/SqlError"
 import * as Statement from "@effect/sql/Statement"
 import { PgClient } from "@effect/sql-pg"
-import { type ReservedSQL, SQL } from "bun"
+import { SQL } from "bun"
 import { Chunk, Context, Duration, Effect, Layer, Redacted, type Scope, Stream } from "effect"
 import { listen } from "./listen.ts"
 
@@ -104,37 +104,67 @@ const failed = (error: unknown, message = "Failed to execute statement") =>
 
 type Runner = Pick<SQL, "unsafe">
 
+const IDLE_CONNECTION_SECONDS = 10
+
 const noConnectionInTime = () =>
   new SqlError({ cause: new Error("timeout exceeded when trying to connect"), message: "Failed to acquire connection" })
 
+/** What one connection of the pool is: a Bun client of its own, limited to that one connection. */
+interface Member {
+  readonly sql: SQL
+  idleTimer?: ReturnType<typeof setTimeout> | undefined
+}
+
 /**
- * The pool's connections as permits: taken at once when one is free (no fiber, no timer), otherwise waited for in
- * order, for at most `waitMs`. A wait ends by its own timer, so it ends also where the caller cannot be interrupted
- * (@effect/sql acquires a transaction's connection uninterruptibly); a permit granted to a wait that is being
- * interrupted is given back.
+ * The pool: Bun clients of one connection each, opened when a statement finds none free (Bun's own pool opens all of
+ * its `max` connections at the first query, so every process would hold its pools' full size) and closed once idle
+ * for 10 s, as `pg`'s pool does. The most recently used is used first, so its prepared statements serve again. A
+ * statement that finds every connection busy waits in order, for at most `waitMs`, by its own timer: a wait also ends
+ * where the caller cannot be interrupted (@effect/sql acquires a transaction's connection uninterruptibly). A
+ * connection handed to a wait that is being interrupted goes back to the pool.
  */
-const makePermits = (size: number, waitMs: number) => {
-  let free = size
-  const waiting = new Set<() => void>()
-  const release = () => {
-    const next = waiting.values().next()
-    if (next.done) free++
-    else {
-      waiting.delete(next.value)
-      next.value()
-    }
+const makePool = (size: number, waitMs: number, open: () => SQL) => {
+  const idle: Array<Member> = []
+  const waiting = new Set<(member: Member) => void>()
+  let count = 0
+  let closed = false
+  const retire = (member: Member) => {
+    count--
+    member.sql.close({ timeout: 0 }).catch(() => {})
   }
-  const take: Effect.Effect<void, SqlError> = Effect.suspend(() => {
-    if (free > 0) {
-      free--
-      return Effect.void
+  const release = (member: Member) => {
+    const next = waiting.values().next()
+    if (!next.done) {
+      waiting.delete(next.value)
+      next.value(member)
+      return
     }
-    return Effect.async<void, SqlError>((resume) => {
-      let granted = false
-      const grant = () => {
-        granted = true
+    if (closed) return retire(member)
+    idle.push(member)
+    member.idleTimer = setTimeout(() => {
+      const at = idle.indexOf(member)
+      if (at >= 0) {
+        idle.splice(at, 1)
+        retire(member)
+      }
+    }, IDLE_CONNECTION_SECONDS * 1000)
+  }
+  const take: Effect.Effect<Member, SqlError> = Effect.suspend(() => {
+    const free = idle.pop()
+    if (free !== undefined) {
+      clearTimeout(free.idleTimer)
+      return Effect.succeed(free)
+    }
+    if (count < size) {
+      count++
+      return Effect.succeed<Member>({ sql: open() })
+    }
+    return Effect.async<Member, SqlError>((resume) => {
+      let granted: Member | undefined
+      const grant = (member: Member) => {
+        granted = member
         clearTimeout(timer)
-        resume(Effect.void)
+        resume(Effect.succeed(member))
       }
       const timer = setTimeout(() => {
         waiting.delete(grant)
@@ -143,50 +173,20 @@ const makePermits = (size: number, waitMs: number) => {
       waiting.add(grant)
       return Effect.sync(() => {
         clearTimeout(timer)
-        if (granted) release()
+        if (granted !== undefined) release(granted)
         else waiting.delete(grant)
       })
     })
   })
-  return { take, release, waitMs }
+  const close = () => {
+    closed = true
+    for (const member of idle.splice(0)) {
+      clearTimeout(member.idleTimer)
+      retire(member)
+    }
+  }
+  return { take, release, close }
 }
-
-/**
- * A reserved connection, or a failure once `waitMs` has passed (the reservation is then aborted: nothing is taken).
- * A connection that arrives for a wait being interrupted is given back.
- */
-const reserveWithin = (pool: SQL, waitMs: number) =>
-  Effect.async<ReservedSQL, SqlError>((resume) => {
-    const abort = new AbortController()
-    let got: ReservedSQL | undefined
-    let cancelled = false
-    const timer = setTimeout(() => abort.abort(), waitMs)
-    pool.reserve({ signal: abort.signal }).then(
-      (connection) => {
-        clearTimeout(timer)
-        if (cancelled) connection.release()
-        else {
-          got = connection
-          resume(Effect.succeed(connection))
-        }
-      },
-      (error) => {
-        clearTimeout(timer)
-        if (cancelled) return
-        resume(
-          Effect.fail(
-            abort.signal.aborted ? noConnectionInTime() : failed(error, "Failed to acquire connection for transaction"),
-          ),
-        )
-      },
-    )
-    return Effect.sync(() => {
-      cancelled = true
-      clearTimeout(timer)
-      if (got !== undefined) got.release()
-      else abort.abort()
-    })
-  })
 
 export const make = (
   options: BunPgOptions,
@@ -194,38 +194,32 @@ export const make = (
   Effect.gen(function* () {
     const url = Redacted.value(options.url)
     const target = connectionOf(url)
-    const pool = new SQL({
-      adapter: "postgres",
-      hostname: target.hostname,
-      port: target.port,
-      username: target.username,
-      ...(target.password === undefined ? {} : { password: target.password }),
-      ...(target.database === undefined ? {} : { database: target.database }),
-      ...(target.path === undefined ? {} : { path: target.path }),
-      ...(target.ssl === undefined ? {} : { ssl: target.ssl }),
-      max: options.maxConnections,
-      connectionTimeout: Math.max(1, Math.ceil(Duration.toSeconds(options.poolWait))),
-      prepare: true,
-      connection: { ...options.sessionSettings, ...target.settings, application_name: options.applicationName },
-    })
-    yield* Effect.addFinalizer(() =>
-      Effect.promise(() => pool.close({ timeout: 1 }).catch(() => {})).pipe(Effect.timeoutOption(2000)),
-    )
-
-    // One permit per connection of the pool: a statement (or a transaction, for its whole life) holds one, so the
-    // wait for a connection is ours to bound (Bun's own queue waits without end). The permit is waited for first,
-    // then the query runs under its own time-out: a slow query is not "busy".
-    const permits = makePermits(options.maxConnections, Duration.toMillis(Duration.decode(options.poolWait)))
-    const withPermit = <A, E>(effect: Effect.Effect<A, E>): Effect.Effect<A, E | SqlError> =>
+    const open = () =>
+      new SQL({
+        adapter: "postgres",
+        hostname: target.hostname,
+        port: target.port,
+        username: target.username,
+        ...(target.password === undefined ? {} : { password: target.password }),
+        ...(target.database === undefined ? {} : { database: target.database }),
+        ...(target.path === undefined ? {} : { path: target.path }),
+        ...(target.ssl === undefined ? {} : { ssl: target.ssl }),
+        max: 1,
+        connectionTimeout: Math.max(1, Math.ceil(Duration.toSeconds(options.poolWait))),
+        prepare: true,
+        connection: { ...options.sessionSettings, ...target.settings, application_name: options.applicationName },
+      })
+    // A statement (or a transaction, for its whole life) holds one connection of the pool; the wait for one is the
+    // pool's to bound. The connection is waited for first, then the query runs under its own time-out: a slow query
+    // is not "busy".
+    const pool = makePool(options.maxConnections, Duration.toMillis(Duration.decode(options.poolWait)), open)
+    yield* Effect.addFinalizer(() => Effect.sync(pool.close))
+    const withConnection = <A, E>(use: (sql: SQL) => Effect.Effect<A, E>): Effect.Effect<A, E | SqlError> =>
       Effect.uninterruptibleMask((restore) =>
-        Effect.zipRight(restore(permits.take), restore(effect).pipe(Effect.ensuring(Effect.sync(permits.release)))),
+        Effect.flatMap(restore(pool.take), (member) =>
+          restore(use(member.sql)).pipe(Effect.ensuring(Effect.sync(() => pool.release(member)))),
+        ),
       )
-    const scopedPermit = Effect.uninterruptibleMask((restore) =>
-      Effect.zipRight(
-        restore(permits.take),
-        Effect.addFinalizer(() => Effect.sync(permits.release)),
-      ),
-    )
 
     const queryTimeoutMs =
       options.queryTimeout === undefined ? undefined : Duration.toMillis(Duration.decode(options.queryTimeout))
@@ -276,7 +270,7 @@ export const make = (
       constructor(private readonly reserved: Runner | undefined) {}
       private run<A>(sql: string, params: ReadonlyArray<unknown>, shape: "rows" | "values" | "raw") {
         if (this.reserved !== undefined) return runQuery<A>(this.reserved, sql, params, shape)
-        return withPermit(runQuery<A>(pool, sql, params, shape))
+        return withConnection((client) => runQuery<A>(client, sql, params, shape))
       }
       execute(
         sql: string,
@@ -312,19 +306,18 @@ export const make = (
       }
     }
 
-    /** A transaction's connection: reserved from the pool (holding a permit) until its scope closes. */
-    const reserve = Effect.gen(function* () {
-      yield* scopedPermit
-      const reserved = yield* Effect.uninterruptibleMask((restore) =>
-        restore(reserveWithin(pool, permits.waitMs)).pipe(
-          Effect.tap((connection) => Effect.addFinalizer(() => Effect.sync(() => connection.release()))),
+    /** A transaction's connection: taken from the pool until its scope closes. */
+    const reserve = Effect.uninterruptibleMask((restore) =>
+      Effect.flatMap(restore(pool.take), (member) =>
+        Effect.as(
+          Effect.addFinalizer(() => Effect.sync(() => pool.release(member))),
+          new BunConnection(member.sql) as Connection,
         ),
-      )
-      return new BunConnection(reserved) as Connection
-    })
+      ),
+    )
 
     // A first statement, so a wrong URL or an unreachable server fails the layer (as PgClient's `SELECT 1` does).
-    yield* runQuery(pool, "select 1", [], "rows").pipe(
+    yield* withConnection((client) => runQuery(client, "select 1", [], "rows")).pipe(
       Effect.mapError((e) => new SqlError({ cause: e.cause, message: "PgClient: Failed to connect" })),
       Effect.timeoutFail({
         duration: options.poolWait,
@@ -377,9 +370,9 @@ export const make = (
           }).pipe(Effect.mapError((error) => failed(error, "Failed to listen"))),
         ),
       notify: (channel: string, payload: string) =>
-        Effect.asVoid(withPermit(runQuery(pool, "select pg_notify($1, $2)", [channel, payload], "rows"))).pipe(
-          Effect.mapError((e) => new SqlError({ cause: e.cause, message: "Failed to notify" })),
-        ),
+        Effect.asVoid(
+          withConnection((client) => runQuery(client, "select pg_notify($1, $2)", [channel, payload], "rows")),
+        ).pipe(Effect.mapError((e) => new SqlError({ cause: e.cause, message: "Failed to notify" }))),
     })
     return pgClient
   })

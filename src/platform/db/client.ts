@@ -39,8 +39,8 @@ export const POOL_WAIT = "2 seconds"
 const embeddedClient = (
   dataDir: string,
   queryTimeoutMs: number | undefined,
-  pool: PoolSettings = ADMIN_POOL,
-  driver: DatabaseDriver = "pg",
+  pool: PoolSettings,
+  driver: DatabaseDriver,
 ) =>
   Layer.unwrapScoped(
     Effect.gen(function* () {
@@ -64,18 +64,19 @@ export const IDLE_IN_TRANSACTION_TIMEOUT_MS = 15_000
 const STATEMENT_TIMEOUT_MARGIN_MS = 1_000
 
 /**
- * PostgreSQL by URL. A connection attempt gives up after 2 s; with `queryTimeoutMs` (the server) a query gets no
- * answer after that long fails too, so a hung database means a 503 within seconds instead of a hung request
- * (`query_timeout` is the pg driver's client-side timer; @effect/sql-pg does not expose it, the URL does). The
- * client's timer does not stop the statement: PostgreSQL cancels it itself a second later (`statement_timeout`), so
- * a statement the service gave up on does not go on holding locks and a connection's worth of work. The driver
- * sends `statement_timeout` and `idle_in_transaction_session_timeout` from the URL as session settings at connect.
+ * PostgreSQL by URL, through Bun's client (bunPg.ts) or the `pg` driver (DATABASE_DRIVER). A connection attempt gives
+ * up after 2 s; with `queryTimeoutMs` (the server) a query gets no answer after that long fails too, so a hung
+ * database means a 503 within seconds instead of a hung request (bunPg's own timer; for `pg`, its `query_timeout`,
+ * which @effect/sql-pg does not expose but the URL does). The client's timer does not stop the statement: PostgreSQL
+ * cancels it itself a second later (`statement_timeout`), so a statement the service gave up on does not go on holding
+ * locks and a connection's worth of work. Both send `statement_timeout` and `idle_in_transaction_session_timeout` as
+ * session settings at connect.
  */
 const postgresClient = (
   url: Redacted.Redacted<string>,
   queryTimeoutMs: number | undefined,
-  pool: PoolSettings = ADMIN_POOL,
-  driver: DatabaseDriver = "pg",
+  pool: PoolSettings,
+  driver: DatabaseDriver,
 ) => {
   const session: Record<string, number> = { idle_in_transaction_session_timeout: IDLE_IN_TRANSACTION_TIMEOUT_MS }
   if (queryTimeoutMs !== undefined) session.statement_timeout = queryTimeoutMs + STATEMENT_TIMEOUT_MARGIN_MS
@@ -111,7 +112,7 @@ const postgresClient = (
   })
 }
 
-const databaseLayer = (queryTimeoutMs: number | undefined, pool?: PoolSettings) =>
+const databaseLayer = (queryTimeoutMs: number | undefined, pool: PoolSettings = ADMIN_POOL) =>
   Layer.unwrapEffect(
     Effect.map(AppConfig, (config) =>
       Option.isSome(config.databaseUrl)
@@ -122,7 +123,7 @@ const databaseLayer = (queryTimeoutMs: number | undefined, pool?: PoolSettings) 
 
 /**
  * The one SQL client of the service: PostgreSQL when DATABASE_URL is set, otherwise the embedded PostgreSQL server
- * reached through the same `pg` driver over its Unix socket. Used as is by the admin tool (no query time-out, so a
+ * reached through the same client over its Unix socket. Used as is by the admin tool (no query time-out, so a
  * long migration by `admin migrate` is never cut short).
  */
 export const DatabaseLive = databaseLayer(undefined)

@@ -16,14 +16,21 @@ const CONNECTION_FAILURE = /ECONNREFUSED|ECONNRESET|ENOTFOUND|ETIMEDOUT|EPIPE|Co
 const BUSY = /timeout exceeded when trying to connect|Query read timeout/
 const BUSY_SQLSTATES = new Set(["57014", "53300"])
 
+/**
+ * PostgreSQL's own words for "not reachable now": connection exceptions (class 08) and the server shutting down,
+ * crashed or starting up (57P01–57P03), whatever the client's message says.
+ */
+const UNREACHABLE_SQLSTATE = /^08|^57P0[123]$/
+
 /** Why a query failed, as far as the 503/500 answer goes. */
 export const databaseFailureKind = (error: DatabaseError): "busy" | "unreachable" | "internal" => {
   const cause = error.cause
   if (cause._tag !== "SqlError") return "internal"
   const inner = cause.cause as { code?: unknown } | undefined
+  const code = typeof inner?.code === "string" ? inner.code : ""
   const text = `${cause.message} ${String(cause.cause)}`
-  if (BUSY.test(text) || (typeof inner?.code === "string" && BUSY_SQLSTATES.has(inner.code))) return "busy"
-  return CONNECTION_FAILURE.test(text) ? "unreachable" : "internal"
+  if (BUSY.test(text) || BUSY_SQLSTATES.has(code)) return "busy"
+  return CONNECTION_FAILURE.test(text) || UNREACHABLE_SQLSTATE.test(code) ? "unreachable" : "internal"
 }
 
 /**
