@@ -1,9 +1,9 @@
 /**
- * The baseline of the API benchmark: a bare `Bun.serve` with Bun's built-in SQL client, running the same SQL as
- * src/repos (IncidentsRepo.list / findById, EventsRepo.list / members: same joins, conditions, order and limit;
- * the columns are aliased to camelCase here instead of renamed by the client) and writing the same JSON (the
- * service's pure `present*` functions and its signed keyset cursors), without authentication, rate limiting,
- * access logs, metrics or Effect. What the service spends beyond this is the cost of its framework and of its
+ * The baseline of the API benchmark: a bare `Bun.serve` with Bun's built-in SQL client, running the service's own
+ * statements (src/repos: incidentListStatement, incidentByIdStatement, eventMembersStatement, eventListStatement; a
+ * copy of them fell behind once, missed the partial indexes' condition and scanned every event) and writing the same
+ * JSON (the service's pure `present*` functions and its signed keyset cursors), without authentication, rate
+ * limiting, access logs, metrics or Effect. What the service spends beyond this is the cost of its framework and of its
  * per-request checks.
  *
  * The organization comes from `?org=` (there is no key to take it from). Started by bench/run.ts:
@@ -15,15 +15,15 @@ import { type CursorScope, decodeCursor, encodeCursor } from "../src/domain/curs
 import { EVENT_TYPE_NAMES } from "../src/domain/eventTypes.ts"
 import { isId } from "../src/domain/ids.ts"
 import { decodeSecretKey } from "../src/platform/config.ts"
-import type { EventRow } from "../src/repos/EventsRepo.ts"
-import type { IncidentRow } from "../src/repos/IncidentsRepo.ts"
+import { type EventRow, eventListStatement, eventMembersStatement } from "../src/repos/EventsRepo.ts"
+import { type IncidentRow, incidentByIdStatement, incidentListStatement } from "../src/repos/IncidentsRepo.ts"
 import { presentEvent, presentIncident, presentIncidentSummary } from "../src/repos/present.ts"
 
 const secret = decodeSecretKey(process.env.SECRET_KEY ?? "")
 if (secret === undefined) throw new Error("SECRET_KEY is required (hex or base64, 32+ bytes)")
 const cursorKey = deriveKey(secret, "cursor-v1")
 const appUrl = (process.env.APP_URL ?? "http://localhost:3000").replace(/\/+$/, "")
-// The service's pool has 20 connections (src/platform/db/client.ts).
+// 20 connections, more than the service's API pool (10): the baseline is never held back by its pool.
 const sql = new SQL({ url: process.env.DATABASE_URL ?? "", max: 20 })
 const types = new Set(EVENT_TYPE_NAMES)
 
@@ -36,17 +36,6 @@ const HEADERS = {
 }
 const json = (body: unknown, status = 200) => new Response(JSON.stringify(body), { status, headers: HEADERS })
 const fail = (status: number, detail: string) => json({ status, detail }, status)
-
-const incidentColumns = sql`
-  i.id, i.org_id as "orgId", i.sensor_id as "sensorId", s.name as "sensorName", i.source_ip as "sourceIp", i.status,
-  i.severity, i.title, i.narrative, i.recommended_action as "recommendedAction", i.event_count as "eventCount",
-  i.event_types as "eventTypes", i.tags, i.usernames, i.high_confidence as "highConfidence",
-  i.first_seen_at as "firstSeenAt", i.last_seen_at as "lastSeenAt", i.resolved_at as "resolvedAt"`
-
-const eventColumns = sql`
-  e.id, e.org_id as "orgId", e.incident_id as "incidentId", e.sensor_id as "sensorId", s.name as "sensorName",
-  e.sensor_event_id as "sensorEventId", e.time, e.source_ip as "sourceIp", e.source_port as "sourcePort", e.service,
-  e.port, e.type, e.action, e.severity, e.confidence, e.tags, e.summary, e.attacker_input as "attackerInput"`
 
 const limitOf = (params: URLSearchParams): number | undefined => {
   const raw = params.get("limit")
@@ -81,14 +70,8 @@ const listIncidents = async (orgId: string, params: URLSearchParams) => {
   const decoded = cursor === null ? undefined : decodeCursor(cursorKey, scope, cursor)
   if (decoded !== undefined && !decoded.ok) return fail(400, "cursor")
   const after = decoded?.position
-  const rows = (await sql`
-    select ${incidentColumns}
-    from incidents i join sensors s on s.id = i.sensor_id
-    where i.org_id = ${orgId}
-      ${status !== undefined ? sql`and i.status = ${status}` : sql``}
-      ${after !== undefined ? sql`and (i.last_seen_at, i.id) < (${after.time}, ${after.id})` : sql``}
-    order by i.last_seen_at desc, i.id desc
-    limit ${limit + 1}`) as Array<IncidentRow>
+  const statement = incidentListStatement({ orgId, status, after, fetch: limit + 1 })
+  const rows = (await sql.unsafe(statement.text, [...statement.params])) as Array<IncidentRow>
   return json(
     page(
       rows,
@@ -102,16 +85,11 @@ const listIncidents = async (orgId: string, params: URLSearchParams) => {
 
 const getIncident = async (orgId: string, id: string) => {
   if (!isId("incident", id)) return fail(404, "not found")
-  const [row] = (await sql`
-    select ${incidentColumns}
-    from incidents i join sensors s on s.id = i.sensor_id
-    where i.org_id = ${orgId} and i.id = ${id}`) as Array<IncidentRow>
+  const one = incidentByIdStatement(orgId, id)
+  const [row] = (await sql.unsafe(one.text, [...one.params])) as Array<IncidentRow>
   if (row === undefined) return fail(404, "not found")
-  const members = (await sql`
-    select ${eventColumns} from events e join sensors s on s.id = e.sensor_id
-    where e.incident_id = ${id} and e.org_id = ${orgId}
-    order by e.time asc, e.id asc
-    limit 200`) as Array<EventRow>
+  const shown = eventMembersStatement(orgId, id, 200, false)
+  const members = (await sql.unsafe(shown.text, [...shown.params])) as Array<EventRow>
   return json(presentIncident(row, members, appUrl))
 }
 
@@ -125,14 +103,8 @@ const listEvents = async (orgId: string, params: URLSearchParams) => {
   const decoded = cursor === null ? undefined : decodeCursor(cursorKey, scope, cursor)
   if (decoded !== undefined && !decoded.ok) return fail(400, "cursor")
   const after = decoded?.position
-  const rows = (await sql`
-    select ${eventColumns}
-    from events e join sensors s on s.id = e.sensor_id
-    where e.org_id = ${orgId}
-      ${type !== undefined ? sql`and e.type = ${type}` : sql``}
-      ${after !== undefined ? sql`and (e.time, e.id) < (${after.time}, ${after.id})` : sql``}
-    order by e.time desc, e.id desc
-    limit ${limit + 1}`) as Array<EventRow>
+  const statement = eventListStatement({ orgId, filters: { type }, after, fetch: limit + 1 })
+  const rows = (await sql.unsafe(statement.text, [...statement.params])) as Array<EventRow>
   return json(page(rows, limit, scope, (r) => r.time, presentEvent))
 }
 
