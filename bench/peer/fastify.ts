@@ -14,7 +14,7 @@
 import rateLimit from "@fastify/rate-limit"
 import Fastify, { type FastifyReply, type FastifyRequest } from "fastify"
 import pg from "pg"
-import { fitPage, pageAnswer } from "../../src/api/paging.ts"
+import { page } from "../../src/api/paging.ts"
 import { eventFilterDigestInput } from "../../src/api/params.ts"
 import { deriveKey } from "../../src/domain/crypto.ts"
 import { type CursorScope, decodeCursor, encodeCursor } from "../../src/domain/cursor.ts"
@@ -24,13 +24,8 @@ import { API_KEY_TOKEN, bearerToken, parseToken, secretMatches } from "../../src
 import { decodeSecretKey } from "../../src/platform/config.ts"
 import { type EventRow, eventListStatement, eventMembersStatement } from "../../src/repos/EventsRepo.ts"
 import { type IncidentRow, incidentByIdStatement, incidentListStatement } from "../../src/repos/IncidentsRepo.ts"
-import {
-  PAGE_MAX_BYTES,
-  presentEvent,
-  presentIncident,
-  presentIncidentSummary,
-  serializedAnswer,
-} from "../../src/repos/present.ts"
+import { presentEvent, presentIncident, presentIncidentSummary, serializedAnswer } from "../../src/repos/present.ts"
+import { parseLimit, READ_HEADERS } from "../lib/readEndpoints.ts"
 
 const secret = decodeSecretKey(process.env.SECRET_KEY ?? "")
 if (secret === undefined) throw new Error("SECRET_KEY is required (hex or base64, 32+ bytes)")
@@ -39,14 +34,6 @@ const appUrl = (process.env.APP_URL ?? "http://localhost:3000").replace(/\/+$/, 
 const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL ?? "", max: Number(process.env.POOL ?? 10) })
 const types = new Set<string>(EVENT_TYPE_NAMES)
 const INCIDENT_EVENTS_SHOWN = 200
-
-const HEADERS = {
-  "content-type": "application/json; charset=utf-8",
-  "x-content-type-options": "nosniff",
-  "content-security-policy": "default-src 'none'; frame-ancestors 'none'",
-  "cache-control": "no-store",
-  "referrer-policy": "no-referrer",
-}
 
 class Problem extends Error {
   constructor(
@@ -93,10 +80,9 @@ const authenticate = async (request: FastifyRequest, scope: string): Promise<Key
 }
 
 const limitOf = (raw: string | undefined): number => {
-  if (raw === undefined) return 50
-  const n = Number(raw)
-  if (!/^\d+$/.test(raw) || n < 1 || n > 100) throw new Problem(400, "invalid_parameter")
-  return n
+  const limit = parseLimit(raw)
+  if (limit === undefined) throw new Problem(400, "invalid_parameter")
+  return limit
 }
 
 const readAfter = (scope: CursorScope, cursor: string | undefined) => {
@@ -104,20 +90,6 @@ const readAfter = (scope: CursorScope, cursor: string | undefined) => {
   const decoded = decodeCursor(cursorKey, scope, cursor)
   if (!decoded.ok) throw new Problem(400, "invalid_cursor")
   return decoded.position
-}
-
-const page = <Row extends { readonly id: string }, Out>(
-  rows: ReadonlyArray<Row>,
-  limit: number,
-  scope: CursorScope,
-  position: (row: Row) => Date,
-  present: (row: Row) => Out,
-) => {
-  const fitted = fitPage(rows, limit, present, PAGE_MAX_BYTES)
-  const { last } = fitted
-  return pageAnswer(fitted, {
-    nextCursor: fitted.more && last ? encodeCursor(cursorKey, scope, { time: position(last), id: last.id }) : null,
-  })
 }
 
 type Query = Record<string, string | undefined>
@@ -135,12 +107,12 @@ app.setErrorHandler((error, _request, reply) => {
   if (status >= 500) console.error(error)
   reply
     .code(status)
-    .headers({ ...HEADERS, "content-type": "application/problem+json" })
+    .headers({ ...READ_HEADERS, "content-type": "application/problem+json" })
     .send(JSON.stringify({ status, code: error instanceof Problem ? error.code : "error" }))
 })
 // A page's text was made while fitting it (as the service sends it); an incident is serialized here.
 const send = (reply: FastifyReply, body: object) =>
-  reply.headers(HEADERS).send(serializedAnswer(body) ?? JSON.stringify(body))
+  reply.headers(READ_HEADERS).send(serializedAnswer(body) ?? JSON.stringify(body))
 
 app.get("/v1/incidents", async (request, reply) => {
   const key = await authenticate(request, "incidents:read")
@@ -157,9 +129,9 @@ app.get("/v1/incidents", async (request, reply) => {
     page(
       rows,
       limit,
-      scope,
       (r) => r.lastSeenAt,
       (r) => presentIncidentSummary(r, appUrl),
+      (at) => encodeCursor(cursorKey, scope, at),
     ),
   )
 })
@@ -188,7 +160,13 @@ app.get("/v1/events", async (request, reply) => {
   const { rows } = await pool.query<EventRow>(text, [...params])
   return send(
     reply,
-    page(rows, limit, scope, (r) => r.time, presentEvent),
+    page(
+      rows,
+      limit,
+      (r) => r.time,
+      presentEvent,
+      (at) => encodeCursor(cursorKey, scope, at),
+    ),
   )
 })
 

@@ -1,4 +1,4 @@
-import { rememberSerialized, serializeWithin } from "../repos/present.ts"
+import { PAGE_MAX_BYTES, rememberSerialized, serializeWithin } from "../repos/present.ts"
 
 /** Room left in a page's byte bound for its envelope and the longest cursor or token. */
 const ENVELOPE_BYTES = 1024
@@ -43,4 +43,21 @@ export const pageAnswer = <Out, Fields extends Record<string, unknown>>(
     .map(([name, value]) => `,${JSON.stringify(name)}:${JSON.stringify(value)}`)
     .join("")
   return rememberSerialized({ data: [...fitted.items], ...fields }, `{"data":[${fitted.texts.join(",")}]${rest}}`)
+}
+
+/**
+ * One list page from `limit + 1` rows (fitPage): bounded in bytes too (PAGE_MAX_BYTES),
+ * with a cursor pointing right after the last row shown when anything was left out, so a walk never skips one.
+ */
+export const page = <Row extends { readonly id: string }, Out>(
+  rows: ReadonlyArray<Row>,
+  limit: number,
+  position: (row: Row) => Date,
+  present: (row: Row) => Out,
+  next: (at: { time: Date; id: string }) => string,
+  maxBytes: number = PAGE_MAX_BYTES,
+) => {
+  const fitted = fitPage(rows, limit, present, maxBytes)
+  const { last } = fitted
+  return pageAnswer(fitted, { nextCursor: fitted.more && last ? next({ time: position(last), id: last.id }) : null })
 }

@@ -7,18 +7,12 @@ import { AppConfig } from "../platform/config.ts"
 import { Keys } from "../platform/keys.ts"
 import { EventsRepo } from "../repos/EventsRepo.ts"
 import { IncidentsRepo } from "../repos/IncidentsRepo.ts"
-import {
-  PAGE_MAX_BYTES,
-  presentEvent,
-  presentIncident,
-  presentIncidentSummary,
-  serializedAnswer,
-} from "../repos/present.ts"
+import { presentEvent, presentIncident, presentIncidentSummary, serializedAnswer } from "../repos/present.ts"
 import { ChangesRepo } from "./ChangesRepo.ts"
 import type { Caller, EventListParams, IncidentListParams } from "./contract/definition.ts"
 import { EventNotFound, IncidentNotFound } from "./errors.ts"
 import { type FeedParams, feedPage } from "./feeds.ts"
-import { fitPage, pageAnswer } from "./paging.ts"
+import { page } from "./paging.ts"
 import {
   eventFilterDigestInput,
   parseCursor,
@@ -45,23 +39,6 @@ export const json = (body: unknown) => {
   return text === undefined
     ? HttpServerResponse.unsafeJson(body)
     : HttpServerResponse.text(text, { contentType: "application/json" })
-}
-
-/**
- * One list page from `limit + 1` rows (fitPage): bounded in bytes too (PAGE_MAX_BYTES),
- * with a cursor pointing right after the last row shown when anything was left out, so a walk never skips one.
- */
-export const page = <Row extends { readonly id: string }, Out>(
-  rows: ReadonlyArray<Row>,
-  limit: number,
-  position: (row: Row) => Date,
-  present: (row: Row) => Out,
-  next: (at: { time: Date; id: string }) => string,
-  maxBytes: number = PAGE_MAX_BYTES,
-) => {
-  const fitted = fitPage(rows, limit, present, maxBytes)
-  const { last } = fitted
-  return pageAnswer(fitted, { nextCursor: fitted.more && last ? next({ time: position(last), id: last.id }) : null })
 }
 
 type CallerInfo = Context.Tag.Service<Caller>

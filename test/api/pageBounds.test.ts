@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test"
-import { page } from "../../src/api/queries.ts"
+import { page } from "../../src/api/paging.ts"
 import type { EventRow } from "../../src/repos/EventsRepo.ts"
 import type { IncidentRow } from "../../src/repos/IncidentsRepo.ts"
 import { presentIncident, serializedAnswer, takeWithinBytes } from "../../src/repos/present.ts"
