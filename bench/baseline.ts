@@ -18,6 +18,7 @@ import { decodeSecretKey } from "../src/platform/config.ts"
 import { type EventRow, eventListStatement, eventMembersStatement } from "../src/repos/EventsRepo.ts"
 import { type IncidentRow, incidentByIdStatement, incidentListStatement } from "../src/repos/IncidentsRepo.ts"
 import { presentEvent, presentIncident, presentIncidentSummary } from "../src/repos/present.ts"
+import { parseLimit, READ_HEADERS } from "./lib/readEndpoints.ts"
 
 const secret = decodeSecretKey(process.env.SECRET_KEY ?? "")
 if (secret === undefined) throw new Error("SECRET_KEY is required (hex or base64, 32+ bytes)")
@@ -27,22 +28,10 @@ const appUrl = (process.env.APP_URL ?? "http://localhost:3000").replace(/\/+$/, 
 const sql = new SQL({ url: process.env.DATABASE_URL ?? "", max: 20 })
 const types = new Set(EVENT_TYPE_NAMES)
 
-const HEADERS = {
-  "content-type": "application/json; charset=utf-8",
-  "x-content-type-options": "nosniff",
-  "content-security-policy": "default-src 'none'; frame-ancestors 'none'",
-  "cache-control": "no-store",
-  "referrer-policy": "no-referrer",
-}
-const json = (body: unknown, status = 200) => new Response(JSON.stringify(body), { status, headers: HEADERS })
+const json = (body: unknown, status = 200) => new Response(JSON.stringify(body), { status, headers: READ_HEADERS })
 const fail = (status: number, detail: string) => json({ status, detail }, status)
 
-const limitOf = (params: URLSearchParams): number | undefined => {
-  const raw = params.get("limit")
-  if (raw === null) return 50
-  const n = Number(raw)
-  return /^\d+$/.test(raw) && n >= 1 && n <= 100 ? n : undefined
-}
+const limitOf = (params: URLSearchParams) => parseLimit(params.get("limit"))
 
 const page = <Row extends { readonly id: string }>(
   rows: ReadonlyArray<Row>,

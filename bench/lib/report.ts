@@ -23,6 +23,15 @@ const SEED_STEPS = [
 /** Milliseconds as printed: two decimals under 10, one above; "-" when not a number. */
 
 /** The cells every service-against-baseline row shares: throughput, p50 and p99 of each, and the throughput ratio. */
+const VERSUS_BASELINE_HEADS = [
+  "svc req/s",
+  "svc p50",
+  "svc p99",
+  "base req/s",
+  "base p50",
+  "base p99",
+  "svc/base req/s",
+]
 const versusBaseline = (r: Json) => [
   r.service.rps,
   ms(r.service.latencyMs.p50),
@@ -32,6 +41,8 @@ const versusBaseline = (r: Json) => [
   ms(r.baseline.latencyMs.p99),
   r.rpsRatio.toFixed(2),
 ]
+
+const VERSUS_PEER_HEADS = ["peer req/s", "peer p99", "svc/peer req/s", "svc/peer p99"]
 
 /** The peer's cells (bench/peer/fastify.ts), "-" in a results file from before it was measured. */
 const versusPeer = (r: Json) =>
@@ -88,21 +99,7 @@ export const partSections = (
     sections.push(
       `API (wrk, 2 threads, ${timing.seconds} s per run; service with auth + rate limits on, ${results.api.dataset.apiKeys} keys rotated, X-Forwarded-For rotated)\n` +
         table(
-          [
-            "endpoint",
-            "conns",
-            "svc req/s",
-            "svc p50",
-            "svc p99",
-            "base req/s",
-            "base p50",
-            "base p99",
-            "svc/base",
-            "peer req/s",
-            "peer p99",
-            "svc/peer req/s",
-            "svc/peer p99",
-          ],
+          ["endpoint", "conns", ...VERSUS_BASELINE_HEADS, ...VERSUS_PEER_HEADS],
           results.api.rows.map((r: Json) => [r.endpoint, r.connections, ...versusBaseline(r), ...versusPeer(r)]),
         ) +
         `\nSQL statements per request (PostgreSQL's count): ${results.api.statementsPerRequest
@@ -285,21 +282,7 @@ export const partSections = (
     sections.push(
       `Connections sweep: ${w.endpoint} (${w.events.toLocaleString("en")} events), service vs baseline and the Fastify + pg peer (ms)\n` +
         table(
-          [
-            "conns",
-            "svc req/s",
-            "svc p50",
-            "svc p99",
-            "base req/s",
-            "base p50",
-            "base p99",
-            "svc/base req/s",
-            "svc/base p99",
-            "peer req/s",
-            "peer p99",
-            "svc/peer req/s",
-            "svc/peer p99",
-          ],
+          ["conns", ...VERSUS_BASELINE_HEADS, "svc/base p99", ...VERSUS_PEER_HEADS],
           w.rows.map((r: Json) => [r.connections, ...versusBaseline(r), r.p99Ratio.toFixed(2), ...versusPeer(r)]),
         ),
     )
