@@ -5,7 +5,7 @@ import { SqlError } from "@effect/sql/SqlError"
 import * as Statement from "@effect/sql/Statement"
 import { PgClient } from "@effect/sql-pg"
 import { SQL } from "bun"
-import { Chunk, Context, Duration, Effect, Layer, Redacted, type Scope, Stream } from "effect"
+import { Context, Duration, Effect, Layer, Redacted, type Scope, Stream } from "effect"
 import { listen } from "./listen.ts"
 
 /**
@@ -298,11 +298,8 @@ export const make = (
         params: ReadonlyArray<unknown>,
         transformRows: (<A extends object>(row: ReadonlyArray<A>) => ReadonlyArray<A>) | undefined,
       ) {
-        // The service streams nothing from the database; a whole result as one chunk keeps the interface.
-        return Stream.fromIterableEffect(this.execute(sql, params, transformRows)).pipe(
-          Stream.rechunk(128),
-          Stream.mapChunks((chunk) => Chunk.fromIterable(chunk)),
-        )
+        // The service streams nothing from the database: the result is read whole, then streamed row by row.
+        return Stream.fromIterableEffect(this.execute(sql, params, transformRows))
       }
     }
 
