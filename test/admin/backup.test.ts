@@ -3,13 +3,13 @@ import { mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from "node:
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { SqlClient } from "@effect/sql"
-import { SQL } from "bun"
 import { Effect } from "effect"
 import { Keys } from "../../src/platform/keys.ts"
 import { admin, adminJson } from "../support/cli.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
 import { get } from "../support/fixtures.ts"
 import { ingest, nativeEvent } from "../support/ingest.ts"
+import { newPostgresDatabase, type OwnDatabase } from "../support/postgres.ts"
 import { type RunningServer, shutdown, startServer, testEnv, usingPostgres } from "../support/server.ts"
 
 /**
@@ -29,7 +29,7 @@ const REWRITTEN: Record<string, ReadonlyArray<string>> = {
 }
 
 const work = mkdtempSync(join(tmpdir(), "dsvc-backup-"))
-const createdDatabases: Array<string> = []
+const createdDatabases: Array<OwnDatabase> = []
 interface Target {
   readonly env: Record<string, string>
   db?: TestDatabase
@@ -44,14 +44,9 @@ const freshTarget = async (extra: Record<string, string>): Promise<Target> => {
     targets.push(target)
     return target
   }
-  const name = `dsvc_restore_${crypto.randomUUID().replaceAll("-", "").slice(0, 12)}`
-  const root = new SQL({ url: process.env.DATABASE_URL ?? "", max: 1 })
-  await root.unsafe(`create database ${name}`)
-  await root.close()
-  createdDatabases.push(name)
-  const url = new URL(process.env.DATABASE_URL ?? "")
-  url.pathname = `/${name}`
-  const target: Target = { env: testEnv(extra, url.toString()) }
+  const database = await newPostgresDatabase("restore")
+  createdDatabases.push(database)
+  const target: Target = { env: testEnv(extra, database.url) }
   targets.push(target)
   return target
 }
@@ -126,11 +121,7 @@ afterAll(async () => {
     if (t.env.DATA_DIR) rmSync(t.env.DATA_DIR, { recursive: true, force: true })
   }
   await shutdown(source, sourceDb)
-  if (createdDatabases.length > 0) {
-    const root = new SQL({ url: process.env.DATABASE_URL ?? "", max: 1 })
-    for (const name of createdDatabases) await root.unsafe(`drop database if exists ${name} with (force)`)
-    await root.close()
-  }
+  for (const database of createdDatabases) await database.drop()
   rmSync(work, { recursive: true, force: true })
 })
 

@@ -3,12 +3,12 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { SqlClient } from "@effect/sql"
-import { SQL } from "bun"
 import { Effect } from "effect"
 import { KEY_CACHE_APPLICATION_NAME } from "../../src/repos/ApiKeysRepo.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
 import { createKey, createTenant, get, revokeKey, setDeception } from "../support/fixtures.ts"
-import { type RunningServer, shutdown, startServer, testEnv, usingPostgres } from "../support/server.ts"
+import { type OwnDatabase, postgresForFile } from "../support/postgres.ts"
+import { type RunningServer, shutdown, startServer, testEnv } from "../support/server.ts"
 
 /**
  * The API key cache (KeyAuth, performance issue #6) never delays a revocation or a Deception switch: the change
@@ -20,19 +20,13 @@ import { type RunningServer, shutdown, startServer, testEnv, usingPostgres } fro
  * never skipped. The embedded database's side (no cache, same guarantees through per-request reads) is tested below.
  */
 
-const ADMIN_URL = process.env.TEST_POSTGRES_URL ?? "postgres://postgres@127.0.0.1:5432/postgres"
-let ownDatabase: string | undefined
+let ownDatabase: OwnDatabase | undefined
 
 /** DATABASE_URL for this file's servers: the suite's PostgreSQL, or a fresh database of the machine's one. */
 const postgresUrl = async (): Promise<string> => {
-  if (usingPostgres()) return process.env.DATABASE_URL ?? ""
-  ownDatabase = `dsvc_keycache_${crypto.randomUUID().replaceAll("-", "").slice(0, 12)}`
-  const admin = new SQL({ url: ADMIN_URL, max: 1 })
-  await admin.unsafe(`create database ${ownDatabase}`)
-  await admin.close()
-  const url = new URL(ADMIN_URL)
-  url.pathname = `/${ownDatabase}`
-  return url.toString()
+  const target = await postgresForFile("keycache")
+  ownDatabase = target.own
+  return target.url
 }
 
 let server: RunningServer
@@ -63,11 +57,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await second?.stop()
   await shutdown(server, db)
-  if (ownDatabase !== undefined) {
-    const admin = new SQL({ url: ADMIN_URL, max: 1 })
-    await admin.unsafe(`drop database if exists ${ownDatabase} with (force)`)
-    await admin.close()
-  }
+  await ownDatabase?.drop()
 })
 
 const revoke = (keyId: string, on: TestDatabase = db) => revokeKey(on, keyId)

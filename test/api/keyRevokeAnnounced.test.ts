@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { SqlClient } from "@effect/sql"
-import { SQL } from "bun"
 import { Effect } from "effect"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
 import { createKey, createTenant, get, revokeKey as revokeAsOperator } from "../support/fixtures.ts"
-import { type RunningServer, shutdown, startServer, testEnv, usingPostgres } from "../support/server.ts"
+import { type OwnDatabase, postgresForFile } from "../support/postgres.ts"
+import { type RunningServer, shutdown, startServer, testEnv } from "../support/server.ts"
 
 /**
  * D9: `key revoke` (the CLI and the console, through ApiKeyAdmin) sends the key caches' NOTIFY in the same
@@ -13,18 +13,13 @@ import { type RunningServer, shutdown, startServer, testEnv, usingPostgres } fro
  * DATABASE_URL, otherwise on a fresh database of the machine's PostgreSQL (as test/api/keyCache.test.ts).
  */
 
-const ADMIN_URL = process.env.TEST_POSTGRES_URL ?? "postgres://postgres@127.0.0.1:5432/postgres"
-let ownDatabase: string | undefined
+let ownDatabase: OwnDatabase | undefined
 
+/** DATABASE_URL for this file's servers: the suite's PostgreSQL, or a fresh database of the machine's one. */
 const postgresUrl = async (): Promise<string> => {
-  if (usingPostgres()) return process.env.DATABASE_URL ?? ""
-  ownDatabase = `dsvc_revoke_${crypto.randomUUID().replaceAll("-", "").slice(0, 12)}`
-  const admin = new SQL({ url: ADMIN_URL, max: 1 })
-  await admin.unsafe(`create database ${ownDatabase}`)
-  await admin.close()
-  const url = new URL(ADMIN_URL)
-  url.pathname = `/${ownDatabase}`
-  return url.toString()
+  const target = await postgresForFile("revoke")
+  ownDatabase = target.own
+  return target.url
 }
 
 let server: RunningServer
@@ -50,11 +45,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await second?.stop()
   await shutdown(server, db)
-  if (ownDatabase !== undefined) {
-    const admin = new SQL({ url: ADMIN_URL, max: 1 })
-    await admin.unsafe(`drop database if exists ${ownDatabase} with (force)`)
-    await admin.close()
-  }
+  await ownDatabase?.drop()
 })
 
 const revokeKey = (keyId: string) => revokeAsOperator(db, keyId)

@@ -3,10 +3,10 @@ import { createHmac } from "node:crypto"
 import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { SQL } from "bun"
 import { admin } from "../support/cli.ts"
 import { freePort } from "../support/console.ts"
-import { type RunningServer, shutdown, startServer, testEnv, usingPostgres } from "../support/server.ts"
+import { ownDatabaseOnPostgresRun } from "../support/postgres.ts"
+import { type RunningServer, shutdown, startServer, testEnv } from "../support/server.ts"
 import { shellBlock } from "../support/shellBlocks.ts"
 
 /**
@@ -98,7 +98,7 @@ const runWebhookWalkThrough = async (page: string) => {
   expect(Object.keys(settings).sort()).toEqual(["WEBHOOK_ALLOW_PRIVATE", "WEBHOOK_CA_FILE"])
   // A database of its own: on a shared one, the webhook dispatcher of this file's other server (started without
   // these settings) would claim the walk-through's deliveries and refuse the receiver's loopback address.
-  const database = await ownDatabase()
+  const database = await ownDatabaseOnPostgresRun("walk")
   const webhookServer = await startServer({ env: testEnv(settings, database?.url) })
   try {
     // The receiver runs until it is stopped: the script waits (interruptibly) and stops its jobs when it is ended.
@@ -157,25 +157,6 @@ const runWebhookWalkThrough = async (page: string) => {
   } finally {
     await shutdown(webhookServer)
     await database?.drop()
-  }
-}
-
-/** On the PostgreSQL run, a new database beside DATABASE_URL's (the embedded run gives each server its own). */
-const ownDatabase = async () => {
-  if (!usingPostgres()) return undefined
-  const name = `dsvc_walk_${crypto.randomUUID().replaceAll("-", "").slice(0, 12)}`
-  const root = new SQL({ url: process.env.DATABASE_URL ?? "", max: 1 })
-  await root.unsafe(`create database ${name}`)
-  await root.close()
-  const url = new URL(process.env.DATABASE_URL ?? "")
-  url.pathname = `/${name}`
-  return {
-    url: url.toString(),
-    drop: async () => {
-      const again = new SQL({ url: process.env.DATABASE_URL ?? "", max: 1 })
-      await again.unsafe(`drop database if exists ${name} with (force)`)
-      await again.close()
-    },
   }
 }
 

@@ -3,7 +3,6 @@ import { rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { SqlClient } from "@effect/sql"
-import { SQL } from "bun"
 import { Effect } from "effect"
 import { asOperator } from "../../src/admin/actor.ts"
 import { ChannelAdmin } from "../../src/admin/ChannelAdmin.ts"
@@ -15,8 +14,9 @@ import { verifyWebhook } from "../../src/webhooks/verify.ts"
 import { admin, adminJson } from "../support/cli.ts"
 import { freePort } from "../support/console.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
+import { type OwnDatabase, postgresForFile } from "../support/postgres.ts"
 import { type Receiver, startReceiver } from "../support/receiver.ts"
-import { type RunningServer, startServer, testEnv, usingPostgres } from "../support/server.ts"
+import { type RunningServer, startServer, testEnv } from "../support/server.ts"
 import { makeTestCertificate } from "../support/tls.ts"
 
 /**
@@ -29,18 +29,13 @@ import { makeTestCertificate } from "../support/tls.ts"
  * (TEST_POSTGRES_URL), created and dropped here.
  */
 
-const ADMIN_URL = process.env.TEST_POSTGRES_URL ?? "postgres://postgres@127.0.0.1:5432/postgres"
-let ownDatabase: string | undefined
+let ownDatabase: OwnDatabase | undefined
 
+/** DATABASE_URL for this file's servers: the suite's PostgreSQL, or a fresh database of the machine's one. */
 const postgresUrl = async (): Promise<string> => {
-  if (usingPostgres()) return process.env.DATABASE_URL ?? ""
-  ownDatabase = `dsvc_health_${crypto.randomUUID().replaceAll("-", "").slice(0, 12)}`
-  const root = new SQL({ url: ADMIN_URL, max: 1 })
-  await root.unsafe(`create database ${ownDatabase}`)
-  await root.close()
-  const url = new URL(ADMIN_URL)
-  url.pathname = `/${ownDatabase}`
-  return url.toString()
+  const target = await postgresForFile("health")
+  ownDatabase = target.own
+  return target.url
 }
 
 let receiver: Receiver
@@ -78,11 +73,7 @@ afterAll(async () => {
   await server?.stop()
   receiver?.stop()
   rmSync(caFile, { force: true })
-  if (ownDatabase) {
-    const root = new SQL({ url: ADMIN_URL, max: 1 })
-    await root.unsafe(`drop database if exists ${ownDatabase} with (force)`)
-    await root.close()
-  }
+  await ownDatabase?.drop()
 })
 
 const eventually = async (what: string, check: () => boolean | Promise<boolean>, ms = 15_000) => {

@@ -2,13 +2,13 @@ import { afterAll, beforeAll, expect, test } from "bun:test"
 import { writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { SQL } from "bun"
 import { verifyWebhook } from "../../src/webhooks/verify.ts"
 import { admin, adminJson } from "../support/cli.ts"
 import { get } from "../support/fixtures.ts"
 import { ingest, nativeEvent } from "../support/ingest.ts"
+import { type OwnDatabase, ownDatabaseOnPostgresRun } from "../support/postgres.ts"
 import { type Receiver, startReceiver } from "../support/receiver.ts"
-import { cleanup, type RunningServer, startServer, TEST_SECRET_KEY, testEnv, usingPostgres } from "../support/server.ts"
+import { cleanup, type RunningServer, startServer, TEST_SECRET_KEY, testEnv } from "../support/server.ts"
 import { makeTestCertificate } from "../support/tls.ts"
 
 /**
@@ -21,7 +21,7 @@ const NEW_KEY = "b".repeat(64)
 let receiver: Receiver
 let env: Record<string, string>
 let server: RunningServer | undefined
-let ownDatabase: { admin: SQL; name: string } | undefined
+let ownDatabase: OwnDatabase | undefined
 
 beforeAll(async () => {
   const certs = makeTestCertificate({ ipAddresses: ["127.0.0.1"] })
@@ -29,26 +29,16 @@ beforeAll(async () => {
   writeFileSync(caFile, certs.caCert)
   receiver = await startReceiver(certs)
   env = testEnv({ WEBHOOK_ALLOW_PRIVATE: "127.0.0.0/8", WEBHOOK_CA_FILE: caFile, WEBHOOK_POLL_INTERVAL: "200 millis" })
-  if (usingPostgres()) {
-    // Resealing touches every organization: on PostgreSQL this file gets a database of its own.
-    const url = new URL(env.DATABASE_URL ?? "")
-    const name = `${url.pathname.slice(1)}_rekey_${process.pid}`
-    const adminSql = new SQL(env.DATABASE_URL ?? "")
-    await adminSql.unsafe(`create database ${name}`)
-    ownDatabase = { admin: adminSql, name }
-    url.pathname = `/${name}`
-    env.DATABASE_URL = url.toString()
-  }
+  // Resealing touches every organization: on PostgreSQL this file gets a database of its own.
+  ownDatabase = await ownDatabaseOnPostgresRun("rekey")
+  if (ownDatabase) env.DATABASE_URL = ownDatabase.url
 })
 
 afterAll(async () => {
   await server?.stop()
   if (server) cleanup(server)
   receiver?.stop()
-  if (ownDatabase) {
-    await ownDatabase.admin.unsafe(`drop database if exists ${ownDatabase.name} with (force)`)
-    await ownDatabase.admin.close()
-  }
+  await ownDatabase?.drop()
 })
 
 const restart = async (keys: Record<string, string>) => {

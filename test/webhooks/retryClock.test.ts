@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { SqlClient } from "@effect/sql"
 import { Chunk, Clock, Duration, Effect, Layer, TestClock, TestContext } from "effect"
 import { newId } from "../../src/domain/ids.ts"
 import { Keys } from "../../src/platform/keys.ts"
@@ -8,6 +9,7 @@ import { WebhooksRepo } from "../../src/repos/WebhooksRepo.ts"
 import { WebhookDispatcherLive } from "../../src/webhooks/Dispatcher.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
 import { createTenant } from "../support/fixtures.ts"
+import { type OwnDatabase, ownDatabaseOnPostgresRun } from "../support/postgres.ts"
 import { type RunningServer, shutdown, startServer, testEnv } from "../support/server.ts"
 
 /**
@@ -17,7 +19,9 @@ import { type RunningServer, shutdown, startServer, testEnv } from "../support/s
  * once it succeeded.
  *
  * The delivery lives in a virtual era (2099): the running server's own dispatcher, on the real clock, never finds it
- * due, and the test's dispatcher is the only one that sends it.
+ * due, and the test's dispatcher is the only one that sends it. On the PostgreSQL run the file has a database of its
+ * own: other files' pending deliveries would fill the dispatcher's first rounds, and ours would be claimed only after
+ * their sends ended, a moment the test cannot see from outside.
  */
 
 const POLL = Duration.seconds(5)
@@ -25,15 +29,18 @@ const SCHEDULE = ["5s", "30s", "2m"]
 
 let server: RunningServer
 let db: TestDatabase
+let ownDatabase: OwnDatabase | undefined
 
 beforeAll(async () => {
-  const env = testEnv()
+  ownDatabase = await ownDatabaseOnPostgresRun("retryclock")
+  const env = testEnv({}, ownDatabase?.url)
   server = await startServer({ env })
   db = testDatabase({ ...env, WEBHOOK_RETRY_SCHEDULE: SCHEDULE.join(","), WEBHOOK_POLL_INTERVAL: "5 seconds" })
 })
 
 afterAll(async () => {
   await shutdown(server, db)
+  await ownDatabase?.drop()
 })
 
 const answer = (ok: boolean): WebhookSendResult => ({
@@ -91,14 +98,26 @@ describe("D17 retry schedule on the TestClock, against the real database", () =>
       Effect.scoped(
         Effect.gen(function* () {
           const webhooks = yield* WebhooksRepo
+          const sql = yield* SqlClient.SqlClient
           const attempts = () => Effect.map(webhooks.attemptsOf([deliveryId]), (rows) => rows.length)
-          /** Waits (real time) until every send of ours is recorded and the claimer sleeps until its next poll. */
+          /** Ours is due at the test clock's now (a claimed send not yet recorded still is: its next time moves on). */
+          const dueNow = (now: number) =>
+            Effect.map(
+              sql<{ due: boolean }>`
+                select exists (select 1 from webhook_deliveries where id = ${deliveryId}
+                  and status in ('pending', 'failed') and next_attempt_at <= ${new Date(now)}) as due`,
+              (rows) => rows[0]?.due === true,
+            )
+          /**
+           * Waits (real time) until the claimer sleeps until its next poll, ours is no longer due, and every send of
+           * ours is recorded: only then may the clock move on.
+           */
           const settled = Effect.gen(function* () {
             const deadline = Date.now() + 10_000
             for (;;) {
-              const next = (yield* Clock.currentTimeMillis) + Duration.toMillis(POLL)
-              const sleeping = Chunk.toReadonlyArray(yield* TestClock.sleeps()).includes(next)
-              if (sleeping && (yield* attempts()) === ours().length) return
+              const now = yield* Clock.currentTimeMillis
+              const sleeping = Chunk.toReadonlyArray(yield* TestClock.sleeps()).includes(now + Duration.toMillis(POLL))
+              if (sleeping && !(yield* dueNow(now)) && (yield* attempts()) === ours().length) return
               if (Date.now() > deadline) return yield* Effect.dieMessage("the dispatcher did not settle")
               yield* Effect.promise(() => Bun.sleep(10))
             }
