@@ -19,6 +19,26 @@ export interface MemorySample {
   readonly maxPolledRssMiB: number
   /** CPU time of the process so far (user + system, all threads), in seconds. */
   readonly cpuSeconds?: number
+  /** What the highest resident set the process saw itself was made of (bench/lib/memoryProbe.ts; bun only). */
+  readonly atPeak?: PeakMakeup
+}
+
+/** MiB: the resident set, the JavaScript heap (its size and what is live in it) and everything outside the heap. */
+export interface PeakMakeup {
+  readonly rssMiB: number
+  readonly heapTotalMiB: number
+  readonly heapUsedMiB: number
+  readonly outsideHeapMiB: number
+}
+
+const PROBE = join(ROOT, "bench", "lib", "memoryProbe.ts")
+
+const readProbe = (file: string): PeakMakeup | undefined => {
+  try {
+    return JSON.parse(readFileSync(file, "utf8")) as PeakMakeup
+  } catch {
+    return undefined
+  }
 }
 
 export interface Spawned {
@@ -93,7 +113,8 @@ export const spawnListening = async (options: SpawnOptions): Promise<Spawned> =>
   const out = Bun.file(logFile)
   // The service's start command (bin/serve) takes bun's flags from BUN_SERVE_FLAGS; anything else is run by bun.
   const serve = options.args[0] === "bin/serve"
-  const flags = [...(options.bunFlags ?? []), ...profileArgs]
+  const probeFile = join(options.workDir, `${options.name}-${Date.now()}-memory.json`)
+  const flags = [...(options.bunFlags ?? []), ...profileArgs, "--preload", PROBE]
   const nodeFlags = options.profile
     ? ["--cpu-prof", `--cpu-prof-dir=${PROFILES_DIR}`, `--cpu-prof-name=${profileName}`]
     : []
@@ -104,7 +125,11 @@ export const spawnListening = async (options: SpawnOptions): Promise<Spawned> =>
       : ["bun", ...flags, ...options.args]
   const child = Bun.spawn(command, {
     cwd: ROOT,
-    env: serve ? { ...options.env, BUN_SERVE_FLAGS: flags.join(" ") } : options.env,
+    env: {
+      ...options.env,
+      MEMORY_PROBE_FILE: probeFile,
+      ...(serve ? { BUN_SERVE_FLAGS: flags.join(" ") } : {}),
+    },
     stdout: out,
     stderr: out,
   })
@@ -144,12 +169,14 @@ export const spawnListening = async (options: SpawnOptions): Promise<Spawned> =>
     hwm = Math.max(hwm, statusKb(child.pid, "VmHWM"))
     maxPolled = Math.max(maxPolled, statusKb(child.pid, "VmRSS"))
     cpu = cpuSecondsOf(child.pid) ?? cpu
+    const atPeak = options.runtime === "node" ? undefined : readProbe(probeFile)
     return {
       startRssMiB,
       listenRssMiB,
       peakRssMiB: mib(hwm),
       maxPolledRssMiB: mib(maxPolled),
       ...(cpu !== undefined ? { cpuSeconds: cpu } : {}),
+      ...(atPeak !== undefined ? { atPeak } : {}),
     }
   }
 
@@ -302,4 +329,5 @@ export const memoryFigures = (m: MemorySample): MemorySample => ({
   peakRssMiB: m.peakRssMiB,
   maxPolledRssMiB: m.maxPolledRssMiB,
   ...(m.cpuSeconds !== undefined ? { cpuSeconds: m.cpuSeconds } : {}),
+  ...(m.atPeak !== undefined ? { atPeak: m.atPeak } : {}),
 })

@@ -61,8 +61,11 @@ export interface Chart {
 /** The service's (and the baseline's) peak RSS and RSS at start of each part that measured them: one row a part. */
 export const memoryRows = (results: Record<string, Json>): Array<Array<string | number>> => {
   const rows: Array<Array<string | number>> = []
-  for (const part of ["api", "console", "scale", "sweep", "ingest", "webhooks", "scale10m", "retention", "soak"]) {
-    const m = results[part]?.memory
+  const parts = ["api", "console", "scale", "sweep", "ingest", "webhooks", "flood", "scale10m", "retention", "soak"]
+  for (const part of parts) {
+    // The flood part's memory figure is its unread-bodies phase (the listener's own service).
+    const m =
+      part === "flood" ? results.flood?.bodyFlood && { service: results.flood.bodyFlood.memory } : results[part]?.memory
     if (m) {
       rows.push([
         part,
@@ -71,6 +74,14 @@ export const memoryRows = (results: Record<string, Json>): Array<Array<string | 
         m.baseline?.peakRssMiB ?? "-",
         m.baseline?.startRssMiB ?? "-",
         m.peer?.peakRssMiB ?? "-",
+        ...(m.service.atPeak
+          ? [
+              m.service.atPeak.rssMiB,
+              m.service.atPeak.heapTotalMiB,
+              m.service.atPeak.heapUsedMiB,
+              m.service.atPeak.outsideHeapMiB,
+            ]
+          : ["-", "-", "-", "-"]),
       ])
     }
   }
@@ -392,11 +403,24 @@ export const partSections = (
   }
   if (results.ingest) {
     sections.push(
-      `Ingestion: POST /ingest/v1/events, ${results.ingest.rows[0]?.connections} connections (closed loop), ${results.ingest.sensors} sensors, ${results.ingest.sourceIps} source IPs\n` +
+      `Ingestion: POST /ingest/v1/events (native) and Cowrie's HEC requests (hec-cowrie: one event per request, a new connection each), ${results.ingest.rows[0]?.connections} connections (closed loop), ${results.ingest.sensors} sensors, ${results.ingest.sourceIps} source IPs\n` +
         table(
-          ["batch", "events/s", "req/s", "p50 ms", "p99 ms", "accepted", "stored", "not accepted", "client CPU"],
+          [
+            "route",
+            "batch",
+            "events/s",
+            "req/s",
+            "p50 ms",
+            "p99 ms",
+            "accepted",
+            "stored",
+            "not accepted",
+            "client CPU",
+          ],
           results.ingest.rows.map((r: Json) => [
+            r.route ?? "native",
             r.batch,
+            r.bodyKiB ?? "-",
             r.eventsPerSecond,
             r.requestsPerSecond,
             ms(r.latencyMs.p50),
@@ -516,15 +540,29 @@ export const partSections = (
             ],
           ],
         ) +
-        `\nevents accepted ${f.ingest.eventsAccepted}, stored ${f.ingest.eventsStored}, not accepted ${f.ingest.eventsNotAccepted}`,
+        `\nevents accepted ${f.ingest.eventsAccepted}, stored ${f.ingest.eventsStored}, not accepted ${f.ingest.eventsNotAccepted}` +
+        (f.bodyFlood
+          ? `\nunread bodies: ${f.bodyFlood.connections} connections posted ${f.bodyFlood.requests} bodies of ${(f.bodyFlood.bodyBytes / 1e6).toFixed(1)} MB with a wrong sensor token (${f.bodyFlood.requestsPerSecond} req/s, ${JSON.stringify(f.bodyFlood.statuses)}): the ingest listener's peak RSS ${f.bodyFlood.memory.peakRssMiB} MiB`
+          : ""),
     )
   }
   const rows = memoryRows(results)
   const floorMemory = results.api?.floor?.memory
   if (rows.length > 0) {
     sections.push(
-      `Memory: peak RSS (VmHWM) in MiB, and RSS right after start-up (1 s after the listeners are up, no load yet)\n${table(
-        ["part", "service peak", "service at start", "baseline peak", "baseline at start", "peer peak"],
+      `Memory: peak RSS (VmHWM) in MiB, and RSS right after start-up (1 s after the listeners are up, no load yet); the service's highest reading of its own (every 100 ms): the JavaScript heap (its size and what was live after the last collection) and everything outside it (bodies, the database client's buffers, large strings' contents, code, JIT, stacks)\n${table(
+        [
+          "part",
+          "service peak",
+          "service at start",
+          "baseline peak",
+          "baseline at start",
+          "peer peak",
+          "probe RSS",
+          "JS heap",
+          "heap live",
+          "outside heap",
+        ],
         rows,
       )}${floorMemory ? `\nthe HttpApi floor (api part, no database): peak ${floorMemory.peakRssMiB} MiB, at start ${floorMemory.startRssMiB} MiB` : ""}`,
     )

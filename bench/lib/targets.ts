@@ -70,7 +70,7 @@ export const targetsOf = (results: Record<string, Json>): ReadonlyArray<Target> 
     })
   }
   if (results.ingest) {
-    const r = results.ingest.rows.find((x: Json) => x.batch === 100)
+    const r = results.ingest.rows.find((x: Json) => x.batch === 100 && (x.route ?? "native") === "native")
     if (r)
       targets.push({
         target: "ingestion, batches of 100: >= 20,000 events/s",

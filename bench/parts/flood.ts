@@ -2,7 +2,7 @@ import { SQL } from "bun"
 import { API_KEY_TOKEN, issueToken } from "../../src/domain/secretToken.ts"
 import { adminJson } from "../lib/admin.ts"
 import { type BenchContext, log, percentile, round, serviceEnv, sleep } from "../lib/common.ts"
-import { startService } from "../lib/proc.ts"
+import { memoryFigures, startService } from "../lib/proc.ts"
 
 /**
  * Isolation under load (D37, issue #17 item 5): sensors post events while the read API is flooded.
@@ -95,6 +95,57 @@ const latencyFigures = (all: Array<number>) => {
   }
 }
 
+/**
+ * Bodies nobody reads: `connections` workers post 1.1 MB bodies (over the 1 MiB a request may hold) to the ingest
+ * listener with a well-formed sensor token whose secret is wrong, so each answer (401) waits for the token's lookup
+ * while the body arrives. Unauthenticated: a body the service answers without reading must not stay in memory. The
+ * figure is the listener's peak RSS, on a service of its own.
+ */
+const runBodyFlood = async (ctx: BenchContext, sensorToken: string, seconds: number, connections = 16) => {
+  const service = await startService(ctx.workDir, serviceEnv(ctx), false, "service-bodyflood")
+  try {
+    const url = `http://127.0.0.1:${service.ports.ingest}/ingest/v1/events`
+    const wrongToken = `${sensorToken.slice(0, -4)}${sensorToken.endsWith("AAAA") ? "BBBB" : "AAAA"}`
+    const body = `[${"1,".repeat(550_000)}1]`
+    const statuses: Record<string, number> = {}
+    let requests = 0
+    const deadline = performance.now() + seconds * 1000
+    const started = performance.now()
+    await Promise.all(
+      Array.from({ length: connections }, async () => {
+        while (performance.now() < deadline) {
+          let status = 0
+          try {
+            const response = await fetch(url, {
+              method: "POST",
+              headers: { authorization: `Bearer ${wrongToken}`, "content-type": "application/json" },
+              body,
+            })
+            status = response.status
+            await response.arrayBuffer()
+          } catch {}
+          requests++
+          statuses[String(status)] = (statuses[String(status)] ?? 0) + 1
+        }
+      }),
+    )
+    const elapsed = (performance.now() - started) / 1000
+    const memory = memoryFigures(await service.stop())
+    log(`flood: ${requests} unread 1.1 MB bodies with a wrong token, peak RSS ${memory.peakRssMiB} MiB`)
+    return {
+      connections,
+      bodyBytes: body.length,
+      requests,
+      requestsPerSecond: round(requests / elapsed, 0),
+      statuses,
+      memory,
+    }
+  } catch (error) {
+    await service.stop().catch(() => undefined)
+    throw error
+  }
+}
+
 export const runFlood = async (
   ctx: BenchContext,
   options: { seconds: number; floodConnections?: number; sensors?: number },
@@ -171,7 +222,8 @@ export const runFlood = async (
       log("WARNING: sensors lost events to the API flood (D37 goal: 0 ingest failures)")
     }
     await service.stop()
-    return { postSeconds: options.seconds, ingest, api }
+    const bodyFlood = await runBodyFlood(ctx, tokens[0] ?? "", options.seconds)
+    return { postSeconds: options.seconds, ingest, api, bodyFlood }
   } catch (error) {
     await service.stop().catch(() => undefined)
     throw error

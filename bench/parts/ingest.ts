@@ -1,11 +1,13 @@
 import { SQL } from "bun"
 import { newId } from "../../src/domain/ids.ts"
+import { sendRaw } from "../../test/support/rawHttp.ts"
 import { type BenchContext, log, percentile, round, serviceEnv, sleep } from "../lib/common.ts"
 import { memoryFigures, startService } from "../lib/proc.ts"
 import type { SeedManifest } from "../lib/seed.ts"
 
 /**
- * Ingestion: events/s through POST /ingest/v1/events in batches of 1, 100 and 1000.
+ * Ingestion: events/s through POST /ingest/v1/events in batches of 1, 100 and 1000, and through the HEC route one
+ * Cowrie event per request on a new connection each, as Cowrie's own Splunk output sends them.
  *
  * The load: 50 sensors (tokens from `admin sensor create`) and 1,000 source IPs, each sensor with its own 20
  * attackers; every batch comes from one sensor (a sensor posts its own events) and draws its events from that
@@ -27,7 +29,11 @@ const attackerIp = (sensor: number, attacker: number) => {
 }
 
 export interface IngestRow {
+  /** `native`: POST /ingest/v1/events on kept-alive connections; `hec-cowrie`: Cowrie's HEC requests. */
+  readonly route: "native" | "hec-cowrie"
   readonly batch: number
+  /** The average body size in KiB (the largest rows are near the 1 MiB a request may hold). */
+  readonly bodyKiB: number
   readonly connections: number
   readonly requests: number
   readonly seconds: number
@@ -50,8 +56,11 @@ const load = async (
   connections: number,
   seconds: number,
   tag: string,
+  /** Characters of command text added to every event: 800 brings a batch of 1,000 near the 1 MiB limit. */
+  pad = 0,
 ) => {
   let seq = 0
+  let bodyBytes = 0
   let accepted = 0
   let notAccepted = 0
   let failed = 0
@@ -65,6 +74,7 @@ const load = async (
       sourceIp: attackerIp(sensor, Math.floor(Math.random() * 20)),
       sourcePort: 1024 + Math.floor(Math.random() * 64000),
     }
+    if (pad > 0) return { ...base, type: "ssh.command", attackerInput: { command: `echo ${"x".repeat(pad)}` } }
     const r = Math.random()
     if (r < 0.7) {
       const username = USERS[Math.floor(Math.random() * USERS.length)]
@@ -88,6 +98,7 @@ const load = async (
       const sensor = (w * 17 + counter) % tokens.length
       const time = new Date().toISOString()
       const body = JSON.stringify(Array.from({ length: batch }, () => event(sensor, time)))
+      bodyBytes += body.length
       const t0 = performance.now()
       const response = await fetch(url, {
         method: "POST",
@@ -112,6 +123,107 @@ const load = async (
   latencies.sort((a, b) => a - b)
   return {
     requests,
+    bodyKiB: round(bodyBytes / Math.max(1, requests) / 1024, 1),
+    seconds: round(elapsed, 2),
+    accepted,
+    notAccepted,
+    failed,
+    latencyMs: {
+      p50: round(percentile(latencies, 50), 1),
+      p99: round(percentile(latencies, 99), 1),
+      max: round(latencies[latencies.length - 1] ?? Number.NaN, 1),
+    },
+    clientCpu: round((cpu.user + cpu.system) / 1e6 / elapsed, 2),
+  }
+}
+
+/**
+ * Cowrie's Splunk HEC output, request for request: one `cowrie.login.failed` per POST, the headers in the order and
+ * the body in the form Cowrie's plugin writes them (test/fixtures/hec/cowrie-output-splunk: Python's json.dumps
+ * separators, `Connection: close`), each on a new TCP connection that the answer closes. Each event has its own
+ * session id and uuid, so none is a duplicate; the source addresses are the batches' attackers.
+ */
+const hecLoad = async (
+  ingestUrl: string,
+  tokens: ReadonlyArray<string>,
+  connections: number,
+  seconds: number,
+  tag: string,
+) => {
+  const host = new URL(ingestUrl).host
+  let seq = 0
+  let bodyBytes = 0
+  let accepted = 0
+  let notAccepted = 0
+  let failed = 0
+  let requests = 0
+  const latencies: Array<number> = []
+  const request = (sensor: number) => {
+    seq++
+    const now = Date.now()
+    const session = `${tag}${seq.toString(16)}`.slice(-12).padStart(12, "0")
+    const username = USERS[seq % USERS.length] ?? "root"
+    const password = `pw${Math.floor(Math.random() * 100_000)}`
+    const event = {
+      session,
+      protocol: "ssh",
+      src_ip: attackerIp(sensor, Math.floor(Math.random() * 20)),
+      src_port: 1024 + Math.floor(Math.random() * 64000),
+      dst_ip: "10.0.0.5",
+      dst_port: 22,
+      username,
+      password,
+      eventid: "cowrie.login.failed",
+      sensor: `cowrie-bench-${sensor}`,
+      uuid: crypto.randomUUID(),
+      time: now / 1000,
+      timestamp: new Date(now).toISOString().replace("Z", "000Z"),
+      message: `login attempt [${username}/${password}] failed`,
+    }
+    const envelope = { index: "cowrie", source: "cowrie", sourcetype: "cowrie", host: event.sensor, event }
+    // json.dumps' default separators.
+    const body = Buffer.from(
+      JSON.stringify(envelope).replace(/","/g, '", "').replace(/":/g, '": ').replace(/,"/g, ', "'),
+    )
+    const head = [
+      "POST /services/collector/event HTTP/1.1",
+      "Connection: close",
+      `Content-Length: ${body.length}`,
+      "User-Agent: Cowrie SSH Honeypot",
+      `Authorization: Splunk ${tokens[sensor]}`,
+      "Content-Type: application/json",
+      `Host: ${host}`,
+      "",
+      "",
+    ].join("\r\n")
+    return Buffer.concat([Buffer.from(head, "latin1"), body])
+  }
+  const started = performance.now()
+  const deadline = started + seconds * 1000
+  const cpuBefore = process.cpuUsage()
+  const worker = async (w: number) => {
+    let counter = 0
+    while (performance.now() < deadline) {
+      counter++
+      const sensor = (w * 17 + counter) % tokens.length
+      const bytes = request(sensor)
+      bodyBytes += bytes.length
+      const t0 = performance.now()
+      const answer = await sendRaw(ingestUrl, bytes).catch(() => undefined)
+      latencies.push(performance.now() - t0)
+      requests++
+      if (answer?.status === 200 && answer.body.includes('"code":0')) accepted++
+      else if (answer === undefined || answer.status !== 200) failed++
+      else notAccepted++
+    }
+  }
+  await Promise.all(Array.from({ length: connections }, (_, w) => worker(w)))
+  const elapsed = (performance.now() - started) / 1000
+  const cpu = process.cpuUsage(cpuBefore)
+  latencies.sort((a, b) => a - b)
+  return {
+    requests,
+    bodyKiB: round(bodyBytes / Math.max(1, requests) / 1024, 1),
     seconds: round(elapsed, 2),
     accepted,
     notAccepted,
@@ -172,6 +284,7 @@ export const runIngest = async (
   if (ignoreRules > 0) await seedIgnoreRules(sql, manifest.ingest.orgId, ignoreRules)
   const service = await startService(ctx.workDir, serviceEnv(ctx), ctx.profile, "service-ingest")
   const url = `http://127.0.0.1:${service.ports.ingest}/ingest/v1/events`
+  const hecUrl = `http://127.0.0.1:${service.ports.ingest}/`
   const tokens = manifest.ingest.tokens
   const count = async (table: "events" | "incidents") => {
     const rows = await sql`select count(*)::int as n from ${sql(table)} where org_id = ${manifest.ingest.orgId}`
@@ -181,18 +294,29 @@ export const runIngest = async (
     const tag = `r${Date.now().toString(36)}`
     if (timing.warmupSeconds > 0) await load(url, tokens, 100, 8, timing.warmupSeconds, `${tag}w`)
     const rows: Array<IngestRow> = []
-    for (const batch of [1, 100, 1000]) {
+    // The last native row: batches near the 1 MiB a request may hold, the most a sensor can make the listener take in.
+    const runs = [
+      ...[1, 100, 1000].map((batch) => ({ route: "native" as const, batch, pad: 0 })),
+      { route: "native" as const, batch: 1000, pad: 800 },
+      { route: "hec-cowrie" as const, batch: 1, pad: 0 },
+    ]
+    for (const { route, batch, pad } of runs) {
       await sleep(500)
       const before = await count("events")
-      const r = await load(url, tokens, batch, connections, timing.seconds, `${tag}b${batch}`)
+      const r =
+        route === "native"
+          ? await load(url, tokens, batch, connections, timing.seconds, `${tag}b${batch}p${pad}`, pad)
+          : await hecLoad(hecUrl, tokens, connections, timing.seconds, `${tag}h`)
       const stored = (await count("events")) - before
       if (r.failed > 0 || r.notAccepted > 0 || stored !== r.accepted) {
         log(
-          `WARNING: ingest batch ${batch}: ${r.failed} failed requests, ${r.notAccepted} events not accepted, ${stored} stored of ${r.accepted}`,
+          `WARNING: ingest ${route} batch ${batch}: ${r.failed} failed requests, ${r.notAccepted} events not accepted, ${stored} stored of ${r.accepted}`,
         )
       }
       const row: IngestRow = {
+        route,
         batch,
+        bodyKiB: r.bodyKiB,
         connections,
         requests: r.requests,
         seconds: r.seconds,
@@ -206,7 +330,7 @@ export const runIngest = async (
         clientCpu: r.clientCpu,
       }
       log(
-        `ingest batch ${batch}: ${row.eventsPerSecond} events/s (${row.requestsPerSecond} req/s, p50 ${r.latencyMs.p50} ms, p99 ${r.latencyMs.p99} ms; client CPU ${r.clientCpu})`,
+        `ingest ${route} batch ${batch}: ${row.eventsPerSecond} events/s (${row.requestsPerSecond} req/s, p50 ${r.latencyMs.p50} ms, p99 ${r.latencyMs.p99} ms; client CPU ${r.clientCpu})`,
       )
       rows.push(row)
     }

@@ -120,13 +120,24 @@ export class ServiceUnavailable extends Schema.Class<ServiceUnavailable>("Servic
   HttpApiSchema.annotations({
     status: 503,
     description:
-      "unavailable: the database cannot be reached, or it is busy (no connection free in time, or a query time-out); Retry-After says when to try again",
+      "unavailable: the database cannot be reached, or it is busy (no connection free in time, or a query time-out), or the ingest listener had no room for the request in time; Retry-After says when to try again",
   }),
 ) {
   /** The database cannot be reached (refused, reset, down, starting or shutting down). */
   static of() {
     return new ServiceUnavailable(
       problemFields(503, "Service Unavailable", "unavailable", "The service cannot reach its database. Retry later."),
+    )
+  }
+  /** The ingest listener is working on as much as it takes in at once, and no room came free in time. */
+  static ingestBusy() {
+    return new ServiceUnavailable(
+      problemFields(
+        503,
+        "Service Unavailable",
+        "unavailable",
+        "The service is taking in as many events as it holds at once and had no room for this request in time. Nothing of it was read or stored. Retry later.",
+      ),
     )
   }
   /** The database is reachable but busy: no connection of the pool came free in time, or a query timed out. */

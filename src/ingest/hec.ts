@@ -1,13 +1,15 @@
 import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
-import { Duration, Effect, Either } from "effect"
+import { Duration, Effect, Either, Option } from "effect"
 import { isRecord, tryParse } from "../domain/json.ts"
 import type { MapResult } from "../ingest/formats/native.ts"
 import type { DatabaseError } from "../platform/db/errors.ts"
 import { MAX_BODY_BYTES, MAX_EVENTS } from "../platform/http/body.ts"
 import { databaseFailureKind } from "../platform/http/problems.ts"
-import { Ingestor } from "./Ingestor.ts"
+import { IngestAdmission } from "./IngestAdmission.ts"
+import { Ingestor, type SensorIdentity } from "./Ingestor.ts"
 import {
+  type BodyEncoding,
   bodyEncodingOf,
   type Checked,
   checkMapped,
@@ -323,46 +325,55 @@ const handleEvents = Effect.gen(function* () {
   noteSensor(request, sensor.sensorId)
   const encoding = bodyEncodingOf(request.headers["content-encoding"])
   if (encoding === undefined) return CONTENT_ENCODING_REFUSED
-  const body = yield* readEncodedBodyText(request, encoding)
-  if (body._tag === "TooLarge") return HEC_TOO_LARGE
-  if (body._tag === "BadEncoding") return BAD_ENCODING
-  if (body._tag === "NotUtf8") {
-    return answer(400, "Invalid data format", 6, {
-      reason: `The body is not valid UTF-8: the sequence starting at byte ${body.invalidAt} (counting from 0) is not well-formed UTF-8. Nothing was stored.`,
-    })
-  }
-  const parsed = parseHecBody(body.text)
-  if (parsed._tag === "Refused") return parsed.answer
-  const { events } = parsed
-
-  // Each format's mapper over its events (in request order), then the results put back in request order.
-  const indexesOf = (kind: HecEvent["kind"]) => events.flatMap((e, i) => (e.kind === kind ? [i] : []))
-  const valuesAt = (indexes: ReadonlyArray<number>) => indexes.map((i) => events[i]?.event)
-  const nativeAt = indexesOf("native")
-  const canaryAt = indexesOf("opencanary")
-  const cowrieAt = indexesOf("cowrie")
-  const groups: Array<readonly [ReadonlyArray<number>, ReadonlyArray<MapResult>]> = [
-    [nativeAt, yield* mapNative(sensor, valuesAt(nativeAt))],
-    [canaryAt, yield* mapOpenCanaryLines(sensor, valuesAt(canaryAt))],
-    [cowrieAt, yield* mapCowrieLines(sensor, valuesAt(cowrieAt))],
-  ]
-  const checked: Array<Checked> = []
-  for (const [indexes, results] of groups) checked.push(...(yield* checkMapped(results, indexes)))
-  checked.sort((a, b) => a.index - b.index)
-
-  // D22: the events that mapping or validation rejected are left out (counted below); the others are stored.
-  const ingestor = yield* Ingestor
-  const stored = yield* ingestor.ingest(sensor, eventsToStore(checked), mergesOf(checked))
-  const outcomes = [...checked.flatMap((c) => ("outcome" in c ? [c.outcome] : [])), ...stored]
-  noteOutcomes(request, countOutcomes(outcomes))
-  const rejected = outcomes.filter((o) => o.status === "rejected").sort((a, b) => a.index - b.index)
-  const first = rejected[0]
-  if (first === undefined || !("reason" in first)) return HEC_SUCCESS
-  const reason = hecReason(first.reason)
-  // Every event rejected: nothing was stored, so an error loses nothing and tells the sensor.
-  if (rejected.length === events.length) return hecInvalidData(first.index, reason)
-  return answer(200, "Success", 0, { rejected: rejected.length, reason })
+  const admission = yield* IngestAdmission
+  const admitted = yield* admission.admit(request, takeIn(request, sensor, encoding))
+  // No room in time: HEC's own "Server is busy"; a HEC client resends.
+  return Option.getOrElse(admitted, () => HEC_BUSY)
 })
+
+/** Reads, maps and stores one authenticated HEC request's events (once IngestAdmission has let it in). */
+const takeIn = (request: HttpServerRequest.HttpServerRequest, sensor: SensorIdentity, encoding: BodyEncoding) =>
+  Effect.gen(function* () {
+    const body = yield* readEncodedBodyText(request, encoding)
+    if (body._tag === "TooLarge") return HEC_TOO_LARGE
+    if (body._tag === "BadEncoding") return BAD_ENCODING
+    if (body._tag === "NotUtf8") {
+      return answer(400, "Invalid data format", 6, {
+        reason: `The body is not valid UTF-8: the sequence starting at byte ${body.invalidAt} (counting from 0) is not well-formed UTF-8. Nothing was stored.`,
+      })
+    }
+    const parsed = parseHecBody(body.text)
+    if (parsed._tag === "Refused") return parsed.answer
+    const { events } = parsed
+
+    // Each format's mapper over its events (in request order), then the results put back in request order.
+    const indexesOf = (kind: HecEvent["kind"]) => events.flatMap((e, i) => (e.kind === kind ? [i] : []))
+    const valuesAt = (indexes: ReadonlyArray<number>) => indexes.map((i) => events[i]?.event)
+    const nativeAt = indexesOf("native")
+    const canaryAt = indexesOf("opencanary")
+    const cowrieAt = indexesOf("cowrie")
+    const groups: Array<readonly [ReadonlyArray<number>, ReadonlyArray<MapResult>]> = [
+      [nativeAt, yield* mapNative(sensor, valuesAt(nativeAt))],
+      [canaryAt, yield* mapOpenCanaryLines(sensor, valuesAt(canaryAt))],
+      [cowrieAt, yield* mapCowrieLines(sensor, valuesAt(cowrieAt))],
+    ]
+    const checked: Array<Checked> = []
+    for (const [indexes, results] of groups) checked.push(...(yield* checkMapped(results, indexes)))
+    checked.sort((a, b) => a.index - b.index)
+
+    // D22: the events that mapping or validation rejected are left out (counted below); the others are stored.
+    const ingestor = yield* Ingestor
+    const stored = yield* ingestor.ingest(sensor, eventsToStore(checked), mergesOf(checked))
+    const outcomes = [...checked.flatMap((c) => ("outcome" in c ? [c.outcome] : [])), ...stored]
+    noteOutcomes(request, countOutcomes(outcomes))
+    const rejected = outcomes.filter((o) => o.status === "rejected").sort((a, b) => a.index - b.index)
+    const first = rejected[0]
+    if (first === undefined || !("reason" in first)) return HEC_SUCCESS
+    const reason = hecReason(first.reason)
+    // Every event rejected: nothing was stored, so an error loses nothing and tells the sensor.
+    if (rejected.length === events.length) return hecInvalidData(first.index, reason)
+    return answer(200, "Success", 0, { rejected: rejected.length, reason })
+  })
 
 /** `POST /services/collector/event` (and its aliases). */
 export const hecEventsRoute = handleEvents.pipe(

@@ -1,8 +1,16 @@
 import { HttpApp, HttpBody, HttpRouter, HttpServer, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { BunHttpServer } from "@effect/platform-bun"
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Option } from "effect"
+import { ServiceUnavailable } from "../domain/problem.ts"
 import { AppConfig } from "../platform/config.ts"
-import { MAX_BODY_BYTES, MAX_EVENTS, type ParsedBody, parseBody, SERVER_MAX_BODY_BYTES } from "../platform/http/body.ts"
+import {
+  discardUnreadBody,
+  MAX_BODY_BYTES,
+  MAX_EVENTS,
+  type ParsedBody,
+  parseBody,
+  SERVER_MAX_BODY_BYTES,
+} from "../platform/http/body.ts"
 import { draining } from "../platform/http/drain.ts"
 import { listening } from "../platform/http/listening.ts"
 import { databaseProblem } from "../platform/http/problems.ts"
@@ -16,7 +24,8 @@ import {
   hecHealthRoute,
   hecResponse,
 } from "./hec.ts"
-import { Ingestor } from "./Ingestor.ts"
+import { IngestAdmission } from "./IngestAdmission.ts"
+import { Ingestor, type SensorIdentity } from "./Ingestor.ts"
 import { touchIngestMetrics } from "./metrics.ts"
 import { formMessages, isFormBody, unwrapOpenCanaryItem } from "./opencanaryWebhook.ts"
 import {
@@ -83,9 +92,27 @@ const ingestRoute = <R>(mapBatch: BatchMapper<R>, framing: Framing = jsonFraming
   Effect.gen(function* () {
     const request = yield* HttpServerRequest.HttpServerRequest
     const auth = yield* SensorAuth
-    const ingestor = yield* Ingestor
+    const admission = yield* IngestAdmission
     const sensor = yield* auth.authenticate(request.headers.authorization)
     noteSensor(request, sensor.sensorId)
+    const admitted = yield* admission.admit(request, takeIn(request, sensor, mapBatch, framing))
+    if (Option.isNone(admitted)) return yield* Effect.fail(ServiceUnavailable.ingestBusy())
+    return admitted.value
+  }).pipe(
+    Effect.catchTag("DatabaseError", databaseProblem),
+    // Every failure left is a problem document (401, 500, 503): answer with it.
+    Effect.catchAll((e) => Effect.succeed(problemResponse(e))),
+  )
+
+/** Reads, maps and stores one authenticated request's events (once IngestAdmission has let it in). */
+const takeIn = <R>(
+  request: HttpServerRequest.HttpServerRequest,
+  sensor: SensorIdentity,
+  mapBatch: BatchMapper<R>,
+  framing: Framing,
+) =>
+  Effect.gen(function* () {
+    const ingestor = yield* Ingestor
     const body = yield* readBodyText(request)
     if (body._tag === "TooLarge") return payloadTooLarge(`A request body may hold at most ${MAX_BODY_BYTES} bytes.`)
     // D22: never replace a byte (two different sensorEventIds could become one): refuse the whole body.
@@ -123,11 +150,7 @@ const ingestRoute = <R>(mapBatch: BatchMapper<R>, framing: Framing = jsonFraming
       ignored: counts.ignored ?? 0,
       results,
     })
-  }).pipe(
-    Effect.catchTag("DatabaseError", databaseProblem),
-    // Every failure left is a problem document (401, 500, 503): answer with it.
-    Effect.catchAll((e) => Effect.succeed(problemResponse(e))),
-  )
+  })
 
 // One line per route: a route added here is logged and counted like the others (requestLog.ts names its label).
 const router = HttpRouter.empty.pipe(
@@ -181,6 +204,7 @@ const hecFace = (request: HttpServerRequest.HttpServerRequest, response: HttpSer
 const ingestEdge = <E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<E, R> =>
   HttpApp.withPreResponseHandler(app, (req, res) => {
     const response = hecFace(req, finalizeResponse(req, res, ingestUnrouted))
+    discardUnreadBody(req)
     return Effect.as(logIngestRequest(req, response), response)
   }).pipe(logDefects)
 
@@ -193,6 +217,8 @@ export const IngestServerLive = Layer.unwrapEffect(
     draining((track) =>
       HttpServer.serve(router, (app) => track(ingestEdge(app))).pipe(
         Layer.provide(Layer.effectDiscard(Effect.zipRight(touchIngestMetrics, listening("ingest")))),
+        // The listener's own bound on the bodies it works on at once.
+        Layer.provide(IngestAdmission.Default),
         // Bun's own limit is set far above ours, so our check answers every oversized body with a problem (D22).
         Layer.provide(
           BunHttpServer.layer({

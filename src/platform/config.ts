@@ -64,6 +64,8 @@ export interface Settings {
   readonly databasePools: { readonly api: number; readonly ingest: number; readonly console: number }
   /** The PostgreSQL client under the SQL statements (DATABASE_DRIVER): Bun's built-in one, or the `pg` driver. */
   readonly databaseDriver: DatabaseDriver
+  /** Request bodies the ingest listener works on at once, in bytes (INGEST_INFLIGHT_MIB); more wait their turn. */
+  readonly ingestInflightBytes: number
   /** The largest MCP tool result's text, in characters (MCP_MAX_RESULT_CHARS). */
   readonly mcpMaxResultChars: number
   /** D49: events stored longer ago than this many days are deleted (RETENTION_DAYS; an organization may override). */
@@ -452,6 +454,7 @@ export const settingsConfig = Config.all({
   databaseDriver: envVar("DATABASE_DRIVER", (text) =>
     text === "bun" || text === "pg" ? Either.right<DatabaseDriver>(text) : Either.left("must be bun or pg"),
   ).pipe(Config.withDefault<DatabaseDriver>("bun")),
+  ingestInflightMiB: positiveInt("INGEST_INFLIGHT_MIB", 4),
   mcpMaxResultChars: mcpMaxResultCharsConfig,
   // D49: 0 is refused (it would delete every event as it is stored); "keep forever" is a large number of days.
   retentionDays: daysVar("RETENTION_DAYS", 365),
@@ -544,6 +547,7 @@ export const loadSettings: Effect.Effect<Settings, ConfigError.ConfigError> = Ef
     databaseStartupWait: raw.databaseStartupWait,
     databasePools: raw.databasePools,
     databaseDriver: raw.databaseDriver,
+    ingestInflightBytes: raw.ingestInflightMiB * 1024 * 1024,
     mcpMaxResultChars: raw.mcpMaxResultChars,
     retentionDays: raw.retentionDays,
     feedRetentionDays: raw.feedRetentionDays,
@@ -597,6 +601,7 @@ export const describeSettings = (s: Settings) => {
     secretKeyPrevious: s.secretKeyPrevious.length > 0 ? `${s.secretKeyPrevious.length} key(s), redacted` : "none",
     databaseStartupWait: ms(s.databaseStartupWait),
     databaseDriver: s.databaseDriver,
+    ingestInflight: `${s.ingestInflightBytes / 1024 / 1024} MiB`,
     reopenWindow: ms(s.reopenWindow),
     idleClose: ms(s.idleClose),
     idleCloseEvery: ms(s.idleCloseEvery),
