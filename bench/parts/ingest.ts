@@ -49,45 +49,30 @@ export interface IngestRow {
   readonly clientCpu: number
 }
 
-const load = async (
-  url: string,
-  tokens: ReadonlyArray<string>,
-  batch: number,
+/** What one request of a load did: its size on the wire and what the answer said of its events. */
+interface Sent {
+  readonly bytes: number
+  readonly accepted: number
+  readonly notAccepted: number
+  readonly failed: boolean
+}
+
+/**
+ * `connections` closed-loop workers, each sending (`send(worker, counter)`), waiting for the answer and sending again
+ * until `seconds` are up; each finishes its last request, so the window runs from the first request to the last
+ * answer and every answered event is counted.
+ */
+const closedLoop = async (
   connections: number,
   seconds: number,
-  tag: string,
-  /** Characters of command text added to every event: 800 brings a batch of 1,000 near the 1 MiB limit. */
-  pad = 0,
+  send: (worker: number, counter: number) => Promise<Sent>,
 ) => {
-  let seq = 0
   let bodyBytes = 0
   let accepted = 0
   let notAccepted = 0
   let failed = 0
   let requests = 0
   const latencies: Array<number> = []
-  const event = (sensor: number, time: string) => {
-    seq++
-    const base = {
-      sensorEventId: `${tag}-${seq}`,
-      time,
-      sourceIp: attackerIp(sensor, Math.floor(Math.random() * 20)),
-      sourcePort: 1024 + Math.floor(Math.random() * 64000),
-    }
-    if (pad > 0) return { ...base, type: "ssh.command", attackerInput: { command: `echo ${"x".repeat(pad)}` } }
-    const r = Math.random()
-    if (r < 0.7) {
-      const username = USERS[Math.floor(Math.random() * USERS.length)]
-      const password = `pw${Math.floor(Math.random() * 100_000)}`
-      return { ...base, type: "ssh.login_attempt", attackerInput: { username, password } }
-    }
-    if (r < 0.85) {
-      const path = PATHS[Math.floor(Math.random() * PATHS.length)]
-      return { ...base, type: "http.request", attackerInput: { path, userAgent: "Mozilla/5.0 zgrab/0.x" } }
-    }
-    if (r < 0.95) return { ...base, type: "portscan.syn" }
-    return { ...base, type: "ssh.command", attackerInput: { command: "uname -a" } }
-  }
   const started = performance.now()
   const deadline = started + seconds * 1000
   const cpuBefore = process.cpuUsage()
@@ -95,26 +80,14 @@ const load = async (
     let counter = 0
     while (performance.now() < deadline) {
       counter++
-      const sensor = (w * 17 + counter) % tokens.length
-      const time = new Date().toISOString()
-      const body = JSON.stringify(Array.from({ length: batch }, () => event(sensor, time)))
-      bodyBytes += body.length
       const t0 = performance.now()
-      const response = await fetch(url, {
-        method: "POST",
-        headers: { authorization: `Bearer ${tokens[sensor]}`, "content-type": "application/json" },
-        body,
-      })
-      const answer = (await response.json()) as { accepted?: number; duplicates?: number; rejected?: number }
+      const sent = await send(w, counter)
       latencies.push(performance.now() - t0)
       requests++
-      if (response.status !== 200) {
-        failed++
-        notAccepted += batch
-      } else {
-        accepted += answer.accepted ?? 0
-        notAccepted += (answer.duplicates ?? 0) + (answer.rejected ?? 0)
-      }
+      bodyBytes += sent.bytes
+      accepted += sent.accepted
+      notAccepted += sent.notAccepted
+      if (sent.failed) failed++
     }
   }
   await Promise.all(Array.from({ length: connections }, (_, w) => worker(w)))
@@ -137,6 +110,60 @@ const load = async (
   }
 }
 
+const load = async (
+  url: string,
+  tokens: ReadonlyArray<string>,
+  batch: number,
+  connections: number,
+  seconds: number,
+  tag: string,
+  /** Characters of command text added to every event: 800 brings a batch of 1,000 near the 1 MiB limit. */
+  pad = 0,
+) => {
+  let seq = 0
+  const event = (sensor: number, time: string) => {
+    seq++
+    const base = {
+      sensorEventId: `${tag}-${seq}`,
+      time,
+      sourceIp: attackerIp(sensor, Math.floor(Math.random() * 20)),
+      sourcePort: 1024 + Math.floor(Math.random() * 64000),
+    }
+    if (pad > 0) return { ...base, type: "ssh.command", attackerInput: { command: `echo ${"x".repeat(pad)}` } }
+    const r = Math.random()
+    if (r < 0.7) {
+      const username = USERS[Math.floor(Math.random() * USERS.length)]
+      const password = `pw${Math.floor(Math.random() * 100_000)}`
+      return { ...base, type: "ssh.login_attempt", attackerInput: { username, password } }
+    }
+    if (r < 0.85) {
+      const path = PATHS[Math.floor(Math.random() * PATHS.length)]
+      return { ...base, type: "http.request", attackerInput: { path, userAgent: "Mozilla/5.0 zgrab/0.x" } }
+    }
+    if (r < 0.95) return { ...base, type: "portscan.syn" }
+    return { ...base, type: "ssh.command", attackerInput: { command: "uname -a" } }
+  }
+  return closedLoop(connections, seconds, async (w, counter) => {
+    const sensor = (w * 17 + counter) % tokens.length
+    const time = new Date().toISOString()
+    const body = JSON.stringify(Array.from({ length: batch }, () => event(sensor, time)))
+    const response = await fetch(url, {
+      method: "POST",
+      headers: { authorization: `Bearer ${tokens[sensor]}`, "content-type": "application/json" },
+      body,
+    })
+    const answer = (await response.json()) as { accepted?: number; duplicates?: number; rejected?: number }
+    return response.status !== 200
+      ? { bytes: body.length, accepted: 0, notAccepted: batch, failed: true }
+      : {
+          bytes: body.length,
+          accepted: answer.accepted ?? 0,
+          notAccepted: (answer.duplicates ?? 0) + (answer.rejected ?? 0),
+          failed: false,
+        }
+  })
+}
+
 /**
  * Cowrie's Splunk HEC output, request for request: one `cowrie.login.failed` per POST, the headers in the order and
  * the body in the form Cowrie's plugin writes them (test/fixtures/hec/cowrie-output-splunk: Python's json.dumps
@@ -152,12 +179,6 @@ const hecLoad = async (
 ) => {
   const host = new URL(ingestUrl).host
   let seq = 0
-  let bodyBytes = 0
-  let accepted = 0
-  let notAccepted = 0
-  let failed = 0
-  let requests = 0
-  const latencies: Array<number> = []
   const request = (sensor: number) => {
     seq++
     const now = Date.now()
@@ -198,43 +219,13 @@ const hecLoad = async (
     ].join("\r\n")
     return Buffer.concat([Buffer.from(head, "latin1"), body])
   }
-  const started = performance.now()
-  const deadline = started + seconds * 1000
-  const cpuBefore = process.cpuUsage()
-  const worker = async (w: number) => {
-    let counter = 0
-    while (performance.now() < deadline) {
-      counter++
-      const sensor = (w * 17 + counter) % tokens.length
-      const bytes = request(sensor)
-      bodyBytes += bytes.length
-      const t0 = performance.now()
-      const answer = await sendRaw(ingestUrl, bytes).catch(() => undefined)
-      latencies.push(performance.now() - t0)
-      requests++
-      if (answer?.status === 200 && answer.body.includes('"code":0')) accepted++
-      else if (answer === undefined || answer.status !== 200) failed++
-      else notAccepted++
-    }
-  }
-  await Promise.all(Array.from({ length: connections }, (_, w) => worker(w)))
-  const elapsed = (performance.now() - started) / 1000
-  const cpu = process.cpuUsage(cpuBefore)
-  latencies.sort((a, b) => a - b)
-  return {
-    requests,
-    bodyKiB: round(bodyBytes / Math.max(1, requests) / 1024, 1),
-    seconds: round(elapsed, 2),
-    accepted,
-    notAccepted,
-    failed,
-    latencyMs: {
-      p50: round(percentile(latencies, 50), 1),
-      p99: round(percentile(latencies, 99), 1),
-      max: round(latencies[latencies.length - 1] ?? Number.NaN, 1),
-    },
-    clientCpu: round((cpu.user + cpu.system) / 1e6 / elapsed, 2),
-  }
+  return closedLoop(connections, seconds, async (w, counter) => {
+    const bytes = request((w * 17 + counter) % tokens.length)
+    const answer = await sendRaw(ingestUrl, bytes).catch(() => undefined)
+    const ok = answer?.status === 200
+    const success = ok && answer.body.includes('"code":0')
+    return { bytes: bytes.length, accepted: success ? 1 : 0, notAccepted: ok && !success ? 1 : 0, failed: !ok }
+  })
 }
 
 /**
