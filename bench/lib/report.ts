@@ -22,25 +22,20 @@ const SEED_STEPS = [
 ]
 /** Milliseconds as printed: two decimals under 10, one above; "-" when not a number. */
 
-/** The cells every service-against-baseline row shares: throughput, p50 and p99 of each, and the throughput ratio. */
-const VERSUS_BASELINE_HEADS = [
-  "svc req/s",
-  "svc p50",
-  "svc p99",
-  "base req/s",
-  "base p50",
-  "base p99",
-  "svc/base req/s",
-]
-const versusBaseline = (r: Json) => [
+/** A service row's throughput, p50 and p99 beside the baseline's ("-" where the baseline was not measured). */
+const SERVICE_AND_BASELINE_HEADS = ["svc req/s", "svc p50", "svc p99", "base req/s", "base p50", "base p99"]
+const serviceAndBaseline = (r: Json) => [
   r.service.rps,
   ms(r.service.latencyMs.p50),
   ms(r.service.latencyMs.p99),
-  r.baseline.rps,
-  ms(r.baseline.latencyMs.p50),
-  ms(r.baseline.latencyMs.p99),
-  r.rpsRatio.toFixed(2),
+  r.baseline?.rps ?? "-",
+  r.baseline ? ms(r.baseline.latencyMs.p50) : "-",
+  r.baseline ? ms(r.baseline.latencyMs.p99) : "-",
 ]
+
+/** The cells every service-against-baseline row shares: the figures of both and the throughput ratio. */
+const VERSUS_BASELINE_HEADS = [...SERVICE_AND_BASELINE_HEADS, "svc/base req/s"]
+const versusBaseline = (r: Json) => [...serviceAndBaseline(r), r.rpsRatio.toFixed(2)]
 
 const VERSUS_PEER_HEADS = ["peer req/s", "peer p99", "svc/peer req/s", "svc/peer p99"]
 
@@ -253,25 +248,10 @@ export const partSections = (
       `scale10m: GET /v1/events with ${x.events.toLocaleString("en")} events in one organization, ${x.connections} connections (ms; "vs first@10k" = ÷ the first page at 10k)\n` +
         `seed: ${seedLine}\n` +
         table(
-          [
-            "case",
-            "svc req/s",
-            "svc p50",
-            "svc p99",
-            "base req/s",
-            "base p50",
-            "base p99",
-            "p50 vs first@10k",
-            "p99 vs first@10k",
-          ],
+          ["case", ...SERVICE_AND_BASELINE_HEADS, "p50 vs first@10k", "p99 vs first@10k"],
           x.rows.map((r: Json, i: number) => [
             r.case,
-            r.service.rps,
-            ms(r.service.latencyMs.p50),
-            ms(r.service.latencyMs.p99),
-            r.baseline?.rps ?? "-",
-            r.baseline ? ms(r.baseline.latencyMs.p50) : "-",
-            r.baseline ? ms(r.baseline.latencyMs.p99) : "-",
+            ...serviceAndBaseline(r),
             x.ratios[i].p50VsFirst10k.toFixed(2),
             x.ratios[i].p99VsFirst10k.toFixed(2),
           ]),
