@@ -2,6 +2,7 @@ import type { HttpServerRequest } from "@effect/platform"
 import { Duration, Effect, Option } from "effect"
 import { AppConfig } from "../platform/config.ts"
 import { MAX_BODY_BYTES } from "../platform/http/body.ts"
+import { bodyEncodingOf } from "./pipeline.ts"
 
 /** Below this, a request is counted as this many bytes: a one-event post still holds a transaction and its rows. */
 const MIN_WEIGHT = 16 * 1024
@@ -10,7 +11,7 @@ const MIN_WEIGHT = 16 * 1024
 export const ADMISSION_WAIT = Duration.seconds(10)
 
 /**
- * What the ingest listener takes in at once, by body size (INGEST_INFLIGHT_BYTES). A batch of 1,000 events is about
+ * What the ingest listener takes in at once, by body size (INGEST_INFLIGHT_MIB). A batch of 1,000 events is about
  * 250 KB on the wire and 25 to 40 times that while it is parsed, mapped and written; sixteen sensors posting such
  * batches at once took the process past 300 MiB though two cores cannot work on more than a few at a time. A request
  * waits here, before its body is read, until the bodies already in the pipeline leave room for its own; the bytes it
@@ -23,9 +24,9 @@ export class IngestAdmission extends Effect.Service<IngestAdmission>()("IngestAd
     const room = weightedRoom(Math.max(ingestInflightBytes, MAX_BODY_BYTES))
 
     const weightOf = (request: HttpServerRequest.HttpServerRequest): number => {
-      const encoding = request.headers["content-encoding"]
       const declared = Number(request.headers["content-length"])
-      if ((encoding !== undefined && encoding.trim().toLowerCase() !== "identity") || !Number.isSafeInteger(declared)) {
+      // The body reader's own reading of Content-Encoding: anything but identity may inflate up to the bound.
+      if (bodyEncodingOf(request.headers["content-encoding"]) !== "identity" || !Number.isSafeInteger(declared)) {
         return MAX_BODY_BYTES
       }
       return Math.min(MAX_BODY_BYTES, Math.max(MIN_WEIGHT, declared))
@@ -51,8 +52,6 @@ export class IngestAdmission extends Effect.Service<IngestAdmission>()("IngestAd
           ),
         )
       },
-      /** Bytes taken now (tests and metrics). */
-      inUse: () => room.inUse(),
     }
   }),
 }) {}
