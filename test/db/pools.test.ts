@@ -3,6 +3,7 @@ import { type Socket, SQL } from "bun"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
 import { createKey, createSensor, createTenant } from "../support/fixtures.ts"
 import { ingest, nativeEvent } from "../support/ingest.ts"
+import { MACHINE_POSTGRES_URL, newPostgresDatabase, type OwnDatabase } from "../support/postgres.ts"
 import { type RunningServer, shutdown, startServer, testEnv } from "../support/server.ts"
 
 /**
@@ -16,9 +17,9 @@ import { type RunningServer, shutdown, startServer, testEnv } from "../support/s
  * PostgreSQL reached over TCP. Without one it fails; it is never skipped.
  */
 
-const ADMIN_URL = process.env.TEST_POSTGRES_URL ?? "postgres://postgres@127.0.0.1:5432/postgres"
-const database = `dsvc_pools_${crypto.randomUUID().replaceAll("-", "").slice(0, 12)}`
-const target = new URL(ADMIN_URL)
+const target = new URL(MACHINE_POSTGRES_URL)
+let own: OwnDatabase | undefined
+let database: string
 
 /** A TCP relay to PostgreSQL that can be cut: its listener closed and every relayed connection dropped. */
 const startRelay = () => {
@@ -84,11 +85,9 @@ let token: string
 type Problem = { status: number; code: string; detail: string }
 
 beforeAll(async () => {
-  const admin = new SQL({ url: ADMIN_URL, max: 1 })
-  await admin.unsafe(`create database ${database}`)
-  await admin.close()
-  const directUrl = new URL(ADMIN_URL)
-  directUrl.pathname = `/${database}`
+  own = await newPostgresDatabase("pools", MACHINE_POSTGRES_URL)
+  database = own.name
+  const directUrl = new URL(own.url)
   relay = startRelay()
   const relayed = new URL(directUrl)
   relayed.host = `127.0.0.1:${relay.port}`
@@ -105,9 +104,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await direct?.close()
   await shutdown(server, db)
-  const admin = new SQL({ url: ADMIN_URL, max: 1 })
-  await admin.unsafe(`drop database if exists ${database} with (force)`)
-  await admin.close()
+  await own?.drop()
 })
 
 describe("D37 separate pools", () => {
