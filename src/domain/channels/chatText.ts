@@ -32,12 +32,15 @@ import type { WebhookBody } from "../webhookBody.ts"
 const INVISIBLE = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Default_Ignorable_Code_Point}\p{Surrogate}]/u
 const INVISIBLE_ALL = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Default_Ignorable_Code_Point}\p{Surrogate}]/gu
 
+const shownCodePoint = (ch: string): string =>
+  `[U+${(ch.codePointAt(0) ?? 0).toString(16).toUpperCase().padStart(4, "0")}]`
+
 const shown = (ch: string): string => {
   const cp = ch.codePointAt(0) ?? 0
   if (cp >= 0xd800 && cp <= 0xdfff) return "\uFFFD"
   if (cp < 0x20) return String.fromCodePoint(0x2400 + cp)
   if (cp === 0x7f) return "\u2421"
-  return `[U+${cp.toString(16).toUpperCase().padStart(4, "0")}]`
+  return shownCodePoint(ch)
 }
 
 /** Every character made visible: controls as Control Pictures, invisible and format characters as `[U+XXXX]`. */
@@ -100,8 +103,9 @@ export const slackPlain = (s: string): string =>
 // behaviour, which no test here can watch; a defanged value cannot become a link in any of them.
 const spanBody = (raw: string): string => {
   let t = defang(visibleText(raw).replace(/`/g, "ˋ")).replace(/@/g, "＠")
-  // A span that starts or ends with a space may not be read as one.
-  t = t.replace(/^ +| +$/g, (m) => "␠".repeat(m.length))
+  // A span that starts or ends with whitespace may not be read as one: edge spaces are shown as ␠, any other
+  // whitespace there (no-break, ideographic, en spaces…) as its code point.
+  t = t.replace(/^\s+|\s+$/gu, (m) => Array.from(m, (ch) => (ch === " " ? "␠" : shownCodePoint(ch))).join(""))
   return slackEscape(t)
 }
 

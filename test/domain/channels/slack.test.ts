@@ -304,6 +304,16 @@ describe("D46: Slack messages", () => {
     expect(JSON.stringify(payload)).toContain("&lt;!channel&gt; ＠here hxxp[:]//evil[.]example/x")
   })
 
+  test("D46: a value that is only whitespace, or starts or ends with it (any Unicode space), is still one code span", () => {
+    // Found by the property below (seed 671743159): a sensor named with one no-break space gave "` `".
+    for (const ws of [" ", "\u00A0", "\u2003", "\u3000", "\t"]) {
+      for (const sensorName of [ws, `${ws}edge`, `edge${ws}`]) {
+        const message = incidentMessage("incident.created", { sensorName, usernames: ["<!channel>"] })
+        expect(checkSlack(slackMessage(message, CTX))).toEqual([])
+      }
+    }
+  })
+
   test("D46: any attacker strings in titles, summaries and attackerInput give a message that keeps the rules", () => {
     const text = fc.oneof(fc.string({ unit: "binary", maxLength: 300 }), fc.constantFrom(...HOSTILE))
     fc.assert(
