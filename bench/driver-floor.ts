@@ -8,6 +8,7 @@
  *   2. the `pg` driver's pool directly (the driver under @effect/sql-pg, its default type parsers),
  *   3. @effect/sql-pg as the service runs it (`sql.unsafe(text, params).withoutTransform`, in Effect fibers),
  *   4. the same statement through the service's client on Bun's driver (src/platform/db/bunPg.ts, DATABASE_DRIVER=bun),
+ *   5. the same client's one-step read (bunPg.ts readRows), which the API's list and lookup reads use,
  * and prints, for each, queries/s and this process's CPU per query (process.cpuUsage), beside PostgreSQL's CPU per
  * query (every `postgres` process, from /proc: keep the machine otherwise quiet).
  */
@@ -120,6 +121,13 @@ await Effect.runPromise(
       results.push(
         yield* Effect.promise(() =>
           measure("the service's client on Bun.sql (bunPg.ts)", () => Effect.runPromise(Effect.orDie(once))),
+        ),
+      )
+      // What the API's reads run: the same pool, in one step, without @effect/sql's per-statement effects.
+      const direct = BunPg.readRows(sql, text, [...params]).pipe(Effect.map((rows) => rows.length))
+      results.push(
+        yield* Effect.promise(() =>
+          measure("its one-step read (readRows, the API's)", () => Effect.runPromise(Effect.orDie(direct))),
         ),
       )
     }),

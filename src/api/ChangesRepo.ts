@@ -1,6 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import type { FeedPosition } from "../domain/feedToken.ts"
+import { readRows } from "../platform/db/bunPg.ts"
 import { type DatabaseError, dbErrors } from "../platform/db/errors.ts"
 import { EVENT_SELECT, type EventRow } from "../repos/EventsRepo.ts"
 import type { IncidentRow } from "../repos/IncidentsRepo.ts"
@@ -126,7 +127,7 @@ export class ChangesRepo extends Effect.Service<ChangesRepo>()("ChangesRepo", {
       text,
       params,
     }: SqlText): Effect.Effect<ChangePage<Row>, DatabaseError> =>
-      sql.unsafe<Raw<Row>>(text, params).withoutTransform.pipe(
+      readRows<Raw<Row>>(sql, text, params).pipe(
         dbErrors,
         Effect.map((raw) => {
           const first = raw[0]

@@ -3,6 +3,7 @@ import { SqlClient, SqlSchema } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { Deferred, Effect, Option, Schema } from "effect"
 import type { Scope } from "../domain/scopes.ts"
+import { readRows } from "../platform/db/bunPg.ts"
 import { dbErrors } from "../platform/db/errors.ts"
 import { listen } from "../platform/db/listen.ts"
 
@@ -53,18 +54,17 @@ export class ApiKeysRepo extends Effect.Service<ApiKeysRepo>()("ApiKeysRepo", {
     // Fixed text, camelCase aliases, no name transforms and no Schema decode: this runs on every request that the
     // key cache cannot answer, so it must cost little; the columns' SQL types are the row's types.
     const findCredential = (id: string) =>
-      sql
-        .unsafe<KeyCredentialRow>(
-          `select k.id, k.org_id as "orgId", k.scopes, k.expires_at as "expiresAt", k.revoked_at as "revokedAt",
+      readRows<KeyCredentialRow>(
+        sql,
+        `select k.id, k.org_id as "orgId", k.scopes, k.expires_at as "expiresAt", k.revoked_at as "revokedAt",
              k.secret_hash as "secretHash", o.deception_enabled as "deceptionEnabled"
            from api_keys k join organizations o on o.id = k.org_id
            where k.id = $1`,
-          [id],
-        )
-        .withoutTransform.pipe(
-          Effect.map((rows) => Option.fromNullable(rows[0])),
-          dbErrors,
-        )
+        [id],
+      ).pipe(
+        Effect.map((rows) => Option.fromNullable(rows[0])),
+        dbErrors,
+      )
 
     const listByOrg = SqlSchema.findAll({
       Request: Schema.String,

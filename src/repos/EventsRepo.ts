@@ -2,6 +2,7 @@ import { PgClient } from "@effect/sql-pg"
 import { Effect, Option, Schema } from "effect"
 import type { CursorPosition } from "../domain/cursor.ts"
 import { Confidence, Severity } from "../domain/severity.ts"
+import { readRows } from "../platform/db/bunPg.ts"
 import { dbErrors } from "../platform/db/errors.ts"
 import type { SqlText } from "./statement.ts"
 
@@ -169,7 +170,7 @@ export class EventsRepo extends Effect.Service<EventsRepo>()("EventsRepo", {
 
     // The API's reads, cheap per row: fixed SQL text with camelCase aliases, run without the client's
     // name transforms and without a per-row Schema decode (the columns' SQL types and checks are the row's types).
-    const readEvents = ({ text, params }: SqlText) => sql.unsafe<EventRow>(text, params).withoutTransform.pipe(dbErrors)
+    const readEvents = ({ text, params }: SqlText) => readRows<EventRow>(sql, text, params).pipe(dbErrors)
 
     const findById = (orgId: string, id: string) =>
       Effect.map(readEvents(eventByIdStatement(orgId, id)), (rows) => Option.fromNullable(rows[0]))

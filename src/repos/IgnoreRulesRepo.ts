@@ -1,6 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import type { CursorPosition } from "../domain/cursor.ts"
+import { readRows } from "../platform/db/bunPg.ts"
 import { dbErrors } from "../platform/db/errors.ts"
 import { EVENT_SELECT, type EventRow } from "./EventsRepo.ts"
 
@@ -126,7 +127,7 @@ export class IgnoreRulesRepo extends Effect.Service<IgnoreRulesRepo>()("IgnoreRu
           `select e.ignore_rule_id as "ignoreRuleId", r.note as "ignoreRuleNote", e.id,`,
         )} join ignore_rules r on r.id = e.ignore_rule_id
           where ${where} order by e.time desc, e.id desc limit $${params.length}`
-        return sql.unsafe<IgnoredEventRow>(text, params).withoutTransform.pipe(dbErrors)
+        return readRows<IgnoredEventRow>(sql, text, params).pipe(dbErrors)
       },
     } as const
   }),

@@ -4,6 +4,7 @@ import { Effect, Option, Schema } from "effect"
 import type { CursorPosition } from "../domain/cursor.ts"
 import { IncidentStatus } from "../domain/models.ts"
 import { Severity } from "../domain/severity.ts"
+import { readRows } from "../platform/db/bunPg.ts"
 import { type DatabaseError, dbErrors } from "../platform/db/errors.ts"
 import type { SqlText } from "./statement.ts"
 
@@ -143,7 +144,7 @@ export class IncidentsRepo extends Effect.Service<IncidentsRepo>()("IncidentsRep
     // name transforms and without a per-row Schema decode (the columns' SQL types and checks are the row's types).
     // The statement text depends only on which filters are present, so compiling it costs nothing.
     const readIncidents = ({ text, params }: SqlText) =>
-      sql.unsafe<IncidentRow>(text, params).withoutTransform.pipe(dbErrors) as Effect.Effect<
+      readRows<IncidentRow>(sql, text, params).pipe(dbErrors) as Effect.Effect<
         ReadonlyArray<IncidentRow>,
         DatabaseError
       >

@@ -1,5 +1,6 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
+import { readRows } from "../platform/db/bunPg.ts"
 import { dbErrors } from "../platform/db/errors.ts"
 
 /** D43: what `health` records (the status last announced to the alert channels). */
@@ -75,17 +76,16 @@ export class SensorsRepo extends Effect.Service<SensorsRepo>()("SensorsRepo", {
     // Runs on every ingest request (no cache, so a revocation or rotation is seen by the very next request in
     // every process): fixed text, explicit aliases, no Schema decode.
     const findCredential = (id: string) =>
-      sql
-        .unsafe<SensorCredentialRow>(
-          `select id, org_id as "orgId", name, profile, revoked_at as "revokedAt", token_hash as "tokenHash",
+      readRows<SensorCredentialRow>(
+        sql,
+        `select id, org_id as "orgId", name, profile, revoked_at as "revokedAt", token_hash as "tokenHash",
              previous_token_hash as "previousTokenHash", previous_token_expires_at as "previousTokenExpiresAt"
            from sensors where id = $1`,
-          [id],
-        )
-        .withoutTransform.pipe(
-          Effect.map((rows) => Option.fromNullable(rows[0])),
-          dbErrors,
-        )
+        [id],
+      ).pipe(
+        Effect.map((rows) => Option.fromNullable(rows[0])),
+        dbErrors,
+      )
 
     const findById = SqlSchema.findOne({
       Request: Schema.String,

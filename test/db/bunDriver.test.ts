@@ -4,7 +4,7 @@ import { join } from "node:path"
 import { Reactivity } from "@effect/experimental"
 import { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
-import { ConfigProvider, Deferred, Effect, Layer, ManagedRuntime, type Scope } from "effect"
+import { ConfigProvider, Deferred, Effect, Fiber, Layer, ManagedRuntime, type Scope } from "effect"
 import fc from "fast-check"
 import { AppConfigLive } from "../../src/platform/config.ts"
 import * as BunPg from "../../src/platform/db/bunPg.ts"
@@ -289,13 +289,15 @@ describe("Bun's PostgreSQL client behind the service's SQL client", () => {
               Effect.map((what) => ({ what, ms: Date.now() - started })),
             )
           const read = sql`select count(*) from ${sql(table)}`
+          // The one-step read (readRows) waits and times out as a statement does, and shares the pool with them.
+          const direct = BunPg.readRows(sql, `select count(*) from ${table}`, [])
           const results = yield* Effect.all(
-            [attempt(read), attempt(read), attempt(read), attempt(sql.withTransaction(read)), attempt(read)],
+            [attempt(read), attempt(direct), attempt(read), attempt(sql.withTransaction(read)), attempt(direct)],
             { concurrency: "unbounded" },
           )
           yield* Deferred.succeed(done, undefined)
           // Every permit is back: as many statements as connections run at once, and a transaction.
-          const after = yield* Effect.all([read, read, sql.withTransaction(read)], { concurrency: "unbounded" })
+          const after = yield* Effect.all([read, direct, sql.withTransaction(read)], { concurrency: "unbounded" })
           return { results, after: after.length }
         }),
       ).pipe(Effect.provide(Reactivity.layer)),
@@ -311,6 +313,100 @@ describe("Bun's PostgreSQL client behind the service's SQL client", () => {
     for (const r of noConnection) expect(r.ms).toBeLessThan(850)
     for (const r of timedOut) expect(r.ms).toBeGreaterThanOrEqual(850)
     expect(outcome.after).toBe(3)
+  }, 30_000)
+
+  test("a one-step read (readRows) gives the statement's rows on both drivers, and inside a transaction runs on its connection", async () => {
+    const table = `driver_direct_${process.pid}`
+    await run(
+      "pg",
+      Effect.flatMap(SqlClient.SqlClient, (sql) =>
+        sql.unsafe(`create table ${table} (id integer, at timestamptz, doc jsonb, words text[], big bigint)`),
+      ),
+    )
+    const statement = `select *, $1::text as echo from ${table} where id >= $2 order by id`
+    const outcome = (driver: Driver) =>
+      run(
+        driver,
+        Effect.gen(function* () {
+          const sql = yield* SqlClient.SqlClient
+          yield* sql.unsafe(
+            `insert into ${table} values (1, '2026-01-02T03:04:05.678Z', '{"a":[1,"x"]}', '{a,"b c"}', 9007199254740993)`,
+          )
+          const direct = yield* BunPg.readRows<object>(sql, statement, ["é\u{1F600}", 0])
+          const plain = yield* sql.unsafe<object>(statement, ["é\u{1F600}", 0]).withoutTransform
+          // In a transaction the read sees the transaction's own uncommitted row, from the same session.
+          let inside: { ids: ReadonlyArray<number>; samePid: boolean } | undefined
+          yield* sql
+            .withTransaction(
+              Effect.gen(function* () {
+                yield* sql.unsafe(`insert into ${table} values (2, null, null, null, null)`)
+                const rows = yield* BunPg.readRows<{ id: number }>(sql, statement, ["t", 0])
+                const [a, b] = yield* Effect.all([
+                  BunPg.readRows<{ p: number }>(sql, "select pg_backend_pid() as p", []),
+                  sql<{ p: number }>`select pg_backend_pid() as p`,
+                ])
+                inside = { ids: rows.map((r) => r.id), samePid: a[0]?.p === b[0]?.p }
+                return yield* Effect.fail("undo" as const)
+              }),
+            )
+            .pipe(
+              Effect.catchIf(
+                (e) => e === "undo",
+                () => Effect.void,
+              ),
+            )
+          const afterUndo = yield* BunPg.readRows<{ id: number }>(sql, statement, ["t", 0])
+          yield* sql.unsafe(`delete from ${table}`)
+          return { direct: typed(direct), plain: typed(plain), inside, afterUndo: afterUndo.map((r) => r.id) }
+        }),
+      )
+    const bun = await outcome("bun")
+    const pg = await outcome("pg")
+    await run(
+      "pg",
+      Effect.flatMap(SqlClient.SqlClient, (sql) => sql.unsafe(`drop table ${table}`)),
+    )
+    expect(bun.direct).toEqual(bun.plain)
+    expect(pg.direct).toEqual(pg.plain)
+    expect(bun.inside).toEqual({ ids: [1, 2], samePid: true })
+    expect(pg.inside).toEqual({ ids: [1, 2], samePid: true })
+    expect(bun.afterUndo).toEqual([1])
+    expect(pg.afterUndo).toEqual([1])
+  })
+
+  test("a one-step read interrupted while it waits or while it runs gives its connection back, its query cancelled", async () => {
+    const url = await run(
+      "bun",
+      Effect.map(PgClient.PgClient, (pg) => pg.config.url),
+    )
+    if (url === undefined) throw new Error("no URL")
+    const outcome = await Effect.runPromise(
+      Effect.scoped(
+        Effect.gen(function* () {
+          const sql = yield* BunPg.make({
+            url,
+            maxConnections: 1,
+            applicationName: "driver-direct-interrupt",
+            poolWait: "2 seconds",
+            queryTimeout: "5 seconds",
+          })
+          const sleep = BunPg.readRows(sql, "select pg_sleep(30)", [])
+          // The running one holds the only connection; the second waits for it. Both are interrupted.
+          const running = yield* Effect.fork(sleep)
+          yield* Effect.sleep("200 millis")
+          const waiting = yield* Effect.fork(sleep)
+          yield* Effect.sleep("200 millis")
+          const started = Date.now()
+          yield* Fiber.interrupt(waiting)
+          yield* Fiber.interrupt(running)
+          // The connection is free and idle at once: a read gets it and answers well within the pool's wait.
+          const rows = yield* BunPg.readRows<{ n: number }>(sql, "select 1 as n", [])
+          return { n: rows[0]?.n, ms: Date.now() - started }
+        }),
+      ).pipe(Effect.provide(Reactivity.layer)),
+    )
+    expect(outcome.n).toBe(1)
+    expect(outcome.ms).toBeLessThan(1500)
   }, 30_000)
 
   test("connections a burst opened are closed once idle for 10 s, as pg's pool closes them", async () => {

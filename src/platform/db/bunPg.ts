@@ -149,32 +149,50 @@ const makePool = (size: number, waitMs: number, open: () => SQL) => {
       }
     }, IDLE_CONNECTION_SECONDS * 1000)
   }
-  const take: Effect.Effect<Member, SqlError> = Effect.suspend(() => {
+  /** A free connection at once (the most recently used, or a new one while under `size`), if there is one. */
+  const takeNow = (): Member | undefined => {
     const free = idle.pop()
     if (free !== undefined) {
       clearTimeout(free.idleTimer)
-      return Effect.succeed(free)
+      return free
     }
     if (count < size) {
       count++
-      return Effect.succeed<Member>({ sql: open() })
+      return { sql: open() }
     }
+    return undefined
+  }
+  /** Waits in order for a connection, at most `waitMs`; the returned function stops waiting. */
+  const wait = (granted: (member: Member) => void, timedOut: () => void): (() => void) => {
+    const grant = (member: Member) => {
+      clearTimeout(timer)
+      granted(member)
+    }
+    const timer = setTimeout(() => {
+      waiting.delete(grant)
+      timedOut()
+    }, waitMs)
+    waiting.add(grant)
+    return () => {
+      clearTimeout(timer)
+      waiting.delete(grant)
+    }
+  }
+  const take: Effect.Effect<Member, SqlError> = Effect.suspend(() => {
+    const free = takeNow()
+    if (free !== undefined) return Effect.succeed(free)
     return Effect.async<Member, SqlError>((resume) => {
       let granted: Member | undefined
-      const grant = (member: Member) => {
-        granted = member
-        clearTimeout(timer)
-        resume(Effect.succeed(member))
-      }
-      const timer = setTimeout(() => {
-        waiting.delete(grant)
-        resume(Effect.fail(noConnectionInTime()))
-      }, waitMs)
-      waiting.add(grant)
+      const stop = wait(
+        (member) => {
+          granted = member
+          resume(Effect.succeed(member))
+        },
+        () => resume(Effect.fail(noConnectionInTime())),
+      )
       return Effect.sync(() => {
-        clearTimeout(timer)
         if (granted !== undefined) release(granted)
-        else waiting.delete(grant)
+        else stop()
       })
     })
   })
@@ -185,7 +203,7 @@ const makePool = (size: number, waitMs: number, open: () => SQL) => {
       retire(member)
     }
   }
-  return { take, release, close }
+  return { take, takeNow, wait, release, close }
 }
 
 export const make = (
@@ -263,6 +281,59 @@ export const make = (
           settled = true
           if (timer !== undefined) clearTimeout(timer)
           query.cancel()
+        })
+      })
+
+    /**
+     * A statement outside any transaction in one asynchronous step: a connection from the pool (or the wait for one),
+     * the query under its time-out, the connection back. The same pool, time-outs and errors as a statement through
+     * @effect/sql, without its per-statement scope, span and acquisition effects (about 150 µs of CPU per API
+     * request; BENCHMARKS.md). Interrupted, it stops waiting or cancels the query and gives the connection back.
+     */
+    const readDirect = <A>(text: string, params: ReadonlyArray<unknown>): Effect.Effect<ReadonlyArray<A>, SqlError> =>
+      Effect.async<ReadonlyArray<A>, SqlError>((resume) => {
+        let member: Member | undefined
+        let query: ReturnType<Runner["unsafe"]> | undefined
+        let timer: ReturnType<typeof setTimeout> | undefined
+        let done = false
+        const finish = (outcome: Effect.Effect<ReadonlyArray<A>, SqlError>) => {
+          if (done) return
+          done = true
+          if (timer !== undefined) clearTimeout(timer)
+          if (member !== undefined) pool.release(member)
+          resume(outcome)
+        }
+        const run = (granted: Member) => {
+          member = granted
+          const running =
+            params.length === 0 ? granted.sql.unsafe(text).simple() : granted.sql.unsafe(text, params as Array<unknown>)
+          query = running
+          if (queryTimeoutMs !== undefined) {
+            timer = setTimeout(() => {
+              running.cancel()
+              finish(
+                Effect.fail(
+                  new SqlError({ cause: new Error("Query read timeout"), message: "Failed to execute statement" }),
+                ),
+              )
+            }, queryTimeoutMs)
+          }
+          running.then(
+            (rows) => finish(Effect.succeed(rows as ReadonlyArray<A>)),
+            (error) => finish(Effect.fail(failed(error))),
+          )
+        }
+        const free = pool.takeNow()
+        const stopWaiting =
+          free === undefined ? pool.wait(run, () => finish(Effect.fail(noConnectionInTime()))) : undefined
+        if (free !== undefined) run(free)
+        return Effect.sync(() => {
+          if (done) return
+          done = true
+          if (timer !== undefined) clearTimeout(timer)
+          if (query !== undefined) query.cancel()
+          if (member !== undefined) pool.release(member)
+          else stopWaiting?.()
         })
       })
 
@@ -351,6 +422,7 @@ export const make = (
       ],
       transformRows,
     })
+    directReads.set(client, readDirect)
 
     const pgClient: PgClient.PgClient = Object.assign(client, {
       [PgClient.TypeId]: PgClient.TypeId as PgClient.TypeId,
@@ -373,6 +445,28 @@ export const make = (
     })
     return pgClient
   })
+
+type DirectRead = <A>(text: string, params: ReadonlyArray<unknown>) => Effect.Effect<ReadonlyArray<A>, SqlError>
+/** The clients of this layer, each with its one-step read (readDirect). */
+const directReads = new WeakMap<object, DirectRead>()
+
+/**
+ * The rows of a statement whose text is already final (no fragments to compile, no name transforms), as
+ * `sql.unsafe(text, params).withoutTransform` gives them. On this layer's client and outside a transaction it runs
+ * in one step (readDirect): the hot reads of the API and the key and sensor lookups. Inside a transaction, or on
+ * another client (`DATABASE_DRIVER=pg`), it is that same statement.
+ */
+export const readRows = <A extends object>(
+  sql: Client.SqlClient,
+  text: string,
+  params: ReadonlyArray<unknown>,
+): Effect.Effect<ReadonlyArray<A>, SqlError> => {
+  const direct = directReads.get(sql)
+  if (direct === undefined) return sql.unsafe<A>(text, params).withoutTransform
+  return Effect.flatMap(Effect.serviceOption(Client.TransactionConnection), (transaction) =>
+    transaction._tag === "Some" ? sql.unsafe<A>(text, params).withoutTransform : direct<A>(text, params),
+  )
+}
 
 /** `sql.json(value)`: the compiler sends the value itself as the parameter (Bun writes it as JSON). */
 const PgJson = Statement.custom<PgClient.PgCustom>("PgJson")
