@@ -115,3 +115,13 @@ for (const label of ["A", "B"] as const) {
     `${label}: median ${round(median(f.map((x) => x.rps)), 0)} req/s, ${round(median(f.map((x) => x.cpuUs)), 0)} µs CPU/req, PostgreSQL ${round(median(f.map((x) => x.pgUs)), 0)} µs/req`,
   )
 }
+// The machine drifts over a run (the same setting measured 1,266 µs in its first round and 1,429 in its fifth): the
+// difference within each round, A then B a few seconds apart, says more than the difference of the two medians.
+const paired = (figures.A ?? []).map((a, i) => {
+  const b = figures.B?.[i]
+  return b === undefined ? Number.NaN : b.cpuUs - a.cpuUs
+})
+const pairedSorted = [...paired].sort((x, y) => x - y)
+console.log(
+  `B - A: median ${round(median(paired), 0)} µs CPU/req over ${paired.length} rounds (from ${round(pairedSorted[0] ?? Number.NaN, 0)} to ${round(pairedSorted.at(-1) ?? Number.NaN, 0)})`,
+)
