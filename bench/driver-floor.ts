@@ -18,6 +18,7 @@ import { SQL } from "bun"
 import { Effect, Redacted } from "effect"
 import pg from "pg"
 import * as BunPg from "../src/platform/db/bunPg.ts"
+import { readRows } from "../src/platform/db/directReads.ts"
 import { incidentListStatement } from "../src/repos/IncidentsRepo.ts"
 import { round, table } from "./lib/common.ts"
 import { databaseUrl } from "./lib/pg.ts"
@@ -124,7 +125,7 @@ await Effect.runPromise(
         ),
       )
       // What the API's reads run: the same pool, in one step, without @effect/sql's per-statement effects.
-      const direct = BunPg.readRows(sql, text, [...params]).pipe(Effect.map((rows) => rows.length))
+      const direct = readRows(sql, text, [...params]).pipe(Effect.map((rows) => rows.length))
       results.push(
         yield* Effect.promise(() =>
           measure("its one-step read (readRows, the API's)", () => Effect.runPromise(Effect.orDie(direct))),

@@ -1,7 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import type { FeedPosition } from "../domain/feedToken.ts"
-import { readRows } from "../platform/db/bunPg.ts"
+import { readRows } from "../platform/db/directReads.ts"
 import { type DatabaseError, dbErrors } from "../platform/db/errors.ts"
 import { EVENT_SELECT, type EventRow } from "../repos/EventsRepo.ts"
 import type { IncidentRow } from "../repos/IncidentsRepo.ts"

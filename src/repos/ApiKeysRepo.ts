@@ -3,7 +3,7 @@ import { SqlClient, SqlSchema } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { Deferred, Effect, Option, Schema } from "effect"
 import type { Scope } from "../domain/scopes.ts"
-import { readRows } from "../platform/db/bunPg.ts"
+import { readRows } from "../platform/db/directReads.ts"
 import { dbErrors } from "../platform/db/errors.ts"
 import { listen } from "../platform/db/listen.ts"
 

@@ -2,7 +2,7 @@ import { PgClient } from "@effect/sql-pg"
 import { Effect, Option, Schema } from "effect"
 import type { CursorPosition } from "../domain/cursor.ts"
 import { Confidence, Severity } from "../domain/severity.ts"
-import { readRows } from "../platform/db/bunPg.ts"
+import { readRows } from "../platform/db/directReads.ts"
 import { dbErrors } from "../platform/db/errors.ts"
 import type { SqlText } from "./statement.ts"
 

@@ -1,7 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import type { CursorPosition } from "../domain/cursor.ts"
-import { readRows } from "../platform/db/bunPg.ts"
+import { readRows } from "../platform/db/directReads.ts"
 import { dbErrors } from "../platform/db/errors.ts"
 import { EVENT_SELECT, type EventRow } from "./EventsRepo.ts"
 

@@ -4,7 +4,7 @@ import { Effect, Option, Schema } from "effect"
 import type { CursorPosition } from "../domain/cursor.ts"
 import { IncidentStatus } from "../domain/models.ts"
 import { Severity } from "../domain/severity.ts"
-import { readRows } from "../platform/db/bunPg.ts"
+import { readRows } from "../platform/db/directReads.ts"
 import { type DatabaseError, dbErrors } from "../platform/db/errors.ts"
 import type { SqlText } from "./statement.ts"
 

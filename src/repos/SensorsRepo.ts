@@ -1,6 +1,6 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
-import { readRows } from "../platform/db/bunPg.ts"
+import { readRows } from "../platform/db/directReads.ts"
 import { dbErrors } from "../platform/db/errors.ts"
 
 /** D43: what `health` records (the status last announced to the alert channels). */

@@ -9,6 +9,7 @@ import fc from "fast-check"
 import { AppConfigLive } from "../../src/platform/config.ts"
 import * as BunPg from "../../src/platform/db/bunPg.ts"
 import { DatabaseLive } from "../../src/platform/db/client.ts"
+import { readRows } from "../../src/platform/db/directReads.ts"
 import { migrate } from "../../src/platform/db/migrate.ts"
 import { testEnv } from "../support/server.ts"
 
@@ -290,7 +291,7 @@ describe("Bun's PostgreSQL client behind the service's SQL client", () => {
             )
           const read = sql`select count(*) from ${sql(table)}`
           // The one-step read (readRows) waits and times out as a statement does, and shares the pool with them.
-          const direct = BunPg.readRows(sql, `select count(*) from ${table}`, [])
+          const direct = readRows(sql, `select count(*) from ${table}`, [])
           const results = yield* Effect.all(
             [attempt(read), attempt(direct), attempt(read), attempt(sql.withTransaction(read)), attempt(direct)],
             { concurrency: "unbounded" },
@@ -332,7 +333,7 @@ describe("Bun's PostgreSQL client behind the service's SQL client", () => {
           yield* sql.unsafe(
             `insert into ${table} values (1, '2026-01-02T03:04:05.678Z', '{"a":[1,"x"]}', '{a,"b c"}', 9007199254740993)`,
           )
-          const direct = yield* BunPg.readRows<object>(sql, statement, ["é\u{1F600}", 0])
+          const direct = yield* readRows<object>(sql, statement, ["é\u{1F600}", 0])
           const plain = yield* sql.unsafe<object>(statement, ["é\u{1F600}", 0]).withoutTransform
           // In a transaction the read sees the transaction's own uncommitted row, from the same session.
           let inside: { ids: ReadonlyArray<number>; samePid: boolean } | undefined
@@ -340,9 +341,9 @@ describe("Bun's PostgreSQL client behind the service's SQL client", () => {
             .withTransaction(
               Effect.gen(function* () {
                 yield* sql.unsafe(`insert into ${table} values (2, null, null, null, null)`)
-                const rows = yield* BunPg.readRows<{ id: number }>(sql, statement, ["t", 0])
+                const rows = yield* readRows<{ id: number }>(sql, statement, ["t", 0])
                 const [a, b] = yield* Effect.all([
-                  BunPg.readRows<{ p: number }>(sql, "select pg_backend_pid() as p", []),
+                  readRows<{ p: number }>(sql, "select pg_backend_pid() as p", []),
                   sql<{ p: number }>`select pg_backend_pid() as p`,
                 ])
                 inside = { ids: rows.map((r) => r.id), samePid: a[0]?.p === b[0]?.p }
@@ -355,7 +356,7 @@ describe("Bun's PostgreSQL client behind the service's SQL client", () => {
                 () => Effect.void,
               ),
             )
-          const afterUndo = yield* BunPg.readRows<{ id: number }>(sql, statement, ["t", 0])
+          const afterUndo = yield* readRows<{ id: number }>(sql, statement, ["t", 0])
           yield* sql.unsafe(`delete from ${table}`)
           return { direct: typed(direct), plain: typed(plain), inside, afterUndo: afterUndo.map((r) => r.id) }
         }),
@@ -390,7 +391,7 @@ describe("Bun's PostgreSQL client behind the service's SQL client", () => {
             poolWait: "2 seconds",
             queryTimeout: "5 seconds",
           })
-          const sleep = BunPg.readRows(sql, "select pg_sleep(30)", [])
+          const sleep = readRows(sql, "select pg_sleep(30)", [])
           // The running one holds the only connection; the second waits for it. Both are interrupted.
           const running = yield* Effect.fork(sleep)
           yield* Effect.sleep("200 millis")
@@ -400,7 +401,7 @@ describe("Bun's PostgreSQL client behind the service's SQL client", () => {
           yield* Fiber.interrupt(waiting)
           yield* Fiber.interrupt(running)
           // The connection is free and idle at once: a read gets it and answers well within the pool's wait.
-          const rows = yield* BunPg.readRows<{ n: number }>(sql, "select 1 as n", [])
+          const rows = yield* readRows<{ n: number }>(sql, "select 1 as n", [])
           return { n: rows[0]?.n, ms: Date.now() - started }
         }),
       ).pipe(Effect.provide(Reactivity.layer)),

@@ -6,6 +6,7 @@ import * as Statement from "@effect/sql/Statement"
 import { PgClient } from "@effect/sql-pg"
 import { SQL } from "bun"
 import { Context, Duration, Effect, Layer, Redacted, type Scope, Stream } from "effect"
+import { registerDirectRead } from "./directReads.ts"
 import { listen } from "./listen.ts"
 
 /**
@@ -422,7 +423,7 @@ export const make = (
       ],
       transformRows,
     })
-    directReads.set(client, readDirect)
+    registerDirectRead(client, readDirect)
 
     const pgClient: PgClient.PgClient = Object.assign(client, {
       [PgClient.TypeId]: PgClient.TypeId as PgClient.TypeId,
@@ -445,28 +446,6 @@ export const make = (
     })
     return pgClient
   })
-
-type DirectRead = <A>(text: string, params: ReadonlyArray<unknown>) => Effect.Effect<ReadonlyArray<A>, SqlError>
-/** The clients of this layer, each with its one-step read (readDirect). */
-const directReads = new WeakMap<object, DirectRead>()
-
-/**
- * The rows of a statement whose text is already final (no fragments to compile, no name transforms), as
- * `sql.unsafe(text, params).withoutTransform` gives them. On this layer's client and outside a transaction it runs
- * in one step (readDirect): the hot reads of the API and the key and sensor lookups. Inside a transaction, or on
- * another client (`DATABASE_DRIVER=pg`), it is that same statement.
- */
-export const readRows = <A extends object>(
-  sql: Client.SqlClient,
-  text: string,
-  params: ReadonlyArray<unknown>,
-): Effect.Effect<ReadonlyArray<A>, SqlError> => {
-  const direct = directReads.get(sql)
-  if (direct === undefined) return sql.unsafe<A>(text, params).withoutTransform
-  return Effect.flatMap(Effect.serviceOption(Client.TransactionConnection), (transaction) =>
-    transaction._tag === "Some" ? sql.unsafe<A>(text, params).withoutTransform : direct<A>(text, params),
-  )
-}
 
 /** `sql.json(value)`: the compiler sends the value itself as the parameter (Bun writes it as JSON). */
 const PgJson = Statement.custom<PgClient.PgCustom>("PgJson")
