@@ -7,7 +7,7 @@ import { AppConfig } from "../platform/config.ts"
 import { Keys } from "../platform/keys.ts"
 import { EventsRepo } from "../repos/EventsRepo.ts"
 import { IncidentsRepo } from "../repos/IncidentsRepo.ts"
-import { presentEvent, presentIncident, presentIncidentSummary, serializedAnswer } from "../repos/present.ts"
+import { encodeEvent, encodeIncident, encodeIncidentSummary, serializedAnswer } from "../repos/present.ts"
 import { ChangesRepo } from "./ChangesRepo.ts"
 import type { Caller, EventListParams, IncidentListParams } from "./contract/definition.ts"
 import { EventNotFound, IncidentNotFound } from "./errors.ts"
@@ -29,9 +29,9 @@ const cursorKey = Effect.map(Keys, (keys) => keys.derive("cursor-v1"))
 const feedTokenKey = Effect.map(Keys, (keys) => keys.derive("feed-token-v1"))
 
 /**
- * The answer, serialized once. present.ts builds exactly the encoded shapes of domain/models.ts (Dates serialize as
- * their ISO string, as the schema's encoding does), so the HttpApi's per-response Schema encode is skipped
- * (it cost a share of every answer); test/api/present.test.ts holds the two to the same bytes.
+ * The answer, serialized once. present.ts's encode… functions build exactly the encoded shapes of domain/models.ts
+ * (timestamps as their ISO strings, as the schema's encoding writes them), so the HttpApi's per-response Schema encode
+ * is skipped (it cost a share of every answer); test/api/present.test.ts holds the two to the same bytes.
  */
 export const json = (body: unknown) => {
   // An answer bounded by size was serialized then: its text is sent as it is (the same bytes JSON.stringify gives).
@@ -67,7 +67,7 @@ export const makeReadQueries = Effect.gen(function* () {
         rows,
         limit,
         (r) => r.lastSeenAt,
-        (r) => presentIncidentSummary(r, appUrl),
+        (r) => encodeIncidentSummary(r, appUrl),
         (at) => encodeCursor(key, scope, at),
       )
     }).pipe(listFailures)
@@ -78,7 +78,7 @@ export const makeReadQueries = Effect.gen(function* () {
       const row = yield* incidents.findById(caller.orgId, id)
       if (Option.isNone(row)) return yield* new IncidentNotFound({ id })
       const members = yield* events.members(caller.orgId, id, INCIDENT_EVENTS_SHOWN)
-      return presentIncident(row.value, members, appUrl)
+      return encodeIncident(row.value, members, appUrl)
     }).pipe(lookupFailures)
 
   const listEvents = (caller: CallerInfo, urlParams: typeof EventListParams.Type) =>
@@ -100,7 +100,7 @@ export const makeReadQueries = Effect.gen(function* () {
         rows,
         input.limit,
         (r) => r.time,
-        presentEvent,
+        encodeEvent,
         (at) => encodeCursor(key, scope, at),
       )
     }).pipe(listFailures)
@@ -110,17 +110,17 @@ export const makeReadQueries = Effect.gen(function* () {
       if (!isId("event", id)) return yield* new EventNotFound({ id })
       const row = yield* events.findById(caller.orgId, id)
       if (Option.isNone(row)) return yield* new EventNotFound({ id })
-      return presentEvent(row.value)
+      return encodeEvent(row.value)
     }).pipe(lookupFailures)
 
   // D32: the change feeds.
   const incidentChanges = (caller: CallerInfo, urlParams: FeedParams) =>
     feedPage(tokenKey, "incidents/changes", caller.orgId, urlParams, changes.incidents, (r) =>
-      presentIncidentSummary(r, appUrl),
+      encodeIncidentSummary(r, appUrl),
     ).pipe(feedFailures)
 
   const eventChanges = (caller: CallerInfo, urlParams: FeedParams) =>
-    feedPage(tokenKey, "events/changes", caller.orgId, urlParams, changes.events, presentEvent).pipe(feedFailures)
+    feedPage(tokenKey, "events/changes", caller.orgId, urlParams, changes.events, encodeEvent).pipe(feedFailures)
 
   return { listIncidents, getIncident, listEvents, getEvent, incidentChanges, eventChanges } as const
 })

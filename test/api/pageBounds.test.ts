@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test"
 import { page } from "../../src/api/paging.ts"
 import type { EventRow } from "../../src/repos/EventsRepo.ts"
 import type { IncidentRow } from "../../src/repos/IncidentsRepo.ts"
-import { presentIncident, serializedAnswer, takeWithinBytes } from "../../src/repos/present.ts"
+import { encodeIncident, serializedAnswer, takeWithinBytes } from "../../src/repos/present.ts"
 
 /**
  * Issue "Hardening 2" item 4: an API answer is bounded in bytes, not only by count. A page stops adding rows before
@@ -57,7 +57,14 @@ describe("Hardening 2 item 4: API pages bounded by size (D7)", () => {
   })
 
   test("D8 a single incident's events stop before the bound (oldest first, never an empty answer for a big event)", () => {
-    const incident = { id: "inc_1", eventTypes: ["ssh.login_attempt"], tags: [] } as unknown as IncidentRow
+    const incident = {
+      id: "inc_1",
+      eventTypes: ["ssh.login_attempt"],
+      tags: [],
+      firstSeenAt: new Date(Date.UTC(2026, 0, 1)),
+      lastSeenAt: new Date(Date.UTC(2026, 0, 2)),
+      resolvedAt: null,
+    } as unknown as IncidentRow
     const event = (i: number): EventRow =>
       ({
         id: `evt_${i}`,
@@ -67,9 +74,9 @@ describe("Hardening 2 item 4: API pages bounded by size (D7)", () => {
         attackerInput: { username: "root", note: "n".repeat(10_000) },
       }) as unknown as EventRow
     const events = Array.from({ length: 200 }, (_, i) => event(i))
-    const whole = presentIncident(incident, events, "https://console.test")
+    const whole = encodeIncident(incident, events, "https://console.test")
     expect(whole.events).toHaveLength(200)
-    const bounded = presentIncident(incident, events, "https://console.test", 100_000)
+    const bounded = encodeIncident(incident, events, "https://console.test", 100_000)
     // Each event shows about 4.2 KB (a string reads back at most 4096 code points).
     expect(bounded.events.length).toBeGreaterThan(15)
     expect(bounded.events.length).toBeLessThan(25)
@@ -77,7 +84,7 @@ describe("Hardening 2 item 4: API pages bounded by size (D7)", () => {
     const text = serializedAnswer(bounded)
     expect(text).toBe(JSON.stringify(bounded))
     expect(Buffer.byteLength(text ?? "")).toBeLessThanOrEqual(100_000)
-    expect(presentIncident(incident, events, "https://console.test", 10).events).toHaveLength(1)
+    expect(encodeIncident(incident, events, "https://console.test", 10).events).toHaveLength(1)
   })
 
   test("takeWithinBytes keeps the first items that fit, at least one", () => {
