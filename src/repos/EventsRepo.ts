@@ -66,8 +66,11 @@ export interface EventListQuery {
  * surrogate would make jsonb refuse the whole batch): attacker text is sanitized, and a sensorEventId with a lone
  * surrogate is refused at validation.
  */
-const eventsJson = (rows: ReadonlyArray<NewEvent>, receivedAt: Date) =>
-  JSON.stringify(
+const eventsJson = (rows: ReadonlyArray<NewEvent>, receivedAt: Date) => {
+  // Times as their JSON text already (toJSON: what JSON.stringify writes for a Date): an object holding a Date is
+  // serialized on JSON.stringify's slow path.
+  const received = receivedAt.toJSON()
+  return JSON.stringify(
     rows.map((r) => ({
       id: r.id,
       org_id: r.orgId,
@@ -75,7 +78,7 @@ const eventsJson = (rows: ReadonlyArray<NewEvent>, receivedAt: Date) =>
       ignore_rule_id: r.ignoreRuleId ?? null,
       sensor_id: r.sensorId,
       sensor_event_id: r.sensorEventId,
-      time: r.time,
+      time: r.time.toJSON(),
       source_ip: r.sourceIp,
       source_port: r.sourcePort,
       service: r.service,
@@ -87,9 +90,10 @@ const eventsJson = (rows: ReadonlyArray<NewEvent>, receivedAt: Date) =>
       tags: r.tags,
       summary: r.summary,
       attacker_input: r.attackerInput,
-      received_at: receivedAt,
+      received_at: received,
     })),
   )
+}
 
 /**
  * A stored attackerInput larger than this (the UTF-8 length of its JSON text) is not read: rows stored before

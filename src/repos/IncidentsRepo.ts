@@ -71,7 +71,10 @@ export type KeyIncident = typeof KeyIncident.Type
 // A lone UTF-16 surrogate would make jsonb refuse the batch (as a text parameter the driver sent U+FFFD instead).
 const wellFormed = (s: string) => s.toWellFormed()
 
-/** Incident rows as upsertMany's jsonb_to_recordset reads them (snake_case keys, ISO times). */
+/**
+ * Incident rows as upsertMany's jsonb_to_recordset reads them (snake_case keys, ISO times: toJSON is what
+ * JSON.stringify writes for a Date, and an object holding a Date is serialized on its slow path).
+ */
 const incidentsJson = (rows: ReadonlyArray<NewIncident & { readonly updatedAt: Date }>) =>
   JSON.stringify(
     rows.map((r) => ({
@@ -89,13 +92,13 @@ const incidentsJson = (rows: ReadonlyArray<NewIncident & { readonly updatedAt: D
       tags: r.tags,
       usernames: r.usernames.map(wellFormed),
       high_confidence: r.highConfidence,
-      first_seen_at: r.firstSeenAt,
-      last_seen_at: r.lastSeenAt,
-      resolved_at: r.resolvedAt,
-      created_at: r.createdAt ?? r.firstSeenAt,
-      updated_at: r.updatedAt,
+      first_seen_at: r.firstSeenAt.toJSON(),
+      last_seen_at: r.lastSeenAt.toJSON(),
+      resolved_at: r.resolvedAt === null ? null : r.resolvedAt.toJSON(),
+      created_at: (r.createdAt ?? r.firstSeenAt).toJSON(),
+      updated_at: r.updatedAt.toJSON(),
       // Every incident written here is one an event of this request joined (D13 counts idleness from it).
-      last_activity_at: r.updatedAt,
+      last_activity_at: r.updatedAt.toJSON(),
     })),
   )
 
