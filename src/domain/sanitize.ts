@@ -170,19 +170,11 @@ export const CUT: unique symbol = Symbol("cut")
 // An entry left out by the budget (internal to the walk).
 const LEFT: unique symbol = Symbol("left out")
 
-const encoder = new TextEncoder()
-/** UTF-8 length of a string (a lone surrogate counts 3, as U+FFFD). */
-export const utf8Length = (s: string): number => {
-  // ASCII-only strings (the common case) need no encoding.
-  let ascii = true
-  for (let i = 0; i < s.length; i++) {
-    if (s.charCodeAt(i) > 0x7f) {
-      ascii = false
-      break
-    }
-  }
-  return ascii ? s.length : encoder.encode(s).length
-}
+/**
+ * UTF-8 length of a string (a lone surrogate counts 3, as U+FFFD), counted natively: a JavaScript loop over the
+ * characters took 50–60 µs for a page of 50 incidents, Buffer.byteLength about 2.
+ */
+export const utf8Length = (s: string): number => Buffer.byteLength(s, "utf8")
 
 /** UTF-8 size of a value's compact JSON (0 for what JSON cannot encode). */
 export const jsonBytes = (value: unknown): number => {

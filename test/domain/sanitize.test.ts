@@ -1,6 +1,13 @@
 import { describe, expect, test } from "bun:test"
 import fc from "fast-check"
-import { sanitizeJson, sanitizeText, shortenStrings, TOO_DEEP, truncateCodePoints } from "../../src/domain/sanitize.ts"
+import {
+  sanitizeJson,
+  sanitizeText,
+  shortenStrings,
+  TOO_DEEP,
+  truncateCodePoints,
+  utf8Length,
+} from "../../src/domain/sanitize.ts"
 
 const codePoints = (s: string): number => [...s].length
 
@@ -258,4 +265,20 @@ describe("D20 shortenStrings", () => {
     expect(shortenStrings({ a: "abcdef", b: "abc" }, 4)).toEqual({ a: "abc…", b: "abc" })
     expect(shortenStrings("x".repeat(256))).toBe("x".repeat(256))
   })
+})
+
+test("utf8Length is the length of the UTF-8 the string is sent as (a lone surrogate as U+FFFD), whatever the string", () => {
+  const encoder = new TextEncoder()
+  const unit = fc.oneof(
+    fc.string({ unit: "grapheme" }),
+    fc.string({ unit: "binary" }),
+    fc.constantFrom("\uD800", "\uDFFF", "\uD83D\uDE00", "é", "\u0000", "\u2028"),
+  )
+  fc.assert(
+    fc.property(fc.array(unit, { maxLength: 6 }), (parts) => {
+      const s = parts.join("")
+      expect(utf8Length(s)).toBe(encoder.encode(s).length)
+    }),
+    { numRuns: 2000 },
+  )
 })
