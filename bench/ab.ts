@@ -13,25 +13,21 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { SQL } from "bun"
-import { type BenchContext, log, round, serviceEnv, table } from "./lib/common.ts"
+import { type BenchContext, log, round, scriptOptions, serviceEnv, table } from "./lib/common.ts"
 import { databaseUrl } from "./lib/pg.ts"
 import { cpuSecondsOf, postgresCpuSeconds, startService } from "./lib/proc.ts"
 import { loadManifest } from "./lib/seed.ts"
 import { ensureWrk } from "./lib/wrk.ts"
 import { keyPool, load } from "./parts/api.ts"
 
-const args = process.argv.slice(2)
-const option = (name: string, fallback: string) => {
-  const i = args.indexOf(name)
-  return i >= 0 ? (args[i + 1] ?? fallback) : fallback
-}
 const VALUE_OPTIONS = ["--db", "--path", "--conns", "--seconds", "--rounds"]
-const settings = args.filter((a, i) => !a.startsWith("--") && !VALUE_OPTIONS.includes(args[i - 1] ?? ""))
-const database = option("--db", "")
-if (database === "" || settings.length !== 2) {
-  console.error('usage: bun bench/ab.ts --db <dsvc_bench_*> [--path P] [--conns N] "A_ENV" "B_ENV"')
-  process.exit(2)
-}
+const settingsOf = (args: ReadonlyArray<string>) =>
+  args.filter((a, i) => !a.startsWith("--") && !VALUE_OPTIONS.includes(args[i - 1] ?? ""))
+const { args, option, database } = scriptOptions(
+  'bun bench/ab.ts --db <dsvc_bench_*> [--path P] [--conns N] [--seconds S] [--rounds R] "A_ENV" "B_ENV"',
+  (given) => settingsOf(given).length === 2,
+)
+const settings = settingsOf(args)
 const conns = Number(option("--conns", "16"))
 const seconds = Number(option("--seconds", "8"))
 const rounds = Number(option("--rounds", "3"))

@@ -11,19 +11,12 @@
 import { cpSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { round, table } from "./lib/common.ts"
+import { round, scriptOptions, table } from "./lib/common.ts"
 
 const ROOT = join(import.meta.dir, "..")
-const args = process.argv.slice(2)
-const option = (name: string, fallback: string) => {
-  const i = args.indexOf(name)
-  return i >= 0 ? (args[i + 1] ?? fallback) : fallback
-}
-const database = option("--db", "")
-if (database === "") {
-  console.error("usage: bun bench/ablate.ts --db <dsvc_bench_*> [--rounds R] [--seconds S] [--only a,b]")
-  process.exit(2)
-}
+const { option, database } = scriptOptions(
+  "bun bench/ablate.ts --db <dsvc_bench_*> [--rounds R] [--seconds S] [--conns N] [--path P] [--only a,b]",
+)
 
 type Edit = readonly [file: string, from: string, to: string]
 

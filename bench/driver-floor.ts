@@ -20,20 +20,13 @@ import pg from "pg"
 import * as BunPg from "../src/platform/db/bunPg.ts"
 import { readRows } from "../src/platform/db/directReads.ts"
 import { incidentListStatement } from "../src/repos/IncidentsRepo.ts"
-import { round, table } from "./lib/common.ts"
+import { round, scriptOptions, table } from "./lib/common.ts"
 import { databaseUrl } from "./lib/pg.ts"
 import { postgresCpuSeconds } from "./lib/proc.ts"
 
-const args = process.argv.slice(2)
-const option = (name: string, fallback: string) => {
-  const i = args.indexOf(name)
-  return i >= 0 ? (args[i + 1] ?? fallback) : fallback
-}
-const database = option("--db", "")
-if (database === "") {
-  console.error("usage: bun bench/driver-floor.ts --db <dsvc_bench_*> [--queries N] [--concurrency C]")
-  process.exit(2)
-}
+const { option, database } = scriptOptions(
+  "bun bench/driver-floor.ts --db <dsvc_bench_*> [--queries N] [--concurrency C]",
+)
 const queries = Number(option("--queries", "3000"))
 const concurrency = Number(option("--concurrency", "10"))
 const url = databaseUrl(database)

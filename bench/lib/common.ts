@@ -46,6 +46,25 @@ export const serviceEnv = (ctx: BenchContext, extra: Record<string, string> = {}
     ),
   })
 
+/**
+ * The command line of a standalone bench script (ab.ts, ablate.ts, driver-floor.ts): `option("--rounds", "3")` reads
+ * `--rounds N`; `database` is `--db`'s, and without one (or when `valid` says no) the usage line is printed and the
+ * script ends with 2.
+ */
+export const scriptOptions = (usage: string, valid: (args: ReadonlyArray<string>) => boolean = () => true) => {
+  const args = process.argv.slice(2)
+  const option = (name: string, fallback: string) => {
+    const i = args.indexOf(name)
+    return i >= 0 ? (args[i + 1] ?? fallback) : fallback
+  }
+  const database = option("--db", "")
+  if (database === "" || !valid(args)) {
+    console.error(`usage: ${usage}`)
+    process.exit(2)
+  }
+  return { args, option, database }
+}
+
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 
 export const log = (message: string) => {
