@@ -209,7 +209,10 @@ test("console: an oversized declared body and an oversized chunked body get 413 
     expect(declared.head.toLowerCase()).toContain("content-security-policy:")
     const huge = await rawPost(consoleUrl, path, "declared", 100 * MiB, FORM)
     expect(huge.status).toBe(413)
-    const chunked = await rawPost(consoleUrl, path, "chunked", 100 * MiB, FORM)
+    // A sender still writing when the console answers and closes can see the connection reset before it reads the
+    // 413 (about one run in a few hundred on a busy machine): such a reset, with no answer read, is tried once more.
+    let chunked = await rawPost(consoleUrl, path, "chunked", 100 * MiB, FORM)
+    if (chunked.status === 0) chunked = await rawPost(consoleUrl, path, "chunked", 100 * MiB, FORM)
     expect(chunked.status).toBe(413)
     expect(chunked.head.toLowerCase()).toContain("content-security-policy:")
     for (const answer of [declared, huge, chunked]) expect(answer.ms).toBeLessThan(2000)
