@@ -1,6 +1,5 @@
 import { readableAttackerInput } from "../domain/attackerInput.ts"
 import { techniquesForEventTypes } from "../domain/eventTypes.ts"
-import type * as Models from "../domain/models.ts"
 import type { Event, Incident, IncidentSummary } from "../domain/models.ts"
 import { utf8Length } from "../domain/sanitize.ts"
 import { mergeTechniques, type Technique, techniquesForTags } from "../domain/techniques.ts"
@@ -54,9 +53,9 @@ const memoTechniques = (types: ReadonlyArray<string>, tags: ReadonlyArray<string
 const NO_TAGS: ReadonlyArray<string> = []
 
 /** The encoded shapes: what the API's JSON holds (timestamps as ISO strings). */
-export type EventJson = typeof Models.Event.Encoded
-export type IncidentSummaryJson = typeof Models.IncidentSummary.Encoded
-export type IncidentJson = typeof Models.Incident.Encoded
+export type EventJson = typeof Event.Encoded
+export type IncidentSummaryJson = typeof IncidentSummary.Encoded
+export type IncidentJson = typeof Incident.Encoded
 
 const asDate = (date: Date): Date => date
 const asText = (date: Date): string => date.toISOString()
