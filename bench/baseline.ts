@@ -2,7 +2,7 @@
  * The baseline of the API benchmark: a bare `Bun.serve` with Bun's built-in SQL client, running the service's own
  * statements (src/repos: incidentListStatement, incidentByIdStatement, eventMembersStatement, eventListStatement; a
  * copy of them fell behind once, missed the partial indexes' condition and scanned every event) and writing the same
- * JSON (the service's pure `present*` functions and its signed keyset cursors), without authentication, rate
+ * JSON (the service's pure `encode…` functions and its signed keyset cursors), without authentication, rate
  * limiting, access logs, metrics or Effect. What the service spends beyond this is the cost of its framework and of its
  * per-request checks.
  *
@@ -17,7 +17,7 @@ import { isId } from "../src/domain/ids.ts"
 import { decodeSecretKey } from "../src/platform/config.ts"
 import { type EventRow, eventListStatement, eventMembersStatement } from "../src/repos/EventsRepo.ts"
 import { type IncidentRow, incidentByIdStatement, incidentListStatement } from "../src/repos/IncidentsRepo.ts"
-import { presentEvent, presentIncident, presentIncidentSummary } from "../src/repos/present.ts"
+import { encodeEvent, encodeIncident, encodeIncidentSummary } from "../src/repos/present.ts"
 import { parseLimit, READ_HEADERS } from "./lib/readEndpoints.ts"
 
 const secret = decodeSecretKey(process.env.SECRET_KEY ?? "")
@@ -67,7 +67,7 @@ const listIncidents = async (orgId: string, params: URLSearchParams) => {
       limit,
       scope,
       (r) => r.lastSeenAt,
-      (r) => presentIncidentSummary(r, appUrl),
+      (r) => encodeIncidentSummary(r, appUrl),
     ),
   )
 }
@@ -79,7 +79,7 @@ const getIncident = async (orgId: string, id: string) => {
   if (row === undefined) return fail(404, "not found")
   const shown = eventMembersStatement(orgId, id, 200, false)
   const members = (await sql.unsafe(shown.text, [...shown.params])) as Array<EventRow>
-  return json(presentIncident(row, members, appUrl))
+  return json(encodeIncident(row, members, appUrl))
 }
 
 const listEvents = async (orgId: string, params: URLSearchParams) => {
@@ -94,7 +94,7 @@ const listEvents = async (orgId: string, params: URLSearchParams) => {
   const after = decoded?.position
   const statement = eventListStatement({ orgId, filters: { type }, after, fetch: limit + 1 })
   const rows = (await sql.unsafe(statement.text, [...statement.params])) as Array<EventRow>
-  return json(page(rows, limit, scope, (r) => r.time, presentEvent))
+  return json(page(rows, limit, scope, (r) => r.time, encodeEvent))
 }
 
 const server = Bun.serve({

@@ -2,7 +2,7 @@
  * The conventional peer of the API benchmark: what a team would build instead of the service for the same three read
  * endpoints, a Node.js service on Fastify with the `pg` driver (bench-only dependencies). It runs the service's own
  * statements (src/repos: incidentListStatement, eventListStatement, incidentByIdStatement, eventMembersStatement) on
- * the same database and writes the same bytes (the service's present* functions, page fitting and signed cursors),
+ * the same database and writes the same bytes (the service's encode… functions, page fitting and signed cursors),
  * behind the same key check (a `dsk_…` bearer token: key row read from api_keys with its organization, SHA-256 of the
  * secret compared in constant time, revoked, expired, scope and Deception checked; a verified key is kept for 60 s, as
  * the service's key cache keeps one) and a rate limit per key (@fastify/rate-limit, RATE_LIMIT per RATE_LIMIT_WINDOW).
@@ -24,7 +24,7 @@ import { API_KEY_TOKEN, bearerToken, parseToken, secretMatches } from "../../src
 import { decodeSecretKey } from "../../src/platform/config.ts"
 import { type EventRow, eventListStatement, eventMembersStatement } from "../../src/repos/EventsRepo.ts"
 import { type IncidentRow, incidentByIdStatement, incidentListStatement } from "../../src/repos/IncidentsRepo.ts"
-import { presentEvent, presentIncident, presentIncidentSummary, serializedAnswer } from "../../src/repos/present.ts"
+import { encodeEvent, encodeIncident, encodeIncidentSummary, serializedAnswer } from "../../src/repos/present.ts"
 import { parseLimit, READ_HEADERS } from "../lib/readEndpoints.ts"
 
 const secret = decodeSecretKey(process.env.SECRET_KEY ?? "")
@@ -130,7 +130,7 @@ app.get("/v1/incidents", async (request, reply) => {
       rows,
       limit,
       (r) => r.lastSeenAt,
-      (r) => presentIncidentSummary(r, appUrl),
+      (r) => encodeIncidentSummary(r, appUrl),
       (at) => encodeCursor(cursorKey, scope, at),
     ),
   )
@@ -145,7 +145,7 @@ app.get("/v1/incidents/:id", async (request, reply) => {
   if (row === undefined) throw new Problem(404, "not_found")
   const members = eventMembersStatement(key.orgId, id, INCIDENT_EVENTS_SHOWN, false)
   const events = (await pool.query<EventRow>(members.text, [...members.params])).rows
-  return send(reply, presentIncident(row, events, appUrl))
+  return send(reply, encodeIncident(row, events, appUrl))
 })
 
 app.get("/v1/events", async (request, reply) => {
@@ -164,7 +164,7 @@ app.get("/v1/events", async (request, reply) => {
       rows,
       limit,
       (r) => r.time,
-      presentEvent,
+      encodeEvent,
       (at) => encodeCursor(cursorKey, scope, at),
     ),
   )
