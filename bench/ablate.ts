@@ -6,7 +6,8 @@
  * below, each checked to apply: a changed source fails the run instead of measuring nothing), run by bench/ab.ts
  * against an unchanged copy, alternately, R rounds each. A part's cost is the unchanged copy's CPU per request minus
  * the copy without it, round by round (each round runs both a few seconds apart; the median of the rounds). Copies run from the sources (bun's defaults), not the bundle: compare them with each
- * other, not with `bun run bench api`. Keep the machine otherwise quiet.
+ * other, not with `bun run bench api`. Keep the machine otherwise quiet. `--only` picks variants: log, limits, sql, all
+ * (the default, for the list), incident-sql and incident-all (for `--path /v1/incidents/<id>`).
  */
 import { cpSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -44,14 +45,55 @@ const NO_SQL: Edit = [
     }`,
 ]
 
+// The single incident's two reads (the incident, its member events), remembered the same way.
+const NO_INCIDENT_SQL: ReadonlyArray<Edit> = [
+  [
+    "src/repos/IncidentsRepo.ts",
+    "    const findById = (orgId: string, id: string) =>\n      Effect.map(readIncidents(incidentByIdStatement(orgId, id)), (rows) => Option.fromNullable(rows[0]))",
+    `    const rememberedById = new Map<string, ReadonlyArray<IncidentRow>>()
+    const findById = (orgId: string, id: string) => {
+      const statement = incidentByIdStatement(orgId, id)
+      const key = statement.text + JSON.stringify(statement.params)
+      const rows = rememberedById.get(key)
+      const read =
+        rows !== undefined
+          ? Effect.succeed(rows)
+          : Effect.tap(readIncidents(statement), (r) => Effect.sync(() => rememberedById.set(key, r)))
+      return Effect.map(read, (r) => Option.fromNullable(r[0]))
+    }`,
+  ],
+  [
+    "src/repos/EventsRepo.ts",
+    "    const members = (orgId: string, incidentId: string, limit: number, newestFirst: boolean) =>\n      readEvents(eventMembersStatement(orgId, incidentId, limit, newestFirst))",
+    `    const rememberedMembers = new Map<string, ReadonlyArray<EventRow>>()
+    const members = (orgId: string, incidentId: string, limit: number, newestFirst: boolean) => {
+      const statement = eventMembersStatement(orgId, incidentId, limit, newestFirst)
+      const key = statement.text + JSON.stringify(statement.params)
+      const rows = rememberedMembers.get(key)
+      if (rows !== undefined) return Effect.succeed(rows)
+      return Effect.tap(readEvents(statement), (r) => Effect.sync(() => rememberedMembers.set(key, r)))
+    }`,
+  ],
+]
+
 const VARIANTS: Record<string, { readonly what: string; readonly edits: ReadonlyArray<Edit> }> = {
   log: { what: "the access log line and the two request metrics", edits: [NO_ACCESS_LOG] },
   limits: { what: "both rate-limit decisions (per address, per key)", edits: [NO_RATE_LIMIT] },
   sql: { what: "the list statement (rows from memory after the first)", edits: [NO_SQL] },
   all: { what: "all three", edits: [NO_ACCESS_LOG, NO_RATE_LIMIT, NO_SQL] },
+  // For --path /v1/incidents/<id>: not among the defaults (the list does not read these).
+  "incident-sql": {
+    what: "the single incident's two reads (rows from memory after the first)",
+    edits: NO_INCIDENT_SQL,
+  },
+  "incident-all": {
+    what: "the log, both limits and the single incident's two reads",
+    edits: [NO_ACCESS_LOG, NO_RATE_LIMIT, ...NO_INCIDENT_SQL],
+  },
 }
+const DEFAULT_VARIANTS = ["log", "limits", "sql", "all"]
 const only = option("--only", "")
-const chosen = Object.keys(VARIANTS).filter((name) => only === "" || only.split(",").includes(name))
+const chosen = only === "" ? DEFAULT_VARIANTS : Object.keys(VARIANTS).filter((name) => only.split(",").includes(name))
 
 const work = mkdtempSync(join(tmpdir(), "dsvc-ablate-"))
 const copy = (name: string, edits: ReadonlyArray<Edit>) => {

@@ -10,6 +10,7 @@ Parts (seed … ratelimit-memory when none is named; \`full\` for all; each also
   seed              orgs, sensors, 8,000 API keys, 100k incidents, 10k + 1M events (timings, verification)
   console           the web console signed in (session cookie): GET /incidents and GET /incidents/<id> (200
                     events) at 16 and 64 connections beside GET /v1/incidents and /v1/incidents/{id}, same process
+                    (BENCH_CONSOLE_PAGES=list or =incident: that page alone, to tell what each costs)
   api               req/s and p50/p99 of three endpoints at 16 and 64 connections, service vs baseline (wrk),
                     and the HttpApi floor (bench/httpapi-floor.ts: the framework alone, no database)
   scale             first page and a deep page (after 10,000 rows) at 10k and 1M events, service vs baseline

@@ -122,6 +122,11 @@ export const runConsole = async (ctx: BenchContext, manifest: SeedManifest, timi
       },
     ]
 
+    // BENCH_CONSOLE_PAGES=list or =incident: one page (and its API endpoint) only, to tell what each costs alone.
+    const pages = process.env.BENCH_CONSOLE_PAGES ?? ""
+    if (pages === "list" || pages === "incident") {
+      cases.splice(0, cases.length, ...cases.filter((c) => c.path.startsWith("/incidents/") === (pages === "incident")))
+    }
     // Before any load: each page is the signed-in HTML with its rows; without the cookie it is a redirect.
     const checks: Record<string, unknown> = {}
     for (const c of cases) {
