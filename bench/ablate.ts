@@ -31,64 +31,42 @@ const NO_RATE_LIMIT: Edit = [
   "    hit: (bucket, atMs) =>\n",
   "    hit: (_bucket, _atMs) => Effect.succeed(failOpenDecision(limit)),\n    counted: (bucket: string, atMs?: number) =>\n",
 ]
-// The list's rows read once per distinct statement, then served from memory: everything else runs as it does.
-const NO_SQL: Edit = [
-  "src/repos/IncidentsRepo.ts",
-  "    const list = (q: IncidentListQuery) => readIncidents(incidentListStatement(q))",
-  `    const remembered = new Map<string, ReadonlyArray<IncidentRow>>()
-    const list = (q: IncidentListQuery) => {
-      const statement = incidentListStatement(q)
+/**
+ * One repository's API reads (`read`, the function every one of its reads goes through) made to remember their rows:
+ * each distinct statement and parameters read once, then served from memory; everything else runs as it does.
+ */
+const rememberReads = (file: string, read: string, rowType: string): Edit => {
+  const from = `    const ${read} = ({ text, params }: SqlText) =>`
+  return [
+    file,
+    from,
+    `    const remembered = new Map<string, ReadonlyArray<${rowType}>>()
+    const ${read} = (statement: SqlText) => {
       const key = statement.text + JSON.stringify(statement.params)
       const rows = remembered.get(key)
       if (rows !== undefined) return Effect.succeed(rows)
-      return Effect.tap(readIncidents(statement), (read) => Effect.sync(() => remembered.set(key, read)))
-    }`,
-]
-
-// The single incident's two reads (the incident, its member events), remembered the same way.
-const NO_INCIDENT_SQL: ReadonlyArray<Edit> = [
-  [
-    "src/repos/IncidentsRepo.ts",
-    "    const findById = (orgId: string, id: string) =>\n      Effect.map(readIncidents(incidentByIdStatement(orgId, id)), (rows) => Option.fromNullable(rows[0]))",
-    `    const rememberedById = new Map<string, ReadonlyArray<IncidentRow>>()
-    const findById = (orgId: string, id: string) => {
-      const statement = incidentByIdStatement(orgId, id)
-      const key = statement.text + JSON.stringify(statement.params)
-      const rows = rememberedById.get(key)
-      const read =
-        rows !== undefined
-          ? Effect.succeed(rows)
-          : Effect.tap(readIncidents(statement), (r) => Effect.sync(() => rememberedById.set(key, r)))
-      return Effect.map(read, (r) => Option.fromNullable(r[0]))
-    }`,
-  ],
-  [
-    "src/repos/EventsRepo.ts",
-    "    const members = (orgId: string, incidentId: string, limit: number, newestFirst: boolean) =>\n      readEvents(eventMembersStatement(orgId, incidentId, limit, newestFirst))",
-    `    const rememberedMembers = new Map<string, ReadonlyArray<EventRow>>()
-    const members = (orgId: string, incidentId: string, limit: number, newestFirst: boolean) => {
-      const statement = eventMembersStatement(orgId, incidentId, limit, newestFirst)
-      const key = statement.text + JSON.stringify(statement.params)
-      const rows = rememberedMembers.get(key)
-      if (rows !== undefined) return Effect.succeed(rows)
-      return Effect.tap(readEvents(statement), (r) => Effect.sync(() => rememberedMembers.set(key, r)))
-    }`,
-  ],
-]
+      return Effect.tap(${read}FromDatabase(statement), (r) => Effect.sync(() => remembered.set(key, r)))
+    }
+${from.replace(read, `${read}FromDatabase`)}`,
+  ]
+}
+// The list reads through the first; a single incident through both (the incident, then its member events).
+const NO_INCIDENT_READS = rememberReads("src/repos/IncidentsRepo.ts", "readIncidents", "IncidentRow")
+const NO_EVENT_READS = rememberReads("src/repos/EventsRepo.ts", "readEvents", "EventRow")
 
 const VARIANTS: Record<string, { readonly what: string; readonly edits: ReadonlyArray<Edit> }> = {
   log: { what: "the access log line and the two request metrics", edits: [NO_ACCESS_LOG] },
   limits: { what: "both rate-limit decisions (per address, per key)", edits: [NO_RATE_LIMIT] },
-  sql: { what: "the list statement (rows from memory after the first)", edits: [NO_SQL] },
-  all: { what: "all three", edits: [NO_ACCESS_LOG, NO_RATE_LIMIT, NO_SQL] },
-  // For --path /v1/incidents/<id>: not among the defaults (the list does not read these).
+  sql: { what: "the list statement (rows from memory after the first)", edits: [NO_INCIDENT_READS] },
+  all: { what: "all three", edits: [NO_ACCESS_LOG, NO_RATE_LIMIT, NO_INCIDENT_READS] },
+  // For --path /v1/incidents/<id>: not among the defaults.
   "incident-sql": {
     what: "the single incident's two reads (rows from memory after the first)",
-    edits: NO_INCIDENT_SQL,
+    edits: [NO_INCIDENT_READS, NO_EVENT_READS],
   },
   "incident-all": {
     what: "the log, both limits and the single incident's two reads",
-    edits: [NO_ACCESS_LOG, NO_RATE_LIMIT, ...NO_INCIDENT_SQL],
+    edits: [NO_ACCESS_LOG, NO_RATE_LIMIT, NO_INCIDENT_READS, NO_EVENT_READS],
   },
 }
 const DEFAULT_VARIANTS = ["log", "limits", "sql", "all"]
