@@ -388,6 +388,7 @@ export const partSections = (
           [
             "route",
             "batch",
+            "body KiB",
             "events/s",
             "req/s",
             "p50 ms",
@@ -395,7 +396,8 @@ export const partSections = (
             "accepted",
             "stored",
             "not accepted",
-            "client CPU",
+            "CPU: service / PostgreSQL / all",
+            "µs per event: service / PostgreSQL",
           ],
           results.ingest.rows.map((r: Json) => [
             r.route ?? "native",
@@ -408,7 +410,8 @@ export const partSections = (
             r.eventsAccepted,
             r.eventsStored,
             r.eventsNotAccepted,
-            r.clientCpu,
+            r.cpu ? `${r.cpu.service} / ${r.cpu.postgres} / ${r.cpu.total}` : `client ${r.clientCpu}`,
+            r.cpuUsPerEvent ? `${r.cpuUsPerEvent.service} / ${r.cpuUsPerEvent.postgres}` : "-",
           ]),
         ),
     )

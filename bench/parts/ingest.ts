@@ -2,7 +2,7 @@ import { SQL } from "bun"
 import { newId } from "../../src/domain/ids.ts"
 import { sendRaw } from "../../test/support/rawHttp.ts"
 import { type BenchContext, log, percentile, round, serviceEnv, sleep } from "../lib/common.ts"
-import { memoryFigures, startService } from "../lib/proc.ts"
+import { cpuSecondsOf, memoryFigures, postgresCpuSeconds, startService } from "../lib/proc.ts"
 import type { SeedManifest } from "../lib/seed.ts"
 
 /**
@@ -47,6 +47,14 @@ export interface IngestRow {
   readonly latencyMs: { readonly p50: number; readonly p99: number; readonly max: number }
   /** CPU the load generator used, as a share of one core. */
   readonly clientCpu: number
+  /**
+   * Where the machine's CPU went during the row, as shares of one core (the machine has two): the service, every
+   * PostgreSQL process, and both with the generator. Under 2 in total, the rest of each request's time was spent
+   * waiting (commits' WAL flushes, locks), not computing.
+   */
+  readonly cpu: { readonly service: number; readonly postgres: number; readonly total: number }
+  /** CPU time per stored event, in µs: the service's and PostgreSQL's. */
+  readonly cpuUsPerEvent: { readonly service: number; readonly postgres: number }
 }
 
 /** What one request of a load did: its size on the wire and what the answer said of its events. */
@@ -294,10 +302,14 @@ export const runIngest = async (
     for (const { route, batch, pad } of runs) {
       await sleep(500)
       const before = await count("events")
+      const serviceCpuBefore = cpuSecondsOf(service.pid) ?? 0
+      const postgresCpuBefore = postgresCpuSeconds()
       const r =
         route === "native"
           ? await load(url, tokens, batch, connections, timing.seconds, `${tag}b${batch}p${pad}`, pad)
           : await hecLoad(hecUrl, tokens, connections, timing.seconds, `${tag}h`)
+      const serviceCpu = (cpuSecondsOf(service.pid) ?? 0) - serviceCpuBefore
+      const postgresCpu = postgresCpuSeconds() - postgresCpuBefore
       const stored = (await count("events")) - before
       if (r.failed > 0 || r.notAccepted > 0 || stored !== r.accepted) {
         log(
@@ -319,9 +331,18 @@ export const runIngest = async (
         requestsPerSecond: round(r.requests / r.seconds, 1),
         latencyMs: r.latencyMs,
         clientCpu: r.clientCpu,
+        cpu: {
+          service: round(serviceCpu / r.seconds, 2),
+          postgres: round(postgresCpu / r.seconds, 2),
+          total: round((serviceCpu + postgresCpu) / r.seconds + r.clientCpu, 2),
+        },
+        cpuUsPerEvent: {
+          service: round((serviceCpu * 1e6) / Math.max(1, r.accepted), 0),
+          postgres: round((postgresCpu * 1e6) / Math.max(1, r.accepted), 0),
+        },
       }
       log(
-        `ingest ${route} batch ${batch}: ${row.eventsPerSecond} events/s (${row.requestsPerSecond} req/s, p50 ${r.latencyMs.p50} ms, p99 ${r.latencyMs.p99} ms; client CPU ${r.clientCpu})`,
+        `ingest ${route} batch ${batch}: ${row.eventsPerSecond} events/s (${row.requestsPerSecond} req/s, p50 ${r.latencyMs.p50} ms, p99 ${r.latencyMs.p99} ms; CPU service ${row.cpu.service}, PostgreSQL ${row.cpu.postgres}, client ${r.clientCpu} of a core; per event ${row.cpuUsPerEvent.service} + ${row.cpuUsPerEvent.postgres} µs)`,
       )
       rows.push(row)
     }
