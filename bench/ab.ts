@@ -13,7 +13,7 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { SQL } from "bun"
-import { type BenchContext, log, round, scriptOptions, serviceEnv, table } from "./lib/common.ts"
+import { type BenchContext, log, median, round, scriptOptions, serviceEnv, table } from "./lib/common.ts"
 import { databaseUrl } from "./lib/pg.ts"
 import { cpuSecondsOf, postgresCpuSeconds, startService } from "./lib/proc.ts"
 import { loadManifest } from "./lib/seed.ts"
@@ -100,7 +100,6 @@ try {
 } finally {
   rmSync(workDir, { recursive: true, force: true })
 }
-const median = (xs: ReadonlyArray<number>) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN
 console.log(`\n${path} at ${conns} connections, ${seconds} s per run\n`)
 console.log(
   table(["round", "", "setting", "req/s", "CPU µs/req", "PostgreSQL µs/req", "p99 ms", "start MiB", "peak MiB"], rows),

@@ -23,6 +23,7 @@ import { incidentListStatement } from "../src/repos/IncidentsRepo.ts"
 import { round, scriptOptions, table } from "./lib/common.ts"
 import { databaseUrl } from "./lib/pg.ts"
 import { postgresCpuSeconds } from "./lib/proc.ts"
+import { loadManifest } from "./lib/seed.ts"
 
 const { option, database } = scriptOptions(
   "bun bench/driver-floor.ts --db <dsvc_bench_*> [--queries N] [--concurrency C]",
@@ -31,11 +32,9 @@ const queries = Number(option("--queries", "3000"))
 const concurrency = Number(option("--concurrency", "10"))
 const url = databaseUrl(database)
 
-const setup = new SQL({ url, max: 1 })
-const [manifest] = await setup`select value from bench_manifest where name = 'seed'`
-await setup.close()
-const seedValue = (manifest as { value: unknown }).value
-const orgId = (typeof seedValue === "string" ? JSON.parse(seedValue) : seedValue).datasets.large.orgId as string
+const manifest = await loadManifest({ databaseUrl: url })
+if (manifest === undefined) throw new Error(`${database} has no seed manifest`)
+const orgId = manifest.datasets.large.orgId
 const { text, params } = incidentListStatement({ orgId, status: undefined, after: undefined, fetch: 51 })
 
 /** N queries, C at a time; the CPU of this process and of PostgreSQL per query. */

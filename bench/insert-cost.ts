@@ -15,17 +15,19 @@
  * upserts, the feed rows, the advisory locks and the commit. Nothing is kept: every transaction is rolled back.
  */
 import { SQL } from "bun"
-import { round, scriptOptions, table } from "./lib/common.ts"
+import { median, round, scriptOptions, table } from "./lib/common.ts"
 import { databaseUrl } from "./lib/pg.ts"
+import { loadManifest } from "./lib/seed.ts"
 
 const { option, database } = scriptOptions("bun bench/insert-cost.ts --db <dsvc_bench_*> [--rows N] [--rounds R]")
 const rows = Number(option("--rows", "20000"))
 const rounds = Number(option("--rounds", "5"))
 
-const sql = new SQL({ url: databaseUrl(database), max: 1 })
-const [manifest] = await sql`select value from bench_manifest where name = 'seed'`
-const seedValue = (manifest as { value: unknown }).value
-const orgId = (typeof seedValue === "string" ? JSON.parse(seedValue) : seedValue).ingest.orgId as string
+const url = databaseUrl(database)
+const manifest = await loadManifest({ databaseUrl: url })
+if (manifest === undefined) throw new Error(`${database} has no seed manifest`)
+const orgId = manifest.ingest.orgId
+const sql = new SQL({ url, max: 1 })
 const [have] = await sql`select count(*)::int as n from events where org_id = ${orgId}`
 if (Number((have as { n: number }).n) < rows) {
   console.error(
@@ -79,7 +81,6 @@ for (let r = 0; r < rounds; r++) {
 session.release()
 await sql.close()
 
-const median = (xs: ReadonlyArray<number>) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN
 const medians = timings.map(median)
 console.log(
   `events stored in one statement, ${rows} rows, ${rounds} rounds (median; secondary indexes: ${secondary.join(", ")})\n`,

@@ -79,6 +79,10 @@ export const percentile = (sorted: ReadonlyArray<number>, p: number): number => 
   return sorted[Math.min(sorted.length, Math.max(1, rank)) - 1] ?? Number.NaN
 }
 
+/** The median of unsorted numbers (the upper one of an even count). */
+export const median = (xs: ReadonlyArray<number>): number =>
+  [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN
+
 export const round = (n: number, digits = 1): number => {
   const f = 10 ** digits
   return Math.round(n * f) / f

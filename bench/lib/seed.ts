@@ -578,7 +578,7 @@ export const seed = async (ctx: BenchContext, largeEvents = 1_000_000): Promise<
 }
 
 /** The manifest of an already seeded database (`--db <name>`), or undefined. */
-export const loadManifest = async (ctx: BenchContext): Promise<SeedManifest | undefined> => {
+export const loadManifest = async (ctx: Pick<BenchContext, "databaseUrl">): Promise<SeedManifest | undefined> => {
   const sql = new SQL({ url: ctx.databaseUrl, max: 1 })
   try {
     const rows = await sql`select value from bench_manifest where name = 'seed'`.catch(() => [])

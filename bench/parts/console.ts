@@ -103,7 +103,7 @@ export const runConsole = async (ctx: BenchContext, manifest: SeedManifest, timi
     log(`console: signed in as ${email} (organization ${large.orgId})`)
 
     const incident = large.fatIncidentId
-    const cases = [
+    const allCases = [
       {
         page: "GET /incidents",
         path: "/incidents",
@@ -124,9 +124,10 @@ export const runConsole = async (ctx: BenchContext, manifest: SeedManifest, timi
 
     // BENCH_CONSOLE_PAGES=list or =incident: one page (and its API endpoint) only, to tell what each costs alone.
     const pages = process.env.BENCH_CONSOLE_PAGES ?? ""
-    if (pages === "list" || pages === "incident") {
-      cases.splice(0, cases.length, ...cases.filter((c) => c.path.startsWith("/incidents/") === (pages === "incident")))
-    }
+    const cases =
+      pages === "list" || pages === "incident"
+        ? allCases.filter((c) => c.path.startsWith("/incidents/") === (pages === "incident"))
+        : allCases
     // Before any load: each page is the signed-in HTML with its rows; without the cookie it is a redirect.
     const checks: Record<string, unknown> = {}
     for (const c of cases) {

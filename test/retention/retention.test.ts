@@ -23,7 +23,7 @@ let server: RunningServer
 let db: TestDatabase
 
 beforeAll(async () => {
-  // The server runs its own purge at start-up, and that pass may begin only once the first test has made its
+  // The server runs its own purge at start-up, and that pass can begin after the first test has made its
   // organizations and aged its rows: with the default windows it would delete them before the test looks. Its windows
   // here are as long as allowed, so every purge the tests judge is theirs (`purge()`, on the 365/30-day windows below).
   const env = testEnv(
