@@ -4,21 +4,49 @@
  *
  * The cells hold attacker text (usernames, commands, request paths) and a spreadsheet runs a cell that starts with
  * `=`, `+`, `-` or `@` as a formula, and some also after a leading tab, CR, LF or other whitespace (a space, a
- * no-break space U+00A0, an ideographic space U+3000), or take the full-width `＝` `＋` `－` `＠` (U+FF1D, U+FF0B, U+FF0D,
- * U+FF20) for them: such a cell is written with a leading `'`, which the spreadsheet shows as text. The `'` stays in
- * the value a program reads back; a reader that needs the exact text strips one leading `'` before one of those.
+ * no-break space U+00A0, an ideographic space U+3000) or quotes, or take the full-width `＝` `＋` `－` `＠` (U+FF1D,
+ * U+FF0B, U+FF0D, U+FF20) for them: such a cell is written with a leading `'`, which the spreadsheet shows as text.
+ *
+ * A cell does not always stay one cell. A spreadsheet set to split on `;` (Excel in many locales) reads our quotes
+ * only where one of its own fields starts, so it starts a new cell after each `;` inside ours, and a new row at each
+ * line break after that; one that splits on `,` without reading quotes starts a cell after each `,`. So
+ * `a;=HYPERLINK(…)` would give a cell `=HYPERLINK(…)`. A `'` is therefore also put right after a `;`, a `,` or a line
+ * break that is followed by a formula character, after any spaces, tabs or quotes: `a;'=HYPERLINK(…)`.
+ *
+ * A text that already has a `'` at such a place gets one more, so the marks always come off exactly. The `'` stays in
+ * the value a program reads back; `csvText` takes the marks off again.
  */
 
-// A tab, CR or LF first; or any whitespace (\s covers space, U+00A0 and U+3000) and then a formula character,
-// ASCII or full-width.
-const FORMULA_START = /^(?:[\t\r\n]|\s*[=+\-@\uFF1D\uFF0B\uFF0D\uFF20])/
+// A formula character, ASCII or full-width.
+const FORMULA = String.raw`[=+\-@\uFF1D\uFF0B\uFF0D\uFF20]`
+// At a cell's start: a tab, CR or LF, or any whitespace (\s covers space, U+00A0 and U+3000) or quotes and then a
+// formula character. A `'` already there counts as part of what is marked.
+const START = String.raw`(?:[\t\r\n]|[\s"]*${FORMULA})`
+// After a separator a spreadsheet may split on (a CRLF is one): whitespace other than a line break (a line break is
+// a separator of its own, and the mark goes after the last one) or quotes, and then a formula character.
+const SEPARATOR = String.raw`(\r\n|[;,\r\n])`
+const AFTER = String.raw`(?:[^\S\r\n]|")*${FORMULA}`
+const CELL_START = new RegExp(`^'*${START}`)
+const AFTER_SEPARATOR = new RegExp(`${SEPARATOR}('*${AFTER})`, "g")
+const MARK_AT_START = new RegExp(`^'(?='*${START})`)
+const MARK_AFTER_SEPARATOR = new RegExp(`${SEPARATOR}'(?='*${AFTER})`, "g")
 const NEEDS_QUOTES = /[",\r\n]/
 
-/** One cell's text, neutralised (a leading `'` before a formula start) and quoted when RFC 4180 needs it. */
+/** A text with the marks `csvCell` puts in: a `'` at each place a spreadsheet could start a formula. */
+export const neutralise = (text: string): string =>
+  (CELL_START.test(text) ? "'" : "") + text.replace(AFTER_SEPARATOR, "$1'$2")
+
+/**
+ * The exact text of a cell read back from an export: the marks `csvCell` put in, taken off again. The ones after a
+ * separator first: a mark after a line break can stand between a cell's first mark and the formula character it is for.
+ */
+export const csvText = (cell: string): string => cell.replace(MARK_AFTER_SEPARATOR, "$1").replace(MARK_AT_START, "")
+
+/** One cell's text, neutralised (a `'` before each formula start) and quoted when RFC 4180 needs it. */
 export const csvCell = (value: string | number | boolean | null | undefined): string => {
   if (value === null || value === undefined) return ""
   const text = typeof value === "string" ? value : String(value)
-  const safe = FORMULA_START.test(text) ? `'${text}` : text
+  const safe = neutralise(text)
   return NEEDS_QUOTES.test(safe) ? `"${safe.replaceAll('"', '""')}"` : safe
 }
 

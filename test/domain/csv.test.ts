@@ -1,5 +1,6 @@
 import { expect, test } from "bun:test"
-import { csvCell, csvRecord, parseCsv } from "../../src/console/csv.ts"
+import fc from "fast-check"
+import { csvCell, csvRecord, csvText, parseCsv } from "../../src/console/csv.ts"
 import { parseDateBound, readEventFilters } from "../../src/console/listFilters.ts"
 import { parseNetwork } from "../../src/domain/ip.ts"
 
@@ -11,8 +12,8 @@ test("a cell that starts with =, +, -, @, tab or CR gets a leading ' (and only t
   expect(csvCell("-2")).toBe("'-2")
   expect(csvCell("@SUM(A1)")).toBe("'@SUM(A1)")
   expect(csvCell("\tcmd")).toBe("'\tcmd")
-  // A CR needs quotes as well as the mark.
-  expect(csvCell("\r=cmd")).toBe(`"'\r=cmd"`)
+  // A CR needs quotes as well as the mark (and the formula after it one of its own: see the splitting spreadsheets).
+  expect(csvCell("\r=cmd")).toBe(`"'\r'=cmd"`)
   for (const plain of ["root", "a=b", "1-2", "mail@example.com", "'already", "", "ümlaut=", "日本語", " ", " x=1"]) {
     expect(csvCell(plain)).toBe(plain)
   }
@@ -25,7 +26,7 @@ test("a cell that starts with =, +, -, @, tab or CR gets a leading ' (and only t
 
 test("also a leading LF, whitespace before a formula character, and the full-width ＝ ＋ － ＠", () => {
   // A leading LF is marked (and quoted, as any LF).
-  expect(csvCell("\n=cmd")).toBe(`"'\n=cmd"`)
+  expect(csvCell("\n=cmd")).toBe(`"'\n'=cmd"`)
   expect(csvCell("\nplain")).toBe(`"'\nplain"`)
   // Spaces, a no-break space (U+00A0) or an ideographic space (U+3000) before = + - @.
   expect(csvCell(" =x")).toBe("' =x")
@@ -80,9 +81,71 @@ test("attacker text survives a round trip: quotes, newlines, commas, unicode, fo
     // What a spreadsheet gets: never a cell that starts with a formula character.
     const formula = /^(?:[\t\r\n]|\s*[=+\-@\uFF1D\uFF0B\uFF0D\uFF20])/
     expect(formula.test(cell)).toBe(false)
-    // And the exact text once the one mark is taken off.
-    expect(cell.startsWith("'") && formula.test(cell.slice(1)) ? cell.slice(1) : cell).toBe(value)
+    // And the exact text once the marks are taken off.
+    expect(csvText(cell)).toBe(value)
   })
+})
+
+// Where a spreadsheet that splits on `;` or `,` (and a line break), reading no quotes at all, would start a cell: the
+// worst case of Excel set to `;`, which reads our quotes only where one of its own fields starts.
+const cellsSplitAnywhere = (csv: string): Array<string> => csv.split(/[;,\r\n]/)
+const RUNS_AS_FORMULA = /^[\s"]*[=+\-@\uFF1D\uFF0B\uFF0D\uFF20]/
+
+test("a ; or , inside a cell starts a new cell in a spreadsheet that splits on it, so a formula after one is marked too", () => {
+  expect(csvCell('a;=HYPERLINK("http://evil.example/","x")')).toBe(`"a;'=HYPERLINK(""http://evil.example/"",""x"")"`)
+  expect(csvCell("x,@SUM(A1:A9)")).toBe(`"x,'@SUM(A1:A9)"`)
+  expect(csvCell("x;+1")).toBe("x;'+1")
+  expect(csvCell("x;-1")).toBe("x;'-1")
+  // Tabs, spaces, quotes or a CR / LF between the separator and the formula character.
+  expect(csvCell("a;\t=1")).toBe("a;'\t=1")
+  expect(csvCell("a; \u00A0\u3000@x")).toBe("a;' \u00A0\u3000@x")
+  expect(csvCell('a;"=1')).toBe(`"a;'""=1"`)
+  expect(csvCell("a;\r=1")).toBe(`"a;\r'=1"`)
+  expect(csvCell("a;\r\n=1")).toBe(`"a;\r\n'=1"`)
+  expect(csvCell("a;\uFF1D1")).toBe("a;'\uFF1D1")
+  // A line break inside a cell is a new row once a `;` split has undone our quotes.
+  expect(csvCell("a\n=1")).toBe(`"a\n'=1"`)
+  expect(csvCell("\n=1")).toBe(`"'\n'=1"`)
+  // Only where a formula character follows.
+  for (const plain of ["a;b", "a, b", "1,2;3", "a;'x", "line1\r\nline2", "x; y=1", "a;;", "a=b;c@d"]) {
+    expect(parseCsv(csvRecord([plain]))[0]).toEqual([plain])
+  }
+  // A `'` already there gets one more, so the marks come off exactly.
+  expect(csvCell("a;'=x")).toBe("a;''=x")
+  expect(csvText("a;''=x")).toBe("a;'=x")
+  expect(csvText(parseCsv(csvRecord(["\n=1"]))[0]?.[0] as string)).toBe("\n=1")
+  // Every piece a splitting spreadsheet would make of these records is text.
+  const record = csvRecord(["0", "a;=1", "x,@SUM(1)", "b;\t+2", 'c;"-3', "d\r\n@4"])
+  for (const piece of cellsSplitAnywhere(record)) expect(RUNS_AS_FORMULA.test(piece)).toBe(false)
+})
+
+test("no cell or piece of one can start a formula in a spreadsheet splitting on ; or , and the marks come off exactly", () => {
+  const unit = fc.constantFrom(
+    ";",
+    ",",
+    "=",
+    "+",
+    "-",
+    "@",
+    "\uFF1D",
+    " ",
+    "\t",
+    "\r",
+    "\n",
+    "\u00A0",
+    '"',
+    "'",
+    "a",
+    "1",
+  )
+  fc.assert(
+    fc.property(fc.array(fc.string({ unit, maxLength: 12 }), { minLength: 1, maxLength: 4 }), (cells) => {
+      const csv = csvRecord(cells)
+      for (const piece of cellsSplitAnywhere(csv)) expect(RUNS_AS_FORMULA.test(piece)).toBe(false)
+      expect(parseCsv(csv)[0]?.map(csvText)).toEqual(cells)
+    }),
+    { numRuns: Number(process.env.FC_RUNS ?? 2000) },
+  )
 })
 
 test("parseCsv is strict about malformed quoting", () => {
