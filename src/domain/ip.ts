@@ -2,16 +2,43 @@ import ipaddr from "ipaddr.js"
 
 /**
  * The one textual form of an IP address, used both when storing `sourceIp` and when filtering on it, so
- * `2001:DB8::0:1`, `2001:db8::1` and `::ffff:192.0.2.1` vs `192.0.2.1` cannot miss each other.
- * Strict: only dotted-quad IPv4 (no octal/hex/short forms) and standard IPv6 text; undefined otherwise.
+ * `2001:DB8::0:1` and `2001:db8::1`, or `::ffff:192.0.2.1`, `::c000:201` and `192.0.2.1`, cannot miss each other.
+ * Strict: only dotted-quad IPv4 (no octal/hex/short forms, also inside IPv6) and standard IPv6 text; undefined
+ * otherwise.
+ *
+ * The rule for IPv4 inside IPv6, decided on the address's 128 bits, never on how it was written:
+ * - IPv4-mapped, `::ffff:0:0/96` (`::ffff:192.0.2.5`, `::ffff:c000:205`, `0:0:0:0:0:ffff:…`): the IPv4 address.
+ * - IPv4-compatible, `::/96` (`::192.0.2.5`, `::c000:205`; deprecated by RFC 4291 but still written by some
+ *   stacks): the IPv4 address, except `::` and `::1`, which are the IPv6 unspecified and loopback addresses (RFC 4291
+ *   2.5.2, 2.5.3), not 0.0.0.0 and 0.0.0.1, however they are written (`::0.0.0.1` is `::1`).
+ * - Any other IPv6 address: its RFC 5952 form (lowercase, no leading zeros, the longest zero run as `::`).
  */
 export const canonicalIp = (text: string): string | undefined => {
   if (text.length > 45) return undefined
   if (ipaddr.IPv4.isValidFourPartDecimal(text)) return ipaddr.IPv4.parse(text).toString()
-  if (!text.includes(":") || !ipaddr.IPv6.isValid(text) || text.includes("%")) return undefined
-  const v6 = ipaddr.IPv6.parse(text)
-  // ipaddr.js writes the RFC 5952 form (lowercase, longest zero run compressed).
-  return v6.isIPv4MappedAddress() ? v6.toIPv4Address().toString() : v6.toString()
+  if (!text.includes(":") || text.includes("%")) return undefined
+  const v6 = parseV6(text)
+  if (v6 === undefined) return undefined
+  const [a, b, c, d, e, f, g = 0, h = 0] = v6.parts
+  const ipv4Inside =
+    a === 0 && b === 0 && c === 0 && d === 0 && e === 0 && (f === 0xffff || (f === 0 && (g !== 0 || h > 1)))
+  return ipv4Inside ? `${g >> 8}.${g & 0xff}.${h >> 8}.${h & 0xff}` : v6.toRFC5952String()
+}
+
+/**
+ * An IPv6 text, with a dotted IPv4 tail read as two hexadecimal words first: ipaddr.js reads `::a.b.c.d` as
+ * `::ffff:a.b.c.d` (another address) and accepts octal and hexadecimal parts in the tail (`::ffff:010.0.0.1`).
+ */
+const parseV6 = (text: string): ipaddr.IPv6 | undefined => {
+  let hex = text
+  if (text.includes(".")) {
+    const colon = text.lastIndexOf(":")
+    const tail = text.slice(colon + 1)
+    if (!ipaddr.IPv4.isValidFourPartDecimal(tail)) return undefined
+    const [o1, o2, o3, o4] = ipaddr.IPv4.parse(tail).octets
+    hex = `${text.slice(0, colon + 1)}${(((o1 ?? 0) << 8) | (o2 ?? 0)).toString(16)}:${(((o3 ?? 0) << 8) | (o4 ?? 0)).toString(16)}`
+  }
+  return ipaddr.IPv6.isValid(hex) ? ipaddr.IPv6.parse(hex) : undefined
 }
 
 /**

@@ -346,3 +346,41 @@ describe("ignore rules at ingestion (D44)", () => {
     expect(new Set(seen).size).toBe(seen.length)
   })
 })
+
+describe("an address's spelling", () => {
+  test("events from ::192.0.2.5 and ::c000:205 (the same address) land in one incident, and a rule for 192.0.2.5 ignores both", async () => {
+    const t = await tenant("Spelling Co")
+    const first = await send(t.token, [{ sourceIp: "::192.0.2.5" }, { sourceIp: "::c000:205" }])
+    const cowrie = await ingest(server.ingestUrl, "cowrie", t.token, {
+      eventid: "cowrie.login.failed",
+      session: "spell0001",
+      protocol: "ssh",
+      src_ip: "::FFFF:C000:0205",
+      src_port: 40000,
+      dst_port: 22,
+      username: "root",
+      password: "x",
+      timestamp: new Date().toISOString(),
+    })
+    expect(cowrie.status).toBe(200)
+    const ids: Array<string> = [...first.results, ...cowrie.body.results].map(
+      (r: { incidentId: string }) => r.incidentId,
+    )
+    expect(ids).toHaveLength(3)
+    expect(ids[0]).toMatch(/^inc_/)
+    expect(new Set(ids).size).toBe(1)
+    expect((await incidentsOf(t.orgId)).map((i) => [i.sourceIp, i.eventCount])).toEqual([["192.0.2.5", 3]])
+
+    await addRule(t.orgId, { source: "192.0.2.5" })
+    const later = await send(t.token, [
+      { sourceIp: "::192.0.2.5" },
+      { sourceIp: "::c000:205" },
+      { sourceIp: "0:0:0:0:0:ffff:192.0.2.5" },
+    ])
+    expect(later.results.map((r: { incidentId: string | null }) => r.incidentId)).toEqual([null, null, null])
+    const sources = await query<{ sourceIp: string }>(
+      (sql) => sql`select distinct source_ip from events where org_id = ${t.orgId}`,
+    )
+    expect(sources.map((r) => r.sourceIp)).toEqual(["192.0.2.5"])
+  })
+})

@@ -8,9 +8,9 @@
  * JSON value but null).
  */
 import { createHmac, hkdfSync } from "node:crypto"
-import { isIP } from "node:net"
 import { isPasswordLikeKey } from "../../domain/attackerInput.ts"
 import type { EventTypeSpec } from "../../domain/eventTypes.ts"
+import { canonicalIp } from "../../domain/ip.ts"
 import { cleanExcerpt } from "../../domain/sanitize.ts"
 
 export interface NativeEventInput {
@@ -194,20 +194,12 @@ export const parseLogTime = (v: unknown): string | undefined => {
 }
 
 /**
- * A source address as text: an IPv4 or IPv6 address, IPv6 lowercased and an IPv4-mapped IPv6 address
- * (`::ffff:203.0.113.7`, as a dual-stack listener reports it) written as IPv4. Undefined for anything else (host
- * names, zone ids, empty strings, non-strings).
+ * A source address as text, in the one form the domain writes (canonicalIp: IPv6 in RFC 5952 form, an IPv4 address
+ * written inside IPv6, `::ffff:203.0.113.7` as a dual-stack listener reports it or `::cb00:7107`, as IPv4). The
+ * mappers and validation read an address the same way, so a merged Cowrie line and its session's events lock the
+ * same grouping key. Undefined for anything else (host names, zone ids, empty strings, non-strings).
  */
-export const normalizeIp = (v: unknown): string | undefined => {
-  if (typeof v !== "string" || v.length === 0 || v.length > 45 || v.includes("%")) return undefined
-  const ip = v.toLowerCase()
-  const kind = isIP(ip)
-  if (kind === 4) return ip
-  if (kind !== 6) return undefined
-  const mapped = /^(?:0{1,4}:){0,4}:?(?:0{0,4}:)?ffff:(\d{1,3}(?:\.\d{1,3}){3})$/.exec(ip)
-  if (mapped?.[1] !== undefined && isIP(mapped[1]) === 4) return mapped[1]
-  return ip
-}
+export const normalizeIp = (v: unknown): string | undefined => (typeof v === "string" ? canonicalIp(v) : undefined)
 
 /**
  * A TCP/UDP port from a log field: an integer 0–65535 or a string of digits. `"unknown"` for a missing or null field
