@@ -41,7 +41,11 @@ const TOUCH_EVERY_MS = 60_000
 
 export const newToken = () => randomBytes(32).toString("base64url")
 export const hashToken = (token: string) => sha256(token)
-export const normalizeEmail = (email: string) => email.trim().toLowerCase()
+/**
+ * The one form of an email that creation, sign-in and unlock all use: trimmed, lower case, and without a trailing dot
+ * (`Ann@Example.com.` is `ann@example.com`: a trailing dot only spells out the DNS root of the same domain).
+ */
+export const normalizeEmail = (email: string) => email.trim().toLowerCase().replace(/\.+$/, "")
 
 /**
  * Verified when the email is unknown, so an unknown email and a wrong password take the same time (D27). Made on

@@ -58,8 +58,13 @@ export class ConsoleUsersRepo extends Effect.Service<ConsoleUsersRepo>()("Consol
           Effect.asVoid,
           dbErrors,
         ),
+      /**
+       * The user of a normalized email (normalizeEmail). A user that an older version stored with the trailing dot it
+       * was typed with is the same user: found by either form, the exact one first.
+       */
       findByEmail: (email: string) =>
-        sql<UserRow>`select ${userColumns} from console_users where email = ${email}`.pipe(
+        sql<UserRow>`select ${userColumns} from console_users where email in (${email}, ${`${email}.`})
+            order by email = ${email} desc limit 1`.pipe(
           Effect.map((rows) => Option.fromNullable(rows[0])),
           dbErrors,
         ),
