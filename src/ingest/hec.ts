@@ -102,6 +102,11 @@ export const HEC_TOO_LARGE = answer(
   413,
 )
 export const HEC_NOT_FOUND = answer(404, "The requested URL was not found on this server.", 404)
+// Like its 404 and 413, the code is the HTTP status: HEC has none for a refused path.
+export const hecPathParameters = (path: string) =>
+  answer(400, "Path parameters are not accepted", 400, {
+    reason: `Path parameters (;…) are refused on the ingest routes: send the request to ${path} without them. Nothing was stored.`,
+  })
 
 /** The `WWW-Authenticate` of a HEC 401: Splunk's scheme. */
 export const HEC_WWW_AUTHENTICATE = "Splunk"

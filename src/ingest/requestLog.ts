@@ -61,20 +61,42 @@ const ROUTES: ReadonlyArray<readonly [string, IngestRoute]> = [
   ["/services/collector/health/1.0", "hec_health"],
 ]
 
+/** A request URL's path as the router reads it: before the query and before a fragment. */
+const pathOf = (url: string): string => {
+  const end = url.search(/[?#]/)
+  return end < 0 ? url : url.slice(0, end)
+}
+
 /**
- * The route label of a request URL. The router serves a path after decoding its escapes, collapsing repeated
- * slashes and ignoring a trailing slash and the case of fixed parts; the label follows the same canonical form.
+ * Whether a request URL's path carries path parameters (`/ingest/v1/events;x`, `/services;x/collector`). The router
+ * would drop what follows the first `;` and serve the route; the listener refuses them instead (server.ts), so a
+ * request is never stored under a path the log and the metrics do not name. An escaped `%3B` is not one: the
+ * router does not unescape it, and such a path is an unknown one (404).
  */
-export const ingestRouteOf = (url: string): IngestRoute => {
+export const hasPathParameters = (url: string): boolean => pathOf(url).includes(";")
+
+/**
+ * The route path a request URL names (`/ingest/v1/events`), or undefined. The router serves a path after decoding
+ * its escapes, collapsing repeated slashes and ignoring a trailing slash and the case of fixed parts; this follows
+ * the same canonical form. Path parameters are left out of each segment, so a request refused for carrying them is
+ * counted on the route it was sent to.
+ */
+export const ingestPathOf = (url: string): string | undefined => {
   let path: string
   try {
-    path = decodeURI(url.split("?")[0] ?? "")
+    path = decodeURI(pathOf(url).replace(/;[^/]*/g, ""))
       .replace(/\/{2,}/g, "/")
       .toLowerCase()
   } catch {
-    return "unmatched"
+    return undefined
   }
   if (path.length > 1 && path.endsWith("/")) path = path.slice(0, -1)
+  return ROUTES.find(([p]) => p === path)?.[0]
+}
+
+/** The route label of a request URL (ingestPathOf's route), `unmatched` for any other path. */
+export const ingestRouteOf = (url: string): IngestRoute => {
+  const path = ingestPathOf(url)
   return ROUTES.find(([p]) => p === path)?.[1] ?? "unmatched"
 }
 

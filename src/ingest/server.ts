@@ -22,6 +22,7 @@ import {
   HEC_WWW_AUTHENTICATE,
   hecEventsRoute,
   hecHealthRoute,
+  hecPathParameters,
   hecResponse,
 } from "./hec.ts"
 import { IngestAdmission } from "./IngestAdmission.ts"
@@ -40,7 +41,14 @@ import {
   mergesOf,
   readBodyText,
 } from "./pipeline.ts"
-import { ingestRouteOf, logIngestRequest, noteOutcomes, noteSensor } from "./requestLog.ts"
+import {
+  hasPathParameters,
+  ingestPathOf,
+  ingestRouteOf,
+  logIngestRequest,
+  noteOutcomes,
+  noteSensor,
+} from "./requestLog.ts"
 import { SensorAuth } from "./SensorAuth.ts"
 
 /**
@@ -165,6 +173,29 @@ const router = HttpRouter.empty.pipe(
   HttpRouter.get("/services/collector/health/1.0", hecHealthRoute),
 )
 
+/**
+ * Path parameters on an ingest route (`/ingest/v1/events;x`, `/services/collector/event/;x`) are refused before
+ * routing, in the route family's error shape: the router drops what follows a `;` and would serve the route, while
+ * the request log and the metrics name the path as written, so the events would be stored under `unmatched` and
+ * counted nowhere. The refusal itself is logged and counted on the route it was sent to. A `;` on a path that names
+ * no route is left to the router's 404.
+ */
+const pathParameterRefusal = (request: HttpServerRequest.HttpServerRequest) => {
+  if (!hasPathParameters(request.url)) return undefined
+  const path = ingestPathOf(request.url)
+  if (path === undefined) return undefined
+  return path.startsWith("/services/")
+    ? hecResponse(hecPathParameters(path))
+    : badRequest(
+        `Path parameters (;…) are refused on the ingest routes: send the request to ${path} without them. Nothing was stored.`,
+      )
+}
+
+const ingestApp = Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
+  const refusal = pathParameterRefusal(request)
+  return refusal === undefined ? router : Effect.succeed(refusal)
+})
+
 const isHecRoute = (url: string) => {
   const route = ingestRouteOf(url)
   return route === "hec" || route === "hec_health" || (url.split("?")[0] ?? "").startsWith("/services/")
@@ -215,7 +246,7 @@ const ingestEdge = <E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<E, R> =>
 export const IngestServerLive = Layer.unwrapEffect(
   Effect.map(AppConfig, (config) =>
     draining((track) =>
-      HttpServer.serve(router, (app) => track(ingestEdge(app))).pipe(
+      HttpServer.serve(ingestApp, (app) => track(ingestEdge(app))).pipe(
         Layer.provide(Layer.effectDiscard(Effect.zipRight(touchIngestMetrics, listening("ingest")))),
         // The listener's own bound on the bodies it works on at once.
         Layer.provide(IngestAdmission.Default),
