@@ -317,6 +317,7 @@ describe("D46: the syslog destination form", () => {
     expect(parseSyslogDestination("syslog+tls://Logs.Example.com")).toEqual({
       ok: true,
       host: "logs.example.com",
+      given: "Logs.Example.com",
       port: 6514,
       canonical: "syslog+tls://logs.example.com:6514",
     })
@@ -359,6 +360,7 @@ describe("D46: the syslog destination form", () => {
     ).toEqual({
       ok: true,
       host: "logs.example.com",
+      given: "logs.example.com",
       port: 6514,
       canonical: "syslog+tls://logs.example.com:6514",
       addresses: ["93.184.216.34"],

@@ -91,9 +91,10 @@ describe("checkWebhookUrl syntax (D18)", () => {
 
   test.each([
     ["https://localhost/", "localhost is a local host name"],
-    ["https://LOCALHOST./", "localhost is a local host name"],
+    // Named as written: the case, a trailing dot and full-width letters are the operator's own.
+    ["https://LOCALHOST./", "LOCALHOST. is a local host name"],
     ["https://foo.localhost/", "foo.localhost is a local host name"],
-    ["https://ｌｏｃａｌｈｏｓｔ/", "localhost is a local host name"],
+    ["https://ｌｏｃａｌｈｏｓｔ/", "ｌｏｃａｌｈｏｓｔ is a local host name"],
     ["https://printer.local/", "printer.local is a multicast DNS host name (.local)"],
     ["https://db.internal/", "db.internal is an internal host name (.internal)"],
     ["https://metadata.google.internal/", "metadata.google.internal is a cloud metadata host name"],
@@ -202,6 +203,45 @@ describe("checkWebhookUrl + resolveAndCheck refuse non-public addresses (D18)", 
     const lookup = fakeLookup({ "example.com": ["93.184.216.34", "2606:2800:220:1:248:1893:25c8:1946"] })
     const result = await checkAndResolveWebhookUrl(raw, lookup)
     expect(result).toMatchObject({ ok: true })
+  })
+})
+
+describe("a refusal names an internationalized host as it was written", () => {
+  // ξ is xn--zxa and β is xn--nxa: the rule checks and resolves the ASCII form, the operator reads what they typed.
+  const refusedAddress = fakeLookup({ "xn--zxa.example": ["10.0.0.1"], "xn--nxa.example": ["10.0.0.1"] })
+  test.each([
+    ["https://ξ.example/x", refusedAddress, "ξ.example resolves to a refused address: 10.0.0.1 is a private address"],
+    [
+      "https://xn--nxa.example/x",
+      refusedAddress,
+      "xn--nxa.example resolves to a refused address: 10.0.0.1 is a private address",
+    ],
+    ["https://ξ.local/x", noLookup, "ξ.local is a multicast DNS host name (.local)"],
+    ["https://xn--nxa.local/x", noLookup, "xn--nxa.local is a multicast DNS host name (.local)"],
+    ["https://bücher.internal:8443/", noLookup, "bücher.internal is an internal host name (.internal)"],
+    ["https://ξ/x", noLookup, "ξ is not a fully qualified domain name"],
+    ["https://ξ.example/x", fakeLookup({}), "ξ.example does not resolve (ENOTFOUND)"],
+    ["https://ΞΑ.example/x", fakeLookup({ "xn--mxaz.example": [] }), "ΞΑ.example does not resolve to any address"],
+  ])("%s", async (raw, lookup, reason) => {
+    const result = await checkAndResolveWebhookUrl(raw, lookup)
+    expect(result).toEqual({ ok: false, reason })
+    expect(reason).not.toContain("xn--zxa")
+  })
+
+  test("the ASCII form is what is resolved and connected to; the written form is kept beside it for messages", async () => {
+    const syntax = checkWebhookUrl("https://ξ.example:8443/x")
+    expect(syntax).toMatchObject({ ok: true, host: "xn--zxa.example", given: "ξ.example", port: 8443 })
+    const asked: Array<string> = []
+    const lookup = async (host: string) => {
+      asked.push(host)
+      return ["93.184.216.34"]
+    }
+    expect(await checkAndResolveWebhookUrl("https://ξ.example/x", lookup)).toMatchObject({
+      ok: true,
+      host: "xn--zxa.example",
+      addresses: ["93.184.216.34"],
+    })
+    expect(asked).toEqual(["xn--zxa.example"])
   })
 })
 

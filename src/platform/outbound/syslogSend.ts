@@ -30,13 +30,21 @@ export const DEFAULT_SYSLOG_TIMEOUT_MS = 5000
 const MAX_DESTINATION_LENGTH = 300
 
 export type SyslogDestinationSyntax =
-  | { readonly ok: true; readonly host: string; readonly port: number; readonly canonical: string }
+  | {
+      readonly ok: true
+      readonly host: string
+      /** The host as written (`ξ.example`, not its `xn--` form), for messages only. */
+      readonly given: string
+      readonly port: number
+      readonly canonical: string
+    }
   | { readonly ok: false; readonly reason: string }
 
 export type SyslogDestinationCheck =
   | {
       readonly ok: true
       readonly host: string
+      readonly given: string
       readonly port: number
       readonly canonical: string
       readonly addresses: ReadonlyArray<string>
@@ -76,7 +84,7 @@ export const parseSyslogDestination = (raw: string): SyslogDestinationSyntax => 
   const port = portText === undefined ? SYSLOG_TLS_DEFAULT_PORT : syntax.port
   const bare = syntax.host.toLowerCase()
   const shown = isIP(bare) === 6 ? `[${bare}]` : bare
-  return { ok: true, host: bare, port, canonical: `${SYSLOG_SCHEME}${shown}:${port}` }
+  return { ok: true, host: bare, given: syntax.given, port, canonical: `${SYSLOG_SCHEME}${shown}:${port}` }
 }
 
 /**
@@ -90,7 +98,7 @@ export const checkSyslogDestination = async (
 ): Promise<SyslogDestinationCheck> => {
   const syntax = parseSyslogDestination(raw)
   if (!syntax.ok) return syntax
-  const resolved = await resolveAndCheck(syntax.host, lookup, policy)
+  const resolved = await resolveAndCheck(syntax.host, lookup, policy, syntax.given)
   if (!resolved.ok) return resolved
   return { ...syntax, addresses: resolved.addresses }
 }

@@ -13,7 +13,15 @@ type IPv4 = ipaddr.IPv4
 type IPv6 = ipaddr.IPv6
 
 export type UrlRuleResult =
-  | { readonly ok: true; readonly url: URL; readonly host: string; readonly port: number }
+  | {
+      readonly ok: true
+      readonly url: URL
+      /** The host to resolve and connect to: ASCII, an internationalized name in its `xn--` form. */
+      readonly host: string
+      /** The host as the URL was written with it (`ξ.example` stays `ξ.example`), for messages only. */
+      readonly given: string
+      readonly port: number
+    }
   | { readonly ok: false; readonly reason: string }
 
 export interface AddressPolicy {
@@ -222,13 +230,14 @@ const LOCAL_TESTING_HINT =
 
 const refuse = (reason: string): { readonly ok: false; readonly reason: string } => ({ ok: false, reason })
 
-const isRefusedName = (name: string): string | undefined => {
-  if (name === "localhost" || name.endsWith(".localhost")) return `${name} is a local host name`
-  if (name === "metadata.google.internal") return `${name} is a cloud metadata host name`
-  if (name.endsWith(".internal")) return `${name} is an internal host name (.internal)`
-  if (name.endsWith(".local")) return `${name} is a multicast DNS host name (.local)`
-  if (name === "home.arpa" || name.endsWith(".home.arpa")) return `${name} is a home network host name (.home.arpa)`
-  if (!name.includes(".")) return `${name} is not a fully qualified domain name`
+/** Why a host name is refused, if it is; `name` is checked (its ASCII form), `shown` is what the message names. */
+const isRefusedName = (name: string, shown: string): string | undefined => {
+  if (name === "localhost" || name.endsWith(".localhost")) return `${shown} is a local host name`
+  if (name === "metadata.google.internal") return `${shown} is a cloud metadata host name`
+  if (name.endsWith(".internal")) return `${shown} is an internal host name (.internal)`
+  if (name.endsWith(".local")) return `${shown} is a multicast DNS host name (.local)`
+  if (name === "home.arpa" || name.endsWith(".home.arpa")) return `${shown} is a home network host name (.home.arpa)`
+  if (!name.includes(".")) return `${shown} is not a fully qualified domain name`
   return undefined
 }
 
@@ -239,7 +248,11 @@ const isRefusedName = (name: string): string | undefined => {
  * percent-encoded and full-width forms are refused, even though WHATWG URL parsing would normalize them). Refuses
  * `localhost`, `*.localhost`, `*.local`, `*.internal`, `*.home.arpa` and single-label names.
  *
- * Does NOT check addresses: pass `host` to {@link resolveAndCheck} (which checks IP literals directly).
+ * An internationalized name is checked and resolved in its ASCII (`xn--`) form, the URL parser's `hostname`, but a
+ * refusal names the host as it was written (`ξ.local`, not `xn--zxa.local`): the operator reads the URL they typed.
+ *
+ * Does NOT check addresses: pass `host` (and `given`, for the messages) to {@link resolveAndCheck} (which checks IP
+ * literals directly).
  */
 export const checkWebhookUrl = (raw: string): UrlRuleResult => {
   if (raw.length === 0) return refuse("the webhook URL is empty")
@@ -274,22 +287,24 @@ export const checkWebhookUrl = (raw: string): UrlRuleResult => {
   if (hostname.startsWith("[")) {
     const host = hostname.slice(1, -1)
     if (parseStrictIp(host) === undefined) return refuse(`${hostname} is not a valid IPv6 address`)
-    return { ok: true, url, host, port }
+    return { ok: true, url, host, given: host, port }
   }
 
-  const rawHost = (authority.startsWith("[") ? authority : (authority.split(":")[0] ?? "")).toLowerCase()
+  // The host as written: the authority without its port (the parser has refused anything else in it by now).
+  const given = authority.startsWith("[") ? authority : (authority.split(":")[0] ?? "")
+  const rawHost = given.toLowerCase()
   if (ipaddr.IPv4.isValidFourPartDecimal(hostname)) {
     if (rawHost !== hostname) {
       return refuse(
         `${rawHost.slice(0, 64)} is not a dotted-decimal IPv4 address; numeric, hex, octal and shortened forms are refused`,
       )
     }
-    return { ok: true, url, host: hostname, port }
+    return { ok: true, url, host: hostname, given: hostname, port }
   }
   const name = hostname.endsWith(".") ? hostname.slice(0, -1) : hostname
-  const nameProblem = isRefusedName(name)
+  const nameProblem = isRefusedName(name, given)
   if (nameProblem !== undefined) return refuse(nameProblem)
-  return { ok: true, url, host: hostname, port }
+  return { ok: true, url, host: hostname, given, port }
 }
 
 // ---------------------------------------------------------------------------------------------------------------------
@@ -301,14 +316,17 @@ export const checkWebhookUrl = (raw: string): UrlRuleResult => {
  * directly without lookup. Otherwise every address returned by `lookup` (A and AAAA) must pass
  * {@link isPublicAddress}: one refused address refuses the URL (D18). No address, or a failed lookup, refuses it too.
  * On success `addresses` holds the checked addresses (deduplicated, lookup order); connect to one of those.
- * Time-outs are the caller's business (wrap the lookup).
+ * Time-outs are the caller's business (wrap the lookup). `given` is the host as written (checkWebhookUrl's `given`),
+ * which a refusal of a name names; without it, the message names `host`.
  */
 export const resolveAndCheck = async (
   host: string,
   lookup: (host: string) => Promise<ReadonlyArray<string>>,
   policy: AddressPolicy = NO_POLICY,
+  given?: string,
 ): Promise<ResolveResult> => {
   const bare = host.startsWith("[") && host.endsWith("]") ? host.slice(1, -1) : host
+  const shown = given ?? bare
   if (bare === "") return refuse("the webhook URL has no host")
   const literal = parseStrictIp(bare)
   if (literal !== undefined) {
@@ -327,14 +345,14 @@ export const resolveAndCheck = async (
       typeof error === "object" && error !== null && "code" in error && typeof error.code === "string"
         ? ` (${error.code})`
         : ""
-    return refuse(`${bare} does not resolve${code}`)
+    return refuse(`${shown} does not resolve${code}`)
   }
   const addresses = [...new Set(found)]
-  if (addresses.length === 0) return refuse(`${bare} does not resolve to any address`)
+  if (addresses.length === 0) return refuse(`${shown} does not resolve to any address`)
   const checked: Array<string> = []
   for (const address of addresses) {
     const check = isPublicAddress(address, policy)
-    if (!check.ok) return refuse(`${bare} resolves to a refused address: ${check.reason}`)
+    if (!check.ok) return refuse(`${shown} resolves to a refused address: ${check.reason}`)
     const parsed = parseStrictIp(address)
     if (parsed !== undefined) checked.push(parsed.toString())
   }
@@ -364,7 +382,7 @@ export const checkAndResolveWebhookUrl = async (
 > => {
   const syntax = checkWebhookUrl(raw)
   if (!syntax.ok) return syntax
-  const resolved = await resolveAndCheck(syntax.host, lookup, policy)
+  const resolved = await resolveAndCheck(syntax.host, lookup, policy, syntax.given)
   if (!resolved.ok) return resolved
   return { ok: true, url: syntax.url, host: syntax.host, port: syntax.port, addresses: resolved.addresses }
 }
