@@ -59,9 +59,16 @@ export interface RsyslogOptions {
   readonly certificate: TestCertificate
   /** rsyslog's maxMessageSize; default 256k (above the formatter's 64 KiB bound). */
   readonly maxMessageSize?: string
+  /**
+   * More of the ruleset, after the action that writes every message to `messages()`: RainerScript given the folder
+   * rsyslog runs in (for files of its own), with the `jsonLine` template (`%jsonmesg%`) defined. Read such a file
+   * with `readJsonLines`.
+   */
+  readonly rules?: (dir: string) => string
 }
 
-const readLines = (file: string): ReadonlyArray<ParsedSyslog> => {
+/** The messages an omfile action with the `jsonLine` template has written to `file` so far. */
+export const readJsonLines = (file: string): ReadonlyArray<ParsedSyslog> => {
   if (!existsSync(file)) return []
   // Only complete lines: the last piece (after the final newline) may be a line rsyslog is still writing.
   return readFileSync(file, "utf8")
@@ -97,6 +104,7 @@ template(name="jsonLine" type="string" string="%jsonmesg%\\n")
 ruleset(name="channelTest") {
   action(type="mmpstrucdata" sd_name.lowercase="off")
   action(type="omfile" file="${out}" template="jsonLine" flushOnTXEnd="on" asyncWriting="off")
+${options.rules?.(dir) ?? ""}
 }
 input(type="imtcp" address="127.0.0.1" port="0" listenPortFileName="${portFile}" ruleset="channelTest")
 `,
@@ -134,15 +142,15 @@ input(type="imtcp" address="127.0.0.1" port="0" listenPortFileName="${portFile}"
   return {
     port,
     dir,
-    messages: () => readLines(out),
+    messages: () => readJsonLines(out),
     waitFor: async (count, withinMs = 5000) => {
       const stop = performance.now() + withinMs
       while (performance.now() < stop) {
-        const lines = readLines(out)
+        const lines = readJsonLines(out)
         if (lines.length >= count) return lines
         await Bun.sleep(25)
       }
-      return readLines(out)
+      return readJsonLines(out)
     },
     log: () => diagnostics,
     stop: async () => {
