@@ -1,4 +1,5 @@
-import { readFileSync } from "node:fs"
+import { accessSync, constants, readFileSync, statSync } from "node:fs"
+import { isIP } from "node:net"
 import { resolve } from "node:path"
 import { Config, ConfigError, Context, Duration, Effect, Either, Layer, LogLevel, Option, Redacted } from "effect"
 import { formerEmbeddedDatabase } from "./db/embedded.ts"
@@ -72,6 +73,27 @@ export interface Settings {
   readonly retentionDays: number
   /** D49: change-feed rows older than this many days are deleted (FEED_RETENTION_DAYS). */
   readonly feedRetentionDays: number
+  /** Enrichment of source addresses, off the ingest path (src/jobs/enrichment/). */
+  readonly enrichment: EnrichmentSettings
+}
+
+/** A DNS server the reverse lookups ask: an address and a UDP port. */
+export interface DnsServer {
+  readonly host: string
+  readonly port: number
+}
+
+/** Enrichment of incidents' source addresses (docs/configuration.md "Enrichment"). */
+export interface EnrichmentSettings {
+  /** REVERSE_DNS: look PTR names up (forward-confirmed). Off by default: the address's owner sees the query. */
+  readonly reverseDns: boolean
+  /** DNS_SERVERS: the resolvers asked; empty means the system's (nameserver lines of /etc/resolv.conf). */
+  readonly dnsServers: ReadonlyArray<DnsServer>
+  /** REVERSE_DNS_TIMEOUT: the budget of one address's lookups (PTR and forward confirmation). */
+  readonly reverseDnsTimeout: Duration.Duration
+  /** MMDB_ASN_FILE and MMDB_COUNTRY_FILE: MaxMind DB files (either may hold both facts); none means no lookups. */
+  readonly mmdbAsnFile: Option.Option<string>
+  readonly mmdbCountryFile: Option.Option<string>
 }
 
 export type DatabaseDriver = "bun" | "pg"
@@ -392,6 +414,40 @@ const caFileVar = (name: string) =>
     }
   }).pipe(Config.withDefault([] as ReadonlyArray<string>))
 
+/** `on` or `off` (any case). */
+const parseOnOff = expecting('"on" or "off"', (raw) => {
+  const text = raw.trim().toLowerCase()
+  return text === "on" ? true : text === "off" ? false : undefined
+})
+const onOffVar = (name: string, fallback: boolean) => envVar(name, parseOnOff).pipe(Config.withDefault(fallback))
+
+/** One DNS server: an IP address, optionally with a port (`192.0.2.53`, `127.0.0.1:5353`, `[2001:db8::53]:53`). */
+export const parseDnsServer = (text: string): DnsServer | undefined => {
+  const bracketed = /^\[([^\]]+)\](?::(\d{1,5}))?$/.exec(text)
+  const v4 = /^([\d.]+)(?::(\d{1,5}))?$/.exec(text)
+  const [host, port] = bracketed ? [bracketed[1], bracketed[2]] : v4 ? [v4[1], v4[2]] : [text, undefined]
+  if (host === undefined || isIP(host) === 0) return undefined
+  const n = port === undefined ? 53 : Number(port)
+  return n >= 1 && n <= 65535 ? { host, port: n } : undefined
+}
+
+const DNS_SERVERS_ALLOWED =
+  "a comma-separated list of IP addresses, each optionally with a port (192.0.2.53, 127.0.0.1:5353, [2001:db8::53]:53)"
+
+/** A MaxMind DB file the service can read (its format is checked when the enrichment job opens it), or why not. */
+const mmdbFileVar = (name: string) =>
+  envVar(name, (path) => {
+    if (path.trim() === "") return Either.right(Option.none<string>())
+    try {
+      if (!statSync(path).isFile()) throw Object.assign(new Error("not a file"), { code: "not a file" })
+      accessSync(path, constants.R_OK)
+      return Either.right(Option.some(resolve(path)))
+    } catch (error) {
+      const why = (error as NodeJS.ErrnoException).code ?? (error as Error).message
+      return Either.left(`must be a readable MaxMind DB (.mmdb) file (got ${shown(path)}: ${why})`)
+    }
+  }).pipe(Config.withDefault(Option.none<string>()))
+
 const secretKeyConfig = secretVar("SECRET_KEY", (raw) => {
   const bytes = decodeSecretKey(raw)
   return bytes === undefined
@@ -459,6 +515,29 @@ export const settingsConfig = Config.all({
   // D49: 0 is refused (it would delete every event as it is stored); "keep forever" is a large number of days.
   retentionDays: daysVar("RETENTION_DAYS", 365),
   feedRetentionDays: daysVar("FEED_RETENTION_DAYS", 30),
+  enrichment: Config.all({
+    reverseDns: onOffVar("REVERSE_DNS", false),
+    dnsServers: envVar("DNS_SERVERS", (text) => {
+      const parts = text
+        .split(",")
+        .map((p) => p.trim())
+        .filter((p) => p !== "")
+      const servers = parts.map(parseDnsServer)
+      return servers.every((s) => s !== undefined)
+        ? Either.right(servers as ReadonlyArray<DnsServer>)
+        : Either.left(`must be ${DNS_SERVERS_ALLOWED} (got ${shown(text)})`)
+    }).pipe(Config.withDefault([] as ReadonlyArray<DnsServer>)),
+    reverseDnsTimeout: envVar(
+      "REVERSE_DNS_TIMEOUT",
+      expecting(`${DURATION}, from 100 milliseconds to 30 seconds`, (raw) => {
+        const d = durationText(raw)
+        const ms = d === undefined || !Duration.isFinite(d) ? Number.NaN : Duration.toMillis(d)
+        return ms >= 100 && ms <= 30_000 ? d : undefined
+      }),
+    ).pipe(Config.withDefault(Duration.seconds(2))),
+    mmdbAsnFile: mmdbFileVar("MMDB_ASN_FILE"),
+    mmdbCountryFile: mmdbFileVar("MMDB_COUNTRY_FILE"),
+  }),
   webhooks: Config.all({
     allowPrivate: envVar("WEBHOOK_ALLOW_PRIVATE", (text) => {
       const parsed = parseAllowPrivate(text)
@@ -551,6 +630,7 @@ export const loadSettings: Effect.Effect<Settings, ConfigError.ConfigError> = Ef
     mcpMaxResultChars: raw.mcpMaxResultChars,
     retentionDays: raw.retentionDays,
     feedRetentionDays: raw.feedRetentionDays,
+    enrichment: raw.enrichment,
   }
 })
 
@@ -609,6 +689,18 @@ export const describeSettings = (s: Settings) => {
     maxClockSkew: ms(s.maxClockSkew),
     retentionDays: s.retentionDays,
     feedRetentionDays: s.feedRetentionDays,
+    enrichment: {
+      reverseDns: s.enrichment.reverseDns ? "on" : "off",
+      dnsServers:
+        s.enrichment.dnsServers.length === 0
+          ? "the system's"
+          : s.enrichment.dnsServers.map((d) =>
+              d.host.includes(":") ? `[${d.host}]:${d.port}` : `${d.host}:${d.port}`,
+            ),
+      reverseDnsTimeout: ms(s.enrichment.reverseDnsTimeout),
+      mmdbAsnFile: Option.getOrElse(s.enrichment.mmdbAsnFile, () => "none"),
+      mmdbCountryFile: Option.getOrElse(s.enrichment.mmdbCountryFile, () => "none"),
+    },
     trustProxy: s.trustProxy.map(([address, bits]) => `${address.toString()}/${bits}`),
     rateLimit: {
       store: Option.isSome(s.rateLimit.redisUrl) ? "redis (REDIS_URL set)" : "memory",

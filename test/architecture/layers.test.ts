@@ -23,6 +23,7 @@ const LAYER: Record<string, number> = {
   mcp: 3,
   ops: 3,
   client: 3,
+  jobs: 3,
   "main.ts": 4,
   "demo.ts": 4,
 }
