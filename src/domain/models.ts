@@ -73,6 +73,30 @@ export const Event = Schema.Struct({
 }).annotations({ identifier: "Event" })
 export type Event = typeof Event.Type
 
+/**
+ * What is known of an incident's source address, looked up off the ingest path (docs/configuration.md "Enrichment"):
+ * null until it is known, or when it cannot be. More members may come (clients ignore those they do not know).
+ */
+export const IncidentSource = Schema.Struct({
+  reverseDns: Schema.NullOr(Schema.String).annotations({
+    description: untrusted(
+      "The address's reverse DNS (PTR) name, only when its forward records include the address; null when there is none, it was not confirmed, or reverse DNS is off. Written by whoever controls the address's reverse zone.",
+    ),
+  }),
+  asn: Schema.NullOr(Schema.Int).annotations({
+    description: "Autonomous system number of the address, from the operator's MMDB files; null when unknown",
+  }),
+  asOrganization: Schema.NullOr(Schema.String).annotations({
+    description: untrusted(
+      "Name of the autonomous system's holder, from the MMDB files (registered by the holder, who may be the attacker).",
+    ),
+  }),
+  country: Schema.NullOr(Schema.String).annotations({
+    description: "ISO 3166-1 alpha-2 country of the address, from the MMDB files; null when unknown",
+  }),
+}).annotations({ identifier: "IncidentSource" })
+export type IncidentSource = typeof IncidentSource.Type
+
 export const IncidentStatus = Schema.Literal("open", "closed")
 export type IncidentStatus = typeof IncidentStatus.Type
 
@@ -85,6 +109,7 @@ const incidentFields = {
   recommendedAction: Schema.String.annotations({ description: untrusted("Written by the service.") }),
   sensor: SensorRef,
   sourceIp: Schema.String.annotations({ description: "Address of the attacking machine" }),
+  source: IncidentSource,
   eventCount: Schema.Int.annotations({ description: "Total number of events in the incident" }),
   eventTypes: Schema.Array(Schema.String).annotations({ description: "Event types present in the incident" }),
   highConfidence: Schema.Boolean.annotations({ description: "True when any member event has confidence high" }),

@@ -1,7 +1,8 @@
 import { Schema } from "effect"
 import { webhookAttackerInputWithCut } from "./attackerInput.ts"
+import { type SourceColumns, sourceFactsOf } from "./enrichment.ts"
 import { techniquesForEventTypes } from "./eventTypes.ts"
-import { AttackerInput, Technique, Timestamp, TimestampSeconds } from "./models.ts"
+import { AttackerInput, IncidentSource, Technique, Timestamp, TimestampSeconds } from "./models.ts"
 import { truncateCodePoints, utf8Length } from "./sanitize.ts"
 import { Confidence, Severity } from "./severity.ts"
 import { mergeTechniques, techniquesForTags } from "./techniques.ts"
@@ -22,8 +23,11 @@ export interface WebhookEventSource {
   readonly attackerInput: unknown
 }
 
-/** The stored incident fields a webhook incident is made of. */
-export interface WebhookIncidentSource {
+/**
+ * The stored incident fields a webhook incident is made of; with the source address's enrichment when the row was
+ * read with it (a message carries what is known when it is written, and never waits for more).
+ */
+export interface WebhookIncidentSource extends SourceColumns {
   readonly id: string
   readonly title: string
   readonly severity: Severity
@@ -70,6 +74,11 @@ export const WebhookIncident = Schema.Struct({
   recommendedAction: Schema.String,
   sensor: Schema.Struct({ id: Schema.String, name: Schema.String, profile: Schema.String }),
   sourceIp: Schema.String,
+  /**
+   * What was known of the source address when the message was written (additive, spec "Versioning"). Always written;
+   * optional so a message queued by an earlier version still reads.
+   */
+  source: Schema.optional(IncidentSource),
   eventCount: Schema.Int,
   firstSeenAt: TimestampSeconds,
   lastSeenAt: TimestampSeconds,
@@ -166,6 +175,7 @@ export const webhookIncident = (
     recommendedAction: row.recommendedAction,
     sensor: { id: row.sensorId, name: row.sensorName, profile: sensorProfile },
     sourceIp: row.sourceIp,
+    source: sourceFactsOf(row),
     eventCount: row.eventCount,
     firstSeenAt: row.firstSeenAt,
     lastSeenAt: row.lastSeenAt,
@@ -201,6 +211,16 @@ const shortenIncident = (incident: WebhookIncident, max: number): WebhookInciden
     profile: truncateCodePoints(incident.sensor.profile, max),
   },
   sourceIp: truncateCodePoints(incident.sourceIp, max),
+  ...(incident.source === undefined
+    ? {}
+    : {
+        source: {
+          ...incident.source,
+          reverseDns: incident.source.reverseDns === null ? null : truncateCodePoints(incident.source.reverseDns, max),
+          asOrganization:
+            incident.source.asOrganization === null ? null : truncateCodePoints(incident.source.asOrganization, max),
+        },
+      }),
   url: truncateCodePoints(incident.url, max),
   techniques: incident.techniques.slice(0, 64).map((t) => ({
     id: truncateCodePoints(t.id, max),
@@ -276,6 +296,8 @@ export const sampleIncident = (now: Date, appUrl: string): WebhookIncident => {
     recommendedAction: "Nothing to do: this incident is a sample. Check that your receiver verified the signature.",
     sensor: { id: "sen_sample00000000000000000000", name: "web-01", profile: "linux-server" },
     sourceIp: "203.0.113.7",
+    // A documentation name and AS number (RFC 5398); ZZ is the code ISO 3166 leaves to users ("unknown").
+    source: { reverseDns: "scanner-7.example.net", asn: 64496, asOrganization: "Example Networks", country: "ZZ" },
     eventCount: 1,
     firstSeenAt: first,
     lastSeenAt: first,

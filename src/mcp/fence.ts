@@ -21,6 +21,9 @@ export const UNTRUSTED_FIELDS: ReadonlySet<string> = new Set([
   "narrative",
   "recommendedAction",
   "summary",
+  // An incident's source address as its holder describes it: the PTR name and the AS holder's registered name.
+  "reverseDns",
+  "asOrganization",
 ])
 
 /** Keys whose values the service writes in fixed formats (validated at ingest or taken from its own tables). */
@@ -44,7 +47,7 @@ const TRUSTED_KEYS: ReadonlySet<string> = new Set([
   "change",
 ])
 /** Parent.key pairs that are trusted only in that place (an ATT&CK technique's name comes from our table). */
-const TRUSTED_PAIRS: ReadonlySet<string> = new Set(["techniques.name", "techniques.tactics"])
+const TRUSTED_PAIRS: ReadonlySet<string> = new Set(["techniques.name", "techniques.tactics", "source.country"])
 /** What a trusted value may look like; anything else is fenced even under a trusted key (defence in depth). */
 const TRUSTED_VALUE = /^[A-Za-z0-9 ._:@+/&(),'#=-]{0,300}$/
 

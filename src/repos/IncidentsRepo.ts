@@ -27,11 +27,28 @@ export const IncidentRow = Schema.Struct({
   firstSeenAt: Schema.DateFromSelf,
   lastSeenAt: Schema.DateFromSelf,
   resolvedAt: Schema.NullOr(Schema.DateFromSelf),
+  /**
+   * What the enrichment job knows of the source address (address_enrichment), joined in on read: null when nothing
+   * is known, absent on a row ingestion built itself (it never waits for enrichment).
+   */
+  sourceReverseDns: Schema.optional(Schema.NullOr(Schema.String)),
+  sourceAsn: Schema.optional(Schema.NullOr(Schema.Number)),
+  sourceAsOrganization: Schema.optional(Schema.NullOr(Schema.String)),
+  sourceCountry: Schema.optional(Schema.NullOr(Schema.String)),
 })
 export type IncidentRow = typeof IncidentRow.Type
 
-/** A stored incident as written (ingestion and tests); the sensor name is joined in on read. */
-export type NewIncident = Omit<IncidentRow, "sensorName"> & { readonly createdAt?: Date }
+/** A stored incident as written (ingestion and tests); the sensor name and the enrichment are joined in on read. */
+export type NewIncident = Omit<IncidentRow, "sensorName" | EnrichmentColumn> & { readonly createdAt?: Date }
+
+type EnrichmentColumn = "sourceReverseDns" | "sourceAsn" | "sourceAsOrganization" | "sourceCountry"
+
+/**
+ * The enrichment columns of an incident's source address (`a`: address_enrichment left-joined on the address), as
+ * IncidentRow names them. The ASN is a bigint column read as a float8 so both drivers give a number.
+ */
+export const SOURCE_COLUMNS = `a.reverse_dns as "sourceReverseDns", a.asn::float8 as "sourceAsn",
+  a.as_organization as "sourceAsOrganization", a.country as "sourceCountry"`
 
 export interface IncidentListQuery {
   readonly orgId: string
@@ -107,8 +124,8 @@ const INCIDENT_SELECT = `select i.id, i.org_id as "orgId", i.sensor_id as "senso
   i.source_ip as "sourceIp", i.status, i.severity, i.title, i.narrative, i.recommended_action as "recommendedAction",
   i.event_count as "eventCount", i.event_types as "eventTypes", i.tags, i.usernames,
   i.high_confidence as "highConfidence", i.first_seen_at as "firstSeenAt", i.last_seen_at as "lastSeenAt",
-  i.resolved_at as "resolvedAt"
-  from incidents i join sensors s on s.id = i.sensor_id`
+  i.resolved_at as "resolvedAt", ${SOURCE_COLUMNS}
+  from incidents i join sensors s on s.id = i.sensor_id left join address_enrichment a on a.address = i.source_ip`
 
 /** D7: one page of GET /v1/incidents, keyset on (last_seen_at desc, id desc), served by incidents_org_(status_)recent_idx. */
 export const incidentListStatement = (q: IncidentListQuery): SqlText => {

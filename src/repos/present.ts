@@ -1,4 +1,5 @@
 import { readableAttackerInput } from "../domain/attackerInput.ts"
+import { sourceFactsOf } from "../domain/enrichment.ts"
 import { techniquesForEventTypes } from "../domain/eventTypes.ts"
 import type { Event, Incident, IncidentSummary } from "../domain/models.ts"
 import { utf8Length } from "../domain/sanitize.ts"
@@ -92,6 +93,7 @@ const summaryShape = <T>(row: IncidentRow, appUrl: string, time: (date: Date) =>
   recommendedAction: row.recommendedAction,
   sensor: { id: row.sensorId, name: row.sensorName },
   sourceIp: row.sourceIp,
+  source: sourceFactsOf(row),
   eventCount: row.eventCount,
   eventTypes: row.eventTypes,
   highConfidence: row.highConfidence,

@@ -88,6 +88,11 @@ const incidentRow = fc.record({
   firstSeenAt: date,
   lastSeenAt: date,
   resolvedAt: fc.option(date, { nil: null }),
+  // The source address's enrichment, as joined in (null: nothing known), control characters and all.
+  sourceReverseDns: fc.option(fc.string(), { nil: null }),
+  sourceAsn: fc.option(fc.integer({ min: 0, max: 4_294_967_295 }), { nil: null }),
+  sourceAsOrganization: fc.option(fc.string(), { nil: null }),
+  sourceCountry: fc.option(fc.constantFrom("US", "DE", "zz", "X1"), { nil: null }),
 }) as fc.Arbitrary<IncidentRow>
 
 const APP_URL = "https://console.test"

@@ -14,6 +14,9 @@ import { splitServiceText } from "../../src/domain/serviceText.ts"
 import { camelCaseKey } from "../../src/ingest/formats/native.ts"
 import { IPTABLES_KV } from "../support/ingest.ts"
 
+/** A template placeholder as text (attackers write it hoping a renderer evaluates it). */
+const TEMPLATE_SYNTAX = ["$", "{x}"].join("")
+
 const camelKeys = (o: Record<string, string>): Record<string, string> =>
   Object.fromEntries(Object.entries(o).map(([k, v]) => [camelCaseKey(k) ?? k, v]))
 
@@ -131,6 +134,7 @@ const incident = (events: ReadonlyArray<Event>, usernames: ReadonlyArray<string>
     severity: "high" as const,
     status: "open" as const,
     sensor: SENSOR,
+    source: { reverseDns: null, asn: null, asOrganization: null, country: null },
     sourceIp: "203.0.113.7",
     eventCount,
     eventTypes: types,
@@ -361,4 +365,41 @@ test("an analyst's read-only notice is information, not a success message", () =
   expect(html).toContain("You can read these settings")
   expect(html).toMatch(/class="notice notice-info"[^>]*>\s*You can read these settings/)
   expect(html).not.toContain("notice-ok")
+
+test("the source address's reverse DNS name and AS organization are boxed as attacker text, markup escaped", () => {
+  const hostile = `<script>alert(1)</script>.<@U123>.<!channel>.@here.{{x}}.${TEMPLATE_SYNTAX}.evil.example`
+  const html = String(
+    IncidentPage({
+      viewer: viewer("analyst"),
+      incident: {
+        ...incident([], []),
+        source: { reverseDns: hostile, asn: 64496, asOrganization: '<img src=x onerror="alert(2)">', country: "NL" },
+      },
+      more: undefined,
+      flash: undefined,
+      now: NOW,
+    }),
+  )
+  expect(html).not.toContain("<script>")
+  expect(html).not.toContain("<img")
+  expect(html).toContain(
+    `<code class="atk" title="Attacker-supplied text">&lt;script&gt;alert(1)&lt;/script&gt;.&lt;@U123&gt;.&lt;!channel&gt;.@here.{{x}}.${TEMPLATE_SYNTAX}.evil.example</code>`,
+  )
+  expect(html).toMatch(
+    /AS64496<\/span> <code class="atk"[^>]*>&lt;img src=x onerror=(&quot;|")alert\(2\)(&quot;|")&gt;<\/code>/,
+  )
+  expect(html).toContain('<dd class="mono">NL</dd>')
+  // Nothing known: no line at all.
+  const plain = String(
+    IncidentPage({
+      viewer: viewer("analyst"),
+      incident: incident([], []),
+      more: undefined,
+      flash: undefined,
+      now: NOW,
+    }),
+  )
+  expect(plain).not.toContain("Reverse DNS")
+  expect(plain).not.toContain("<dt>Network</dt>")
+})
 })

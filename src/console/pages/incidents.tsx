@@ -1,5 +1,6 @@
 import type { Incident, IncidentSummary } from "../../domain/models.ts"
 import {
+  Attacker,
   Csrf,
   DataTable,
   FilterSelect,
@@ -283,6 +284,40 @@ export const BulkClosePage = (props: {
 }
 
 /** D30 Incident, the `url` target (D25): everything the API shows, the timeline, Close. */
+/**
+ * What enrichment knows of the source address, each only when known. The reverse DNS name and the AS organization
+ * are written by whoever holds the address: attacker text, boxed as such.
+ */
+const SourceFacts = ({ source }: { source: Incident["source"] }) => (
+  <>
+    {source.reverseDns !== null && (
+      <>
+        <dt>Reverse DNS</dt>
+        <dd>
+          <Attacker value={source.reverseDns} cut={253} />{" "}
+          <span class="muted small">(forward-confirmed; written by the address's owner)</span>
+        </dd>
+      </>
+    )}
+    {(source.asn !== null || source.asOrganization !== null) && (
+      <>
+        <dt>Network</dt>
+        <dd>
+          {source.asn !== null && <span class="mono">AS{source.asn}</span>}
+          {source.asn !== null && source.asOrganization !== null && " "}
+          {source.asOrganization !== null && <Attacker value={source.asOrganization} />}
+        </dd>
+      </>
+    )}
+    {source.country !== null && (
+      <>
+        <dt>Country</dt>
+        <dd class="mono">{source.country}</dd>
+      </>
+    )}
+  </>
+)
+
 export const IncidentPage = (props: {
   viewer: Viewer
   incident: Incident
@@ -334,6 +369,7 @@ export const IncidentPage = (props: {
               </>
             )}
           </dd>
+          <SourceFacts source={i.source} />
           <dt>Sensor</dt>
           <dd>
             {i.sensor.name} <span class="muted mono small">{i.sensor.id}</span>

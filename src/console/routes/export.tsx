@@ -49,6 +49,11 @@ export const INCIDENT_CSV_COLUMNS = [
   "lastSeenAt",
   "resolvedAt",
   "url",
+  // After the first columns, so a reader of the earlier file finds them where they were.
+  "sourceReverseDns",
+  "sourceAsn",
+  "sourceAsOrganization",
+  "sourceCountry",
 ] as const
 
 /**
@@ -134,6 +139,11 @@ export const exportRoutes = (kit: Kit) =>
                   i.lastSeenAt.toISOString(),
                   i.resolvedAt?.toISOString() ?? "",
                   i.url,
+                  // Attacker text like the title: neutralised and quoted by csvRecord.
+                  i.source.reverseDns,
+                  i.source.asn,
+                  i.source.asOrganization,
+                  i.source.country,
                 ])
               },
             )

@@ -1,4 +1,5 @@
 import { Schema } from "effect"
+import { UNKNOWN_SOURCE } from "../enrichment.ts"
 import type { Severity } from "../severity.ts"
 import type { Technique } from "../techniques.ts"
 import { TACTICS_BY_NAME } from "../techniques.ts"
@@ -64,6 +65,25 @@ const attacksOf = (techniques: ReadonlyArray<Technique>): Array<Record<string, u
 const portField = (port: number): { port?: number } =>
   Number.isInteger(port) && port >= 0 && port <= 65535 ? { port } : {}
 
+/**
+ * The attacker's endpoint: its address, and what enrichment knew of it when the message was written: the
+ * forward-confirmed reverse DNS name as `hostname` (attacker text: data, never a link), the country as
+ * `location.country`, the AS as `autonomous_system`. A fact not known is left out (OCSF has no nulls there).
+ */
+const sourceEndpoint = (incident: WebhookIncident): Record<string, unknown> => {
+  const source = incident.source ?? UNKNOWN_SOURCE
+  const as = {
+    ...(source.asn === null ? {} : { number: source.asn }),
+    ...(source.asOrganization === null ? {} : { name: source.asOrganization }),
+  }
+  return {
+    ip: incident.sourceIp,
+    ...(source.reverseDns === null ? {} : { hostname: source.reverseDns }),
+    ...(source.country === null ? {} : { location: { country: source.country } }),
+    ...(Object.keys(as).length === 0 ? {} : { autonomous_system: as }),
+  }
+}
+
 const encodeEvent = Schema.encodeSync(WebhookEvent)
 const encodeIncident = Schema.encodeSync(WebhookIncident)
 
@@ -80,12 +100,12 @@ export const ocsfDetectionFinding = (message: WebhookBody, ctx: FormatContext): 
       ? incident.events.map((event) => ({
           uid: event.id,
           name: event.type,
-          src_endpoint: { ip: incident.sourceIp, ...portField(event.sourcePort) },
+          src_endpoint: { ...sourceEndpoint(incident), ...portField(event.sourcePort) },
           dst_endpoint: { ...sensor, svc_name: event.service, ...portField(event.port) },
           // The event as the native body has it, attacker input included: data, never interpreted.
           data: encodeEvent(event),
         }))
-      : [{ name: "incident.sourceIp", src_endpoint: { ip: incident.sourceIp } }]
+      : [{ name: "incident.sourceIp", src_endpoint: sourceEndpoint(incident) }]
   return {
     activity_id: activity.id,
     activity_name: activity.name,
@@ -123,7 +143,19 @@ export const ocsfDetectionFinding = (message: WebhookBody, ctx: FormatContext): 
     ],
     device: { ...sensor, type_id: 99, type: "Decoy sensor" },
     evidences,
-    observables: [{ name: "evidences.src_endpoint.ip", type_id: 2, type: "IP Address", value: incident.sourceIp }],
+    observables: [
+      { name: "evidences.src_endpoint.ip", type_id: 2, type: "IP Address", value: incident.sourceIp },
+      ...(incident.source?.reverseDns == null
+        ? []
+        : [
+            {
+              name: "evidences.src_endpoint.hostname",
+              type_id: 1,
+              type: "Hostname",
+              value: incident.source.reverseDns,
+            },
+          ]),
+    ],
     metadata: {
       version: OCSF_VERSION,
       // The message id: the same on every retry of one delivery, so a receiver can drop duplicates.

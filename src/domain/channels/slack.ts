@@ -1,3 +1,4 @@
+import { UNKNOWN_SOURCE } from "../enrichment.ts"
 import type { SensorWebhookBody } from "../sensorHealthPayload.ts"
 import type { WebhookBody } from "../webhookBody.ts"
 import {
@@ -58,6 +59,29 @@ const linesWithin = (head: string, lines: ReadonlyArray<string>, limit: number):
   return out
 }
 
+/**
+ * What enrichment knew of the source address, one line each, or undefined when nothing: the reverse DNS name and the
+ * AS organization are attacker text (code spans, escaped, defanged), the AS number and the country service-checked.
+ */
+const sourceField = (body: WebhookBody): string | undefined => {
+  const source = body.incident.source ?? UNKNOWN_SOURCE
+  const lines = [
+    ...(source.reverseDns === null ? [] : [`Reverse DNS ${slackCode(source.reverseDns, { max: 253 })}`]),
+    ...(source.asn === null && source.asOrganization === null
+      ? []
+      : [
+          [
+            source.asn === null ? "AS" : `AS${source.asn}`,
+            source.asOrganization === null ? "" : slackCode(source.asOrganization),
+          ]
+            .filter((part) => part !== "")
+            .join(" "),
+        ]),
+    ...(source.country === null ? [] : [`Country ${slackPlain(source.country)}`]),
+  ]
+  return lines.length === 0 ? undefined : `*Source*\n${lines.join("\n")}`
+}
+
 const header = (text: string) => ({ type: "header", text: plain(text.slice(0, SLACK_LIMITS.headerText)) })
 
 const incidentBlocks = (body: WebhookBody, ctx: FormatContext): Array<object> => {
@@ -72,6 +96,7 @@ const incidentBlocks = (body: WebhookBody, ctx: FormatContext): Array<object> =>
     `*Severity*\n${severityLabel(i.severity)}`,
     `*Sensor*\n${slackCode(i.sensor.name)} (${slackCode(i.sensor.profile, { max: 64 })})`,
     `*Source IP*\n${slackCode(i.sourceIp, { max: 64 })}`,
+    ...[sourceField(body)].filter((f) => f !== undefined),
     `*Events*\n${i.eventCount}`,
     `*First seen*\n${chatTime(i.firstSeenAt)}`,
     `*Last seen*\n${chatTime(i.lastSeenAt)}`,

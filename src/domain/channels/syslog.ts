@@ -1,3 +1,4 @@
+import { UNKNOWN_SOURCE } from "../enrichment.ts"
 import { shortenStrings, truncateCodePoints, utf8Length } from "../sanitize.ts"
 import type { ChannelKindSpec, ChannelMessage, FormatContext } from "./kinds.ts"
 import { payloadOf } from "./ocsf.ts"
@@ -118,6 +119,15 @@ const baseParams = (message: ChannelMessage): Params => {
     ]
   }
   const { incident } = message
+  // What enrichment knew of the source address, each only when known; the reverse DNS name and the AS organization
+  // are attacker text, escaped like every other value.
+  const source = incident.source ?? UNKNOWN_SOURCE
+  const sourceParams: Params = [
+    ...(source.reverseDns === null ? [] : [["sourceReverseDns", source.reverseDns] as const]),
+    ...(source.asn === null ? [] : [["sourceAsn", String(source.asn)] as const]),
+    ...(source.asOrganization === null ? [] : [["sourceAsOrganization", source.asOrganization] as const]),
+    ...(source.country === null ? [] : [["sourceCountry", source.country] as const]),
+  ]
   return [
     ["messageId", message.id],
     ["type", message.type],
@@ -127,6 +137,7 @@ const baseParams = (message: ChannelMessage): Params => {
     ["sensorId", incident.sensor.id],
     ["sensorName", incident.sensor.name],
     ["sourceIp", incident.sourceIp],
+    ...sourceParams,
     ["eventCount", String(incident.eventCount)],
     [
       "techniques",

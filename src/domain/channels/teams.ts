@@ -1,3 +1,4 @@
+import { UNKNOWN_SOURCE } from "../enrichment.ts"
 import type { SensorWebhookBody } from "../sensorHealthPayload.ts"
 import type { WebhookBody } from "../webhookBody.ts"
 import {
@@ -48,10 +49,14 @@ const severityColor = (s: string): string => (s === "critical" || s === "high" ?
 
 const incidentCard = (body: WebhookBody, ctx: FormatContext) => {
   const i = body.incident
+  const source = i.source ?? UNKNOWN_SOURCE
   const facts = [
     fact("Severity", i.severity),
     fact("Sensor", `${cutCodePoints(i.sensor.name, 256).text} (${cutCodePoints(i.sensor.profile, 64).text})`),
     fact("Source IP", cutCodePoints(i.sourceIp, 64).text),
+    // Service-checked facts of the source address (a number, a two-letter code); its texts follow the FactSet.
+    ...(source.asn === null ? [] : [fact("Autonomous system", `AS${source.asn}`)]),
+    ...(source.country === null ? [] : [fact("Country", source.country)]),
     fact("Events", String(i.eventCount)),
     fact("First seen", chatTime(i.firstSeenAt)),
     fact("Last seen", chatTime(i.lastSeenAt)),
@@ -73,6 +78,21 @@ const incidentCard = (body: WebhookBody, ctx: FormatContext) => {
       : richText(teamsServiceRuns(i.title, TITLE_MAX, { weight: "Bolder" })),
     { type: "FactSet", facts },
   ]
+  // The source address's reverse DNS name and AS organization are attacker text: monospace TextRuns, never markdown.
+  if (source.reverseDns !== null) {
+    items.push(
+      richText([{ type: "TextRun", text: "Reverse DNS: ", isSubtle: true }, ...teamsCode(source.reverseDns, {}, 253)], {
+        spacing: "None",
+      }),
+    )
+  }
+  if (source.asOrganization !== null) {
+    items.push(
+      richText([{ type: "TextRun", text: "AS organization: ", isSubtle: true }, ...teamsCode(source.asOrganization)], {
+        spacing: "None",
+      }),
+    )
+  }
   const newest = i.events.slice(-TEAMS_EVENTS_SHOWN).reverse()
   if (newest.length > 0) {
     const known = Math.max(i.events.length + (i.eventsLeftOut ?? 0), i.eventCount)
