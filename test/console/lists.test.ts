@@ -4,7 +4,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
-import { parseCsv } from "../../src/console/csv.ts"
+import { csvText, parseCsv } from "../../src/console/csv.ts"
 import { eventListStatement } from "../../src/repos/EventsRepo.ts"
 import {
   type Browser,
@@ -323,6 +323,10 @@ test("exports need a session: without one they go to sign-in, like every page", 
   }
 })
 
+/** The pieces a spreadsheet that splits on `;`, `,` and line breaks, reading no quotes, would make of a cell. */
+const splitAnywhere = (cell: string) => cell.split(/[;,\r\n]/)
+const RUNS_AS_FORMULA = /^[\s"]*[=+\-@\uFF1D\uFF0B\uFF0D\uFF20]/
+
 test("CSV export: attacker text that starts with =, +, -, @, tab or CR is neutralised; quotes, commas, newlines, unicode survive", async () => {
   const ip = "192.0.2.66"
   const nasty = [
@@ -333,6 +337,10 @@ test("CSV export: attacker text that starts with =, +, -, @, tab or CR is neutra
     "\t=1+1",
     "\r=1+1",
     `plain, with "quotes"\nand a newline 🦊 ñ 中文`,
+    // A cell of its own in a spreadsheet that splits on `;` or `,`, or a row of its own after a line break.
+    `a;=HYPERLINK("http://evil.example/","Click")`,
+    "x,@SUM(A1:A9)",
+    "line one\r\n-2+3",
   ]
   const made = await seedIncident(db, {
     orgId,
@@ -354,7 +362,9 @@ test("CSV export: attacker text that starts with =, +, -, @, tab or CR is neutra
     const cell = byId.get(e.id) as string
     const text = nasty[i] as string
     expect(/^[=+\-@\t\r]/.test(cell)).toBe(false)
-    expect(cell).toBe(/^[=+\-@\t\r]/.test(text) ? `'${text}` : text)
+    expect(splitAnywhere(cell).filter((piece) => RUNS_AS_FORMULA.test(piece))).toEqual([])
+    // The exact text once the marks are taken off (src/console/csv.ts says where they go).
+    expect(csvText(cell)).toBe(text)
   }
   for (const e of made.events)
     seeded.push({ id: e.id, time: e.time, severity: e.severity, sensorId: web.id, sourceIp: ip })
@@ -391,12 +401,18 @@ test("CSV export of incidents: a sensor name or title that starts with =, +, -, 
   const [header, ...rows] = csv.rows
   const column = (name: string) => header?.indexOf(name) ?? -1
   const byId = new Map(rows.map((r) => [r[0], r]))
-  const neutralised = (text: string) => (/^(?:[\t\r]|[=+\-@\uFF1D])/.test(text) ? `'${text}` : text)
+  const startsFormula = (text: string) => /^(?:[\t\r]|[=+\-@\uFF1D])/.test(text)
   for (const m of made) {
     const row = byId.get(m.id) as Array<string>
     expect(row).toBeDefined()
-    expect(row[column("sensorName")]).toBe(neutralised(m.name))
-    expect(row[column("title")]).toBe(neutralised(m.title))
+    for (const [cell, text] of [
+      [row[column("sensorName")] ?? "", m.name],
+      [row[column("title")] ?? "", m.title],
+    ]) {
+      expect({ text, marked: cell.startsWith("'") }).toEqual({ text, marked: startsFormula(text) })
+      expect(splitAnywhere(cell).filter((piece) => RUNS_AS_FORMULA.test(piece))).toEqual([])
+      expect(csvText(cell)).toBe(text)
+    }
   }
   // Every cell of the export, not only these: none starts a formula.
   for (const row of rows)
