@@ -11,7 +11,7 @@ import {
   writeSync,
 } from "node:fs"
 import { join } from "node:path"
-import { ConfigError, Effect, Option, Redacted } from "effect"
+import { ConfigError, Effect, Layer, Option, Redacted } from "effect"
 import { deriveKey } from "../domain/crypto.ts"
 import { makeSealer, type Sealer } from "../domain/sealing.ts"
 import { AppConfig, decodeSecretKey, SECRET_KEY_FORMAT, type Settings } from "./config.ts"
@@ -88,6 +88,16 @@ const readOrCreateKeyFile = (dataDir: string): { readonly key: Uint8Array; reado
   return { key: winner, created: false }
 }
 
+/** How the key is found when SECRET_KEY is not set. */
+export interface KeyOptions {
+  /**
+   * Set: never generate a key. Only SECRET_KEY or, in embedded mode, an existing DATA_DIR/secret.key is taken; without
+   * either, the refusal ends with this text (what to do). For a command that needs a key made before it, such as
+   * `admin restore`, which needs the backed-up service's.
+   */
+  readonly existingOnly?: string
+}
+
 /**
  * In embedded mode a missing SECRET_KEY is generated once and kept in DATA_DIR/secret.key (mode 0600), so
  * cursors and encrypted secrets survive restarts. With DATABASE_URL the key must be given: several replicas
@@ -97,8 +107,35 @@ export const resolveSecretKey = (
   given: Option.Option<Redacted.Redacted<Uint8Array>>,
   embedded: boolean,
   dataDir: string,
+  options: KeyOptions = {},
 ): Effect.Effect<Redacted.Redacted<Uint8Array>, ConfigError.ConfigError> => {
   if (Option.isSome(given)) return Effect.succeed(given.value)
+  const file = join(dataDir, "secret.key")
+  if (options.existingOnly !== undefined) {
+    // Only a key that exists: SECRET_KEY, or in embedded mode a key file already in DATA_DIR. Nothing is written.
+    const { existingOnly } = options
+    return Effect.try({
+      try: () => (embedded ? readKeyFile(file) : undefined),
+      catch: (error) =>
+        ConfigError.InvalidData(
+          ["SECRET_KEY"],
+          error instanceof InvalidKeyFile
+            ? `is not set, and ${file} does not hold a valid key: ${existingOnly}`
+            : `is not set, and ${file} cannot be read (${errnoCode(error)}): ${existingOnly}`,
+        ),
+    }).pipe(
+      Effect.flatMap((key) =>
+        key === undefined
+          ? Effect.fail(
+              ConfigError.MissingData(
+                ["SECRET_KEY"],
+                embedded ? `is not set, and ${file} does not exist: ${existingOnly}` : `is not set: ${existingOnly}`,
+              ),
+            )
+          : Effect.succeed(Redacted.make(key)),
+      ),
+    )
+  }
   if (!embedded) {
     return Effect.fail(
       ConfigError.MissingData(
@@ -107,7 +144,6 @@ export const resolveSecretKey = (
       ),
     )
   }
-  const file = join(dataDir, "secret.key")
   return Effect.try({
     try: () => readOrCreateKeyFile(dataDir),
     catch: (error) =>
@@ -142,9 +178,12 @@ export interface KeyRing {
 }
 
 /** The key ring of `settings`: SECRET_KEY, or the key file in embedded mode (created at a first start). */
-export const loadKeys = (settings: Settings): Effect.Effect<KeyRing, ConfigError.ConfigError> =>
+export const loadKeys = (
+  settings: Settings,
+  options: KeyOptions = {},
+): Effect.Effect<KeyRing, ConfigError.ConfigError> =>
   Effect.map(
-    resolveSecretKey(settings.secretKey, Option.isNone(settings.databaseUrl), settings.dataDir),
+    resolveSecretKey(settings.secretKey, Option.isNone(settings.databaseUrl), settings.dataDir, options),
     (secretKey) => {
       const current = Redacted.value(secretKey)
       const previous = settings.secretKeyPrevious.map((k) => Redacted.value(k))
@@ -158,3 +197,12 @@ export const loadKeys = (settings: Settings): Effect.Effect<KeyRing, ConfigError
   )
 
 export class Keys extends Effect.Service<Keys>()("Keys", { effect: Effect.flatMap(AppConfig, loadKeys) }) {}
+
+/** The Keys service of a command that must not generate a key (KeyOptions.existingOnly says what to do instead). */
+export const existingKeysLayer = (existingOnly: string): Layer.Layer<Keys, ConfigError.ConfigError, AppConfig> =>
+  Layer.effect(
+    Keys,
+    Effect.flatMap(AppConfig, (settings) =>
+      Effect.map(loadKeys(settings, { existingOnly }), (ring) => Keys.make(ring)),
+    ),
+  )
