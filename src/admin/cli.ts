@@ -1,5 +1,6 @@
 import { parseArgs } from "node:util"
 import { BunContext } from "@effect/platform-bun"
+import { SqlClient } from "@effect/sql"
 import { Cause, ConfigError, Data, Effect, Exit, Layer, Logger, LogLevel, Option } from "effect"
 import type { ChannelCredential } from "../domain/channels/kinds.ts"
 import { CHANNEL_KINDS, kindSpec } from "../domain/channels/registry.ts"
@@ -15,6 +16,7 @@ import { ApiKeyAdmin } from "./ApiKeyAdmin.ts"
 import { asOperator } from "./actor.ts"
 import { Backup } from "./Backup.ts"
 import { ChannelAdmin } from "./ChannelAdmin.ts"
+import { auditing } from "./common.ts"
 import { invalid, isAdminError, missing } from "./errors.ts"
 import { IgnoreAdmin } from "./IgnoreAdmin.ts"
 import { IncidentAdmin } from "./IncidentAdmin.ts"
@@ -510,8 +512,24 @@ const run = (argv: ReadonlyArray<string>) =>
         )
       }
       case "secrets reseal": {
-        const orgKeys = yield* orgs.resealFingerprintKeys()
-        const channelSecrets = yield* channels.resealSecrets()
+        const sql = yield* SqlClient.SqlClient
+        const { audited } = yield* auditing
+        // D31: one audit row, committed with the resealed secrets.
+        const { orgKeys, channelSecrets } = yield* sql.withTransaction(
+          Effect.gen(function* () {
+            const orgKeys = yield* orgs.resealFingerprintKeys()
+            const channelSecrets = yield* channels.resealSecrets()
+            const unreadable = orgKeys.unreadable.length + channelSecrets.unreadable.length
+            yield* audited(
+              null,
+              "secrets.reseal",
+              null,
+              `${orgKeys.resealed} fingerprint key(s) and ${channelSecrets.resealed} channel secret(s) resealed` +
+                (unreadable > 0 ? `; ${unreadable} could not be opened` : ""),
+            )
+            return { orgKeys, channelSecrets }
+          }),
+        )
         const result = { fingerprintKeys: orgKeys, channelSecrets }
         const unreadable = [...orgKeys.unreadable, ...channelSecrets.unreadable]
         yield* print(
