@@ -49,10 +49,33 @@ export const closedDeliveries = (
     at,
   }))
 
+/** An announced transition that a channel with a settle window matched, and the incident as it leaves it. */
+interface Held {
+  readonly entry: OutboxEntry
+  readonly channel: OutboxChannel
+  readonly transition: RecordedTransition
+  readonly type: IncidentMessageType
+  readonly incident: WebhookIncident
+}
+
+type OutboxChannel = Pick<ChannelRow, "id" | "minSeverity" | "settleSeconds">
+
 /**
  * The webhook outbox (D15, D17): called inside the transaction that records incident transitions, it writes one
  * delivery row per (announced transition, matching channel) with its final body, so a delivery exists exactly when
  * its transition does: nothing is lost on a crash, and every retry sends the same bytes.
+ *
+ * Human channels settle: on a channel with a settle window (Slack, Teams; kinds.ts), an incident's first message is
+ * due when the window ends instead of at once, and a later transition while it waits (never attempted nor claimed)
+ * rewrites its body with the incident as it now stands instead of adding a row. So created → escalated → escalated
+ * within the window is one message with the final severity, title and narrative; it keeps its first type (for people
+ * who never saw the incident, it is new: "escalated" would speak of a state they were never told), its id and its
+ * row, and its `createdAt` is the time of the state it carries. A channel whose minimum the incident reaches only
+ * later gets its first message then, held by its window in the same way, with the state at the end of the window.
+ * Once the first message has been claimed by a dispatcher, each later transition is a message of its own, at once.
+ * The rewrite is in this transaction, so the message and the transitions still commit together, and the row stays the
+ * one the dispatcher sends and retries byte for byte once it has been claimed. Machine channels (window 0) get a row
+ * per transition, as ever.
  */
 export class WebhookOutbox extends Effect.Service<WebhookOutbox>()("WebhookOutbox", {
   effect: Effect.gen(function* () {
@@ -67,7 +90,7 @@ export class WebhookOutbox extends Effect.Service<WebhookOutbox>()("WebhookOutbo
       orgIds: Iterable<string>,
       keep: (channel: ChannelRow) => boolean,
     ) {
-      const byOrg = new Map<string, ReadonlyArray<{ readonly id: string; readonly minSeverity: Severity }>>()
+      const byOrg = new Map<string, ReadonlyArray<OutboxChannel>>()
       for (const orgId of new Set(orgIds)) {
         byOrg.set(
           orgId,
@@ -84,6 +107,7 @@ export class WebhookOutbox extends Effect.Service<WebhookOutbox>()("WebhookOutbo
       type: IncidentMessageType,
       incident: WebhookIncident,
       channels: ReadonlyArray<{ readonly id: string }>,
+      after?: { readonly settleSeconds: number },
     ): Array<NewDelivery> =>
       channels.map((channel) => {
         const id = newId("webhookDelivery", transition.at.getTime())
@@ -96,10 +120,73 @@ export class WebhookOutbox extends Effect.Service<WebhookOutbox>()("WebhookOutbo
           incidentId: target.incidentId,
           body: serializeWebhookBody({ id, type, createdAt: transition.at, incident }),
           status: "pending",
-          nextAttemptAt: transition.at,
+          nextAttemptAt:
+            after === undefined ? transition.at : new Date(transition.at.getTime() + after.settleSeconds * 1000),
           createdAt: transition.at,
         }
       })
+
+    /**
+     * The rows of transitions that channels with a settle window matched (see above), in transition order: one row
+     * due at the end of the window for an incident's first message to a channel, with the state the last of these
+     * transitions leaves; a waiting first message rewritten with that state; or, after the first message was claimed,
+     * one row per transition, at once.
+     */
+    const settled = Effect.fnUntraced(function* (held: ReadonlyArray<Held>) {
+      const groups = new Map<string, Array<Held>>()
+      for (const h of held) {
+        const key = `${h.channel.id} ${h.entry.incidentId}`
+        const group = groups.get(key)
+        if (group === undefined) groups.set(key, [h])
+        else group.push(h)
+      }
+      const firsts = yield* webhooks.firstDeliveries(
+        [...new Set(held.map((h) => h.channel.id))],
+        [...new Set(held.map((h) => h.entry.incidentId))],
+      )
+      const firstOf = new Map(firsts.map((f) => [`${f.channelId} ${f.incidentId}`, f]))
+      const rows: Array<NewDelivery> = []
+      for (const [key, group] of groups) {
+        const head = group[0]
+        const last = group[group.length - 1]
+        if (head === undefined || last === undefined) continue
+        const first = firstOf.get(key)
+        if (first === undefined) {
+          const [row] = deliveriesOf(
+            head.entry,
+            head.transition,
+            head.type,
+            last.incident,
+            [head.channel],
+            head.channel,
+          )
+          if (row !== undefined) {
+            rows.push({
+              ...row,
+              body: serializeWebhookBody({
+                id: row.id,
+                type: head.type,
+                createdAt: last.transition.at,
+                incident: last.incident,
+              }),
+            })
+          }
+          continue
+        }
+        if (first.waiting) {
+          const body = serializeWebhookBody({
+            id: first.id,
+            type: first.type,
+            createdAt: last.transition.at,
+            incident: last.incident,
+          })
+          if (yield* webhooks.replaceWaitingBody(first.id, body)) continue
+        }
+        // The first message is out, or being sent: these transitions are messages of their own.
+        for (const h of group) rows.push(...deliveriesOf(h.entry, h.transition, h.type, h.incident, [h.channel]))
+      }
+      return rows
+    })
 
     /** The rows in one insert, and one NOTIFY once the transaction commits; how many. */
     const write = (rows: ReadonlyArray<NewDelivery>) =>
@@ -120,6 +207,7 @@ export class WebhookOutbox extends Effect.Service<WebhookOutbox>()("WebhookOutbo
         () => true,
       )
       const rows: Array<NewDelivery> = []
+      const held: Array<Held> = []
       for (const entry of announced) {
         const channels = channelsOf.get(entry.orgId) ?? []
         if (channels.length === 0) continue
@@ -140,9 +228,22 @@ export class WebhookOutbox extends Effect.Service<WebhookOutbox>()("WebhookOutbo
             const recent = yield* events.recent(entry.orgId, entry.incidentId, WEBHOOK_EVENTS)
             incident = [row, entry.sensorProfile, recent, config.appUrl]
           }
-          rows.push(...deliveriesOf(entry, transition, type, webhookIncident(...incident), matching))
+          const payload = webhookIncident(...incident)
+          rows.push(
+            ...deliveriesOf(
+              entry,
+              transition,
+              type,
+              payload,
+              matching.filter((c) => c.settleSeconds === 0),
+            ),
+          )
+          for (const channel of matching) {
+            if (channel.settleSeconds > 0) held.push({ entry, channel, transition, type, incident: payload })
+          }
         }
       }
+      if (held.length > 0) rows.push(...(yield* settled(held)))
       return yield* write(rows)
     })
 

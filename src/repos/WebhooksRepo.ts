@@ -1,9 +1,10 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Schema } from "effect"
-import { CHANNEL_FORMATS } from "../domain/channels/kinds.ts"
-import { CHANNEL_KINDS } from "../domain/channels/registry.ts"
+import { CHANNEL_FORMATS, defaultSettleSeconds } from "../domain/channels/kinds.ts"
+import { CHANNEL_KINDS, kindSpec } from "../domain/channels/registry.ts"
 import { DeliveryStatus } from "../domain/deliveryRetry.ts"
 import { Severity } from "../domain/severity.ts"
+import { INCIDENT_MESSAGE_TYPES } from "../domain/webhookBody.ts"
 import { dbErrors } from "../platform/db/errors.ts"
 
 /**
@@ -25,6 +26,11 @@ export const ChannelRow = Schema.Struct({
   enabled: Schema.Boolean,
   /** D43: opted in to `sensor.silent` / `sensor.recovered` (false for every channel made before it existed). */
   sensorHealth: Schema.Boolean,
+  /**
+   * The settle window, in seconds (0 to 3600; 0 for machine kinds): an incident's first message to the channel waits
+   * this long and carries the incident's state at the end of it (see Outbox.ts).
+   */
+  settleSeconds: Schema.Int,
   createdAt: Schema.DateFromSelf,
   updatedAt: Schema.DateFromSelf,
 })
@@ -48,6 +54,19 @@ export const DeliveryRow = Schema.Struct({
   deliveredAt: Schema.NullOr(Schema.DateFromSelf),
 })
 export type DeliveryRow = typeof DeliveryRow.Type
+
+/**
+ * The earliest delivery of an incident on a channel: the incident's first message to it. `waiting` while it has
+ * never been attempted nor claimed: a settle window may still give it the incident's newer state.
+ */
+export const FirstDelivery = Schema.Struct({
+  id: Schema.String,
+  channelId: Schema.String,
+  incidentId: Schema.String,
+  type: Schema.Literal(...INCIDENT_MESSAGE_TYPES),
+  waiting: Schema.Boolean,
+})
+export type FirstDelivery = typeof FirstDelivery.Type
 
 /** A claimed delivery with what sending it needs from its channel. */
 export const ClaimedDelivery = Schema.Struct({
@@ -108,7 +127,7 @@ export const DELIVERIES_NOTIFY_CHANNEL = "webhook_deliveries"
 
 const channelColumns = (sql: SqlClient.SqlClient) => sql`
   id, org_id, kind, format, url, min_severity, secret_enc, previous_secret_enc, previous_secret_expires_at, enabled, sensor_health,
-  created_at, updated_at`
+  settle_seconds, created_at, updated_at`
 
 const deliveryColumns = (sql: SqlClient.SqlClient) => sql`
   id, org_id, channel_id, transition_id, type, incident_id, body, status, attempts, retry_index, next_attempt_at,
@@ -173,6 +192,21 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("WebhooksRepo",
     })
 
     /**
+     * The first delivery of each of these incidents on each of these channels that has one (through the incident
+     * index: an incident has a few deliveries per channel, one per announced transition at most).
+     */
+    const firstDeliveries = SqlSchema.findAll({
+      Request: Schema.Struct({ channelIds: Schema.Array(Schema.String), incidentIds: Schema.Array(Schema.String) }),
+      Result: FirstDelivery,
+      execute: ({ channelIds, incidentIds }) => sql`
+        select distinct on (channel_id, incident_id) id, channel_id, incident_id, type,
+          (status = 'pending' and attempts = 0 and lease_owner is null) as waiting
+        from webhook_deliveries
+        where incident_id in ${sql.in(incidentIds)} and channel_id in ${sql.in(channelIds)}
+        order by channel_id, incident_id, created_at, id`,
+    })
+
+    /**
      * Claims up to `limit` due deliveries for `owner` until `leaseUntil` (FOR UPDATE SKIP LOCKED: several
      * dispatchers, also in other processes, never claim the same row; an expired lease is claimable again, so a
      * crashed process's deliveries are resent, never lost). Channels in `skipChannels` (at their concurrency
@@ -207,15 +241,19 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("WebhooksRepo",
     })
 
     return {
-      /** A new channel; without a kind and format it is a signed webhook in the native shape. */
+      /** A new channel; without a kind and format it is a signed webhook in the native shape, with its kind's window. */
       insertChannel: (
-        row: Omit<ChannelRow, "kind" | "format" | "previousSecretEnc" | "previousSecretExpiresAt" | "updatedAt"> &
-          Partial<Pick<ChannelRow, "kind" | "format">>,
+        row: Omit<
+          ChannelRow,
+          "kind" | "format" | "settleSeconds" | "previousSecretEnc" | "previousSecretExpiresAt" | "updatedAt"
+        > &
+          Partial<Pick<ChannelRow, "kind" | "format" | "settleSeconds">>,
       ) =>
         sql`insert into webhook_channels ${sql.insert({
           ...row,
           kind: row.kind ?? "webhook",
           format: row.format ?? "native",
+          settleSeconds: row.settleSeconds ?? defaultSettleSeconds(kindSpec(row.kind ?? "webhook").settle),
           updatedAt: row.createdAt,
         })}`.pipe(dbErrors),
       findChannel: (id: string) => findChannel(id).pipe(dbErrors),
@@ -262,6 +300,21 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("WebhooksRepo",
           from channel
           where d.channel_id = channel.id and d.status in ('pending', 'failed')
             and ${enabled ? sql`not d.channel_enabled` : sql`d.channel_enabled`}`.pipe(Effect.asVoid, dbErrors),
+      /**
+       * A channel's settle window. Its incidents' first messages still waiting get the new window too, counted from
+       * when they were queued, if that is sooner than their due time (so 0 sends them at once); a longer window
+       * applies to the next incidents only.
+       */
+      setSettle: (id: string, seconds: number, now: Date) =>
+        sql`
+          with channel as (
+            update webhook_channels set settle_seconds = ${seconds}, updated_at = ${now} where id = ${id} returning id
+          )
+          update webhook_deliveries d set next_attempt_at = d.created_at + ${seconds}::int * interval '1 second'
+          from channel
+          where d.channel_id = channel.id and d.incident_id is not null
+            and d.status = 'pending' and d.attempts = 0 and d.lease_owner is null
+            and d.next_attempt_at > d.created_at + ${seconds}::int * interval '1 second'`.pipe(Effect.asVoid, dbErrors),
       /** D46: a Slack/Teams URL or a HEC token replaced (no grace: the receiver made the new one). */
       replaceDestination: (id: string, url: string, secretEnc: string, now: Date) =>
         sql`update webhook_channels set url = ${url}, secret_enc = ${secretEnc}, previous_secret_enc = null,
@@ -284,6 +337,22 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("WebhooksRepo",
           ? Effect.void
           : sql`insert into webhook_deliveries ${sql.insert(rows.map((row) => ({ ...row })))}
                 on conflict (channel_id, transition_id) do nothing`.pipe(Effect.asVoid, dbErrors),
+      /** The first delivery of each of these incidents on each of these channels that has one (settle windows). */
+      firstDeliveries: (channelIds: ReadonlyArray<string>, incidentIds: ReadonlyArray<string>) =>
+        channelIds.length === 0 || incidentIds.length === 0
+          ? Effect.succeed([] as ReadonlyArray<FirstDelivery>)
+          : firstDeliveries({ channelIds, incidentIds }).pipe(dbErrors),
+      /**
+       * A waiting first delivery (never attempted nor claimed) takes the incident's newer state; false when it is no
+       * longer waiting (a dispatcher claimed it meanwhile: the claim's row lock makes this wait, then see the lease).
+       */
+      replaceWaitingBody: (id: string, body: string) =>
+        sql`update webhook_deliveries set body = ${body}
+            where id = ${id} and status = 'pending' and attempts = 0 and lease_owner is null
+            returning id`.pipe(
+          Effect.map((rows) => rows.length > 0),
+          dbErrors,
+        ),
       /** Wakes the dispatchers once the current transaction commits. */
       // A payload is needed: @effect/sql-pg's listener drops notifications with an empty one.
       notify: sql`select pg_notify(${DELIVERIES_NOTIFY_CHANNEL}, 'due')`.pipe(Effect.asVoid, dbErrors),

@@ -85,6 +85,7 @@ export const splunkHecKind: ChannelKindSpec<"splunk_hec"> = {
       sourcetype: format === "ocsf" ? HEC_SOURCETYPE_OCSF : HEC_SOURCETYPE_NATIVE,
     }),
   transport: "https",
+  settle: { readers: "machines" },
   credential: {
     type: "sealedToken",
     flag: "--token",

@@ -84,6 +84,28 @@ export type ChannelCredential =
       readonly headers: (token: string) => Record<string, string>
     }
 
+/**
+ * Who reads a kind's messages, and so whether its channels settle. People read a chat message once: an attack that goes
+ * created → escalated → escalated within seconds should be one message carrying the final state, so their kinds wait a
+ * settle window after an incident's first message to a channel (`defaultSeconds` for a new channel; each channel may
+ * change it, 0 turning it off) and send the incident as it stands when the window ends; later changes are new messages
+ * at once. Machines (a receiver, a SIEM) get every transition as the webhook spec says: their window is always 0.
+ */
+export type ChannelSettle =
+  | { readonly readers: "people"; readonly defaultSeconds: number }
+  | { readonly readers: "machines" }
+
+/**
+ * The longest settle window, in seconds: an hour. The window exists to merge a burst of changes that comes within
+ * seconds; a first alert held longer than an hour is no longer an alert, and the bound caps what a mistyped value can
+ * delay.
+ */
+export const MAX_SETTLE_SECONDS = 3600
+
+/** A new channel's settle window: its kind's default for people, 0 for machines. */
+export const defaultSettleSeconds = (settle: ChannelSettle): number =>
+  settle.readers === "people" ? settle.defaultSeconds : 0
+
 /** One piece of a hint: text, or text shown as code. */
 export type HintPart = string | { readonly code: string }
 
@@ -108,6 +130,8 @@ export interface ChannelKindSpec<Name extends string = string> {
   readonly render: (format: ChannelFormat, message: ChannelMessage, stored: unknown, context: FormatContext) => string
   readonly transport: ChannelTransport
   readonly credential: ChannelCredential
+  /** Whether its channels wait a settle window before an incident's first message, and how long by default. */
+  readonly settle: ChannelSettle
   /**
    * Where it sends (D18: every address passes the same rule): `https` URLs or `syslog+tls://host[:port]`, how texts
    * name it, the path given to a URL without one, and who sees it whole in the console (`admins`: analysts see the

@@ -176,6 +176,7 @@ export const slackKind: ChannelKindSpec<"slack"> = {
   formatLabel: "Slack message (Block Kit)",
   render: (_format, message, _stored, context) => JSON.stringify(slackMessage(message, context)),
   transport: "https",
+  settle: { readers: "people", defaultSeconds: 30 },
   credential: { type: "sealedUrl" },
   address: {
     scheme: "https",

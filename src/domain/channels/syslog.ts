@@ -255,6 +255,7 @@ export const syslogKind: ChannelKindSpec<"syslog"> = {
   render: (format, message, stored, context) =>
     syslogMessage(message, context, payloadOf(format, message, stored, context)),
   transport: "syslog-tls",
+  settle: { readers: "machines" },
   credential: { type: "none" },
   address: {
     scheme: "syslog+tls",

@@ -172,6 +172,7 @@ export const teamsKind: ChannelKindSpec<"teams"> = {
   formatLabel: "Adaptive Card",
   render: (_format, message, _stored, context) => JSON.stringify(teamsMessage(message, context)),
   transport: "https",
+  settle: { readers: "people", defaultSeconds: 30 },
   credential: { type: "sealedUrl" },
   address: {
     scheme: "https",

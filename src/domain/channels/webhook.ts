@@ -16,6 +16,7 @@ export const webhookKind: ChannelKindSpec<"webhook"> = {
   sendsStored: "native",
   render: (format, message, stored, context) => JSON.stringify(payloadOf(format, message, stored, context)),
   transport: "https",
+  settle: { readers: "machines" },
   credential: {
     type: "signingSecret",
     generate: generateSigningSecret,
