@@ -1,6 +1,12 @@
 import { SqlClient } from "@effect/sql"
 import { Clock, Duration, Effect, Option } from "effect"
-import { CHANNEL_FORMATS, type ChannelFormat, type ChannelKindSpec } from "../domain/channels/kinds.ts"
+import {
+  CHANNEL_FORMATS,
+  type ChannelFormat,
+  type ChannelKindSpec,
+  defaultSettleSeconds,
+  MAX_SETTLE_SECONDS,
+} from "../domain/channels/kinds.ts"
 import { CHANNEL_KINDS, isChannelKind, kindSpec, kindsWhere } from "../domain/channels/registry.ts"
 import { DeliveryStatus, nextState } from "../domain/deliveryRetry.ts"
 import { isId, newId } from "../domain/ids.ts"
@@ -40,6 +46,32 @@ export const originOf = (url: string | undefined): string => {
   }
 }
 
+/** How the audit log and the CLI word a settle window: "settle 30 s", "settle off". */
+export const settleWording = (seconds: number) => (seconds === 0 ? "settle off" : `settle ${seconds} s`)
+
+/**
+ * A settle window as given (the CLI's `--settle`, the form's field): whole seconds, 0 to MAX_SETTLE_SECONDS; only
+ * kinds read by people may have one other than 0 (machine receivers get every transition, as the webhook spec says).
+ * Undefined (or an empty field) is the kind's default.
+ */
+const settleOf = (spec: ChannelKindSpec, given: string | number | undefined) =>
+  Effect.gen(function* () {
+    const text = typeof given === "number" ? String(given) : given?.trim()
+    if (text === undefined || text === "") return defaultSettleSeconds(spec.settle)
+    if (!/^\d{1,7}$/.test(text) || Number(text) > MAX_SETTLE_SECONDS) {
+      return yield* invalid(
+        `--settle must be a whole number of seconds from 0 to ${MAX_SETTLE_SECONDS} (0: every change at once)`,
+      )
+    }
+    const seconds = Number(text)
+    if (seconds > 0 && spec.settle.readers === "machines") {
+      return yield* invalid(
+        `--settle is for ${kindsWhere((s) => s.settle.readers === "people").join(" and ")} channels: a ${spec.name} channel's receiver gets every transition, so its window stays 0`,
+      )
+    }
+    return seconds
+  })
+
 const describe = (c: ChannelRow, at: Date) => ({
   id: c.id,
   kind: c.kind,
@@ -48,6 +80,7 @@ const describe = (c: ChannelRow, at: Date) => ({
   minSeverity: c.minSeverity,
   enabled: c.enabled,
   sensorHealth: c.sensorHealth,
+  settleSeconds: c.settleSeconds,
   createdAt: c.createdAt.toISOString(),
   previousSecretValidUntil:
     c.previousSecretExpiresAt !== null && c.previousSecretExpiresAt > at
@@ -148,6 +181,8 @@ export class ChannelAdmin extends Effect.Service<ChannelAdmin>()("ChannelAdmin",
         readonly token?: string | undefined
         readonly minSeverity: string | undefined
         readonly sensorHealth?: boolean | undefined
+        /** Seconds (text as given, or a number); undefined or empty: the kind's default. */
+        readonly settle?: string | number | undefined
       },
     ) {
       yield* requireAdmin
@@ -172,6 +207,7 @@ export class ChannelAdmin extends Effect.Service<ChannelAdmin>()("ChannelAdmin",
       const minSeverity = (input.minSeverity ?? "low") as Severity
       if (!SEVERITIES.includes(minSeverity))
         return yield* invalid(`--min-severity must be one of ${SEVERITIES.join(", ")}`)
+      const settleSeconds = yield* settleOf(spec, input.settle)
       // The address is resolved outside any transaction (a slow resolver must not hold one open).
       const destination = yield* destinationOf(spec, input)
       const id = newId("webhookChannel")
@@ -188,17 +224,20 @@ export class ChannelAdmin extends Effect.Service<ChannelAdmin>()("ChannelAdmin",
             secretEnc: destination.sealed === undefined ? null : sealer.seal(encoder.encode(destination.sealed)),
             enabled: true,
             sensorHealth: input.sensorHealth === true,
+            settleSeconds,
             createdAt: at,
           }),
           audited(
             orgId,
             "webhook.create",
             id,
-            `${kind}${format === "ocsf" ? " (OCSF)" : ""} ${originOf(destination.url)} (min ${minSeverity}${input.sensorHealth === true ? ", sensor health" : ""})`,
+            `${kind}${format === "ocsf" ? " (OCSF)" : ""} ${originOf(destination.url)} (min ${minSeverity}${input.sensorHealth === true ? ", sensor health" : ""}${settleSeconds > 0 ? `, ${settleWording(settleSeconds)}` : ""})`,
           ),
         ),
       )
-      return destination.secret === undefined ? { id, kind, format } : { id, kind, format, secret: destination.secret }
+      return destination.secret === undefined
+        ? { id, kind, format, settleSeconds }
+        : { id, kind, format, settleSeconds, secret: destination.secret }
     })
 
     const list = Effect.fn("ChannelAdmin.list")(function* (orgId: string) {
@@ -289,6 +328,31 @@ export class ChannelAdmin extends Effect.Service<ChannelAdmin>()("ChannelAdmin",
       yield* repo.setSensorHealth(channel.id, on, yield* now)
       yield* audited(channel.orgId, "webhook.sensor_health", channel.id, on ? "on" : "off")
       return { id: channel.id, sensorHealth: on }
+    }, sql.withTransaction)
+
+    /**
+     * A channel's settle window (seconds as given): audited with the old and new value. A shorter window also brings
+     * forward the incidents' first messages still waiting (0 sends them now); dispatchers are woken for them.
+     */
+    const setSettle = Effect.fn("ChannelAdmin.setSettle")(function* (
+      channelId: string,
+      settle: string | number | undefined,
+    ) {
+      yield* requireAdmin
+      const channel = yield* find(channelId)
+      if (settle === undefined || (typeof settle === "string" && settle.trim() === "")) {
+        return yield* missing("--settle")
+      }
+      const seconds = yield* settleOf(kindSpec(channel.kind), settle)
+      yield* repo.setSettle(channel.id, seconds, yield* now)
+      if (seconds < channel.settleSeconds) yield* repo.notify
+      yield* audited(
+        channel.orgId,
+        "webhook.settle",
+        channel.id,
+        `${settleWording(seconds)} (was ${channel.settleSeconds === 0 ? "off" : `${channel.settleSeconds} s`})`,
+      )
+      return { id: channel.id, settleSeconds: seconds }
     }, sql.withTransaction)
 
     /**
@@ -434,6 +498,7 @@ export class ChannelAdmin extends Effect.Service<ChannelAdmin>()("ChannelAdmin",
       rotate,
       setEnabled,
       setSensorHealth,
+      setSettle,
       test,
       deliveries,
       redeliver,
