@@ -2,6 +2,8 @@ import { afterAll, beforeAll, expect, test } from "bun:test"
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { SqlClient } from "@effect/sql"
+import { Effect } from "effect"
 import { HEC_SOURCETYPE_OCSF } from "../../src/domain/channels/hec.ts"
 import { SYSLOG_SD_ID } from "../../src/domain/channels/syslog.ts"
 import { ADAPTIVE_CARD_CONTENT_TYPE } from "../../src/domain/channels/teams.ts"
@@ -102,7 +104,15 @@ const channelCount = async () =>
 /** Fills the Add channel form and sends it; the page after the redirect. */
 const addChannel = async (
   page: Page,
-  fields: { kind: string; url: string; token?: string; format?: string; min?: string; sensorHealth?: boolean },
+  fields: {
+    kind: string
+    url: string
+    token?: string
+    format?: string
+    min?: string
+    sensorHealth?: boolean
+    settle?: string
+  },
 ) => {
   await page.goto(`${consoleUrl}/settings/alerts`)
   await page.selectOption("#channel-kind", fields.kind)
@@ -111,6 +121,7 @@ const addChannel = async (
   await page.selectOption("#channel-format", fields.format ?? "native")
   await page.selectOption("#channel-min", fields.min ?? "low")
   if (fields.sensorHealth) await page.check("#channel-sensor-health")
+  if (fields.settle !== undefined) await page.fill("#channel-settle", fields.settle)
   await Promise.all([page.waitForNavigation(), page.click("form[action='/settings/alerts/channels'] button")])
 }
 
@@ -338,6 +349,73 @@ test("D18, D47: hostile or refused URLs, and formats a kind cannot take, come ba
   expect(await channelCount()).toBe(count)
   expect(watch.errors).toEqual([])
 }, 90_000)
+
+test("the settle window: the form takes it for Slack and Teams, each channel's form changes it, and a webhook's or an out-of-range one is refused by its name", async () => {
+  const { page, watch } = admin
+  await page.goto(`${consoleUrl}/settings/alerts`)
+  expect(await page.textContent("label[for=channel-settle]")).toContain("Slack and Teams")
+  expect(await page.textContent("#channel-settle-hint")).toContain("Empty: 30 s; 0: off; at most 3600.")
+  const settleOf = async (id: string) => ((await page.textContent(`#channel-${id} .channel-settle`)) ?? "").trim()
+
+  // Left empty, the kind's default; given, the value.
+  await addChannel(page, { kind: "slack", url: `${receiver.url}/services/T/B/settleByDefault` })
+  const slack = await addedId(page)
+  expect(await settleOf(slack)).toStartWith("30 s")
+  await addChannel(page, { kind: "teams", url: `${receiver.url}/workflows/settleFive`, settle: "5" })
+  const teams = await addedId(page)
+  expect(await settleOf(teams)).toStartWith("5 s")
+  expect(await page.getAttribute(`#settle-${teams}`, "value")).toBe("5")
+  // Machine kinds have none, and nothing to change it with.
+  expect(await settleOf(ids.syslog ?? "")).toBe("none: every transition")
+  expect(await page.$(`#channel-${ids.syslog} form[action$='/settle']`)).toBeNull()
+
+  // The channel's own form: 0 turns it off.
+  await page.fill(`#settle-${teams}`, "0")
+  await Promise.all([page.waitForNavigation(), page.click(`#channel-${teams} form[action$='/settle'] button`)])
+  expect(await page.textContent(".notice-ok")).toContain("Settle window off: every change is sent at once.")
+  expect(await settleOf(teams)).toStartWith("off")
+  const audit = await db.run(
+    Effect.flatMap(
+      SqlClient.SqlClient,
+      (sql) => sql<{ action: string; detail: string }>`
+        select action, detail from audit_log where org_id = ${orgId} and target = ${teams} order by at, id`,
+    ),
+  )
+  expect(audit.map((a) => [a.action, a.detail])).toEqual([
+    ["webhook.create", expect.stringContaining("settle 5 s")],
+    ["webhook.settle", "settle off (was 5 s)"],
+  ])
+
+  // Refused with the field's name, never the CLI's flag: a window on a webhook, and values the browser's own check
+  // would stop (switched off here, as a hand-made request would skip it).
+  const count = await channelCount()
+  await addChannel(page, { kind: "webhook", url: `${receiver.url}/settle-hook`, settle: "30" })
+  const notice = async () => (await page.textContent(".notice-error")) ?? ""
+  expect(await notice()).toContain("the settle window is for slack and teams channels")
+  expect(await notice()).not.toContain("--")
+  const submitUnchecked = async (form: string, value: string) => {
+    await page.$eval(form, (f) => {
+      ;(f as unknown as { noValidate: boolean }).noValidate = true
+    })
+    await page.fill(`${form} input[name=settle]`, value)
+    await Promise.all([page.waitForNavigation(), page.click(`${form} button[type=submit]`)])
+    expect(new URL(page.url()).pathname).toBe("/settings/alerts")
+  }
+  const range = "the settle window must be a whole number of seconds from 0 to 3600"
+  const slackForm = `#channel-${slack} form[action$='/settle']`
+  await submitUnchecked(slackForm, "3601")
+  expect(await notice()).toContain(range)
+  await submitUnchecked(slackForm, "")
+  expect(await notice()).toContain("the settle window is required")
+  await page.selectOption("#channel-kind", "slack")
+  await page.fill("#channel-url", `${receiver.url}/services/T/B/settleBad`)
+  await submitUnchecked("form[action='/settings/alerts/channels']", "-5")
+  expect(await notice()).toContain(range)
+  expect(await channelCount()).toBe(count)
+  expect(await settleOf(slack)).toStartWith("30 s")
+  expect(await seriousAccessibilityViolations(page)).toEqual([])
+  expect(watch.errors).toEqual([])
+}, 60_000)
 
 test("D26, D46: an analyst sees every channel's kind and format read-only, a chat channel's origin only; the page passes axe", async () => {
   const { page, watch } = analyst

@@ -1,6 +1,12 @@
 import type { Child } from "hono/jsx"
 import { originOf } from "../../admin/ChannelAdmin.ts"
-import { type ChannelKindSpec, type HintPart, listed } from "../../domain/channels/kinds.ts"
+import {
+  type ChannelKindSpec,
+  defaultSettleSeconds,
+  type HintPart,
+  listed,
+  MAX_SETTLE_SECONDS,
+} from "../../domain/channels/kinds.ts"
 import { CHANNEL_KIND_SPECS, kindSpec } from "../../domain/channels/registry.ts"
 import { Csrf, DataTable, type Flash, FlashNotice, Layout, Time, type Viewer } from "./components.tsx"
 
@@ -182,6 +188,8 @@ export interface ChannelView {
   readonly enabled: boolean
   /** D43: the channel also receives `sensor.silent` / `sensor.recovered`. */
   readonly sensorHealth?: boolean
+  /** Its settle window in seconds (absent: 0). */
+  readonly settleSeconds?: number
   readonly createdAt: string
   readonly previousSecretValidUntil: string | null
 }
@@ -189,6 +197,13 @@ export interface ChannelView {
 /** D47 as a person reads it: chat kinds always send a message for people, whatever the stored format. */
 const formatLabel = (c: ChannelView) =>
   specOf(c.kind)?.formatLabel ?? (c.format === "ocsf" ? "OCSF Detection Finding" : "Native")
+
+/** A channel's settle window as a person reads it. */
+const settleLabel = (c: ChannelView) => {
+  const seconds = c.settleSeconds ?? 0
+  if (seconds > 0) return `${seconds} s: an incident's first message waits, then carries its state`
+  return specOf(c.kind)?.settle.readers === "people" ? "off: every change is sent at once" : "none: every transition"
+}
 
 /** What the list and a channel's own page show of it. */
 const ChannelFacts = ({ viewer, c, now }: { viewer: Viewer; c: ChannelView; now: Date }) => (
@@ -209,6 +224,8 @@ const ChannelFacts = ({ viewer, c, now }: { viewer: Viewer; c: ChannelView; now:
     <dd>{c.enabled ? "enabled" : "disabled"}</dd>
     <dt>Sensor-health alerts</dt>
     <dd>{c.sensorHealth === true ? "on" : "off"}</dd>
+    <dt>Settle window</dt>
+    <dd class="channel-settle">{settleLabel(c)}</dd>
     <dt>Created</dt>
     <dd>
       <Time at={c.createdAt} now={now} />
@@ -288,7 +305,31 @@ const RotateForm = ({ viewer, c }: { viewer: Viewer; c: ChannelView }) => {
   return null
 }
 
-/** An admin's actions on a channel, the same for every kind but rotation. */
+/** The settle window of a kind read by people; machine kinds have none to change. */
+const SettleForm = ({ viewer, c }: { viewer: Viewer; c: ChannelView }) =>
+  specOf(c.kind)?.settle.readers === "people" ? (
+    <form method="post" action={`/settings/alerts/channels/${c.id}/settle`}>
+      <Csrf token={viewer.csrfToken} />
+      <div>
+        <label for={`settle-${c.id}`}>Settle window (seconds, 0: off)</label>
+        <input
+          id={`settle-${c.id}`}
+          name="settle"
+          type="number"
+          min={0}
+          max={MAX_SETTLE_SECONDS}
+          step={1}
+          required
+          value={String(c.settleSeconds ?? 0)}
+        />
+      </div>
+      <button type="submit" class="secondary">
+        Save settle window
+      </button>
+    </form>
+  ) : null
+
+/** An admin's actions on a channel, the same for every kind but rotation and the settle window. */
 const ChannelActions = ({ viewer, c }: { viewer: Viewer; c: ChannelView }) => (
   <div class="actions">
     <form method="post" action={`/settings/alerts/channels/${c.id}/test`}>
@@ -313,6 +354,7 @@ const ChannelActions = ({ viewer, c }: { viewer: Viewer; c: ChannelView }) => (
         </button>
       </form>
     )}
+    <SettleForm viewer={viewer} c={c} />
     <RotateForm viewer={viewer} c={c} />
   </div>
 )
@@ -335,6 +377,18 @@ const sealedCredentials = listed([
     spec.credential.type === "sealedToken" ? [`${spec.credential.label}s`] : [],
   ),
 ])
+
+/** The settle field's hint, from the kinds' descriptors: who settles, by how much by default, who never does. */
+const settleHint = (() => {
+  const people = CHANNEL_KIND_SPECS.filter((spec) => spec.settle.readers === "people")
+  const defaults = listed([...new Set(people.map((spec) => `${defaultSettleSeconds(spec.settle)}`))])
+  return (
+    `${listed(people.map((spec) => spec.shortLabel))}: an incident's first message waits this many seconds, so that ` +
+    `the changes within them make one message with the final state; later changes are new messages at once. Empty: ` +
+    `${defaults} s; 0: off; at most ${MAX_SETTLE_SECONDS}. ${kindsWhere((spec) => spec.settle.readers === "machines")} ` +
+    "channels get every transition."
+  )
+})()
 
 /** The token field: a label and the kinds that take it ("HEC token (Splunk HEC only)"). */
 const tokenFieldLabel = listed(
@@ -403,6 +457,23 @@ const AddChannelForm = ({ viewer }: { viewer: Viewer }) => (
       </select>
     </div>
     <div class="field">
+      <label for="channel-settle">
+        Settle window in seconds ({kindsWhere((spec) => spec.settle.readers === "people")})
+      </label>
+      <input
+        id="channel-settle"
+        name="settle"
+        type="number"
+        min={0}
+        max={MAX_SETTLE_SECONDS}
+        step={1}
+        aria-describedby="channel-settle-hint"
+      />
+      <p id="channel-settle-hint" class="small muted">
+        {settleHint}
+      </p>
+    </div>
+    <div class="field">
       <label for="channel-sensor-health" class="inline-label">
         <input id="channel-sensor-health" type="checkbox" name="sensorHealth" value="on" /> Also sensor-health alerts:{" "}
         <code>sensor.silent</code>, <code>sensor.recovered</code> (native format only)
@@ -424,7 +495,10 @@ export const AlertsPage = (props: {
       : a webhook signed with the channel's secret, a Slack or Microsoft Teams message, syslog over TLS, or a Splunk HEC
       event. A channel that opts in to sensor-health alerts also receives <code>sensor.silent</code> and{" "}
       <code>sensor.recovered</code> when a sensor misses three heartbeats and when it is heard from again. A channel in
-      the OCSF format also receives <code>incident.closed</code> (the finding's Close activity).
+      the OCSF format also receives <code>incident.closed</code> (the finding's Close activity). Channels read by people
+      ({kindsWhere((spec) => spec.settle.readers === "people")}) wait their settle window after an incident's first
+      message, so that changes within seconds make one message with the final state; the others get every transition at
+      once.
     </p>
     {isAdmin(props.viewer) && <AddChannelForm viewer={props.viewer} />}
     <h2>Channels</h2>

@@ -1,6 +1,7 @@
 import { HttpRouter } from "@effect/platform"
 import { Effect } from "effect"
 import { ChannelAdmin } from "../../admin/ChannelAdmin.ts"
+import { Invalid } from "../../admin/errors.ts"
 import { type ChannelKind, kindSpec } from "../../domain/channels/registry.ts"
 import { html } from "../http.ts"
 import type { Kit } from "../kit.ts"
@@ -37,6 +38,12 @@ const rotatedFlash = (
   }
 }
 
+/** The services name the CLI's `--settle`; the form calls it the settle window. */
+const settleWorded = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.mapError(effect, (e) =>
+    e instanceof Invalid ? new Invalid({ message: e.message.replaceAll("--settle", "the settle window") }) : e,
+  )
+
 /**
  * Settings → Alerts: channels of every kind (D46) and format (D47), a webhook's secret (shown once), rotation as the
  * kind needs it, test sends and the delivery log (D15–D18).
@@ -62,15 +69,19 @@ export const alertRoutes = (kit: Kit) =>
         "/settings/alerts/channels",
         action((s, form) =>
           Effect.gen(function* () {
-            const created = yield* channelAdmin.create(s.orgId, {
-              kind: form.kind || undefined,
-              format: form.format || undefined,
-              url: form.url,
-              // An empty field is no token (the service refuses a token for a kind that takes none).
-              token: form.token ? form.token : undefined,
-              minSeverity: form.minSeverity,
-              sensorHealth: form.sensorHealth === "on",
-            })
+            const created = yield* channelAdmin
+              .create(s.orgId, {
+                kind: form.kind || undefined,
+                format: form.format || undefined,
+                url: form.url,
+                // An empty field is no token (the service refuses a token for a kind that takes none).
+                token: form.token ? form.token : undefined,
+                minSeverity: form.minSeverity,
+                sensorHealth: form.sensorHealth === "on",
+                // An empty field is the kind's default.
+                settle: form.settle || undefined,
+              })
+              .pipe(settleWorded)
             return yield* flashTo(s, "/settings/alerts", createdFlash(created))
           }).pipe(refused(s, "/settings/alerts")),
         ),
@@ -123,6 +134,16 @@ export const alertRoutes = (kit: Kit) =>
                 return yield* flashTo(s, "/settings/alerts", {
                   kind: "ok",
                   text: on ? "Sensor-health alerts on for this channel." : "Sensor-health alerts off for this channel.",
+                })
+              }
+              case "settle": {
+                const result = yield* channelAdmin.setSettle(id, form.settle ?? "").pipe(settleWorded)
+                return yield* flashTo(s, "/settings/alerts", {
+                  kind: "ok",
+                  text:
+                    result.settleSeconds === 0
+                      ? "Settle window off: every change is sent at once."
+                      : `Settle window set to ${result.settleSeconds} s: an incident's first message waits that long.`,
                 })
               }
               case "rotate": {
