@@ -14,3 +14,9 @@ export const WEB_ACTION = `${ISOLATE_SOURCE} Review the requests for exploitatio
 export const DB_ACTION = `${ISOLATE_SOURCE} Check your real database servers for logins and queries from that address, and make sure no database account uses a default or empty password.`
 export const PATCH_ACTION = `${ISOLATE_SOURCE} Check that your real services are patched against the exploit named in the event, and look for the same attempt against them.`
 export const REDIS_ACTION = `${ISOLATE_SOURCE} Make sure your real Redis servers require authentication and are not reachable from that address.`
+/** A bait credential was used: the credential is worthless, the question is who read it and from where. */
+export const BAIT_ACTION =
+  "Treat the source machine as compromised: the credential it used exists only where it was planted, so someone read it there. Find where that bait was planted (the file, share, configuration or machine holding it), who and what read it recently, and isolate the machine at the source address."
+/** The source is one of the organization's own machines: the attacker (or an insider) is already inside. */
+export const insideAction = (label: string): string =>
+  `The source is one of your own machines (${label}): find it (DHCP leases, EDR, switch port), isolate it and investigate it as compromised; whoever touched the decoy is already inside your network.`

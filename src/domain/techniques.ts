@@ -112,6 +112,9 @@ export const techniqueById = (id: string): Technique => {
  * single incident these add to the techniques derived from its event types (spec "Technique").
  */
 export const TAG_TECHNIQUES: ReadonlyMap<string, ReadonlyArray<string>> = new Map<string, ReadonlyArray<string>>([
+  // A login with a credential the organization planted: set by ingestion (OpenCanary's honeycred, a registered bait
+  // pair), or by a sensor of the organization's own that knows its planted credentials.
+  ["bait-credential", ["T1078"]],
   ["command-injection", ["T1190", "T1059"]],
   ["credential-stuffing", ["T1110.004"]],
   ["default-credentials", ["T1078.001"]],

@@ -9,6 +9,7 @@ import {
 } from "../../src/domain/eventTypes.ts"
 import { incidentTexts } from "../../src/domain/narrative.ts"
 import { CONFIDENCES, SEVERITIES } from "../../src/domain/severity.ts"
+import { activityOfType } from "../../src/domain/significance.ts"
 import {
   mergeTechniques,
   sortTechniques,
@@ -154,10 +155,13 @@ describe("D23 technique table", () => {
 })
 
 describe("D23 event-type table", () => {
-  test("D23: every technique referenced by an event type resolves", () => {
+  test("every technique referenced by an event type resolves, and only what happened is claimed", () => {
     for (const spec of EVENT_TYPES.values()) {
-      // A generic `*.activity` event claims nothing (D42: techniques only for what happened).
-      if (spec.action !== "activity") expect(spec.techniques.length).toBeGreaterThan(0)
+      // A generic `*.activity` event and a bare connection or request claim nothing: techniques only for what
+      // happened, and no Network Service Discovery (T1046) without a scan or a discovery probe.
+      const claimsNothing = ["activity", "connect"].includes(spec.action) || activityOfType(spec.type) === "connection"
+      if (!claimsNothing && spec.type !== "http.request") expect(spec.techniques.length).toBeGreaterThan(0)
+      if (spec.techniques.includes("T1046")) expect(activityOfType(spec.type)).toBe("scan")
       for (const id of spec.techniques) {
         expect(id).toMatch(ATTACK_ID)
         expect(TECHNIQUES.has(id)).toBe(true)
@@ -221,7 +225,8 @@ describe("D23 event-type table", () => {
   test.each([
     // Cowrie's sessions are SSH or Telnet: each action has a type for both, with the same severity and techniques
     // except the remote service: SSH is T1021.004, Telnet the parent T1021 (ATT&CK has no Telnet sub-technique).
-    ["session", ["T1046"], ["T1046"]],
+    // A bare connection is no scan: it justifies no technique.
+    ["session", [], []],
     // D42: a refused login is password guessing only; the remote service is used once a login succeeds.
     ["login_attempt", ["T1110.001"], ["T1110.001"]],
     ["login_success", ["T1021.004", "T1078"], ["T1021", "T1078"]],
@@ -311,10 +316,10 @@ describe("D14 templates", () => {
     expect(quoteAttackerText("short")).toBe('"short"')
   })
 
-  test("D14: incident title, narrative and action for an SSH brute force", () => {
+  test("incident title, narrative and action for an SSH brute force", () => {
     const texts = incidentTexts({
       eventTypes: ["ssh.login_attempt"],
-      primaryType: "ssh.login_attempt",
+      typeCounts: { "ssh.login_attempt": 42 },
       sensorName: "web-01",
       sourceIp: "203.0.113.7",
       eventCount: 42,
@@ -333,7 +338,6 @@ describe("D14 templates", () => {
   test("D14: a single event uses the event label, not the incident title", () => {
     const texts = incidentTexts({
       eventTypes: ["ssh.login_attempt"],
-      primaryType: "ssh.login_attempt",
       sensorName: "db-2",
       sourceIp: "2001:db8::7",
       eventCount: 1,
@@ -344,16 +348,16 @@ describe("D14 templates", () => {
     expect(texts.narrative).not.toContain("Username")
   })
 
-  test("D14: the recommended action comes from the most severe type present", () => {
+  test("the title and the recommended action follow the most significant activity, not the first event", () => {
     const texts = incidentTexts({
       eventTypes: ["portscan.syn", "ssh.login_attempt", "ssh.command"],
-      primaryType: "ssh.login_attempt",
+      typeCounts: { "portscan.syn": 1, "ssh.login_attempt": 28, "ssh.command": 1 },
       sensorName: "web-01",
       sourceIp: "203.0.113.7",
       eventCount: 30,
       usernames: ["root"],
     })
-    expect(texts.title.startsWith("SSH brute force")).toBe(true)
+    expect(texts.title.startsWith("SSH shell command from")).toBe(true)
     expect(texts.recommendedAction).toBe(eventTypeSpec("ssh.command")?.recommendedAction as string)
     expect(texts.narrative).toContain('Username tried: "root".')
   })
@@ -362,7 +366,6 @@ describe("D14 templates", () => {
     const usernames = [hostile, "admin", "admin", "pi", "oracle", "test", "ubnt", "guest"]
     const texts = incidentTexts({
       eventTypes: ["ssh.login_attempt", "telnet.login_attempt"],
-      primaryType: "ssh.login_attempt",
       sensorName: "web-01",
       sourceIp: "203.0.113.7",
       eventCount: 8,
@@ -382,7 +385,6 @@ describe("D14 templates", () => {
   test("D14: unknown types fall back to generic, quoted texts", () => {
     const texts = incidentTexts({
       eventTypes: ["weird<type>"],
-      primaryType: "weird<type>",
       sensorName: "s",
       sourceIp: "203.0.113.7",
       eventCount: 2,

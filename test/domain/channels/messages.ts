@@ -66,7 +66,7 @@ export const incidentMessage = (type: WebhookBody["type"], attack: Attack = {}):
   })
   const texts = incidentTexts({
     eventTypes: ["ssh.command", "ssh.login_attempt"],
-    primaryType: "ssh.command",
+    typeCounts: { "ssh.command": count, "ssh.login_attempt": 1 },
     sensorName,
     sourceIp: "203.0.113.7",
     eventCount: count,
