@@ -19,13 +19,23 @@ export const ASN_MAX = 4_294_967_295
 
 /** What an incident shows of its source address; null where nothing is known (yet). */
 export interface SourceFacts {
+  /** Inside one of the organization's own networks, or not (judged by ingestion, not enrichment). */
+  readonly scope: "internal" | "external"
+  readonly network: { readonly cidr: string; readonly label: string } | null
   readonly reverseDns: string | null
   readonly asn: number | null
   readonly asOrganization: string | null
   readonly country: string | null
 }
 
-export const UNKNOWN_SOURCE: SourceFacts = { reverseDns: null, asn: null, asOrganization: null, country: null }
+export const UNKNOWN_SOURCE: SourceFacts = {
+  scope: "external",
+  network: null,
+  reverseDns: null,
+  asn: null,
+  asOrganization: null,
+  country: null,
+}
 
 /**
  * A PTR answer as the name to store and show: control, format and invisible characters removed, the root's trailing
@@ -103,6 +113,8 @@ export const mergeGeoFacts = (asnFirst: ReadonlyArray<GeoFacts>, countryFirst: R
 
 /** The enrichment columns an incident row carries when it was read with them (absent on a row ingestion built). */
 export interface SourceColumns {
+  readonly sourceScope?: "internal" | "external" | undefined
+  readonly sourceNetwork?: { readonly cidr: string; readonly label: string } | null | undefined
   readonly sourceReverseDns?: string | null | undefined
   readonly sourceAsn?: number | null | undefined
   readonly sourceAsOrganization?: string | null | undefined
@@ -123,9 +135,12 @@ export const sourceFactsOf = (row: SourceColumns): SourceFacts =>
   row.sourceReverseDns == null &&
   row.sourceAsn == null &&
   row.sourceAsOrganization == null &&
-  row.sourceCountry == null
+  row.sourceCountry == null &&
+  row.sourceScope !== "internal"
     ? UNKNOWN_SOURCE
     : {
+        scope: row.sourceScope === "internal" ? "internal" : "external",
+        network: row.sourceScope === "internal" ? (row.sourceNetwork ?? null) : null,
         reverseDns: storedText(row.sourceReverseDns),
         asn: typeof row.sourceAsn === "number" && Number.isInteger(row.sourceAsn) ? row.sourceAsn : null,
         asOrganization: storedText(row.sourceAsOrganization),

@@ -18,6 +18,7 @@ export const ID_PREFIXES = {
   auditEntry: "aud",
   ignoreRule: "ign",
   incidentNote: "inn",
+  baitCredential: "bcr",
 } as const
 export type IdKind = keyof typeof ID_PREFIXES
 

@@ -78,6 +78,16 @@ export type Event = typeof Event.Type
  * null until it is known, or when it cannot be. More members may come (clients ignore those they do not know).
  */
 export const IncidentSource = Schema.Struct({
+  scope: Schema.Literal("internal", "external").annotations({
+    description:
+      "internal: the address is inside one of the organization's own networks (by default the private ranges), the strongest breach signal a decoy gives; external otherwise",
+  }),
+  network: Schema.NullOr(
+    Schema.Struct({
+      cidr: Schema.String.annotations({ description: "The network, e.g. 10.20.0.0/16" }),
+      label: Schema.String.annotations({ description: "The organization's name for it, e.g. Office LAN" }),
+    }),
+  ).annotations({ description: "The most specific own network holding the address; null for an external source" }),
   reverseDns: Schema.NullOr(Schema.String).annotations({
     description: untrusted(
       "The address's reverse DNS (PTR) name, only when its forward records include the address; null when there is none, it was not confirmed, or reverse DNS is off. Written by whoever controls the address's reverse zone.",
@@ -103,7 +113,10 @@ export type IncidentStatus = typeof IncidentStatus.Type
 const incidentFields = {
   id: Schema.String.annotations({ description: "Incident identifier, inc_<ULID>" }),
   title: Schema.String.annotations({ description: untrusted("Written by the service.") }),
-  severity: Severity.annotations({ description: "Highest severity of the member events" }),
+  severity: Severity.annotations({
+    description:
+      "Follows the most significant activity and the member events' highest severity; at least high from inside the organization's networks, critical with a bait credential, one step up when the source had touched another sensor first",
+  }),
   status: IncidentStatus,
   narrative: Schema.String.annotations({ description: untrusted("Written by the service.") }),
   recommendedAction: Schema.String.annotations({ description: untrusted("Written by the service.") }),
@@ -113,6 +126,14 @@ const incidentFields = {
   eventCount: Schema.Int.annotations({ description: "Total number of events in the incident" }),
   eventTypes: Schema.Array(Schema.String).annotations({ description: "Event types present in the incident" }),
   highConfidence: Schema.Boolean.annotations({ description: "True when any member event has confidence high" }),
+  baitCredentialUsed: Schema.Boolean.annotations({
+    description:
+      "True when a member event logged in with a credential the organization planted as bait (the incident is critical)",
+  }),
+  otherSensors: Schema.Int.annotations({
+    description:
+      "How many other sensors of the organization saw the same source address within 7 days of this incident's activity (GET /v1/sources/{ip} lists them)",
+  }),
   firstSeenAt: Timestamp,
   lastSeenAt: Timestamp,
   resolvedAt: Schema.NullOr(Timestamp).annotations({ description: "Null while unresolved" }),
@@ -132,6 +153,37 @@ export const Incident = Schema.Struct({
   }),
 }).annotations({ identifier: "Incident" })
 export type Incident = typeof Incident.Type
+
+/** Incidents a source profile lists, newest activity first. */
+export const SOURCE_INCIDENTS_SHOWN = 100
+
+/** GET /v1/sources/{ip}: what the organization knows of one address, across all of its sensors. */
+export const SourceProfile = Schema.Struct({
+  ip: Schema.String.annotations({ description: "The address, in the one form the service stores and filters on" }),
+  source: IncidentSource,
+  firstSeenAt: Schema.NullOr(Timestamp).annotations({
+    description: "Earliest activity of the address in the organization's incidents; null when it has none",
+  }),
+  lastSeenAt: Schema.NullOr(Timestamp).annotations({ description: "Latest activity; null when it has no incident" }),
+  incidentCount: Schema.Int.annotations({ description: "The organization's incidents from the address" }),
+  sensorCount: Schema.Int.annotations({ description: "How many of the organization's sensors it touched" }),
+  ignoredBy: Schema.NullOr(
+    Schema.Struct({
+      ruleId: Schema.String,
+      source: Schema.String.annotations({ description: "The rule's address or network" }),
+      sensorId: Schema.NullOr(Schema.String),
+      port: Schema.NullOr(Schema.Int),
+      eventType: Schema.NullOr(Schema.String),
+    }),
+  ).annotations({
+    description:
+      "The active ignore rule whose network holds the address (the most specific), or null; a rule narrowed to a sensor, port or type ignores only that part of its activity",
+  }),
+  incidents: Schema.Array(IncidentSummary).annotations({
+    description: `Its incidents on every sensor, newest activity first, at most ${SOURCE_INCIDENTS_SHOWN}`,
+  }),
+}).annotations({ identifier: "SourceProfile" })
+export type SourceProfile = typeof SourceProfile.Type
 
 const nextCursor = Schema.NullOr(Schema.String).annotations({
   description: "Opaque cursor of the next page; null on the last page",

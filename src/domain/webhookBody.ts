@@ -297,7 +297,14 @@ export const sampleIncident = (now: Date, appUrl: string): WebhookIncident => {
     sensor: { id: "sen_sample00000000000000000000", name: "web-01", profile: "linux-server" },
     sourceIp: "203.0.113.7",
     // A documentation name and AS number (RFC 5398); ZZ is the code ISO 3166 leaves to users ("unknown").
-    source: { reverseDns: "scanner-7.example.net", asn: 64496, asOrganization: "Example Networks", country: "ZZ" },
+    source: {
+      scope: "external",
+      network: null,
+      reverseDns: "scanner-7.example.net",
+      asn: 64496,
+      asOrganization: "Example Networks",
+      country: "ZZ",
+    },
     eventCount: 1,
     firstSeenAt: first,
     lastSeenAt: first,

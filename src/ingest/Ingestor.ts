@@ -4,12 +4,16 @@ import { Clock, Duration, Effect } from "effect"
 import { prepareAttackerInput } from "../domain/attackerInput.ts"
 import { eventTypeSpec } from "../domain/eventTypes.ts"
 import { newId } from "../domain/ids.ts"
+import { classifySource, type OwnNetwork } from "../domain/networks.ts"
 import { sanitizeText } from "../domain/sanitize.ts"
+import { BAIT_CREDENTIAL_TAG } from "../domain/significance.ts"
 import { AppConfig } from "../platform/config.ts"
 import { DatabaseError, transactionErrors } from "../platform/db/errors.ts"
+import { BaitCredentialsRepo } from "../repos/BaitCredentialsRepo.ts"
 import { EventsRepo, type NewEvent } from "../repos/EventsRepo.ts"
 import { IgnoreRulesRepo } from "../repos/IgnoreRulesRepo.ts"
 import { type IncidentRow, IncidentsRepo } from "../repos/IncidentsRepo.ts"
+import { NetworksRepo } from "../repos/NetworksRepo.ts"
 import { WebhookOutbox } from "../repos/Outbox.ts"
 import { TransitionsRepo } from "../repos/TransitionsRepo.ts"
 import { CowrieSessionsRepo } from "./CowrieSessionsRepo.ts"
@@ -23,7 +27,15 @@ import {
 } from "./formats/cowrie.ts"
 import type { CowrieLink, CowrieMerge, CowrieSession } from "./formats/native.ts"
 import { OrgKeys } from "./OrgKeys.ts"
-import { type CurrentIncident, decide, type IncidentAggregate, merge, textsFor, transitionsOf } from "./rules.ts"
+import {
+  type CurrentIncident,
+  decide,
+  type IncidentAggregate,
+  type IncidentContext,
+  merge,
+  textsFor,
+  transitionsOf,
+} from "./rules.ts"
 import type { ValidEvent } from "./validate.ts"
 
 /** The sensor a request authenticated as: the sensor, and so the organization, never come from the body. */
@@ -78,6 +90,23 @@ const firstString = (input: Record<string, unknown>, keys: ReadonlyArray<string>
   return undefined
 }
 
+/** The members a login's password is captured under (the mappers' names), masked with its fingerprint by then. */
+const PASSWORD_KEYS = ["password", "passwd", "pass"] as const
+
+/** The fingerprint of the password a prepared attackerInput captured, if it captured one. */
+const passwordFingerprintOf = (input: Record<string, unknown>): string | undefined => {
+  for (const key of PASSWORD_KEYS) {
+    const value = input[key]
+    if (typeof value !== "object" || value === null) continue
+    const fingerprint = (value as { fingerprint?: unknown }).fingerprint
+    if (typeof fingerprint === "string" && fingerprint !== "") return fingerprint
+  }
+  return undefined
+}
+
+/** How long a source stays linked across sensors: seen by another sensor this recently, it is one story. */
+const LINK_WINDOW_MS = 7 * 24 * 60 * 60 * 1000
+
 /**
  * Records events and groups them into incidents (D12–D14, D19, D20, D22). The events of one request are written in
  * one transaction under an advisory lock per grouping key (organization, sensor, sourceIp): the events, the incident
@@ -94,6 +123,8 @@ export class Ingestor extends Effect.Service<Ingestor>()("Ingestor", {
     const outbox = yield* WebhookOutbox
     const cowrieSessions = yield* CowrieSessionsRepo
     const ignoreRules = yield* IgnoreRulesRepo
+    const networksRepo = yield* NetworksRepo
+    const baitCredentials = yield* BaitCredentialsRepo
     const config = yield* AppConfig
     const reopenWindowMs = Duration.toMillis(config.reopenWindow)
     const DETAIL_KEYS = [
@@ -185,24 +216,40 @@ export class Ingestor extends Effect.Service<Ingestor>()("Ingestor", {
           lastSeenAt: Date
           resolvedAt: Date | null
           types: ReadonlyArray<string> | null
+          typeCounts: Record<string, number> | null
+          eventsSeverity: IncidentAggregate["severity"]
+          baitCredential: boolean
+          sourceNetwork: OwnNetwork | null
+          linked: boolean
         }>`
           select i.id, i.source_ip as "sourceIp", i.event_count as "eventCount", i.usernames, i.status, i.severity,
             i.tags, i.high_confidence as "highConfidence", i.first_seen_at as "firstSeenAt",
             i.last_seen_at as "lastSeenAt", i.resolved_at as "resolvedAt",
             (select array_agg(distinct e.type order by e.type) from events e
-              where e.incident_id = i.id and e.org_id = i.org_id) as types
+              where e.incident_id = i.id and e.org_id = i.org_id) as types,
+            (select jsonb_object_agg(t.type, t.n) from (select e.type, count(*) as n from events e
+              where e.incident_id = i.id and e.org_id = i.org_id group by e.type) t) as "typeCounts",
+            i.events_severity as "eventsSeverity", i.bait_credential as "baitCredential",
+            case when i.source_scope = 'internal' then i.source_network end as "sourceNetwork", i.linked
           from incidents i where i.org_id = ${sensor.orgId} and i.id in ${sql.in([...incidentIds].sort())}
           order by i.id for update`
         const updates = rows.map((r) => {
-          const aggregate: IncidentAggregate = { ...r, eventTypes: r.types ?? [] }
-          return { id: r.id, event_types: aggregate.eventTypes, ...textsFor(aggregate, sensor.name, r.sourceIp) }
+          const typeCounts = r.typeCounts ?? {}
+          const aggregate: IncidentAggregate = { ...r, eventTypes: r.types ?? [], typeCounts }
+          const context = { insideNetwork: r.sourceNetwork, linked: r.linked, otherSensors: 0 }
+          return {
+            id: r.id,
+            event_types: aggregate.eventTypes,
+            type_counts: typeCounts,
+            ...textsFor(aggregate, sensor.name, r.sourceIp, context),
+          }
         })
         if (updates.length === 0) return
         yield* sql`
-          update incidents i set event_types = r.event_types, title = r.title, narrative = r.narrative,
-            recommended_action = r."recommendedAction"
+          update incidents i set event_types = r.event_types, type_counts = r.type_counts, title = r.title,
+            narrative = r.narrative, recommended_action = r."recommendedAction"
           from jsonb_to_recordset(${JSON.stringify(updates)}::text::jsonb)
-            as r(id text, event_types text[], title text, narrative text, "recommendedAction" text)
+            as r(id text, event_types text[], type_counts jsonb, title text, narrative text, "recommendedAction" text)
           where i.id = r.id and i.org_id = ${sensor.orgId}`
       })
 
@@ -341,6 +388,42 @@ export class Ingestor extends Effect.Service<Ingestor>()("Ingestor", {
       })
 
     /**
+     * A login with a credential the organization planted: OpenCanary's `honeycred` flag, or a username and password
+     * an admin registered as bait (matched by the password's keyed fingerprint). Someone read the credential where it
+     * was planted: the event is critical, high confidence, and tagged so its incident leads with it (T1078).
+     */
+    const markBait = (sensor: SensorIdentity, prepared: ReadonlyArray<Prepared>) =>
+      Effect.gen(function* () {
+        const fingerprints = prepared.flatMap((p) => {
+          const f = passwordFingerprintOf(p.row.attackerInput as Record<string, unknown>)
+          return f === undefined || p.username === undefined ? [] : [f]
+        })
+        const planted = new Set(
+          (yield* baitCredentials.matching(sensor.orgId, fingerprints)).map(
+            (b) => `${b.username}\u0000${b.passwordFingerprint}`,
+          ),
+        )
+        return prepared.map((p): Prepared => {
+          const input = p.row.attackerInput as Record<string, unknown>
+          const fingerprint = passwordFingerprintOf(input)
+          const bait =
+            input.honeycred === true ||
+            p.row.tags.includes(BAIT_CREDENTIAL_TAG) ||
+            (fingerprint !== undefined && p.username !== undefined && planted.has(`${p.username}\u0000${fingerprint}`))
+          if (!bait) return p
+          return {
+            ...p,
+            row: {
+              ...p.row,
+              severity: "critical",
+              confidence: "high",
+              tags: p.row.tags.includes(BAIT_CREDENTIAL_TAG) ? p.row.tags : [...p.row.tags, BAIT_CREDENTIAL_TAG],
+            },
+          }
+        })
+      })
+
+    /**
      * D44: the rule that ignores each event, by the event's index: one lookup per distinct (source, decoy port, type)
      * of the request, all in one statement.
      */
@@ -399,7 +482,7 @@ export class Ingestor extends Effect.Service<Ingestor>()("Ingestor", {
           // D42: Cowrie sessions first (under the locks just taken), so that the newest incidents read below already
           // hold the event types of any stored event this request completes.
           const cowrie = yield* completeCowrieSessions(sensor, key, items, merges, now)
-          const prepared = cowrie.items.map((item) =>
+          const unmarked = cowrie.items.map((item) =>
             prepare(
               sensor,
               key,
@@ -409,6 +492,7 @@ export class Ingestor extends Effect.Service<Ingestor>()("Ingestor", {
               item.cowrie === undefined ? undefined : cowrie.clients.get(item.cowrie.session),
             ),
           )
+          const prepared = yield* markBait(sensor, unmarked)
           const stored = new Map(
             (yield* events.existingSensorEventIds(
               sensor.sensorId,
@@ -449,11 +533,42 @@ export class Ingestor extends Effect.Service<Ingestor>()("Ingestor", {
               r,
             ]),
           )
+          const decisions = new Map(
+            [...groups.keys()].map((ip) => [ip, decide(newest.get(ip), now.getTime(), reopenWindowMs)] as const),
+          )
+          // A new incident's source is judged inside or outside against the organization's networks, read under a
+          // share lock so that a change of the list (which re-judges every incident) waits for this commit.
+          const networks = [...decisions.values()].some((d) => d.kind === "create")
+            ? (yield* networksRepo.get(sensor.orgId, true)).networks
+            : []
+          const elsewhere = yield* incidents.seenOnOtherSensors(
+            sensor.orgId,
+            sensor.sensorId,
+            [...groups.keys()],
+            new Date(now.getTime() - LINK_WINDOW_MS),
+          )
           const plans = [...groups].map(([sourceIp, group]) => {
             const current: CurrentIncident | undefined = newest.get(sourceIp)
-            const decision = decide(current, now.getTime(), reopenWindowMs)
+            const decision = decisions.get(sourceIp) ?? decide(current, now.getTime(), reopenWindowMs)
+            const base = decision.kind === "create" ? undefined : decision.incident
+            const firstSeen = Math.min(
+              ...group.map((p) => p.row.time.getTime()),
+              base?.firstSeenAt.getTime() ?? Number.POSITIVE_INFINITY,
+            )
+            const other = elsewhere.get(sourceIp)
+            const context: IncidentContext = {
+              insideNetwork:
+                base === undefined
+                  ? classifySource(sourceIp, networks).network
+                  : base.sourceScope === "internal"
+                    ? base.sourceNetwork
+                    : null,
+              // Later incidents of a source already on another decoy step up; the first one does not.
+              linked: (base?.linked ?? false) || (other !== undefined && other.earliestFirstSeen.getTime() < firstSeen),
+              otherSensors: other?.sensors ?? 0,
+            }
             const aggregate = merge(
-              decision.kind === "create" ? undefined : decision.incident,
+              base,
               group.map((p) => ({
                 time: p.row.time,
                 type: p.row.type,
@@ -462,6 +577,7 @@ export class Ingestor extends Effect.Service<Ingestor>()("Ingestor", {
                 tags: p.row.tags,
                 username: p.username,
               })),
+              context,
             )
             const incidentId =
               decision.kind === "create" ? newId("incident", aggregate.firstSeenAt.getTime()) : decision.incident.id
@@ -472,7 +588,10 @@ export class Ingestor extends Effect.Service<Ingestor>()("Ingestor", {
               sensorName: sensor.name,
               sourceIp,
               ...aggregate,
-              ...textsFor(aggregate, sensor.name, sourceIp),
+              sourceScope: context.insideNetwork === null ? "external" : "internal",
+              sourceNetwork: context.insideNetwork,
+              linked: context.linked,
+              ...textsFor(aggregate, sensor.name, sourceIp, context),
             }
             return { group, decision, aggregate, incident }
           })

@@ -1,6 +1,7 @@
-import { mostSevereEventType } from "../domain/eventTypes.ts"
 import { incidentTexts } from "../domain/narrative.ts"
+import type { OwnNetwork } from "../domain/networks.ts"
 import { maxSeverity, type Severity, severityRank } from "../domain/severity.ts"
+import { BAIT_CREDENTIAL_TAG, incidentSeverity, judgeActivity } from "../domain/significance.ts"
 
 /**
  * The grouping rules (D3, D12, D13, D14) as pure functions: which incident an event joins, how an incident's
@@ -9,9 +10,16 @@ import { maxSeverity, type Severity, severityRank } from "../domain/severity.ts"
 
 export interface IncidentAggregate {
   readonly status: "open" | "closed"
+  /** The judged severity (`judgedSeverity`). */
   readonly severity: Severity
+  /** The highest severity of the member events. */
+  readonly eventsSeverity: Severity
   readonly eventCount: number
   readonly eventTypes: ReadonlyArray<string>
+  /** Member events by type. */
+  readonly typeCounts: Readonly<Record<string, number>>
+  /** A member event logged in with a bait credential. */
+  readonly baitCredential: boolean
   readonly tags: ReadonlyArray<string>
   readonly usernames: ReadonlyArray<string>
   readonly highConfidence: boolean
@@ -22,7 +30,35 @@ export interface IncidentAggregate {
 
 export interface CurrentIncident extends IncidentAggregate {
   readonly id: string
+  readonly sourceScope: "internal" | "external"
+  readonly sourceNetwork: OwnNetwork | null
+  readonly linked: boolean
 }
+
+/**
+ * What an incident is judged with besides its events: where its source is (the organization's network holding it,
+ * or null outside), whether the source was on another sensor when the incident began (kept for its life), and how
+ * many other sensors saw it lately (for the texts).
+ */
+export interface IncidentContext {
+  readonly insideNetwork: OwnNetwork | null
+  readonly linked: boolean
+  readonly otherSensors: number
+}
+
+export const NO_CONTEXT: IncidentContext = { insideNetwork: null, linked: false, otherSensors: 0 }
+
+/** The severity of an aggregate in its context: its events, its most significant activity, inside, linked. */
+export const judgedSeverity = (
+  a: Pick<IncidentAggregate, "eventsSeverity" | "typeCounts" | "baitCredential">,
+  context: IncidentContext,
+): Severity =>
+  incidentSeverity({
+    eventsSeverity: a.eventsSeverity,
+    activity: judgeActivity(a.typeCounts, a.baitCredential).activity,
+    internal: context.insideNetwork !== null,
+    linked: context.linked,
+  })
 
 /** What an event brings to its incident. */
 export interface EventContribution {
@@ -55,10 +91,14 @@ export const decide = (newest: CurrentIncident | undefined, nowMs: number, reope
 export const MAX_USERNAMES = 5
 const union = (a: ReadonlyArray<string>, b: Iterable<string>) => [...new Set([...a, ...b])].sort()
 
-/** The aggregate after adding events (D3: severity is the highest, highConfidence is any high). */
+/**
+ * The aggregate after adding events: highConfidence is any high, and the severity is judged from the events'
+ * highest, the most significant activity and the context (`judgedSeverity`).
+ */
 export const merge = (
   base: IncidentAggregate | undefined,
   events: ReadonlyArray<EventContribution>,
+  context: IncidentContext = NO_CONTEXT,
 ): IncidentAggregate => {
   const times = events.map((e) => e.time.getTime())
   const first = Math.min(...times, base?.firstSeenAt.getTime() ?? Number.POSITIVE_INFINITY)
@@ -68,9 +108,21 @@ export const merge = (
   for (const e of events) {
     if (e.username && usernames.length < MAX_USERNAMES && !usernames.includes(e.username)) usernames.push(e.username)
   }
+  const typeCounts: Record<string, number> = { ...(base?.typeCounts ?? {}) }
+  for (const e of events) typeCounts[e.type] = (typeCounts[e.type] ?? 0) + 1
+  const eventsSeverity = events.reduce<Severity>(
+    (acc, e) => maxSeverity(acc, e.severity),
+    base?.eventsSeverity ?? "low",
+  )
+  const baitCredential = (base?.baitCredential ?? false) || events.some((e) => e.tags.includes(BAIT_CREDENTIAL_TAG))
+  const judged = judgedSeverity({ eventsSeverity, typeCounts, baitCredential }, context)
   return {
     status: "open",
-    severity: events.reduce<Severity>((acc, e) => maxSeverity(acc, e.severity), base?.severity ?? "low"),
+    // Never below what the incident already announced: a severity only rises while the incident lives.
+    severity: base === undefined ? judged : maxSeverity(base.severity, judged),
+    eventsSeverity,
+    typeCounts,
+    baitCredential,
     eventCount: (base?.eventCount ?? 0) + events.length,
     eventTypes: union(
       base?.eventTypes ?? [],
@@ -112,13 +164,21 @@ export const transitionsOf = (decision: Decision, after: IncidentAggregate): Rea
   }
 }
 
-/** D14: the service's texts for an incident, from the per-type templates. */
-export const textsFor = (aggregate: IncidentAggregate, sensorName: string, sourceIp: string) =>
+/** The service's texts for an incident, from its most significant activity and its context. */
+export const textsFor = (
+  aggregate: IncidentAggregate,
+  sensorName: string,
+  sourceIp: string,
+  context: IncidentContext = NO_CONTEXT,
+) =>
   incidentTexts({
     eventTypes: aggregate.eventTypes,
-    primaryType: mostSevereEventType(aggregate.eventTypes)?.type ?? aggregate.eventTypes[0] ?? "",
+    typeCounts: aggregate.typeCounts,
     sensorName,
     sourceIp,
     eventCount: aggregate.eventCount,
     usernames: aggregate.usernames,
+    bait: aggregate.baitCredential,
+    insideNetwork: context.insideNetwork,
+    otherSensors: context.otherSensors,
   })

@@ -27,6 +27,19 @@ export const IncidentRow = Schema.Struct({
   firstSeenAt: Schema.DateFromSelf,
   lastSeenAt: Schema.DateFromSelf,
   resolvedAt: Schema.NullOr(Schema.DateFromSelf),
+  /** Member events by type. */
+  typeCounts: Schema.Record({ key: Schema.String, value: Schema.Number }),
+  /** The highest severity of the member events (the judged `severity` adds floors and steps to it). */
+  eventsSeverity: Severity,
+  /** A member event logged in with a bait credential. */
+  baitCredential: Schema.Boolean,
+  /** Whether the source is inside one of the organization's networks, and which (judged when created and re-judged). */
+  sourceScope: Schema.Literal("internal", "external"),
+  sourceNetwork: Schema.NullOr(Schema.Struct({ cidr: Schema.String, label: Schema.String })),
+  /** The source was on another of the organization's sensors when this incident began. */
+  linked: Schema.Boolean,
+  /** Other sensors that saw the source within 7 days of this incident's activity: counted on read. */
+  otherSensors: Schema.optional(Schema.Number),
   /**
    * What the enrichment job knows of the source address (address_enrichment), joined in on read: null when nothing
    * is known, absent on a row ingestion built itself (it never waits for enrichment).
@@ -39,7 +52,11 @@ export const IncidentRow = Schema.Struct({
 export type IncidentRow = typeof IncidentRow.Type
 
 /** A stored incident as written (ingestion and tests); the sensor name and the enrichment are joined in on read. */
-export type NewIncident = Omit<IncidentRow, "sensorName" | EnrichmentColumn> & { readonly createdAt?: Date }
+export type NewIncident = Omit<IncidentRow, "sensorName" | EnrichmentColumn | JudgementColumn> &
+  Partial<Pick<IncidentRow, JudgementColumn>> & { readonly createdAt?: Date }
+
+/** How an incident was judged; an incident written without them (tests, fixtures) is external and unjudged. */
+type JudgementColumn = "typeCounts" | "eventsSeverity" | "baitCredential" | "sourceScope" | "sourceNetwork" | "linked"
 
 type EnrichmentColumn = "sourceReverseDns" | "sourceAsn" | "sourceAsOrganization" | "sourceCountry"
 
@@ -82,6 +99,12 @@ const KeyIncident = IncidentRow.pick(
   "firstSeenAt",
   "lastSeenAt",
   "resolvedAt",
+  "typeCounts",
+  "eventsSeverity",
+  "baitCredential",
+  "sourceScope",
+  "sourceNetwork",
+  "linked",
 )
 export type KeyIncident = typeof KeyIncident.Type
 
@@ -112,6 +135,12 @@ const incidentsJson = (rows: ReadonlyArray<NewIncident & { readonly updatedAt: D
       first_seen_at: r.firstSeenAt.toJSON(),
       last_seen_at: r.lastSeenAt.toJSON(),
       resolved_at: r.resolvedAt === null ? null : r.resolvedAt.toJSON(),
+      type_counts: r.typeCounts ?? {},
+      events_severity: r.eventsSeverity ?? r.severity,
+      bait_credential: r.baitCredential ?? false,
+      source_scope: r.sourceScope ?? "external",
+      source_network: r.sourceNetwork ?? null,
+      linked: r.linked ?? false,
       created_at: (r.createdAt ?? r.firstSeenAt).toJSON(),
       updated_at: r.updatedAt.toJSON(),
       // Every incident written here is one an event of this request joined (D13 counts idleness from it).
@@ -119,12 +148,26 @@ const incidentsJson = (rows: ReadonlyArray<NewIncident & { readonly updatedAt: D
     })),
   )
 
+/**
+ * How many other sensors of the organization saw the source of `alias`'s incident within the linking window (7 days)
+ * of its activity: one probe of incidents_org_source_idx per incident.
+ */
+export const otherSensorsOf = (alias: string) => `(select count(distinct o.sensor_id)::int from incidents o
+    where o.org_id = ${alias}.org_id and o.source_ip = ${alias}.source_ip and o.sensor_id <> ${alias}.sensor_id
+      and o.last_seen_at >= ${alias}.first_seen_at - interval '7 days'
+      and o.first_seen_at <= ${alias}.last_seen_at + interval '7 days') as "otherSensors"`
+
+/** How the incident was judged, as IncidentRow names the columns. */
+export const JUDGEMENT_COLUMNS = `i.type_counts as "typeCounts", i.events_severity as "eventsSeverity",
+  i.bait_credential as "baitCredential", i.source_scope as "sourceScope", i.source_network as "sourceNetwork",
+  i.linked, ${otherSensorsOf("i")}`
+
 /** The API's incident columns, aliased to IncidentRow's names (the read path runs without name transforms). */
 const INCIDENT_SELECT = `select i.id, i.org_id as "orgId", i.sensor_id as "sensorId", s.name as "sensorName",
   i.source_ip as "sourceIp", i.status, i.severity, i.title, i.narrative, i.recommended_action as "recommendedAction",
   i.event_count as "eventCount", i.event_types as "eventTypes", i.tags, i.usernames,
   i.high_confidence as "highConfidence", i.first_seen_at as "firstSeenAt", i.last_seen_at as "lastSeenAt",
-  i.resolved_at as "resolvedAt", ${SOURCE_COLUMNS}
+  i.resolved_at as "resolvedAt", ${JUDGEMENT_COLUMNS}, ${SOURCE_COLUMNS}
   from incidents i join sensors s on s.id = i.sensor_id left join address_enrichment a on a.address = i.source_ip`
 
 /** D7: one page of GET /v1/incidents, keyset on (last_seen_at desc, id desc), served by incidents_org_(status_)recent_idx. */
@@ -181,7 +224,8 @@ export class IncidentsRepo extends Effect.Service<IncidentsRepo>()("IncidentsRep
       Result: KeyIncident,
       execute: ({ orgId, sensorId, sourceIps }) => sql`
         select i.id, i.source_ip, i.status, i.severity, i.event_count, i.event_types, i.tags, i.usernames,
-          i.high_confidence, i.first_seen_at, i.last_seen_at, i.resolved_at
+          i.high_confidence, i.first_seen_at, i.last_seen_at, i.resolved_at, i.type_counts, i.events_severity,
+          i.bait_credential, i.source_scope, i.source_network, i.linked
         from incidents i
         where i.id in (
           select (
@@ -255,22 +299,72 @@ export class IncidentsRepo extends Effect.Service<IncidentsRepo>()("IncidentsRep
           : sql`
             insert into incidents (id, org_id, sensor_id, source_ip, status, severity, title, narrative,
               recommended_action, event_count, event_types, tags, usernames, high_confidence, first_seen_at,
-              last_seen_at, resolved_at, created_at, updated_at, last_activity_at)
+              last_seen_at, resolved_at, type_counts, events_severity, bait_credential, source_scope, source_network,
+              linked, created_at, updated_at, last_activity_at)
             select id, org_id, sensor_id, source_ip, status, severity, title, narrative, recommended_action,
               event_count, event_types, tags, usernames, high_confidence, first_seen_at, last_seen_at, resolved_at,
+              type_counts, events_severity, bait_credential, source_scope, source_network, linked,
               created_at, updated_at, last_activity_at
             from jsonb_to_recordset(${incidentsJson(rows)}::text::jsonb) as r(id text, org_id text, sensor_id text,
               source_ip text, status text, severity text, title text, narrative text, recommended_action text,
               event_count integer, event_types text[], tags text[], usernames text[], high_confidence boolean,
-              first_seen_at timestamptz, last_seen_at timestamptz, resolved_at timestamptz, created_at timestamptz,
-              updated_at timestamptz, last_activity_at timestamptz)
+              first_seen_at timestamptz, last_seen_at timestamptz, resolved_at timestamptz, type_counts jsonb,
+              events_severity text, bait_credential boolean, source_scope text, source_network jsonb, linked boolean,
+              created_at timestamptz, updated_at timestamptz, last_activity_at timestamptz)
             on conflict (id) do update set status = excluded.status, severity = excluded.severity,
+              type_counts = excluded.type_counts, events_severity = excluded.events_severity,
+              bait_credential = excluded.bait_credential, source_scope = excluded.source_scope,
+              source_network = excluded.source_network, linked = excluded.linked,
               title = excluded.title, narrative = excluded.narrative, recommended_action = excluded.recommended_action,
               event_count = excluded.event_count, event_types = excluded.event_types, tags = excluded.tags,
               usernames = excluded.usernames, high_confidence = excluded.high_confidence,
               first_seen_at = excluded.first_seen_at, last_seen_at = excluded.last_seen_at,
               resolved_at = excluded.resolved_at, updated_at = excluded.updated_at,
               last_activity_at = excluded.last_activity_at`.pipe(Effect.asVoid, dbErrors),
+      /**
+       * For each source address, how many other sensors of the organization saw it since `since`, and when the
+       * earliest of those incidents began (a source first seen elsewhere links and steps up the incident here).
+       */
+      seenOnOtherSensors: (orgId: string, sensorId: string, sourceIps: ReadonlyArray<string>, since: Date) =>
+        sourceIps.length === 0
+          ? Effect.succeed(new Map<string, { sensors: number; earliestFirstSeen: Date }>())
+          : sql<{ sourceIp: string; sensors: number; earliestFirstSeen: Date }>`
+              select o.source_ip, count(distinct o.sensor_id)::int as sensors, min(o.first_seen_at) as earliest_first_seen
+              from incidents o
+              where o.org_id = ${orgId} and o.source_ip in ${sql.in([...sourceIps])} and o.sensor_id <> ${sensorId}
+                and o.last_seen_at >= ${since}
+              group by o.source_ip`.pipe(
+              Effect.map(
+                (rows) =>
+                  new Map(
+                    rows.map((r) => [
+                      r.sourceIp,
+                      { sensors: r.sensors, earliestFirstSeen: new Date(r.earliestFirstSeen) },
+                    ]),
+                  ),
+              ),
+              dbErrors,
+            ),
+      /** An address's incidents on every sensor, newest activity first, and what they add up to. */
+      forSource: (orgId: string, sourceIp: string, limit: number) =>
+        Effect.all({
+          rows: readIncidents({
+            text: `${INCIDENT_SELECT} where i.org_id = $1 and i.source_ip = $2 order by i.last_seen_at desc, i.id desc limit $3`,
+            params: [orgId, sourceIp, limit],
+          }),
+          totals: sql<{ incidents: number; sensors: number; firstSeenAt: Date | null; lastSeenAt: Date | null }>`
+            select count(*)::int as incidents, count(distinct sensor_id)::int as sensors,
+              min(first_seen_at) as first_seen_at, max(last_seen_at) as last_seen_at
+            from incidents where org_id = ${orgId} and source_ip = ${sourceIp}`.pipe(
+            Effect.map((rows) => rows[0] ?? { incidents: 0, sensors: 0, firstSeenAt: null, lastSeenAt: null }),
+            dbErrors,
+          ),
+          anyEvent: sql<{ found: boolean }>`
+            select exists (select from events where org_id = ${orgId} and source_ip = ${sourceIp}) as found`.pipe(
+            Effect.map((rows) => rows[0]?.found === true),
+            dbErrors,
+          ),
+        }),
       /** Recounts after a concurrent duplicate slipped past the pre-check (rare); returns the new counts. */
       recount: (orgId: string, ids: ReadonlyArray<string>) =>
         sql<{ readonly id: string; readonly eventCount: number }>`

@@ -1,11 +1,13 @@
 import { Layer } from "effect"
 import { ApiKeysRepo } from "./ApiKeysRepo.ts"
 import { AuditRepo } from "./AuditRepo.ts"
+import { BaitCredentialsRepo } from "./BaitCredentialsRepo.ts"
 import { ConsoleUsersRepo } from "./ConsoleUsersRepo.ts"
 import { EventsRepo } from "./EventsRepo.ts"
 import { IgnoreRulesRepo } from "./IgnoreRulesRepo.ts"
 import { IncidentNotesRepo } from "./IncidentNotesRepo.ts"
 import { IncidentsRepo } from "./IncidentsRepo.ts"
+import { NetworksRepo } from "./NetworksRepo.ts"
 import { OrgsRepo } from "./OrgsRepo.ts"
 import { WebhookOutbox } from "./Outbox.ts"
 import { SensorsRepo } from "./SensorsRepo.ts"
@@ -24,6 +26,8 @@ const TablesLive = Layer.mergeAll(
   AuditRepo.Default,
   IncidentNotesRepo.Default,
   IgnoreRulesRepo.Default,
+  NetworksRepo.Default,
+  BaitCredentialsRepo.Default,
 )
 
 /**

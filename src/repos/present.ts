@@ -97,6 +97,8 @@ const summaryShape = <T>(row: IncidentRow, appUrl: string, time: (date: Date) =>
   eventCount: row.eventCount,
   eventTypes: row.eventTypes,
   highConfidence: row.highConfidence,
+  baitCredentialUsed: row.baitCredential,
+  otherSensors: row.otherSensors ?? 0,
   firstSeenAt: time(row.firstSeenAt),
   lastSeenAt: time(row.lastSeenAt),
   resolvedAt: row.resolvedAt === null ? null : time(row.resolvedAt),

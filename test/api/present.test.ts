@@ -88,6 +88,12 @@ const incidentRow = fc.record({
   firstSeenAt: date,
   lastSeenAt: date,
   resolvedAt: fc.option(date, { nil: null }),
+  typeCounts: fc.constant({}),
+  eventsSeverity: fc.constantFrom("low", "medium", "high", "critical"),
+  baitCredential: fc.boolean(),
+  sourceScope: fc.constantFrom("internal", "external"),
+  sourceNetwork: fc.option(fc.record({ cidr: fc.constant("10.0.0.0/8"), label: fc.string() }), { nil: null }),
+  linked: fc.boolean(),
   // The source address's enrichment, as joined in (null: nothing known), control characters and all.
   sourceReverseDns: fc.option(fc.string(), { nil: null }),
   sourceAsn: fc.option(fc.integer({ min: 0, max: 4_294_967_295 }), { nil: null }),

@@ -40,6 +40,12 @@ const incident = (overrides: Partial<CurrentIncident> = {}): CurrentIncident => 
   eventTypes: ["ssh.login_attempt"],
   tags: [],
   usernames: ["root"],
+  typeCounts: { "ssh.login_attempt": 3 },
+  eventsSeverity: "medium",
+  baitCredential: false,
+  sourceScope: "external",
+  sourceNetwork: null,
+  linked: false,
   highConfidence: false,
   firstSeenAt: at(0),
   lastSeenAt: at(60_000),
@@ -320,7 +326,7 @@ describe("D12/D15: transitionsOf", () => {
       const decision = decide(current, nowMs, WINDOW)
       const after = merge(decision.kind === "create" ? undefined : decision.incident, events)
       const id = decision.kind === "create" ? `inc_new_${nowMs}` : decision.incident.id
-      current = { ...after, id }
+      current = { ...after, id, sourceScope: "external", sourceNetwork: null, linked: false }
       return { kind: decision.kind, id, transitions: transitionsOf(decision, after).map((t) => t.kind) }
     }
     const created = step([contribution({ severity: "low" })], now)

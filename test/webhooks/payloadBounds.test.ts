@@ -90,6 +90,12 @@ const incidentRow = (overrides: Partial<IncidentRow> = {}): IncidentRow => ({
   firstSeenAt: new Date(Date.UTC(2026, 10, 21, 15, 0, 0)),
   lastSeenAt: new Date(Date.UTC(2026, 10, 21, 15, 0, 59)),
   resolvedAt: null,
+  typeCounts: { "ssh.login_attempt": 5000 },
+  eventsSeverity: "high",
+  baitCredential: false,
+  sourceScope: "external",
+  sourceNetwork: null,
+  linked: false,
   ...overrides,
 })
 
