@@ -4,6 +4,7 @@ import { Backup } from "./Backup.ts"
 import { ChannelAdmin } from "./ChannelAdmin.ts"
 import { IgnoreAdmin } from "./IgnoreAdmin.ts"
 import { IncidentAdmin } from "./IncidentAdmin.ts"
+import { JudgementAdmin } from "./JudgementAdmin.ts"
 import { OrgAdmin } from "./OrgAdmin.ts"
 import { SensorAdmin } from "./SensorAdmin.ts"
 import { SignIn } from "./SignIn.ts"
@@ -16,6 +17,7 @@ const ResourceAdminLive = Layer.mergeAll(
   ChannelAdmin.Default,
   UserAdmin.Default,
   IgnoreAdmin.Default,
+  JudgementAdmin.Default,
 ).pipe(Layer.provideMerge(Layer.merge(OrgAdmin.Default, IncidentAdmin.Default)))
 
 /**

@@ -18,6 +18,9 @@ export const IncidentsHandlers = HttpApiBuilder.group(IncidentApi, "incidents", 
       .handle("getIncident", ({ path }) =>
         Effect.flatMap(Caller, (caller) => Effect.map(queries.getIncident(caller, path.id), json)),
       )
+      .handle("getSource", ({ path }) =>
+        Effect.flatMap(Caller, (caller) => Effect.map(queries.getSource(caller, path.ip), json)),
+      )
   }),
 )
 

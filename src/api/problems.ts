@@ -11,7 +11,7 @@ import {
 import { DatabaseError } from "../platform/db/errors.ts"
 import { databaseProblem } from "../platform/http/problems.ts"
 import type { KeyAuthError } from "../repos/KeyAuth.ts"
-import type { LookupError, TokenExpired } from "./errors.ts"
+import type { LookupError, SourceNotFound, TokenExpired } from "./errors.ts"
 import type { QueryError } from "./params.ts"
 
 /**
@@ -100,3 +100,8 @@ export const feedFailures = atEdge((error: QueryError | TokenExpired): InvalidRe
 )
 /** The edge of a single-record handler: not found and database errors. */
 export const lookupFailures = atEdge(lookupProblem)
+const SOURCE_NOT_FOUND = NotFound.of("Your organization has no incident and no event from this address.")
+/** The edge of the source profile: a malformed address (400), an address never seen (404), database errors. */
+export const sourceFailures = atEdge((error: QueryError | SourceNotFound): InvalidRequest | NotFound =>
+  error._tag === "SourceNotFound" ? SOURCE_NOT_FOUND : queryProblem(error),
+)

@@ -1,27 +1,33 @@
 import { HttpServerResponse } from "@effect/platform"
 import { type Context, Effect, Option } from "effect"
 import { type CursorScope, encodeCursor } from "../domain/cursor.ts"
+import { sourceFactsOf } from "../domain/enrichment.ts"
 import { isId } from "../domain/ids.ts"
-import { INCIDENT_EVENTS_SHOWN } from "../domain/models.ts"
+import { canonicalIp } from "../domain/ip.ts"
+import { INCIDENT_EVENTS_SHOWN, SOURCE_INCIDENTS_SHOWN } from "../domain/models.ts"
+import { classifySource } from "../domain/networks.ts"
 import { AppConfig } from "../platform/config.ts"
 import { Keys } from "../platform/keys.ts"
 import { EventsRepo } from "../repos/EventsRepo.ts"
+import { IgnoreRulesRepo } from "../repos/IgnoreRulesRepo.ts"
 import { IncidentsRepo } from "../repos/IncidentsRepo.ts"
+import { NetworksRepo } from "../repos/NetworksRepo.ts"
 import { encodeEvent, encodeIncident, encodeIncidentSummary, serializedAnswer } from "../repos/present.ts"
 import { ChangesRepo } from "./ChangesRepo.ts"
 import type { Caller, EventListParams, IncidentListParams } from "./contract/definition.ts"
-import { EventNotFound, IncidentNotFound } from "./errors.ts"
+import { EventNotFound, IncidentNotFound, SourceNotFound } from "./errors.ts"
 import { type FeedParams, feedPage } from "./feeds.ts"
 import { page } from "./paging.ts"
 import {
   eventFilterDigestInput,
+  InvalidQuery,
   parseCursor,
   parseEventListParams,
   parseLimit,
   parseStatus,
   readCursor,
 } from "./params.ts"
-import { feedFailures, listFailures, lookupFailures } from "./problems.ts"
+import { feedFailures, listFailures, lookupFailures, sourceFailures } from "./problems.ts"
 
 /** The cursor signing key, derived from SECRET_KEY so cursors survive restarts and work across replicas. */
 const cursorKey = Effect.map(Keys, (keys) => keys.derive("cursor-v1"))
@@ -54,6 +60,8 @@ export const makeReadQueries = Effect.gen(function* () {
   const key = yield* cursorKey
   const changes = yield* ChangesRepo
   const tokenKey = yield* feedTokenKey
+  const networks = yield* NetworksRepo
+  const ignoreRules = yield* IgnoreRulesRepo
 
   const listIncidents = (caller: CallerInfo, urlParams: typeof IncidentListParams.Type) =>
     Effect.gen(function* () {
@@ -122,6 +130,47 @@ export const makeReadQueries = Effect.gen(function* () {
   const eventChanges = (caller: CallerInfo, urlParams: FeedParams) =>
     feedPage(tokenKey, "events/changes", caller.orgId, urlParams, changes.events, encodeEvent).pipe(feedFailures)
 
-  return { listIncidents, getIncident, listEvents, getEvent, incidentChanges, eventChanges } as const
+  /**
+   * What the organization knows of one address: inside or outside its networks (as the list stands now), what
+   * enrichment found, its incidents on every sensor, and the ignore rule that holds it.
+   */
+  const getSource = (caller: CallerInfo, ipText: string) =>
+    Effect.gen(function* () {
+      const ip = ipText.length > 64 ? undefined : canonicalIp(ipText)
+      if (ip === undefined) {
+        return yield* new InvalidQuery({
+          parameter: "ip",
+          allowed: "an IPv4 address (dotted decimal) or an IPv6 address",
+        })
+      }
+      const { rows, totals, anyEvent } = yield* incidents.forSource(caller.orgId, ip, SOURCE_INCIDENTS_SHOWN)
+      if (totals.incidents === 0 && !anyEvent) return yield* new SourceNotFound({ ip })
+      const own = yield* networks.get(caller.orgId)
+      const judged = classifySource(ip, own.networks)
+      const rule = yield* ignoreRules.holding(caller.orgId, ip, new Date())
+      const newest = rows[0]
+      const facts = sourceFactsOf(newest ?? {})
+      return {
+        ip,
+        source: { ...facts, scope: judged.scope, network: judged.network },
+        firstSeenAt: totals.firstSeenAt === null ? null : new Date(totals.firstSeenAt).toISOString(),
+        lastSeenAt: totals.lastSeenAt === null ? null : new Date(totals.lastSeenAt).toISOString(),
+        incidentCount: totals.incidents,
+        sensorCount: totals.sensors,
+        ignoredBy:
+          rule === undefined
+            ? null
+            : {
+                ruleId: rule.id,
+                source: rule.source,
+                sensorId: rule.sensorId,
+                port: rule.port,
+                eventType: rule.eventType,
+              },
+        incidents: rows.map((r) => encodeIncidentSummary(r, appUrl)),
+      }
+    }).pipe(sourceFailures)
+
+  return { listIncidents, getIncident, listEvents, getEvent, incidentChanges, eventChanges, getSource } as const
 })
 export type ReadQueries = Effect.Effect.Success<typeof makeReadQueries>

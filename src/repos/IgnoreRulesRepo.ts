@@ -47,6 +47,17 @@ export class IgnoreRulesRepo extends Effect.Service<IgnoreRulesRepo>()("IgnoreRu
     const sql = yield* SqlClient.SqlClient
 
     return {
+      /** The active rule whose network holds the address, the most specific first (GET /v1/sources/{ip}). */
+      holding: (orgId: string, address: string, now: Date) =>
+        sql<{ id: string; source: string; sensorId: string | null; port: number | null; eventType: string | null }>`
+          select id, source::text as source, sensor_id, port, event_type from ignore_rules
+          where org_id = ${orgId} and removed_at is null and (expires_at is null or expires_at > ${now})
+            and source >>= ${address}::inet
+          order by masklen(source) desc, sensor_id nulls first, port nulls first, event_type nulls first, id
+          limit 1`.pipe(
+          Effect.map((rows) => rows[0]),
+          dbErrors,
+        ),
       create: (rule: NewIgnoreRule) =>
         sql<IgnoreRuleRow>`insert into ignore_rules (id, org_id, source, sensor_id, port, event_type, note, created_by,
             created_at, expires_at)

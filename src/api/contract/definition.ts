@@ -10,6 +10,7 @@ import {
   Incident,
   IncidentChangePage,
   IncidentPage,
+  SourceProfile,
 } from "../../domain/models.ts"
 import {
   Forbidden,
@@ -159,6 +160,30 @@ export class IncidentsGroup extends HttpApiGroup.make("incidents")
       .addSuccess(Incident)
       .addError(NotFound)
       .annotate(OpenApi.Summary, "One incident with its first 200 member events, oldest first"),
+  )
+  .add(
+    HttpApiEndpoint.get("getSource", "/v1/sources/:ip")
+      .setPath(
+        Schema.Struct({
+          ip: Schema.String.annotations({
+            description:
+              "An IPv4 address (dotted decimal) or an IPv6 address; an IPv4-mapped IPv6 address is its IPv4 address",
+            jsonSchema: {
+              type: "string",
+              maxLength: 64,
+              description: "An IPv4 address (dotted decimal) or an IPv6 address",
+            },
+          }),
+        }),
+      )
+      .addSuccess(SourceProfile)
+      .addError(InvalidRequest)
+      .addError(NotFound)
+      .annotate(OpenApi.Summary, "What your organization knows of one source address, across all of its sensors")
+      .annotate(
+        OpenApi.Description,
+        "Inside or outside your networks, reverse DNS, AS and country when known, first and last activity, its incidents on every sensor (the same source on several decoys is one story: a sweep or lateral movement) and the ignore rule that holds it. 404 when your organization has seen nothing from it.",
+      ),
   )
   .annotateEndpoints(OpenApi.Transform, requiresScope("incidents:read"))
   .middleware(IncidentsAuth)
