@@ -7,7 +7,7 @@ import { CHANNEL_KINDS, kindSpec } from "../domain/channels/registry.ts"
 import { AppConfig, AppConfigLive, formatConfigError } from "../platform/config.ts"
 import { DatabaseLive } from "../platform/db/client.ts"
 import { migrate } from "../platform/db/migrate.ts"
-import { Keys } from "../platform/keys.ts"
+import { existingKeysLayer, Keys } from "../platform/keys.ts"
 import { CliLoggingLive } from "../platform/logging.ts"
 import { WebhookSender } from "../platform/outbound/WebhookSender.ts"
 import { databaseSettings, databaseUnreachableLine } from "../platform/startupFailure.ts"
@@ -99,12 +99,14 @@ const USAGE = `usage: bun run admin <command> [options] [--json]
   user disable <user-id>                    disable a user; their sessions end
   user reset <user-id>                      new set-password link; all their sessions end
   user unlock <email>                       forget the failed sign-ins of this email (its sign-in lock)
-  backup <file>                             write a consistent backup of the whole database to <file> (gzip'd
-                                            JSON lines, mode 0600) while the service runs; it holds sealed
-                                            secrets and hashes: keep SECRET_KEY apart from it
-  restore <file>                            load a backup into an empty database (a fresh DATA_DIR or a new
-                                            database) of the same migration level, in one transaction; start
-                                            the server with the backup's SECRET_KEY
+  backup <file>                             write a consistent backup of the whole database to a new <file>
+                                            (gzip'd JSON lines, mode 0600, with a MAC under SECRET_KEY) while
+                                            the service runs; it holds sealed secrets and hashes (the MAC is
+                                            not encryption): keep SECRET_KEY apart from it
+  restore <file>                            check the backup's MAC, then load it into an empty database (a
+                                            fresh DATA_DIR or a new database) of the same migration level, in
+                                            one transaction; needs the backup's SECRET_KEY (or its secret.key
+                                            in DATA_DIR), and the server starts with it
   secrets reseal                            after a SECRET_KEY rotation (old key in SECRET_KEY_PREVIOUS):
                                             seal every stored secret under the current SECRET_KEY
 `
@@ -499,7 +501,7 @@ const run = (argv: ReadonlyArray<string>) =>
         const done = yield* (yield* Backup).backup(yield* requireFlag(command, "<file>"))
         return yield* print(json, done, () => {
           const rows = Object.values(done.tables).reduce((a, b) => a + b, 0)
-          return `backup written to ${done.file}: ${rows} rows of ${Object.keys(done.tables).length} tables, ${done.bytes} bytes in ${done.durationMs} ms (migration ${done.migration})`
+          return `backup written to ${done.file}: ${rows} rows of ${Object.keys(done.tables).length} tables, ${done.bytes} bytes in ${done.durationMs} ms (migration ${done.migration}, key id ${done.keyId})`
         })
       }
       case "restore": {
@@ -508,7 +510,7 @@ const run = (argv: ReadonlyArray<string>) =>
           json,
           done,
           () =>
-            `restored ${done.rows} rows of ${Object.keys(done.tables).length} tables from ${done.file} in ${done.durationMs} ms (migration ${done.migration}); start the server with the SECRET_KEY of the backed-up one`,
+            `restored ${done.rows} rows of ${Object.keys(done.tables).length} tables from ${done.file} in ${done.durationMs} ms (migration ${done.migration}; its MAC checked); start the server with the same key`,
         )
       }
       case "secrets reseal": {
@@ -722,17 +724,37 @@ const run = (argv: ReadonlyArray<string>) =>
     }
   }).pipe(asOperator)
 
+/**
+ * `restore` needs the backed-up service's key (to check the backup's MAC and open its sealed secrets): without
+ * SECRET_KEY it takes an existing DATA_DIR/secret.key, and never generates one as other commands do on a first start.
+ */
+const RESTORE_KEY_MISSING =
+  "restore needs the SECRET_KEY of the service that wrote the backup: set SECRET_KEY to that key (or put that " +
+  "service's secret.key into DATA_DIR); nothing was restored"
+
+/** Whether the command line is a restore (not its help), decided before the CLI's layers are built. */
+const isRestore = (argv: ReadonlyArray<string>) => {
+  try {
+    const { values, positionals } = parse(argv)
+    return positionals[0] === "restore" && values.help !== true
+  } catch {
+    return false
+  }
+}
+
 /** The CLI's own wiring: the admin services on one database client (a short-lived process, one connection). */
-const CliLive = AdminServicesLive.pipe(
-  Layer.provideMerge(Layer.mergeAll(ReposLive, WebhookSender.Default)),
-  Layer.provideMerge(DatabaseLive),
-  Layer.provideMerge(Keys.Default),
-  Layer.provideMerge(AppConfigLive),
-)
+const cliLive = (argv: ReadonlyArray<string>) =>
+  AdminServicesLive.pipe(
+    Layer.provideMerge(Layer.mergeAll(ReposLive, WebhookSender.Default)),
+    Layer.provideMerge(DatabaseLive),
+    Layer.provideMerge(isRestore(argv) ? existingKeysLayer(RESTORE_KEY_MISSING) : Keys.Default),
+    Layer.provideMerge(AppConfigLive),
+  )
 
 if (import.meta.main) {
-  const program = run(process.argv.slice(2)).pipe(
-    Effect.provide(CliLive),
+  const argv = process.argv.slice(2)
+  const program = run(argv).pipe(
+    Effect.provide(cliLive(argv)),
     Effect.provide(BunContext.layer),
     Effect.provide(CliLoggingLive),
     Logger.withMinimumLogLevel(LogLevel.Warning),

@@ -1,16 +1,27 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
-import { mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs"
+import { createHash } from "node:crypto"
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
+import { BACKUP_MAC_PURPOSE } from "../../src/admin/Backup.ts"
+import { deriveKey, hmacSha256 } from "../../src/domain/crypto.ts"
+import { decodeSecretKey } from "../../src/platform/config.ts"
 import { Keys } from "../../src/platform/keys.ts"
 import { admin, adminJson } from "../support/cli.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
 import { get } from "../support/fixtures.ts"
 import { ingest, nativeEvent } from "../support/ingest.ts"
 import { newPostgresDatabase, type OwnDatabase } from "../support/postgres.ts"
-import { type RunningServer, shutdown, startServer, testEnv, usingPostgres } from "../support/server.ts"
+import {
+  type RunningServer,
+  shutdown,
+  startServer,
+  TEST_SECRET_KEY,
+  testEnv,
+  usingPostgres,
+} from "../support/server.ts"
 
 /**
  * D49: `admin backup FILE` while the service ingests, `admin restore FILE` into an empty database (a fresh DATA_DIR, or
@@ -70,6 +81,39 @@ const fileTables = (lines: ReadonlyArray<string>) => {
   }
   return tables
 }
+
+/** The backup MAC key of the tests' SECRET_KEY, derived as the service derives it. */
+const testMacKey = deriveKey(decodeSecretKey(TEST_SECRET_KEY) ?? new Uint8Array(), BACKUP_MAC_PURPOSE)
+
+/**
+ * A backup file of `lines` (the last one, the end line, left out) with a valid MAC under the tests' key, as someone
+ * holding SECRET_KEY could write: what the restore then refuses, it refuses for another reason than the MAC.
+ */
+const writeSigned = (file: string, lines: ReadonlyArray<string>, rows: number) => {
+  const body = lines.map((l) => `${l}\n`).join("")
+  const mac = hmacSha256(testMacKey, body).toString("hex")
+  writeFileSync(file, Bun.gzipSync(new TextEncoder().encode(`${body}${JSON.stringify({ end: true, rows, mac })}\n`)))
+}
+
+/** Lines as written, gzip'd, with no new MAC: an edit by someone without SECRET_KEY. */
+const writeEdited = (file: string, lines: ReadonlyArray<string>) =>
+  writeFileSync(file, Bun.gzipSync(new TextEncoder().encode(`${lines.join("\n")}\n`)))
+
+/** One line on stderr, with no stack frame ("    at …") and no TypeError. */
+const expectOneLine = (stderr: string) => {
+  expect(stderr.split("\n")).toHaveLength(1)
+  expect(stderr).not.toMatch(/^\s+at /m)
+  expect(stderr).not.toContain("TypeError")
+}
+
+const countRows = (db: TestDatabase, tables: ReadonlyArray<string>) =>
+  db.run(
+    Effect.flatMap(SqlClient.SqlClient, (sql) =>
+      Effect.forEach(tables, (t) =>
+        Effect.map(sql.unsafe<{ n: number }>(`select count(*)::int as n from "${t}"`), ([r]) => [t, r?.n] as const),
+      ),
+    ),
+  )
 
 const withoutRewritten = (table: string, rows: ReadonlyArray<string>) =>
   rows
@@ -219,9 +263,11 @@ describe("D49: admin backup and restore", () => {
     expect(restored.stderr).toBe("")
     expect(restored.code).toBe(0)
     target.db = testDatabase(target.env)
-    // Every table holds exactly the file's rows, value for value (bytea, jsonb, arrays, cidr, timestamptz).
+    // Every table holds exactly the file's rows, value for value (bytea, jsonb, arrays, cidr, timestamptz); the audit
+    // log has the restore's own row besides.
+    const restoreRow = (table: string, j: string) => table === "audit_log" && JSON.parse(j).action === "backup.restore"
     for (const table of header.tables) {
-      const rows = (await tableRows(target.db, table.name)).map((r) => r.j)
+      const rows = (await tableRows(target.db, table.name)).map((r) => r.j).filter((j) => !restoreRow(table.name, j))
       expect({ table: table.name, rows: rows.length }).toEqual({ table: table.name, rows: table.rows })
       expect(withoutRewritten(table.name, rows)).toEqual(withoutRewritten(table.name, saved.get(table.name) ?? []))
     }
@@ -293,10 +339,8 @@ describe("D49: admin backup and restore", () => {
     const older = join(work, "older.backup")
     const header = JSON.parse(lines[0] ?? "{}")
     const olderHeader = { ...header, migrations: header.migrations.slice(0, -1) }
-    writeFileSync(
-      older,
-      Bun.gzipSync(new TextEncoder().encode(`${[JSON.stringify(olderHeader), ...lines.slice(1)].join("\n")}\n`)),
-    )
+    const end = JSON.parse(lines.at(-1) ?? "{}")
+    writeSigned(older, [JSON.stringify(olderHeader), ...lines.slice(1, -1)], end.rows)
 
     const target = await freshTarget(EXTRA)
     for (const [file, message] of [
@@ -337,5 +381,175 @@ describe("D49: admin backup and restore", () => {
     const ok = await admin(target.env, ["restore", backupFile])
     expect(ok.stderr).toBe("")
     expect(ok.code).toBe(0)
+  }, 300_000)
+})
+
+describe("a backup carries its own integrity, and backup and restore refuse in one line", () => {
+  /** An empty, migrated target the refusals share: after each refusal it must still hold no row at all. */
+  let refusals: Target
+  let tableNames: ReadonlyArray<string>
+  let lines: ReadonlyArray<string>
+  const refuseInto = async (env: Record<string, string>, file: string, message: string) => {
+    const result = await admin(env, ["restore", file])
+    expect({ file, code: result.code }).toEqual({ file, code: 1 })
+    expect(result.stderr).toContain(message)
+    expectOneLine(result.stderr)
+    return result
+  }
+  const expectEmpty = async (target: Target) => {
+    target.db ??= testDatabase(target.env)
+    const counts = await countRows(target.db, tableNames)
+    expect(counts.filter(([, n]) => n !== 0)).toEqual([])
+  }
+
+  beforeAll(async () => {
+    lines = await fileLines(backupFile)
+    tableNames = JSON.parse(lines[0] ?? "{}").tables.map((t: Json) => t.name)
+    refusals = await freshTarget(EXTRA)
+    expect((await admin(refusals.env, ["migrate"])).code).toBe(0)
+  }, 120_000)
+
+  test("a backup whose api_keys hash was replaced is refused before any row is written, so no one who can only write to the backup store can plant a key", async () => {
+    // bytea as row_to_json writes it: \x and hex.
+    const planted = `\\x${createHash("sha256").update("planted-secret").digest("hex")}`
+    let edited = 0
+    const tampered = lines.map((line) => {
+      const value = JSON.parse(line)
+      if (edited > 0 || typeof value.secret_hash !== "string" || typeof value.scopes === "undefined") return line
+      edited++
+      return JSON.stringify({ ...value, secret_hash: planted })
+    })
+    expect(edited).toBe(1)
+    const file = join(work, "tampered.backup")
+    writeEdited(file, tampered)
+    await refuseInto(refusals.env, file, "does not match its integrity check")
+    await expectEmpty(refusals)
+
+    // Changing the end line's row count or dropping the MAC does not help either.
+    const noMac = join(work, "no-mac.backup")
+    const end = JSON.parse(lines.at(-1) ?? "{}")
+    writeEdited(noMac, [...tampered.slice(0, -1), JSON.stringify({ end: true, rows: end.rows })])
+    await refuseInto(refusals.env, noMac, "is not a complete backup")
+    await expectEmpty(refusals)
+  }, 120_000)
+
+  test("a header without migrations, or otherwise malformed, is one line naming what is wrong (never a TypeError)", async () => {
+    const header = JSON.parse(lines[0] ?? "{}")
+    const end = JSON.parse(lines.at(-1) ?? "{}")
+    const { migrations: _, ...withoutMigrations } = header
+    const file = join(work, "no-migrations.backup")
+    writeSigned(file, [JSON.stringify(withoutMigrations), ...lines.slice(1, -1)], end.rows)
+    await refuseInto(refusals.env, file, "has a malformed header (migrations: is missing)")
+    const badTables = join(work, "bad-tables.backup")
+    writeSigned(
+      badTables,
+      [JSON.stringify({ ...header, tables: [{ name: "events" }] }), ...lines.slice(1, -1)],
+      end.rows,
+    )
+    await refuseInto(refusals.env, badTables, "has a malformed header (tables.0.columns: is missing)")
+    await expectEmpty(refusals)
+  }, 120_000)
+
+  test("a backup of format version 1 is refused, since it carries no integrity check", async () => {
+    const header = JSON.parse(lines[0] ?? "{}")
+    const { keyId: _, ...v1 } = { ...header, version: 1 }
+    const end = JSON.parse(lines.at(-1) ?? "{}")
+    const file = join(work, "v1.backup")
+    writeEdited(file, [JSON.stringify(v1), ...lines.slice(1, -1), JSON.stringify({ end: true, rows: end.rows })])
+    await refuseInto(refusals.env, file, "is a backup of format version 1, which carries no integrity check")
+    await expectEmpty(refusals)
+  }, 120_000)
+
+  test("a small gzip holding one very long line is refused as damaged at once, since lines are read with a bound", async () => {
+    const file = join(work, "long-line.backup")
+    const long = new Uint8Array(48 * 1024 * 1024).fill(0x61)
+    writeFileSync(file, Bun.gzipSync(long))
+    expect(statSync(file).size).toBeLessThan(1024 * 1024)
+    const started = performance.now()
+    await refuseInto(refusals.env, file, "line 1 is longer than 16 MiB")
+    expect(performance.now() - started).toBeLessThan(15_000)
+    await expectEmpty(refusals)
+  }, 120_000)
+
+  test("restore with another SECRET_KEY says the backup was written with another key, and restores nothing", async () => {
+    const env = { ...refusals.env, SECRET_KEY: "0123456789abcdef".repeat(4) }
+    await refuseInto(env, backupFile, "was written with another SECRET_KEY")
+    await expectEmpty(refusals)
+  }, 120_000)
+
+  test("restore without SECRET_KEY on an empty DATA_DIR refuses and generates no key, since the backup's key is needed; with its secret.key in DATA_DIR it restores", async () => {
+    const target = await freshTarget(EXTRA)
+    const { SECRET_KEY: _, ...env } = target.env
+    await refuseInto(env, backupFile, "restore needs the SECRET_KEY of the service that wrote the backup")
+    if (env.DATA_DIR === undefined) return
+    // Refused before anything was made: no key file, not even the database.
+    expect(existsSync(join(env.DATA_DIR, "secret.key"))).toBe(false)
+    expect(readdirSync(env.DATA_DIR)).toEqual([])
+    writeFileSync(join(env.DATA_DIR, "secret.key"), `${TEST_SECRET_KEY}\n`, { mode: 0o600 })
+    const ok = await admin(env, ["restore", backupFile])
+    expect(ok.stderr).toBe("")
+    expect(ok.code).toBe(0)
+  }, 300_000)
+
+  test("backup to a directory, into a missing directory or over an existing file: one line, exit 1, nothing left behind", async () => {
+    const dest = join(work, "dest")
+    mkdirSync(dest)
+    const existing = join(dest, "existing.backup")
+    writeFileSync(existing, "an older backup")
+    const before = readdirSync(work).sort()
+    for (const [file, message] of [
+      [dest, "it is a directory"],
+      [`${join(work, "later")}/`, "it names a directory"],
+      [join(work, "missing", "decoy.backup"), `the directory ${join(work, "missing")} does not exist`],
+      [existing, "the file already exists"],
+    ] as const) {
+      const result = await admin(source.env, ["backup", file])
+      expect({ file, code: result.code }).toEqual({ file, code: 1 })
+      expect(result.stderr).toContain(message)
+      expectOneLine(result.stderr)
+      expect(readdirSync(work).sort()).toEqual(before)
+      expect(readdirSync(dest)).toEqual(["existing.backup"])
+    }
+    expect(readFileSync(existing, "utf8")).toBe("an older backup")
+  }, 120_000)
+
+  test("backup, restore and secrets reseal each write an audit row; the restore's is in the restored database, after the restored rows", async () => {
+    const file = join(work, "audited.backup")
+    const done = await adminJson(source.env, ["backup", file])
+    expect(done.keyId).toMatch(/^[0-9a-f]{16}$/)
+    const reseal = await admin(source.env, ["secrets", "reseal"])
+    expect(reseal.code).toBe(0)
+    const sourceRows = await sourceDb.run(
+      Effect.flatMap(
+        SqlClient.SqlClient,
+        (sql) => sql<{ action: string; actor: string; target: string | null; detail: string; orgId: string | null }>`
+          select action, actor, target, detail, org_id from audit_log
+          where action in ('backup.create', 'secrets.reseal') order by id`,
+      ),
+    )
+    expect(sourceRows.find((r) => r.action === "backup.create" && r.target === file)).toMatchObject({
+      actor: "cli",
+      orgId: null,
+      detail: expect.stringContaining(`key ${done.keyId}`),
+    })
+    expect(sourceRows.at(-1)).toMatchObject({ action: "secrets.reseal", actor: "cli", orgId: null })
+
+    const target = await freshTarget(EXTRA)
+    const restored = await admin(target.env, ["restore", file])
+    expect(restored.stderr).toBe("")
+    expect(restored.code).toBe(0)
+    target.db = testDatabase(target.env)
+    const targetRows = await target.db.run(
+      Effect.flatMap(
+        SqlClient.SqlClient,
+        (sql) => sql<{ action: string; actor: string; target: string | null }>`
+          select action, actor, target from audit_log order by id`,
+      ),
+    )
+    // The restored log (it ends before this backup's own row, written once the file existed), then the restore's.
+    expect(targetRows.length).toBeGreaterThan(1)
+    expect(targetRows.filter((r) => r.action === "backup.restore")).toHaveLength(1)
+    expect(targetRows.at(-1)).toEqual({ action: "backup.restore", actor: "cli", target: file })
+    expect(targetRows.some((r) => r.action === "backup.create" && r.target === backupFile)).toBe(true)
   }, 300_000)
 })
