@@ -405,10 +405,11 @@ test("CSV export of incidents: a sensor name or title that starts with =, +, -, 
   for (const m of made) {
     const row = byId.get(m.id) as Array<string>
     expect(row).toBeDefined()
-    for (const [cell, text] of [
+    const cells: Array<[string, string]> = [
       [row[column("sensorName")] ?? "", m.name],
       [row[column("title")] ?? "", m.title],
-    ]) {
+    ]
+    for (const [cell, text] of cells) {
       expect({ text, marked: cell.startsWith("'") }).toEqual({ text, marked: startsFormula(text) })
       expect(splitAnywhere(cell).filter((piece) => RUNS_AS_FORMULA.test(piece))).toEqual([])
       expect(csvText(cell)).toBe(text)
