@@ -2,8 +2,8 @@ import { parseArgs } from "node:util"
 import { BunContext } from "@effect/platform-bun"
 import { SqlClient } from "@effect/sql"
 import { Cause, ConfigError, Data, Effect, Exit, Layer, Logger, LogLevel, Option } from "effect"
-import type { ChannelCredential } from "../domain/channels/kinds.ts"
-import { CHANNEL_KINDS, kindSpec } from "../domain/channels/registry.ts"
+import { type ChannelCredential, defaultSettleSeconds, MAX_SETTLE_SECONDS } from "../domain/channels/kinds.ts"
+import { CHANNEL_KIND_SPECS, CHANNEL_KINDS, kindSpec } from "../domain/channels/registry.ts"
 import { AppConfig, AppConfigLive, formatConfigError } from "../platform/config.ts"
 import { DatabaseLive } from "../platform/db/client.ts"
 import { migrate } from "../platform/db/migrate.ts"
@@ -15,7 +15,7 @@ import { ReposLive } from "../repos/layers.ts"
 import { ApiKeyAdmin } from "./ApiKeyAdmin.ts"
 import { asOperator } from "./actor.ts"
 import { Backup } from "./Backup.ts"
-import { ChannelAdmin } from "./ChannelAdmin.ts"
+import { ChannelAdmin, settleWording } from "./ChannelAdmin.ts"
 import { auditing } from "./common.ts"
 import { invalid, isAdminError, missing } from "./errors.ts"
 import { IgnoreAdmin } from "./IgnoreAdmin.ts"
@@ -25,6 +25,16 @@ import { OrgAdmin } from "./OrgAdmin.ts"
 import { SensorAdmin } from "./SensorAdmin.ts"
 import { plainIngestWarning, SENSOR_PROFILES, setupSnippets } from "./sensorSetup.ts"
 import { UserAdmin } from "./UserAdmin.ts"
+
+/** What --settle is, from the kinds' descriptors: which kinds settle and their default. */
+const SETTLE_USAGE = (() => {
+  const people = CHANNEL_KIND_SPECS.filter((spec) => spec.settle.readers === "people")
+  const defaults = [...new Set(people.map((spec) => defaultSettleSeconds(spec.settle)))]
+  return (
+    `${people.map((spec) => spec.name).join(", ")} only: seconds an incident's first message waits so that ` +
+    `changes within them make one message (default ${defaults.join(" or ")}, 0 to ${MAX_SETTLE_SECONDS}, 0: off)`
+  )
+})()
 
 const USAGE = `usage: bun run admin <command> [options] [--json]
 
@@ -72,13 +82,14 @@ const USAGE = `usage: bun run admin <command> [options] [--json]
   ignore remove <rule-id>                   stop ignoring from now on (events already ignored stay so)
   channel create --org <org-id> [--kind ${CHANNEL_KINDS.join("|")}] [--format native|ocsf]
       --url <https://…|syslog+tls://host[:6514]|-> [--token <HEC token>|-]
-      [--min-severity low|medium|high|critical] [--sensor-health]
+      [--min-severity low|medium|high|critical] [--sensor-health] [--settle <seconds>]
                                             create a channel (default: webhook, native); a webhook's signing
                                             secret is printed only here; a Slack or Teams URL and a HEC token
                                             are credentials, stored sealed and not shown again: --url - or
                                             --token - reads it from standard input (one line), out of shell
                                             history and ps; --format ocsf: webhook, syslog, splunk_hec only;
-                                            --sensor-health: also sensor.silent / sensor.recovered (native)
+                                            --sensor-health: also sensor.silent / sensor.recovered (native);
+                                            --settle: ${SETTLE_USAGE}
   channel list --org <org-id>               channels with kind and format (never a secret, a token or the
                                             path of a Slack or Teams URL)
   channel rotate <channel-id> [--grace 24h] [--url <new URL>|-] [--token <new HEC token>|-]
@@ -86,6 +97,8 @@ const USAGE = `usage: bun run admin <command> [options] [--json]
                                             signs during the grace; slack, teams: the new --url, splunk_hec:
                                             the new --token, at once (- reads it from standard input);
                                             syslog has nothing to rotate
+  channel update <channel-id> --settle <seconds>
+                                            change the channel's settle window (0 to ${MAX_SETTLE_SECONDS}; 0: off)
   channel disable|enable <channel-id>
   channel sensor-health <channel-id> on|off sensor.silent / sensor.recovered alerts for this channel
   channel test <channel-id>                 send a test message now; prints the receiver's status and time
@@ -131,6 +144,7 @@ const parse = (argv: ReadonlyArray<string>) =>
       token: { type: "string" },
       "min-severity": { type: "string" },
       "sensor-health": { type: "boolean" },
+      settle: { type: "string" },
       grace: { type: "string" },
       force: { type: "boolean" },
       status: { type: "string" },
@@ -610,13 +624,21 @@ const run = (argv: ReadonlyArray<string>) =>
               : values.token,
           minSeverity: values["min-severity"],
           sensorHealth: values["sensor-health"] === true,
+          settle: values.settle,
         })
-        const result = { id: created.id, kind: created.kind, format: values.format ?? "native", secret: created.secret }
+        const result = {
+          id: created.id,
+          kind: created.kind,
+          format: values.format ?? "native",
+          settleSeconds: created.settleSeconds,
+          secret: created.secret,
+        }
         const sealed = sealedName(kindSpec(created.kind).credential)
+        const settle = created.settleSeconds > 0 ? ` (${settleWording(created.settleSeconds)})` : ""
         return yield* print(json, result, () =>
           created.secret !== undefined
-            ? `${created.kind} channel ${created.id} created. Its signing secret, shown only now:\n${created.secret}`
-            : `${created.kind} channel ${created.id} created` +
+            ? `${created.kind} channel ${created.id} created${settle}. Its signing secret, shown only now:\n${created.secret}`
+            : `${created.kind} channel ${created.id} created${settle}` +
               (sealed === undefined ? "" : `; its ${sealed} is stored sealed and not shown again`),
         )
       }
@@ -660,6 +682,16 @@ const run = (argv: ReadonlyArray<string>) =>
                 (rotated.previousSecretValidUntil
                   ? `\nthe old secret also signs until ${rotated.previousSecretValidUntil}`
                   : ""),
+        )
+      }
+      case "channel update": {
+        const channelId = yield* requireFlag(rest[0], "<channel-id>")
+        const result = yield* channels.setSettle(channelId, yield* requireFlag(values.settle, "--settle"))
+        return yield* print(
+          json,
+          result,
+          () =>
+            `channel ${result.id}: ${result.settleSeconds === 0 ? "settle window off: every change is sent at once" : `an incident's first message waits ${result.settleSeconds} s`}`,
         )
       }
       case "channel disable":

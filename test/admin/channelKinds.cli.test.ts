@@ -97,18 +97,21 @@ describe("D46/D47: channel create, one per kind", () => {
       id: expect.stringMatching(/^whc_/),
       kind: "webhook",
       format: "native",
+      settleSeconds: 0,
       secret: expect.any(String),
     })
     expect(webhook.secret).toMatch(/^whsec_[A-Za-z0-9_-]{43}$/)
 
     const slackHuman = await cli(["channel", "create", "--org", org, "--kind", "slack", "--url", SLACK_URL])
     expect(slackHuman.code).toBe(0)
-    expect(slackHuman.stdout).toMatch(/^slack channel whc_\S+ created; its URL is stored sealed and not shown again$/)
+    expect(slackHuman.stdout).toMatch(
+      /^slack channel whc_\S+ created \(settle 30 s\); its URL is stored sealed and not shown again$/,
+    )
     const slackId = /whc_\S+/.exec(slackHuman.stdout)?.[0] ?? ""
 
     // `--url -`: the Teams URL comes from standard input, one line, trimmed.
     const teams = await json(["channel", "create", "--org", org, "--kind", "teams", "--url", "-"], `  ${TEAMS_URL}  \n`)
-    expect(teams).toEqual({ id: expect.stringMatching(/^whc_/), kind: "teams", format: "native" })
+    expect(teams).toEqual({ id: expect.stringMatching(/^whc_/), kind: "teams", format: "native", settleSeconds: 30 })
 
     const syslog = await json([
       "channel",
@@ -122,7 +125,7 @@ describe("D46/D47: channel create, one per kind", () => {
       "--url",
       SYSLOG,
     ])
-    expect(syslog).toEqual({ id: expect.stringMatching(/^whc_/), kind: "syslog", format: "ocsf" })
+    expect(syslog).toEqual({ id: expect.stringMatching(/^whc_/), kind: "syslog", format: "ocsf", settleSeconds: 0 })
 
     // `--token -`: only the first line is the token; what follows is not read into it.
     const hecArgs = ["channel", "create", "--org", org, "--kind", "splunk_hec", "--format", "ocsf", "--url", HEC_URL]
@@ -239,6 +242,113 @@ describe("D46: channel rotate, per kind", () => {
   })
 })
 
+describe("the settle window through channel create and channel update", () => {
+  test("people's kinds default to their kind's window and machine kinds to 0; update changes it, audited; list shows it", async () => {
+    const org = await newOrg()
+    const slack = await json(["channel", "create", "--org", org, "--kind", "slack", "--url", SLACK_URL])
+    const teams = await json([
+      "channel",
+      "create",
+      "--org",
+      org,
+      "--kind",
+      "teams",
+      "--url",
+      TEAMS_URL,
+      "--settle",
+      "5",
+    ])
+    const webhook = await json(["channel", "create", "--org", org, "--url", "https://127.0.0.1:9/hook"])
+    const hec = await json([
+      "channel",
+      "create",
+      "--org",
+      org,
+      "--kind",
+      "splunk_hec",
+      "--url",
+      HEC_URL,
+      "--token",
+      HEC_TOKEN,
+    ])
+    // 0 is every machine kind's window, so saying it is accepted.
+    const syslog = await json(["channel", "create", "--org", org, "--kind", "syslog", "--url", SYSLOG, "--settle", "0"])
+    expect([slack, teams, webhook, hec, syslog].map((c) => [c.kind, c.settleSeconds])).toEqual([
+      ["slack", 30],
+      ["teams", 5],
+      ["webhook", 0],
+      ["splunk_hec", 0],
+      ["syslog", 0],
+    ])
+
+    expect(await cli(["channel", "update", slack.id, "--settle", "0"])).toEqual({
+      code: 0,
+      stdout: `channel ${slack.id}: settle window off: every change is sent at once`,
+      stderr: "",
+    })
+    expect(await json(["channel", "update", teams.id, "--settle", "3600"])).toEqual({
+      id: teams.id,
+      settleSeconds: 3600,
+    })
+    // The old name of the group takes it too.
+    expect(await json(["webhook", "update", slack.id, "--settle", " 12 "])).toEqual({ id: slack.id, settleSeconds: 12 })
+    const rows = await json(["channel", "list", "--org", org])
+    expect(Object.fromEntries(rows.map((r: { id: string; settleSeconds: number }) => [r.id, r.settleSeconds]))).toEqual(
+      {
+        [slack.id]: 12,
+        [teams.id]: 3600,
+        [webhook.id]: 0,
+        [hec.id]: 0,
+        [syslog.id]: 0,
+      },
+    )
+    expect((await cli(["channel", "list", "--org", org])).stdout).toContain("settleSeconds=12")
+
+    const audit = await auditOf(org)
+    const settles = audit.filter((a) => a.action === "webhook.settle").map((a) => a.row)
+    expect(settles).toHaveLength(3)
+    expect(settles.join("\n")).toContain("settle off (was 30 s)")
+    expect(settles.join("\n")).toContain("settle 3600 s (was 5 s)")
+    expect(settles.join("\n")).toContain("settle 12 s (was off)")
+    const created = audit.filter((a) => a.action === "webhook.create").map((a) => a.row)
+    expect(created.filter((row) => row.includes("settle 5 s"))).toHaveLength(1)
+  })
+
+  test("a value that is not whole seconds from 0 to 3600, or a window on a machine kind, is refused in one line", async () => {
+    const org = await newOrg()
+    const slack = await json(["channel", "create", "--org", org, "--kind", "slack", "--url", SLACK_URL])
+    const webhook = await json(["channel", "create", "--org", org, "--url", "https://127.0.0.1:9/hook"])
+    const range = "--settle must be a whole number of seconds from 0 to 3600 (0: every change at once)"
+    const machines = "--settle is for slack and teams channels"
+    const create = (...args: ReadonlyArray<string>) => ["channel", "create", "--org", org, ...args]
+    const cases: Array<[ReadonlyArray<string>, string]> = [
+      [create("--kind", "slack", "--url", SLACK_URL, "--settle", "3601"), range],
+      [create("--kind", "slack", "--url", SLACK_URL, "--settle=-1"), range],
+      [create("--kind", "teams", "--url", TEAMS_URL, "--settle", "1.5"), range],
+      [create("--kind", "teams", "--url", TEAMS_URL, "--settle", "30s"), range],
+      [create("--url", "https://127.0.0.1:9/hook", "--settle", "30"), `${machines}: a webhook channel's receiver`],
+      [create("--kind", "syslog", "--url", SYSLOG, "--settle", "1"), `${machines}: a syslog channel's receiver`],
+      [["channel", "update", slack.id, "--settle", "abc"], range],
+      [["channel", "update", slack.id, "--settle", "99999999"], range],
+      [["channel", "update", slack.id], "--settle is required"],
+      [["channel", "update", webhook.id, "--settle", "5"], `${machines}: a webhook channel's receiver`],
+      [["channel", "update", "whc_00000000000000000000000000", "--settle", "5"], "unknown webhook channel"],
+      [["channel", "update"], "<channel-id> is required"],
+    ]
+    for (const [args, fragment] of cases) {
+      const line = await refused(args)
+      expect({ args, line }).toEqual({ args, line: expect.stringContaining(fragment) })
+    }
+    // Nothing refused was created or changed.
+    const rows = await json(["channel", "list", "--org", org])
+    expect(rows.map((r: { id: string; settleSeconds: number }) => [r.id, r.settleSeconds])).toEqual([
+      [slack.id, 30],
+      [webhook.id, 0],
+    ])
+    expect((await auditOf(org)).filter((a) => a.action === "webhook.settle")).toEqual([])
+  })
+})
+
 describe("D46/D47: what channel create refuses, in one line, creating nothing", () => {
   test("unknown kind, ocsf for people, ocsf with sensor health, a token where none goes, wrong destinations", async () => {
     const org = await newOrg()
@@ -325,7 +435,7 @@ describe("D46: `webhook` is the old name of the channel group and works the same
       ["webhook", "create", "--org", org, "--kind", "splunk_hec", "--url", HEC_URL, "--token", "-"],
       `${HEC_TOKEN}\n`,
     )
-    expect(hec).toEqual({ id: expect.any(String), kind: "splunk_hec", format: "native" })
+    expect(hec).toEqual({ id: expect.any(String), kind: "splunk_hec", format: "native", settleSeconds: 0 })
     expect(await json(["webhook", "list", "--org", org])).toEqual(await json(["channel", "list", "--org", org]))
     expect((await json(["webhook", "rotate", created.id])).secret).toMatch(/^whsec_/)
     await json(["webhook", "disable", hec.id])
