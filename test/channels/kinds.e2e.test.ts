@@ -82,8 +82,13 @@ describe("D46/D47: one attack through every channel kind to real receivers", () 
     const sensor = await adminJson(server.env, ["sensor", "create", "--org", org.id, "--name", "web-01"])
     const webhook = await create(org.id, ["--url", `${receiver.url}/native`])
     const ocsfHook = await create(org.id, ["--format", "ocsf", "--url", `${receiver.url}/ocsf`])
-    const slack = await create(org.id, ["--kind", "slack", "--url", `${receiver.url}/slack/T000/B000/XXXX`])
-    const teams = await create(org.id, ["--kind", "teams", "--url", `${receiver.url}/teams/workflows/abc`])
+    // Without their settle window (settle.e2e.test.ts has it), so the chat kinds' messages come as the others' do.
+    const slack = await create(org.id, [
+      ...["--kind", "slack", "--settle", "0", "--url", `${receiver.url}/slack/T000/B000/XXXX`],
+    ])
+    const teams = await create(org.id, [
+      ...["--kind", "teams", "--settle", "0", "--url", `${receiver.url}/teams/workflows/abc`],
+    ])
     const syslog = await create(org.id, ["--kind", "syslog", "--url", `syslog+tls://127.0.0.1:${rsyslog.port}`])
     const splunk = await create(org.id, [
       ...["--kind", "splunk_hec", "--format", "ocsf", "--url", hec.url, "--token", HEC_TOKEN],
