@@ -1,6 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import { isRecord } from "../domain/json.ts"
+import { SEVERITIES, type Severity } from "../domain/severity.ts"
 import { dbErrors } from "../platform/db/errors.ts"
 import { addClientDetails, type CowrieClientState, EMPTY_CLIENT_STATE, protocolOf } from "./formats/cowrie.ts"
 import type { CowrieSession } from "./formats/native.ts"
@@ -16,15 +17,46 @@ export interface CowrieSessionEvent {
   readonly complete: boolean
 }
 
-/** A stored event of a session still waiting for its connect, with the columns its completion rewrites. */
+/**
+ * A stored event of a session still waiting for its connect, with the columns its completion rewrites and those an
+ * ignore rule is judged again with (the event joins its key's incidents as a fresh one when it is no longer ignored).
+ */
 export interface IncompleteCowrieEvent extends CowrieSessionEvent {
   /** Null for an event an ignore rule ignored (D44). */
   readonly incidentId: string | null
+  /** The rule that ignored it (null: not ignored). */
+  readonly ignoreRuleId: string | null
+  readonly sensorEventId: string
+  /** As JSON writes it. */
+  readonly time: string
   readonly sourceIp: string
   readonly sourcePort: number
   readonly port: number
   readonly type: string
+  readonly eventAction: string
+  readonly severity: Severity
+  readonly confidence: "low" | "normal" | "high"
+  readonly tags: ReadonlyArray<string>
   readonly attackerInput: Record<string, unknown>
+}
+
+/** What an incident's member events add up to (memberTotals), for an incident some of whose events left it. */
+export interface MemberTotals {
+  readonly id: string
+  readonly eventCount: number
+  readonly eventTypes: ReadonlyArray<string>
+  readonly tags: ReadonlyArray<string>
+  readonly usernames: ReadonlyArray<string>
+  readonly highConfidence: boolean
+  /** The highest severity of the events (null when no event is left). */
+  readonly eventsSeverity: Severity | null
+  /** The events by type. */
+  readonly typeCounts: Readonly<Record<string, number>>
+  /** One of the events carries the bait-credential tag. */
+  readonly baitCredential: boolean
+  /** Null when no event is left. */
+  readonly firstSeenAt: Date | null
+  readonly lastSeenAt: Date | null
 }
 
 /** What is stored of a session: its connect (when known), its client state, and its events waiting for the connect. */
@@ -66,6 +98,9 @@ const legacyLines = (
   }
   return { lines, createdAt: createdAt ?? new Date().toISOString() }
 }
+
+/** The severity scale as an SQL array, lowest first (array_position gives a severity's rank from 1). */
+const SEVERITY_SCALE = `array[${SEVERITIES.map((s) => `'${s}'`).join(", ")}]::text[]`
 
 const isPort = (v: unknown): v is number => typeof v === "number" && Number.isInteger(v) && v >= 0 && v <= 65535
 
@@ -116,8 +151,11 @@ export class CowrieSessionsRepo extends Effect.Service<CowrieSessionsRepo>()("Co
           then (
             select jsonb_agg(jsonb_build_object('session', c.session, 'eventId', c.event_id, 'action', c.action,
                 'ownProtocol', c.own_protocol, 'ownSourcePort', c.own_source_port, 'ownPort', c.own_port,
-                'complete', c.complete, 'incidentId', e.incident_id, 'sourceIp', e.source_ip,
-                'sourcePort', e.source_port, 'port', e.port, 'type', e.type, 'attackerInput', e.attacker_input)
+                'complete', c.complete, 'incidentId', e.incident_id, 'ignoreRuleId', e.ignore_rule_id,
+                'sensorEventId', e.sensor_event_id, 'time', e.time, 'sourceIp', e.source_ip,
+                'sourcePort', e.source_port, 'port', e.port, 'type', e.type, 'eventAction', e.action,
+                'severity', e.severity, 'confidence', e.confidence, 'tags', e.tags,
+                'attackerInput', e.attacker_input)
                 order by c.event_id)
             from (
               select * from cowrie_session_events c
@@ -257,6 +295,86 @@ export class CowrieSessionsRepo extends Effect.Service<CowrieSessionsRepo>()("Co
           where e.id = r.id and e.org_id = ${orgId}`
     }, dbErrors)
 
+    /**
+     * Sets stored events' incident and ignore rule after their session's connect changed what a rule says of them
+     * (exactly one of the two is set). `renew`: the event takes a new position in the events feed, as a fresh event
+     * does (an event no rule ignores any longer was never in the feed: at its old position, a follower already past
+     * it would never see it).
+     */
+    const rejudge = (
+      orgId: string,
+      rows: ReadonlyArray<{
+        readonly eventId: string
+        readonly incidentId: string | null
+        readonly ignoreRuleId: string | null
+        readonly renew: boolean
+      }>,
+    ) =>
+      rows.length === 0
+        ? Effect.void
+        : sql`
+            update events e set incident_id = r.incident_id, ignore_rule_id = r.ignore_rule_id,
+              change_xid = case when r.renew then pg_current_xact_id() else e.change_xid end,
+              change_seq = case when r.renew then nextval('feed_change_seq') else e.change_seq end
+            from (
+              select * from jsonb_to_recordset(${json(
+                rows.map((r) => ({
+                  id: r.eventId,
+                  incident_id: r.incidentId,
+                  ignore_rule_id: r.ignoreRuleId,
+                  renew: r.renew,
+                })),
+              )}::text::jsonb) as x(id text, incident_id text, ignore_rule_id text, renew boolean)
+              order by x.id
+            ) r
+            where e.id = r.id and e.org_id = ${orgId}`.pipe(Effect.asVoid, dbErrors)
+
+    /**
+     * What the member events of these incidents add up to now: their count, types, tags, the first usernames in
+     * time order (at most `maxUsernames`), whether one has high confidence, their highest severity, their count by
+     * type, whether one carries `baitTag`, and their first and last times.
+     */
+    const memberTotals = (orgId: string, incidentIds: ReadonlyArray<string>, maxUsernames: number, baitTag: string) =>
+      incidentIds.length === 0
+        ? Effect.succeed([] as ReadonlyArray<MemberTotals>)
+        : sql<MemberTotals>`
+            select i.id, m.event_count, m.event_types, m.tags, m.high_confidence, m.first_seen_at, m.last_seen_at,
+              (${sql.unsafe(SEVERITY_SCALE)})[m.severity_rank] as events_severity,
+              coalesce((select jsonb_object_agg(c.type, c.n) from (select x.type, count(*) as n from events x
+                where x.org_id = i.org_id and x.incident_id = i.id group by x.type) c), '{}') as type_counts,
+              coalesce((
+                select array_agg(u.username order by u.time, u.change_seq) from (
+                  select * from (
+                    select distinct on (n.username) n.username, n.time, n.change_seq from (
+                      select coalesce(
+                          nullif(case when jsonb_typeof(e.attacker_input -> 'username') = 'string'
+                            then e.attacker_input ->> 'username' end, ''),
+                          nullif(case when jsonb_typeof(e.attacker_input -> 'user') = 'string'
+                            then e.attacker_input ->> 'user' end, ''),
+                          nullif(case when jsonb_typeof(e.attacker_input -> 'login') = 'string'
+                            then e.attacker_input ->> 'login' end, '')) as username,
+                        e.time, e.change_seq
+                      from events e where e.org_id = i.org_id and e.incident_id = i.id
+                    ) n where n.username is not null
+                    order by n.username, n.time, n.change_seq
+                  ) d order by d.time, d.change_seq limit ${maxUsernames}
+                ) u
+              ), '{}') as usernames
+            from incidents i
+            cross join lateral (
+              select count(*)::int as event_count,
+                coalesce(array_agg(distinct e.type order by e.type), '{}') as event_types,
+                coalesce((select array_agg(distinct t order by t) from events x, unnest(x.tags) t
+                  where x.org_id = i.org_id and x.incident_id = i.id), '{}') as tags,
+                coalesce(bool_or(e.confidence = 'high'), false) as high_confidence,
+                coalesce(bool_or(${baitTag} = any(e.tags)), false) as bait_credential,
+                max(array_position(${sql.unsafe(SEVERITY_SCALE)}, e.severity)) as severity_rank,
+                min(e.time) as first_seen_at, max(e.time) as last_seen_at
+              from events e where e.org_id = i.org_id and e.incident_id = i.id
+            ) m
+            where i.org_id = ${orgId} and i.id in ${sql.in([...incidentIds].sort())}
+            order by i.id`.pipe(dbErrors)
+
     /** The stored events of these sessions, with their attackerInput (to set new client members on them). */
     const sessionEvents = (orgId: string, sensorId: string, sessions: ReadonlyArray<string>) =>
       sessions.length === 0
@@ -294,6 +412,16 @@ export class CowrieSessionsRepo extends Effect.Service<CowrieSessionsRepo>()("Co
       return rows[0]?.deleted ?? 0
     }, dbErrors)
 
-    return { load, save, linkEvents, complete, sessionEvents, setAttackerInputs, pruneOlderThan } as const
+    return {
+      load,
+      save,
+      linkEvents,
+      complete,
+      rejudge,
+      memberTotals,
+      sessionEvents,
+      setAttackerInputs,
+      pruneOlderThan,
+    } as const
   }),
 }) {}

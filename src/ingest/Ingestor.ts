@@ -16,7 +16,7 @@ import { type IncidentRow, IncidentsRepo } from "../repos/IncidentsRepo.ts"
 import { NetworksRepo } from "../repos/NetworksRepo.ts"
 import { WebhookOutbox } from "../repos/Outbox.ts"
 import { TransitionsRepo } from "../repos/TransitionsRepo.ts"
-import { CowrieSessionsRepo } from "./CowrieSessionsRepo.ts"
+import { CowrieSessionsRepo, type IncompleteCowrieEvent } from "./CowrieSessionsRepo.ts"
 import {
   addClientDetails,
   type CowrieClientMembers,
@@ -32,6 +32,8 @@ import {
   decide,
   type IncidentAggregate,
   type IncidentContext,
+  judgedSeverity,
+  MAX_USERNAMES,
   merge,
   textsFor,
   transitionsOf,
@@ -69,6 +71,11 @@ interface Prepared {
   readonly row: NewEvent
   readonly username: string | undefined
   readonly cowrie?: CowrieLink | undefined
+  /**
+   * An event stored by an earlier request, which an ignore rule no longer ignores now that its session's connect
+   * completed it: it joins its key's incident as a fresh event would, and is not part of this request's answer.
+   */
+  readonly stored?: true
 }
 
 /**
@@ -229,7 +236,7 @@ export class Ingestor extends Effect.Service<Ingestor>()("Ingestor", {
               where e.incident_id = i.id and e.org_id = i.org_id) as types,
             (select jsonb_object_agg(t.type, t.n) from (select e.type, count(*) as n from events e
               where e.incident_id = i.id and e.org_id = i.org_id group by e.type) t) as "typeCounts",
-            i.events_severity as "eventsSeverity", i.bait_credential as "baitCredential",
+            coalesce(i.events_severity, i.severity) as "eventsSeverity", i.bait_credential as "baitCredential",
             case when i.source_scope = 'internal' then i.source_network end as "sourceNetwork", i.linked
           from incidents i where i.org_id = ${sensor.orgId} and i.id in ${sql.in([...incidentIds].sort())}
           order by i.id for update`
@@ -251,6 +258,176 @@ export class Ingestor extends Effect.Service<Ingestor>()("Ingestor", {
           from jsonb_to_recordset(${JSON.stringify(updates)}::text::jsonb)
             as r(id text, event_types text[], type_counts jsonb, title text, narrative text, "recommendedAction" text)
           where i.id = r.id and i.org_id = ${sensor.orgId}`
+      })
+
+    /**
+     * Writes again what the member events of these incidents add up to, after some of them left (an ignore rule now
+     * ignores them), as if those had never joined: count, types, tags, usernames, confidence, the events' severity,
+     * bait, times, the judged severity (in the incident's kept context: inside or not, linked) and the texts. So a
+     * session's lines group the same whatever order they arrive in (D42), and the incidents feed shows the new
+     * state. The severity may fall here, the one place it does: what raised it was never the incident's activity.
+     * No transition is recorded: an ignored event never records one, and no transition (nor webhook) says a
+     * severity fell. Nor is it activity: `last_activity_at` stays. An incident left with no event keeps its first
+     * and last times (merge reads none from an incident of no event) and is closed like any other once idle.
+     */
+    const recountIncidents = (sensor: SensorIdentity, incidentIds: ReadonlyArray<string>, now: Date) =>
+      Effect.gen(function* () {
+        if (incidentIds.length === 0) return
+        const rows = yield* sql<{
+          id: string
+          sourceIp: string
+          status: "open" | "closed"
+          firstSeenAt: Date
+          lastSeenAt: Date
+          resolvedAt: Date | null
+          sourceNetwork: OwnNetwork | null
+          linked: boolean
+        }>`
+          select i.id, i.source_ip as "sourceIp", i.status, i.first_seen_at as "firstSeenAt",
+            i.last_seen_at as "lastSeenAt", i.resolved_at as "resolvedAt",
+            case when i.source_scope = 'internal' then i.source_network end as "sourceNetwork", i.linked
+          from incidents i where i.org_id = ${sensor.orgId} and i.id in ${sql.in([...incidentIds].sort())}
+          order by i.id for update`
+        const totals = new Map(
+          (yield* cowrieSessions.memberTotals(sensor.orgId, incidentIds, MAX_USERNAMES, BAIT_CREDENTIAL_TAG)).map(
+            (t) => [t.id, t],
+          ),
+        )
+        const updates = rows.map((r) => {
+          const t = totals.get(r.id)
+          const context: IncidentContext = { insideNetwork: r.sourceNetwork, linked: r.linked, otherSensors: 0 }
+          const members = {
+            eventsSeverity: t?.eventsSeverity ?? "low",
+            typeCounts: t?.typeCounts ?? {},
+            baitCredential: t?.baitCredential ?? false,
+          }
+          const aggregate: IncidentAggregate = {
+            ...members,
+            status: r.status,
+            severity: judgedSeverity(members, context),
+            resolvedAt: r.resolvedAt,
+            eventCount: t?.eventCount ?? 0,
+            eventTypes: t?.eventTypes ?? [],
+            tags: t?.tags ?? [],
+            usernames: t?.usernames ?? [],
+            highConfidence: t?.highConfidence ?? false,
+            firstSeenAt: t?.firstSeenAt ?? r.firstSeenAt,
+            lastSeenAt: t?.lastSeenAt ?? r.lastSeenAt,
+          }
+          return {
+            id: r.id,
+            severity: aggregate.severity,
+            events_severity: aggregate.eventsSeverity,
+            type_counts: aggregate.typeCounts,
+            bait_credential: aggregate.baitCredential,
+            event_count: aggregate.eventCount,
+            event_types: aggregate.eventTypes,
+            tags: aggregate.tags,
+            usernames: aggregate.usernames.map((u) => u.toWellFormed()),
+            high_confidence: aggregate.highConfidence,
+            first_seen_at: aggregate.firstSeenAt.toJSON(),
+            last_seen_at: aggregate.lastSeenAt.toJSON(),
+            ...textsFor(aggregate, sensor.name, r.sourceIp, context),
+          }
+        })
+        if (updates.length === 0) return
+        yield* sql`
+          update incidents i set severity = r.severity, events_severity = r.events_severity,
+            type_counts = r.type_counts, bait_credential = r.bait_credential, event_count = r.event_count,
+            event_types = r.event_types, tags = r.tags, usernames = r.usernames, high_confidence = r.high_confidence,
+            first_seen_at = r.first_seen_at, last_seen_at = r.last_seen_at, title = r.title, narrative = r.narrative,
+            recommended_action = r."recommendedAction", updated_at = ${now}
+          from jsonb_to_recordset(${JSON.stringify(updates)}::text::jsonb)
+            as r(id text, severity text, events_severity text, type_counts jsonb, bait_credential boolean,
+              event_count integer, event_types text[], tags text[], usernames text[], high_confidence boolean,
+              first_seen_at timestamptz, last_seen_at timestamptz, title text, narrative text,
+              "recommendedAction" text)
+          where i.id = r.id and i.org_id = ${sensor.orgId}`
+      })
+
+    /**
+     * D44 on the finished event: a stored event whose decoy port or type its session's connect just completed is
+     * judged again by the organization's active rules, in the transaction that completes it (a Cowrie 2.x line
+     * carries no protocol or ports, and was judged on the defaults, ssh and 22, when it was stored). The outcome is
+     * the one the event would have had, had it come complete:
+     * - now ignored (it was not): it leaves its incident as an ignored event never joined one: the incident is
+     *   written again from the events left (recountIncidents), with no transition; the events feed, which never
+     *   shows an ignored event, leaves it out from then on (a follower that read it keeps it: the feeds never take a
+     *   change back, and an ignored event is never a change);
+     * - no longer ignored: returned, to join its key's incident in this request exactly as a fresh event does
+     *   (joined, re-opened or created, with its transition and webhooks), at a new position in the events feed;
+     * - ignored by another rule: it names that rule.
+     * Each rule's hit count follows the events it ignores (returned as deltas, written with the request's own hits,
+     * the transaction's last write).
+     */
+    const rejudgeCompleted = (
+      sensor: SensorIdentity,
+      completed: ReadonlyArray<{
+        readonly eventId: string
+        readonly type: string
+        readonly service: string
+        readonly sourcePort: number
+        readonly port: number
+        readonly summary: string
+        readonly was: IncompleteCowrieEvent
+      }>,
+      now: Date,
+    ) =>
+      Effect.gen(function* () {
+        const hits = new Map<string, number>()
+        const rejoin: Array<Prepared> = []
+        const left = new Set<string>()
+        const changed = completed.filter((c) => c.type !== c.was.type || c.port !== c.was.port)
+        if (changed.length === 0) return { hits, rejoin, left }
+        const matched = new Map(
+          (yield* ignoreRules.match(
+            sensor.orgId,
+            sensor.sensorId,
+            changed.map((c, key) => ({ key, sourceIp: c.was.sourceIp, port: c.port, type: c.type })),
+            now,
+          )).map((m) => [m.key, m.ruleId]),
+        )
+        const marks: Array<{ eventId: string; incidentId: null; ignoreRuleId: string; renew: false }> = []
+        for (const [key, c] of changed.entries()) {
+          const rule = matched.get(key) ?? null
+          const was = c.was.ignoreRuleId ?? null
+          if (rule === was) continue
+          if (was !== null) hits.set(was, (hits.get(was) ?? 0) - 1)
+          if (rule !== null) {
+            hits.set(rule, (hits.get(rule) ?? 0) + 1)
+            marks.push({ eventId: c.eventId, incidentId: null, ignoreRuleId: rule, renew: false })
+            if (c.was.incidentId !== null) left.add(c.was.incidentId)
+            continue
+          }
+          const w = c.was
+          rejoin.push({
+            index: -1,
+            stored: true,
+            username: firstString(w.attackerInput, ["username", "user", "login"]),
+            row: {
+              id: c.eventId,
+              orgId: sensor.orgId,
+              incidentId: "",
+              sensorId: sensor.sensorId,
+              sensorEventId: w.sensorEventId,
+              time: new Date(w.time),
+              sourceIp: w.sourceIp,
+              sourcePort: c.sourcePort,
+              service: c.service,
+              port: c.port,
+              type: c.type,
+              action: w.eventAction,
+              severity: w.severity,
+              confidence: w.confidence,
+              tags: w.tags,
+              summary: c.summary,
+              attackerInput: w.attackerInput,
+            },
+          })
+        }
+        yield* cowrieSessions.rejudge(sensor.orgId, marks)
+        yield* recountIncidents(sensor, [...left], now)
+        return { hits, rejoin, left }
       })
 
     /**
@@ -281,7 +458,7 @@ export class Ingestor extends Effect.Service<Ingestor>()("Ingestor", {
             ...merges.map((m) => m.session),
           ]),
         ]
-        if (sessions.length === 0) return { items, clients }
+        if (sessions.length === 0) return { items, clients, rejoin: [] as ReadonlyArray<Prepared>, hits: new Map() }
         const { orgId, sensorId } = sensor
         // The earliest connect of each session in this request (a session has one).
         const taught = new Map<string, { readonly at: string; readonly session: CowrieSession }>()
@@ -346,12 +523,15 @@ export class Ingestor extends Effect.Service<Ingestor>()("Ingestor", {
           })
         })
         yield* cowrieSessions.complete(orgId, sensorId, completed)
+        const judged = yield* rejudgeCompleted(sensor, completed, now)
         yield* refreshIncidents(sensor, [
           ...new Set(
             completed
               .filter((c) => c.type !== c.was.type)
-              // An event an ignore rule ignored (D44) has no incident to refresh.
-              .flatMap((c) => (c.was.incidentId === null ? [] : [c.was.incidentId])),
+              // An event an ignore rule ignored (D44) has no incident to refresh; one its events left was recounted.
+              .flatMap((c) =>
+                c.was.incidentId === null || judged.left.has(c.was.incidentId) ? [] : [c.was.incidentId],
+              ),
           ),
         ])
         if (changedClients.size > 0) {
@@ -384,7 +564,7 @@ export class Ingestor extends Effect.Service<Ingestor>()("Ingestor", {
           }
           return { ...item, event, cowrie: { ...link, ownProtocol: true, ownSourcePort: true, ownPort: true } }
         })
-        return { items: completedItems, clients }
+        return { items: completedItems, clients, rejoin: judged.rejoin, hits: judged.hits }
       })
 
     /**
@@ -515,7 +695,7 @@ export class Ingestor extends Effect.Service<Ingestor>()("Ingestor", {
           const ignoredBy = yield* matchIgnoreRules(sensor, fresh, now)
           const ignored: Array<Prepared> = []
           const groups = new Map<string, Array<Prepared>>()
-          for (const p of fresh) {
+          for (const p of [...fresh, ...cowrie.rejoin]) {
             const ruleId = ignoredBy.get(p.index)
             if (ruleId !== undefined) {
               ignored.push({ ...p, row: { ...p.row, incidentId: null, ignoreRuleId: ruleId } })
@@ -525,7 +705,7 @@ export class Ingestor extends Effect.Service<Ingestor>()("Ingestor", {
             if (group) group.push(p)
             else groups.set(p.row.sourceIp, [p])
           }
-          if (groups.size === 0 && ignored.length === 0) return outcomes
+          if (groups.size === 0 && ignored.length === 0 && cowrie.hits.size === 0) return outcomes
 
           const newest = new Map(
             (yield* incidents.newestForKeys(sensor.orgId, sensor.sensorId, [...groups.keys()])).map((r) => [
@@ -599,18 +779,30 @@ export class Ingestor extends Effect.Service<Ingestor>()("Ingestor", {
           yield* incidents.upsertMany(plans.map((p) => ({ ...p.incident, createdAt: now, updatedAt: now })))
           const written = yield* events.insertMany(
             [
-              ...plans.flatMap((plan) => plan.group.map((p) => ({ ...p.row, incidentId: plan.incident.id }))),
+              ...plans.flatMap((plan) =>
+                plan.group.flatMap((p) => (p.stored ? [] : [{ ...p.row, incidentId: plan.incident.id }])),
+              ),
               ...ignored.map((p) => p.row),
             ],
             now,
           )
-          const writtenIds = new Set(written.map((w) => w.sensorEventId))
+          // Stored events no rule ignores any longer join their incident here (rejudgeCompleted).
+          const rejoined = plans.flatMap((plan) =>
+            plan.group.flatMap((p) =>
+              p.stored ? [{ eventId: p.row.id, incidentId: plan.incident.id, ignoreRuleId: null, renew: true }] : [],
+            ),
+          )
+          yield* cowrieSessions.rejudge(sensor.orgId, rejoined)
+          const writtenIds = new Set([
+            ...written.map((w) => w.sensorEventId),
+            ...plans.flatMap((plan) => plan.group.flatMap((p) => (p.stored ? [p.row.sensorEventId] : []))),
+          ])
           yield* cowrieSessions.linkEvents(
             sensor.orgId,
             sensor.sensorId,
             [...plans.map((plan) => plan.group), ignored].flatMap((group) =>
               group.flatMap((p) =>
-                p.cowrie === undefined || !writtenIds.has(p.row.sensorEventId)
+                p.cowrie === undefined || p.stored || !writtenIds.has(p.row.sensorEventId)
                   ? []
                   : [
                       {
@@ -643,6 +835,7 @@ export class Ingestor extends Effect.Service<Ingestor>()("Ingestor", {
           }
           for (const plan of plans) {
             for (const p of plan.group) {
+              if (p.stored) continue
               outcomes.push(
                 writtenIds.has(p.row.sensorEventId)
                   ? { index: p.index, status: "accepted", id: p.row.id, incidentId: plan.incident.id }
@@ -672,7 +865,7 @@ export class Ingestor extends Effect.Service<Ingestor>()("Ingestor", {
           )
           // D44: the ignored events stored here (a concurrent duplicate is not a hit), as the last write, so the
           // rules' rows stay locked only until the commit.
-          const hits = new Map<string, number>()
+          const hits = new Map(cowrie.hits)
           for (const p of ignored) {
             if (!writtenIds.has(p.row.sensorEventId)) {
               outcomes.push({ index: p.index, status: "duplicate", id: null })
@@ -684,7 +877,7 @@ export class Ingestor extends Effect.Service<Ingestor>()("Ingestor", {
           }
           yield* ignoreRules.recordHits(
             sensor.orgId,
-            [...hits].map(([id, n]) => ({ id, n })),
+            [...hits].flatMap(([id, n]) => (n === 0 ? [] : [{ id, n }])),
             now,
           )
           return outcomes

@@ -101,9 +101,12 @@ export const merge = (
   context: IncidentContext = NO_CONTEXT,
 ): IncidentAggregate => {
   const times = events.map((e) => e.time.getTime())
-  const first = Math.min(...times, base?.firstSeenAt.getTime() ?? Number.POSITIVE_INFINITY)
+  // An incident all of whose events an ignore rule came to ignore (a Cowrie session completed late) has no times of
+  // its own: the first events to join it again set them, as for a new incident.
+  const seen = base !== undefined && base.eventCount > 0 ? base : undefined
+  const first = Math.min(...times, seen?.firstSeenAt.getTime() ?? Number.POSITIVE_INFINITY)
   // lastSeenAt is the latest event time, also when events arrive out of order.
-  const last = Math.max(...times, base?.lastSeenAt.getTime() ?? Number.NEGATIVE_INFINITY)
+  const last = Math.max(...times, seen?.lastSeenAt.getTime() ?? Number.NEGATIVE_INFINITY)
   const usernames = [...(base?.usernames ?? [])]
   for (const e of events) {
     if (e.username && usernames.length < MAX_USERNAMES && !usernames.includes(e.username)) usernames.push(e.username)

@@ -112,7 +112,8 @@ export class IgnoreRulesRepo extends Effect.Service<IgnoreRulesRepo>()("IgnoreRu
        * take their row locks in one order); meant as the ingest transaction's last write, so the rows stay locked
        * only until its commit. The lock is `no key update`, the one an update of these columns takes: the events'
        * foreign key holds `key share` on the rule (both requests inserted events naming it), which `for update`
-       * would wait for on both sides (a deadlock).
+       * would wait for on both sides (a deadlock). A negative `n` takes back hits of events the rule no longer
+       * ignores (a Cowrie session's connect changed their port or type) and leaves the last hit as it was.
        */
       recordHits: (orgId: string, hits: ReadonlyArray<{ readonly id: string; readonly n: number }>, at: Date) =>
         hits.length === 0
@@ -121,7 +122,7 @@ export class IgnoreRulesRepo extends Effect.Service<IgnoreRulesRepo>()("IgnoreRu
                 locked as (select r.id from ignore_rules r where r.id in (select id from h) and r.org_id = ${orgId}
                   order by r.id for no key update)
               update ignore_rules r set hit_count = r.hit_count + h.n,
-                last_hit_at = greatest(r.last_hit_at, ${at}::timestamptz)
+                last_hit_at = case when h.n > 0 then greatest(r.last_hit_at, ${at}::timestamptz) else r.last_hit_at end
               from h join locked l on l.id = h.id
               where r.id = h.id`.pipe(Effect.asVoid, dbErrors),
       /** The console's "show ignored events": newest first, keyset on (time desc, id desc), with each one's rule. */

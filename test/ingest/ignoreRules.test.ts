@@ -384,3 +384,132 @@ describe("an address's spelling", () => {
     expect(sources.map((r) => r.sourceIp)).toEqual(["192.0.2.5"])
   })
 })
+
+describe("ignore rules meet Cowrie's late session details", () => {
+  /** A Cowrie 2.x line: only its connect names the protocol and the ports. */
+  const cowrieLine = (session: string, ip: string, at: number, fields: Record<string, unknown>) => ({
+    session,
+    src_ip: ip,
+    timestamp: new Date(at).toISOString(),
+    ...fields,
+  })
+  const telnetConnect = (session: string, ip: string, at: number) =>
+    cowrieLine(session, ip, at, {
+      eventid: "cowrie.session.connect",
+      protocol: "telnet",
+      src_port: 41234,
+      dst_ip: "10.0.0.5",
+      dst_port: 2323,
+    })
+  const login = (session: string, ip: string, at: number, username: string) =>
+    cowrieLine(session, ip, at, { eventid: "cowrie.login.failed", username, password: "x" })
+  const typed = (session: string, ip: string, at: number, input: string) =>
+    cowrieLine(session, ip, at, { eventid: "cowrie.command.input", input })
+  // biome-ignore lint/suspicious/noExplicitAny: the route's answer
+  const postCowrie = async (token: string, lines: unknown): Promise<any> => {
+    const res = await ingest(server.ingestUrl, "cowrie", token, lines)
+    expect(res.status).toBe(200)
+    expect(res.body.rejected).toBe(0)
+    return res.body
+  }
+  const eventsOf = (orgId: string, ip: string) =>
+    query<{ id: string; type: string; port: number; incidentId: string | null; ignoreRuleId: string | null }>(
+      (sql) => sql`select id, type, port, incident_id, ignore_rule_id from events
+        where org_id = ${orgId} and source_ip = ${ip} order by time, id`,
+    )
+  const transitionsOf = (orgId: string) =>
+    query<{ kind: string }>((sql) => sql`select kind from incident_transitions where org_id = ${orgId} order by at, id`)
+
+  test("a port-2323 rule ignores a telnet session whose connect came after its lines, and their incident gives them back", async () => {
+    const t = await tenant("Late telnet Co")
+    const ip = "203.0.113.231"
+    const rule = await addRule(t.orgId, { source: ip, port: "2323", note: "our telnet probe" })
+    const at = Date.now() - 60_000
+    // Before the connect: the lines take the defaults (ssh, port 22), so no rule matches; an incident starts, with a
+    // native event of the same source that the rule never matches.
+    const early = [
+      await postCowrie(t.token, login("tel0001", ip, at + 1000, "root")),
+      await postCowrie(t.token, login("tel0001", ip, at + 2000, "admin")),
+      await postCowrie(t.token, typed("tel0001", ip, at + 3000, "uname -a")),
+    ]
+    const incidentId = early[0].results[0].incidentId as string
+    expect(incidentId).toMatch(/^inc_/)
+    for (const body of early) expect(body.results[0].incidentId).toBe(incidentId)
+    const other = await send(t.token, [{ sourceIp: ip, port: 22, time: new Date(at + 4000).toISOString() }])
+    expect(other.results[0].incidentId).toBe(incidentId)
+    expect((await incidentsOf(t.orgId)).map((i) => i.eventCount)).toEqual([4])
+    const transitionsBefore = await transitionsOf(t.orgId)
+
+    // The connect says telnet on 2323: the session's events are judged again, in the same transaction.
+    const connect = await postCowrie(t.token, telnetConnect("tel0001", ip, at))
+    expect(connect.results[0].incidentId).toBeNull()
+    const stored = await eventsOf(t.orgId, ip)
+    expect(stored.map((e) => [e.type, e.port, e.incidentId, e.ignoreRuleId])).toEqual([
+      ["telnet.session", 2323, null, rule.id],
+      ["telnet.login_attempt", 2323, null, rule.id],
+      ["telnet.login_attempt", 2323, null, rule.id],
+      ["telnet.command", 2323, null, rule.id],
+      ["ssh.login_attempt", 22, incidentId, null],
+    ])
+
+    // The incident keeps only what is not ignored; nothing is announced for it (no transition, as for any
+    // ignored event).
+    const incident = await get(server.url, `/v1/incidents/${incidentId}`, t.key)
+    expect(incident.status).toBe(200)
+    expect(incident.body.eventCount).toBe(1)
+    expect(incident.body.eventTypes).toEqual(["ssh.login_attempt"])
+    expect(incident.body.events.map((e: { id: string }) => e.id)).toEqual([stored[4]?.id])
+    expect(await transitionsOf(t.orgId)).toEqual(transitionsBefore)
+    expect((await listRules(t.orgId)).find((r) => r.id === rule.id)?.hitCount).toBe(4)
+    // The feeds: the incident's latest change shows the count it now has; the events feed leaves the ignored out.
+    const changes = (await get(server.url, "/v1/incidents/changes?limit=100", t.key)).body.data
+    expect(changes.at(-1)).toMatchObject({ id: incidentId, eventCount: 1 })
+    expect(await walkFeed("/v1/events/changes", t.key)).toEqual([stored[4]?.id ?? ""])
+    // A later event of the source joins the incident as it is now.
+    const later = await send(t.token, [{ sourceIp: ip, port: 22 }])
+    expect(later.results[0].incidentId).toBe(incidentId)
+    expect((await incidentsOf(t.orgId)).map((i) => i.eventCount)).toEqual([2])
+  })
+
+  test("an SSH-only rule no longer hides a telnet session once its connect says telnet: its events join an incident as fresh ones would", async () => {
+    const t = await tenant("Late ssh Co")
+    await createChannel(db, t.orgId, `${receiver.url}/late-ssh`)
+    const ip = "203.0.113.232"
+    const rule = await addRule(t.orgId, { source: ip, port: "22", note: "our ssh scanner" })
+    const at = Date.now() - 60_000
+    // Before the connect: ssh on 22 by default, so the rule ignores them.
+    for (const line of [login("tel0002", ip, at + 1000, "root"), typed("tel0002", ip, at + 2000, "id")]) {
+      expect((await postCowrie(t.token, line)).results[0].incidentId).toBeNull()
+    }
+    expect(await incidentsOf(t.orgId)).toEqual([])
+    expect((await listRules(t.orgId)).find((r) => r.id === rule.id)?.hitCount).toBe(2)
+    // A feed follower has read everything so far (nothing).
+    const first = await get(server.url, "/v1/events/changes?limit=100", t.key)
+    expect(first.body.data).toEqual([])
+    const token = first.body.nextToken as string
+
+    const connect = await postCowrie(t.token, telnetConnect("tel0002", ip, at))
+    const incidentId = connect.results[0].incidentId as string
+    expect(incidentId).toMatch(/^inc_/)
+    const stored = await eventsOf(t.orgId, ip)
+    expect(stored.map((e) => [e.type, e.port, e.incidentId, e.ignoreRuleId])).toEqual([
+      ["telnet.session", 2323, incidentId, null],
+      ["telnet.login_attempt", 2323, incidentId, null],
+      ["telnet.command", 2323, incidentId, null],
+    ])
+    const incident = await get(server.url, `/v1/incidents/${incidentId}`, t.key)
+    expect(incident.body.eventCount).toBe(3)
+    expect(incident.body.eventTypes).toEqual(["telnet.command", "telnet.login_attempt", "telnet.session"])
+    expect(await transitionsOf(t.orgId)).toEqual([{ kind: "created" }])
+    expect((await listRules(t.orgId)).find((r) => r.id === rule.id)?.hitCount).toBe(0)
+    // The follower goes on from where it was and gets all three, as it gets fresh events.
+    const next = await get(server.url, `/v1/events/changes?limit=100&after=${encodeURIComponent(token)}`, t.key)
+    expect(next.body.data.map((e: { id: string }) => e.id).sort()).toEqual(stored.map((e) => e.id).sort())
+    // One incident.created, with all three events.
+    await eventually("incident.created", () => bodiesAt("/late-ssh").length === 1)
+    await Bun.sleep(500)
+    const bodies = bodiesAt("/late-ssh")
+    expect(bodies.map((b) => b.type)).toEqual(["incident.created"])
+    expect(bodies[0].incident.eventCount).toBe(3)
+  })
+})

@@ -5,11 +5,18 @@
  * 2.x wrote them (only the connect line names the protocol and the ports). Each run posts the session one line per
  * request in order, then again (another source address) in a random order, sequentially or all at once, and compares
  * what the read API returns: the same incidents and the same events, ignoring ids, receivedAt and the address.
+ * Two ignore rules are in force, which a Cowrie 2.x line only meets once its session's connect completed it: one
+ * ignores SSH commands (a telnet session's commands look like them until the connect says telnet), one ignores
+ * telnet logins on the capture's telnet port (they look like SSH logins on port 22 until then). Whichever order the
+ * lines come in, the rules decide on the finished events, and the incidents hold what they would in order.
  * FC_RUNS and FC_SEED repeat a run.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test"
 import { readFileSync } from "node:fs"
+import { Effect } from "effect"
 import fc from "fast-check"
+import { asOperator } from "../../src/admin/actor.ts"
+import { IgnoreAdmin } from "../../src/admin/IgnoreAdmin.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
 import { createSensor, createTenant, get } from "../support/fixtures.ts"
 import { ingest } from "../support/ingest.ts"
@@ -25,6 +32,14 @@ beforeAll(async () => {
   db = testDatabase(server.env)
   tenant = await createTenant(db)
   sensor = await createSensor(db, tenant.orgId, "cowrie-order")
+  const telnetPort = captured.find((l) => l.eventid === "cowrie.session.connect" && l.protocol === "telnet")?.dst_port
+  expect(telnetPort).toBeNumber()
+  for (const rule of [
+    { source: "198.18.0.0/16", type: "ssh.command" },
+    { source: "198.18.0.0/16", type: "telnet.login_attempt", port: String(telnetPort) },
+  ]) {
+    await db.run(asOperator(Effect.flatMap(IgnoreAdmin, (rules) => rules.add(tenant.orgId, rule))))
+  }
 })
 
 afterAll(() => shutdown(server, db))
