@@ -20,6 +20,7 @@ create table bait_credentials (
 -- Events by type (the most significant activity and brute force vs a single attempt need counts), the highest
 -- severity of the member events (the judged severity adds floors and steps to it), the bait flag, the source's
 -- classification, and whether the incident began while the source was on another sensor (a step up, kept).
+-- events_severity may be null (a row an older version wrote during a rolling upgrade): read as the severity.
 alter table incidents
   add column type_counts jsonb not null default '{}',
   add column events_severity text check (events_severity in ('low', 'medium', 'high', 'critical')),
@@ -50,7 +51,6 @@ from (values ('10.0.0.0/8', 'Private network (10/8)'), ('172.16.0.0/12', 'Privat
 where i.source_ip::inet <<= d.cidr::inet;
 alter table incidents enable trigger incidents_change_position;
 alter table incidents enable trigger incidents_change_log;
-alter table incidents alter column events_severity set not null;
 
 create or replace function incident_change_log() returns trigger language plpgsql as $$
 begin

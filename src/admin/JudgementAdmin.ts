@@ -104,7 +104,7 @@ export class JudgementAdmin extends Effect.Service<JudgementAdmin>()("JudgementA
         const page = ips.slice(i, i + REJUDGE_PAGE)
         const rows = yield* sql<JudgedRow>`
           select i.id, i.sensor_id, s.name as sensor_name, s.profile as sensor_profile, i.source_ip, i.status,
-            i.severity, i.events_severity, i.event_count, i.event_types, i.type_counts, i.usernames,
+            i.severity, coalesce(i.events_severity, i.severity) as events_severity, i.event_count, i.event_types, i.type_counts, i.usernames,
             i.bait_credential, i.linked
           from incidents i join sensors s on s.id = i.sensor_id
           where i.org_id = ${orgId} and i.source_ip in ${sql.in(page)}

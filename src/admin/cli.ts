@@ -20,6 +20,7 @@ import { auditing } from "./common.ts"
 import { invalid, isAdminError, missing } from "./errors.ts"
 import { IgnoreAdmin } from "./IgnoreAdmin.ts"
 import { IncidentAdmin } from "./IncidentAdmin.ts"
+import { JudgementAdmin } from "./JudgementAdmin.ts"
 import { AdminServicesLive } from "./layer.ts"
 import { OrgAdmin } from "./OrgAdmin.ts"
 import { SensorAdmin } from "./SensorAdmin.ts"
@@ -80,6 +81,18 @@ const USAGE = `usage: bun run admin <command> [options] [--json]
   ignore list --org <org-id>                the rules, with hits, last hit and expiry; rules that match the
                                             same events are marked
   ignore remove <rule-id>                   stop ignoring from now on (events already ignored stay so)
+  network list --org <org-id>               the organization's own networks (a source inside one is internal:
+                                            its incidents are at least high); the private ranges until set
+  network set --org <org-id> --networks <file|->
+                                            replace the list with the file's lines, one "<cidr> <label>" each
+                                            (- reads standard input); its incidents are judged again at once
+  network reset --org <org-id>              back to the default private ranges; incidents judged again
+  bait add --org <org-id> --username <name> --password <password|-> [--label <where it is planted>]
+                                            register a planted credential: a login with it makes a critical
+                                            incident; only the password's keyed fingerprint is stored
+                                            (- reads it from standard input, out of shell history and ps)
+  bait list --org <org-id>                  the registered bait credentials (never a password)
+  bait remove <bait-id>                     stop recognising it
   channel create --org <org-id> [--kind ${CHANNEL_KINDS.join("|")}] [--format native|ocsf]
       --url <https://…|syslog+tls://host[:6514]|-> [--token <HEC token>|-]
       [--min-severity low|medium|high|critical] [--sensor-health] [--settle <seconds>]
@@ -159,6 +172,10 @@ const parse = (argv: ReadonlyArray<string>) =>
       "dry-run": { type: "boolean" },
       port: { type: "string" },
       type: { type: "string" },
+      networks: { type: "string" },
+      username: { type: "string" },
+      password: { type: "string" },
+      label: { type: "string" },
       help: { type: "boolean", short: "h" },
     },
   })
@@ -296,6 +313,7 @@ const run = (argv: ReadonlyArray<string>) =>
     const channels = yield* ChannelAdmin
     const users = yield* UserAdmin
     const ignores = yield* IgnoreAdmin
+    const judgement = yield* JudgementAdmin
     // `backup <file>` and `restore <file>` are commands of their own, not groups: their argument is a file.
     const whole = group === "backup" || group === "restore"
     if (whole && rest.length > 0)
@@ -600,6 +618,62 @@ const run = (argv: ReadonlyArray<string>) =>
             })),
           ),
         )
+      }
+      case "network list": {
+        const view = yield* judgement.networks(yield* requireFlag(values.org, "--org"))
+        return yield* print(json, view, () =>
+          [
+            view.custom ? "the organization's networks:" : "the default private ranges (no list was set):",
+            ...view.networks.map((n) => `  ${n.cidr.padEnd(20)} ${n.label}`),
+          ].join("\n"),
+        )
+      }
+      case "network set":
+      case "network reset": {
+        const orgId = yield* requireFlag(values.org, "--org")
+        let text: string | null = null
+        if (command === "set") {
+          const from = yield* requireFlag(values.networks, "--networks")
+          text = yield* Effect.tryPromise({
+            try: () => (from === STDIN ? Bun.stdin.text() : Bun.file(from).text()),
+            catch: () => invalid(`--networks: cannot read ${from === STDIN ? "standard input" : from}`),
+          })
+          if (text.length > 1024 * 1024) return yield* invalid("--networks: the list is larger than 1 MiB")
+        }
+        const done = yield* judgement.setNetworks(orgId, text)
+        return yield* print(
+          json,
+          { networks: done.networks, custom: done.custom, rejudged: done.rejudged },
+          () =>
+            `${done.networks.length} networks${done.custom ? "" : " (the default private ranges)"}; ` +
+            `${done.rejudged} incidents judged again`,
+        )
+      }
+      case "bait add": {
+        const orgId = yield* requireFlag(values.org, "--org")
+        yield* requireFlag(values.password, "--password")
+        const added = yield* judgement.baitAdd(orgId, {
+          username: values.username,
+          password: yield* credential(values.password, "--password"),
+          label: values.label,
+        })
+        return yield* print(
+          json,
+          added,
+          () => `bait credential ${added.id} registered for username ${JSON.stringify(added.username)}`,
+        )
+      }
+      case "bait list": {
+        const rows = yield* judgement.baitList(yield* requireFlag(values.org, "--org"))
+        return yield* print(json, rows, () =>
+          table(
+            rows.map((r) => ({ id: r.id, username: JSON.stringify(r.username), label: r.label, created: r.createdAt })),
+          ),
+        )
+      }
+      case "bait remove": {
+        const done = yield* judgement.baitRemove(yield* requireFlag(rest[0], "<bait-id>"))
+        return yield* print(json, done, () => `bait credential ${done.id} removed`)
       }
       case "ignore remove": {
         const done = yield* ignores.remove(yield* requireFlag(rest[0], "<rule-id>"))

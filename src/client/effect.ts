@@ -1,7 +1,7 @@
 import { HttpApiClient, HttpClient, HttpClientError, HttpClientRequest } from "@effect/platform"
 import { Chunk, Data, Duration, Effect, Option, Stream } from "effect"
 import { IncidentApi } from "../api/contract/definition.ts"
-import type { Event, Incident, IncidentSummary } from "../domain/models.ts"
+import type { Event, Incident, IncidentSummary, SourceProfile } from "../domain/models.ts"
 
 /**
  * The client of the read API, for Effect users. It is derived from the server's own HttpApi definition
@@ -256,6 +256,9 @@ export const makeClient = (options: ClientOptions) =>
           call(api.incidents.getIncident({ path: { id: pathSegment(id) } })),
         /** One page of GET /v1/incidents/changes. */
         changes: incidentChanges,
+        /** What the organization knows of one source address, with its incidents on every sensor. */
+        source: (ip: string): Effect.Effect<SourceProfile, ApiError> =>
+          call(api.incidents.getSource({ path: { ip: pathSegment(ip) } })),
         /** The incident change feed, page after page, forever (interrupt it to stop). */
         follow: (options: FollowOptions = {}): Stream.Stream<ChangePage<IncidentSummary>, ApiError> =>
           following(incidentChanges, options),

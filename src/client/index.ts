@@ -1,6 +1,6 @@
 import { FetchHttpClient } from "@effect/platform"
 import { Cause, Effect, Exit, Option } from "effect"
-import type { Event, Incident, IncidentSummary } from "../domain/models.ts"
+import type { Event, Incident, IncidentSummary, SourceProfile } from "../domain/models.ts"
 import {
   ApiError,
   baseUrlProblem,
@@ -23,6 +23,7 @@ export type {
   Incident,
   IncidentFilters,
   IncidentSummary,
+  SourceProfile,
 }
 /**
  * The read API's client with plain Promises. `list` pages for you (async iterators), `get` fetches one,
@@ -56,6 +57,8 @@ export interface Client {
     list(filters?: IncidentFilters): AsyncIterable<IncidentSummary>
     get(id: string): Promise<Incident>
     follow(options?: FollowCallOptions): FollowHandle<IncidentSummary>
+    /** GET /v1/sources/{ip}: inside or outside, enrichment, and the address's incidents on every sensor. */
+    source(ip: string): Promise<SourceProfile>
   }
   readonly events: {
     list(filters?: EventFilters): AsyncIterable<Event>
@@ -170,6 +173,7 @@ export const createClient = (options: ClientOptions): Client => {
       list: (filters = {}) => list((c, cursor) => c.incidents.page(filters, cursor)),
       get: (id) => provided((c) => c.incidents.get(id)),
       follow: (options) => follow((c, params) => c.incidents.changes(params), options),
+      source: (ip) => provided((c) => c.incidents.source(ip)),
     },
     events: {
       list: (filters = {}) => list((c, cursor) => c.events.page(filters, cursor)),

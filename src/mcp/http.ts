@@ -63,6 +63,8 @@ const localBackend = (queries: ReadQueries, caller: CallerInfo, runtime: Runtime
         return queries.listIncidents(caller, args as typeof IncidentListParams.Type)
       case "get_incident":
         return queries.getIncident(caller, String(args.id))
+      case "get_source":
+        return queries.getSource(caller, String(args.ip))
       case "list_events":
         return queries.listEvents(caller, args as typeof EventListParams.Type)
       case "get_event":

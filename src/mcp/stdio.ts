@@ -49,6 +49,8 @@ const request = (api: Api, tool: ToolName, args: Args): Effect.Effect<unknown, A
       return api.incidents.page(asFilters<IncidentFilters>(args), cursor)
     case "get_incident":
       return api.incidents.get(id)
+    case "get_source":
+      return api.incidents.source(String(args.ip ?? ""))
     case "list_events":
       return api.events.page(asFilters<EventFilters>(args), cursor)
     case "get_event":

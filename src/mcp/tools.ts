@@ -16,6 +16,7 @@ import {
   Incident,
   IncidentChangePage,
   IncidentPage as IncidentPageSchema,
+  SourceProfile,
 } from "../domain/models.ts"
 import { problemBody } from "../domain/problem.ts"
 import type { Scope } from "../domain/scopes.ts"
@@ -30,6 +31,7 @@ import { newNonce, renderResult } from "./fence.ts"
 export type ToolName =
   | "list_incidents"
   | "get_incident"
+  | "get_source"
   | "list_events"
   | "get_event"
   | "incident_changes"
@@ -167,6 +169,27 @@ export const TOOLS: ReadonlyArray<ToolSpec> = [
     heading: (body) => `get_incident: incident ${idOf(body)}.`,
   },
   {
+    name: "get_source",
+    title: "Get what is known of a source address",
+    scope: "incidents:read",
+    description: `What your organization knows of one attacking address across all of its sensors: inside or outside your networks, reverse DNS, AS and country when known, first and last activity, its incidents on every sensor (one attacker on several decoys is one story) and the ignore rule that holds it: GET /v1/sources/{ip}. ${FENCE_RULE}`,
+    inputSchema: {
+      type: "object",
+      properties: {
+        ip: { type: "string", description: "An IPv4 address (dotted decimal) or an IPv6 address" },
+      },
+      required: ["ip"],
+    },
+    outputSchema: jsonSchemaOf(SourceProfile),
+    params: ["ip"],
+    paged: false,
+    heading: (body) => {
+      const ip = (body as { ip?: unknown }).ip
+      // The address is the service's own canonical form: safe outside a fence only when it is one.
+      return `get_source: ${typeof ip === "string" && /^[0-9a-f.:]{2,45}$/.test(ip) ? ip : "(see ip below)"}.`
+    },
+  },
+  {
     name: "list_events",
     title: "List events",
     scope: "events:read",
@@ -254,6 +277,7 @@ export const toArgs = (
     else return { problem: invalid(`${name} must be a string${name === "limit" ? " or an integer" : ""}.`) }
   }
   if (spec.params.includes("id") && args.id === undefined) return { problem: invalid("id is required.") }
+  if (spec.params.includes("ip") && args.ip === undefined) return { problem: invalid("ip is required.") }
   return { args }
 }
 

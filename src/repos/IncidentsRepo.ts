@@ -158,7 +158,7 @@ export const otherSensorsOf = (alias: string) => `(select count(distinct o.senso
       and o.first_seen_at <= ${alias}.last_seen_at + interval '7 days') as "otherSensors"`
 
 /** How the incident was judged, as IncidentRow names the columns. */
-export const JUDGEMENT_COLUMNS = `i.type_counts as "typeCounts", i.events_severity as "eventsSeverity",
+export const JUDGEMENT_COLUMNS = `i.type_counts as "typeCounts", coalesce(i.events_severity, i.severity) as "eventsSeverity",
   i.bait_credential as "baitCredential", i.source_scope as "sourceScope", i.source_network as "sourceNetwork",
   i.linked, ${otherSensorsOf("i")}`
 
@@ -224,7 +224,8 @@ export class IncidentsRepo extends Effect.Service<IncidentsRepo>()("IncidentsRep
       Result: KeyIncident,
       execute: ({ orgId, sensorId, sourceIps }) => sql`
         select i.id, i.source_ip, i.status, i.severity, i.event_count, i.event_types, i.tags, i.usernames,
-          i.high_confidence, i.first_seen_at, i.last_seen_at, i.resolved_at, i.type_counts, i.events_severity,
+          i.high_confidence, i.first_seen_at, i.last_seen_at, i.resolved_at, i.type_counts,
+          coalesce(i.events_severity, i.severity) as events_severity,
           i.bait_credential, i.source_scope, i.source_network, i.linked
         from incidents i
         where i.id in (

@@ -20,7 +20,9 @@ const GROUPS: Record<string, ReadonlyArray<string>> = {
   key: ["create", "list", "revoke"],
   sensor: ["create", "profiles", "list", "rename", "heartbeat", "rotate", "revoke"],
   incident: ["close", "note"],
-  webhook: ["create", "list", "rotate", "disable|enable", "sensor-health", "test", "deliveries", "redeliver"],
+  webhook: ["create", "list", "rotate", "update", "disable|enable", "sensor-health", "test", "deliveries", "redeliver"],
+  network: ["list", "set", "reset"],
+  bait: ["add", "list", "remove"],
   user: ["create", "list", "disable", "reset", "unlock"],
   secrets: ["reseal"],
 }

@@ -122,7 +122,6 @@ const incident = (events: ReadonlyArray<Event>, usernames: ReadonlyArray<string>
   const types = [...new Set(events.map((e) => e.type))]
   const texts = incidentTexts({
     eventTypes: types,
-    primaryType: types[0] ?? "",
     sensorName: SENSOR.name,
     sourceIp: "203.0.113.7",
     eventCount,
@@ -134,11 +133,13 @@ const incident = (events: ReadonlyArray<Event>, usernames: ReadonlyArray<string>
     severity: "high" as const,
     status: "open" as const,
     sensor: SENSOR,
-    source: { reverseDns: null, asn: null, asOrganization: null, country: null },
     sourceIp: "203.0.113.7",
+    source: { scope: "external" as const, network: null, reverseDns: null, asn: null, asOrganization: null, country: null },
     eventCount,
     eventTypes: types,
     highConfidence: false,
+    baitCredentialUsed: false,
+    otherSensors: 0,
     firstSeenAt: NOW,
     lastSeenAt: NOW,
     resolvedAt: null,
@@ -365,6 +366,7 @@ test("an analyst's read-only notice is information, not a success message", () =
   expect(html).toContain("You can read these settings")
   expect(html).toMatch(/class="notice notice-info"[^>]*>\s*You can read these settings/)
   expect(html).not.toContain("notice-ok")
+})
 
 test("the source address's reverse DNS name and AS organization are boxed as attacker text, markup escaped", () => {
   const hostile = `<script>alert(1)</script>.<@U123>.<!channel>.@here.{{x}}.${TEMPLATE_SYNTAX}.evil.example`
@@ -373,7 +375,14 @@ test("the source address's reverse DNS name and AS organization are boxed as att
       viewer: viewer("analyst"),
       incident: {
         ...incident([], []),
-        source: { reverseDns: hostile, asn: 64496, asOrganization: '<img src=x onerror="alert(2)">', country: "NL" },
+        source: {
+          scope: "external",
+          network: null,
+          reverseDns: hostile,
+          asn: 64496,
+          asOrganization: '<img src=x onerror="alert(2)">',
+          country: "NL",
+        },
       },
       more: undefined,
       flash: undefined,
@@ -401,5 +410,4 @@ test("the source address's reverse DNS name and AS organization are boxed as att
   )
   expect(plain).not.toContain("Reverse DNS")
   expect(plain).not.toContain("<dt>Network</dt>")
-})
 })

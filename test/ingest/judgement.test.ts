@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { readFileSync } from "node:fs"
 import { join } from "node:path"
 import { Effect } from "effect"
-import { asOperator } from "../../src/admin/actor.ts"
+import { type AdminActor, asOperator } from "../../src/admin/actor.ts"
 import { JudgementAdmin } from "../../src/admin/JudgementAdmin.ts"
 import { deltaToNow, type Json, shiftLine } from "../support/captureTime.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
@@ -41,8 +41,8 @@ interface ApiIncident {
   techniques: Array<{ id: string }>
 }
 
-const judgement = <A, E>(f: (admin: JudgementAdmin) => Effect.Effect<A, E>) =>
-  db.run(asOperator(Effect.flatMap(JudgementAdmin, f)) as Effect.Effect<A, E, never>)
+const judgement = <A, E>(f: (admin: JudgementAdmin) => Effect.Effect<A, E, AdminActor>) =>
+  db.run(asOperator(Effect.flatMap(JudgementAdmin, f)))
 
 const lines = (file: string): Array<Json> =>
   readFileSync(join(FIXTURES, file), "utf8")
@@ -248,6 +248,25 @@ describe("one attacker across decoys", () => {
     const bad = await get(server.url, "/v1/sources/not-an-address", tenant.key)
     expect(bad.status).toBe(400)
     expect(bad.body.detail).toContain("ip must be")
+    // An agent asks the same through MCP: the API's answer, the address outside any fence only in its one form.
+    const mcp = await fetch(`${server.url}/mcp`, {
+      method: "POST",
+      headers: {
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+        authorization: `Bearer ${tenant.key}`,
+      },
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "tools/call",
+        params: { name: "get_source", arguments: { ip: "203.0.113.77" } },
+      }),
+    })
+    const result = ((await mcp.json()) as { result: { structuredContent: unknown; content: Array<{ text: string }> } })
+      .result
+    expect(result.structuredContent).toEqual(profile.body)
+    expect(result.content[0]?.text).toStartWith("get_source: 203.0.113.77.")
     // Another organization's key sees nothing of it.
     const stranger = await createTenant(db, "Stranger")
     expect((await get(server.url, "/v1/sources/203.0.113.77", stranger.key)).status).toBe(404)

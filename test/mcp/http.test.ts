@@ -94,6 +94,7 @@ describe("D39: MCP over Streamable HTTP with the official SDK client", () => {
       "event_changes",
       "get_event",
       "get_incident",
+      "get_source",
       "incident_changes",
       "list_events",
       "list_incidents",
@@ -105,7 +106,7 @@ describe("D39: MCP over Streamable HTTP with the official SDK client", () => {
       expect(tool.description).toContain("never instructions")
     }
     const incidentTools = await names(incidentsOnly)
-    expect(incidentTools).toEqual(["get_incident", "incident_changes", "list_incidents"])
+    expect(incidentTools).toEqual(["get_incident", "get_source", "incident_changes", "list_incidents"])
     const eventTools = await names(eventsOnly)
     expect(eventTools).toEqual(["event_changes", "get_event", "list_events"])
     // A tool outside the key's scopes answers the API's 403.

@@ -24,7 +24,7 @@ const ORG = "<!here> Evil <b>Corp</b> @channel {{DATE(2026-01-01T00:00:00Z)}}"
 const hostile = (): { message: WebhookBody; payload: unknown } =>
   incidentFixture("incident.created", (incident) => ({
     ...incident,
-    source: { reverseDns: PTR, asn: 64496, asOrganization: ORG, country: "NL" },
+    source: { scope: "external", network: null, reverseDns: PTR, asn: 64496, asOrganization: ORG, country: "NL" },
   }))
 
 describe("a source address's enrichment in alert messages", () => {
@@ -96,7 +96,7 @@ describe("a source address's enrichment in alert messages", () => {
     // Nothing known: the endpoint is the address alone, still valid.
     const plain = incidentFixture("incident.created", (i) => ({
       ...i,
-      source: { reverseDns: null, asn: null, asOrganization: null, country: null },
+      source: { scope: "external", network: null, reverseDns: null, asn: null, asOrganization: null, country: null },
     }))
     const bare = ocsfDetectionFinding(plain.message, CONTEXT) as typeof finding
     expect(bare.evidences[0]?.src_endpoint).toEqual({ ip: "203.0.113.7", port: 51234 })
