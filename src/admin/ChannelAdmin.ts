@@ -5,6 +5,7 @@ import {
   type ChannelFormat,
   type ChannelKindSpec,
   defaultSettleSeconds,
+  listed,
   MAX_SETTLE_SECONDS,
 } from "../domain/channels/kinds.ts"
 import { CHANNEL_KINDS, isChannelKind, kindSpec, kindsWhere } from "../domain/channels/registry.ts"
@@ -66,7 +67,7 @@ const settleOf = (spec: ChannelKindSpec, given: string | number | undefined) =>
     const seconds = Number(text)
     if (seconds > 0 && spec.settle.readers === "machines") {
       return yield* invalid(
-        `--settle is for ${kindsWhere((s) => s.settle.readers === "people").join(" and ")} channels: a ${spec.name} channel's receiver gets every transition, so its window stays 0`,
+        `--settle is for ${listed(kindsWhere((s) => s.settle.readers === "people"))} channels: a ${spec.name} channel's receiver gets every transition, so its window stays 0`,
       )
     }
     return seconds
