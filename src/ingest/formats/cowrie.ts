@@ -66,7 +66,9 @@ export const COWRIE_EVENTIDS: ReadonlyMap<string, CowrieOutcome> = new Map([
   ["cowrie.login.failed", accepted("login_attempt")], // pubkey_attempt when it carries a key and no password
   ["cowrie.login.success", accepted("login_success")],
   ["cowrie.command.input", accepted("command")],
-  ["cowrie.command.failed", accepted("command")],
+  // Cowrie logs the whole line as cowrie.command.input, then each command of it that it does not know again: the
+  // same activity, not another command (`id; foobarcmd` is one line typed, not two).
+  ["cowrie.command.failed", merged("a command of the line cowrie.command.input recorded, unknown to Cowrie")],
   ["cowrie.command.success", accepted("command")], // a line typed into a running command (passwd: a new password)
   ["cowrie.command.chpasswd", accepted("command")],
   ["cowrie.session.input", accepted("command")], // standard input typed into a command (cat, dd, tee, ...)

@@ -112,7 +112,9 @@ export const OPENCANARY_LOGTYPES: ReadonlyMap<number, OpenCanaryOutcome> = new M
   [3002, acceptedAs("http.request")], // LOG_HTTP_UNIMPLEMENTED_METHOD
   [3003, acceptedAs("http.request")], // LOG_HTTP_REDIRECT
   [4000, acceptedAs("ssh.session")], // LOG_SSH_NEW_CONNECTION
-  [4001, acceptedAs("ssh.session")], // LOG_SSH_REMOTE_VERSION_SENT
+  // LOG_SSH_REMOTE_VERSION_SENT: the same connection as its 4000 line, not a second one. Merged into it (the client
+  // version becomes the connection event's clientVersion), so one connection is one event (mapLine below).
+  [4001, acceptedAs("ssh.session")],
   [4002, acceptedAs("ssh.login_attempt")], // LOG_SSH_LOGIN_ATTEMPT
   [5000, acceptedAs("smb.file_open")], // LOG_SMB_FILE_OPEN
   [5001, acceptedAs("portscan.syn")], // LOG_PORT_SYN
@@ -325,17 +327,44 @@ const mapLine = (line: unknown, lineIdKey: Uint8Array): MapResult => {
   const userAgent = stringField(logdata, "USERAGENT")
   if (userAgent !== undefined && SCANNER_AGENT.test(userAgent.slice(0, INSPECT_MAX))) tags.push("scanner")
 
-  return mappedLogEvent({
-    sensorEventId: lineId(OPENCANARY_ID_PREFIX, lineIdKey, line),
-    time,
-    sourceIp,
-    sourcePort,
-    dstPort,
-    spec,
-    tags,
-    attackerInput,
-  })
+  const sensorEventId = lineId(OPENCANARY_ID_PREFIX, lineIdKey, line)
+  // OpenCanary writes two lines for one SSH connection (4000 when it opens, 4001 with the client's version): both
+  // name the same source address and port, which make the connection's session, as Cowrie's session id does.
+  const connection = logtype === 4000 || logtype === 4001 ? sshConnection(sourceIp, sourcePort) : undefined
+  if (connection !== undefined && logtype === 4001) {
+    return {
+      _tag: "Merged",
+      reason: "logtype 4001 LOG_SSH_REMOTE_VERSION_SENT: the client version of the connection its 4000 line opened",
+      merge: {
+        session: connection,
+        sourceIp,
+        time,
+        lineId: sensorEventId,
+        details: { clientVersion: attackerInput.remoteVersion },
+      },
+    }
+  }
+  const result = mappedLogEvent({ sensorEventId, time, sourceIp, sourcePort, dstPort, spec, tags, attackerInput })
+  if (connection === undefined || result._tag !== "Mapped" || typeof sourcePort !== "number") return result
+  const port = result.event.port ?? spec.port
+  return {
+    ...result,
+    cowrie: {
+      session: connection,
+      action: "session",
+      ownProtocol: true,
+      ownSourcePort: true,
+      ownPort: true,
+      teaches: { protocol: "ssh", sourcePort, port },
+    },
+  }
 }
+
+/** The session key of one OpenCanary SSH connection (source address and port), undefined without a port. */
+const sshConnection = (sourceIp: string, sourcePort: number | "unknown"): string | undefined =>
+  typeof sourcePort === "number" && sourcePort > 0
+    ? `oc-ssh-${sourceIp.replace(/[^0-9A-Za-z]/g, "_")}-${sourcePort}`
+    : undefined
 
 /**
  * Maps one OpenCanary log line (already JSON-parsed); `lineIdKey` is the organization's (`lineIdKey` in native.ts).
