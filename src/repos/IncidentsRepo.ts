@@ -366,6 +366,19 @@ export class IncidentsRepo extends Effect.Service<IncidentsRepo>()("IncidentsRep
             dbErrors,
           ),
         }),
+      /**
+       * What the enrichment job knows of an address, as IncidentRow names it (empty when nothing yet): for a row that
+       * ingestion built itself, which never waits for enrichment.
+       */
+      sourceFacts: (address: string) =>
+        readRows<Partial<IncidentRow>>(
+          sql,
+          `select ${SOURCE_COLUMNS} from address_enrichment a where a.address = $1`,
+          [address],
+        ).pipe(
+          Effect.map((rows) => rows[0] ?? {}),
+          dbErrors,
+        ),
       /** Recounts after a concurrent duplicate slipped past the pre-check (rare); returns the new counts. */
       recount: (orgId: string, ids: ReadonlyArray<string>) =>
         sql<{ readonly id: string; readonly eventCount: number }>`

@@ -224,6 +224,9 @@ export class WebhookOutbox extends Effect.Service<WebhookOutbox>()("WebhookOutbo
               const found = yield* incidents.findById(entry.orgId, entry.incidentId)
               if (Option.isNone(found)) return yield* Effect.dieMessage(`incident ${entry.incidentId} vanished`)
               row = found.value
+            } else {
+              // Ingestion's own row has no enrichment: what is known of the address by now goes with the message.
+              row = { ...row, ...(yield* incidents.sourceFacts(row.sourceIp)) }
             }
             const recent = yield* events.recent(entry.orgId, entry.incidentId, WEBHOOK_EVENTS)
             incident = [row, entry.sensorProfile, recent, config.appUrl]
