@@ -97,8 +97,8 @@ const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[
  * A value the console reads: control characters (NUL included) and unpaired surrogates are never part of what a
  * person typed, and PostgreSQL refuses NUL in text.
  */
-export const isSafeValue = (value: string): boolean =>
-  value.length <= MAX_VALUE_CHARS && !/\p{Cc}/u.test(value) && !LONE_SURROGATE.test(value)
+export const isSafeValue = (value: string, max: number = MAX_VALUE_CHARS): boolean =>
+  value.length <= max && !/\p{Cc}/u.test(value) && !LONE_SURROGATE.test(value)
 
 /** The body is over the limit by its declared length alone (no byte of it read). */
 export const declaredTooLarge = (headers: Readonly<Record<string, string | undefined>>): boolean => {
@@ -139,8 +139,15 @@ export const checkRequest = (request: HttpServerRequest.HttpServerRequest): "ok"
   return "ok"
 }
 
-/** Form fields written in a textarea, whose line breaks are kept. */
-const MULTILINE_FIELDS: ReadonlySet<string> = new Set(["note"])
+/**
+ * Form fields written in a textarea, whose line breaks are kept, with the most characters each may hold. A note is
+ * an ordinary value; the list of an organization's networks (Settings → Networks, up to 500 lines) is bounded by the
+ * body limit alone, and a tab in it (a list pasted from a spreadsheet) is kept for its parser to read as a space.
+ */
+const MULTILINE_FIELDS: ReadonlyMap<string, { readonly max: number; readonly tabs: boolean }> = new Map([
+  ["note", { max: MAX_VALUE_CHARS, tabs: false }],
+  ["networks", { max: MAX_BODY_BYTES, tabs: true }],
+])
 
 const readForm = (
   request: HttpServerRequest.HttpServerRequest,
@@ -167,8 +174,9 @@ const readForm = (
       MULTILINE_FIELDS.has(k) ? ([k, v.replace(/\r\n?/g, "\n")] as const) : ([k, v] as const),
     )
     for (const [k, v] of entries) {
-      const checked = MULTILINE_FIELDS.has(k) ? v.replaceAll("\n", "") : v
-      if (!isSafeValue(k) || !isSafeValue(checked) || (checked !== v && v.length > MAX_VALUE_CHARS)) {
+      const multiline = MULTILINE_FIELDS.get(k)
+      const checked = multiline === undefined ? v : v.replace(multiline.tabs ? /[\n\t]/g : /\n/g, "")
+      if (!isSafeValue(k) || !isSafeValue(checked, multiline?.max) || v.length > (multiline?.max ?? MAX_VALUE_CHARS)) {
         return yield* new BadInput()
       }
     }
