@@ -10,6 +10,7 @@ import { authRoutes } from "./routes/auth.tsx"
 import { exportRoutes } from "./routes/export.tsx"
 import { ignoreRoutes } from "./routes/ignore.tsx"
 import { incidentRoutes } from "./routes/incidents.tsx"
+import { judgementRoutes } from "./routes/judgement.tsx"
 import { sensorRoutes } from "./routes/sensors.tsx"
 import { settingsRoutes } from "./routes/settings.tsx"
 import { request, type SignedIn } from "./session.ts"
@@ -42,6 +43,7 @@ export const makeConsoleApp = Effect.gen(function* () {
     yield* exportRoutes(kit),
     yield* settingsRoutes(kit),
     yield* ignoreRoutes(kit),
+    yield* judgementRoutes(kit),
     yield* alertRoutes(kit),
     yield* sensorRoutes(kit),
   )

@@ -10,11 +10,13 @@ import {
 import { CHANNEL_KIND_SPECS, kindSpec } from "../../domain/channels/registry.ts"
 import { Csrf, DataTable, type Flash, FlashNotice, Layout, Time, type Viewer } from "./components.tsx"
 
-type Tab = "api" | "alerts" | "sensors" | "ignore" | "users" | "retention" | "audit"
+type Tab = "api" | "alerts" | "sensors" | "networks" | "bait" | "ignore" | "users" | "retention" | "audit"
 const TABS: ReadonlyArray<readonly [Tab, string, string]> = [
   ["api", "/settings/api", "API and export"],
   ["alerts", "/settings/alerts", "Alerts"],
   ["sensors", "/settings/sensors", "Sensors"],
+  ["networks", "/settings/networks", "Networks"],
+  ["bait", "/settings/bait", "Bait credentials"],
   ["ignore", "/settings/ignore", "Ignore rules"],
   ["users", "/settings/users", "Users"],
   ["retention", "/settings/retention", "Retention"],
