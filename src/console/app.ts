@@ -13,6 +13,7 @@ import { incidentRoutes } from "./routes/incidents.tsx"
 import { judgementRoutes } from "./routes/judgement.tsx"
 import { sensorRoutes } from "./routes/sensors.tsx"
 import { settingsRoutes } from "./routes/settings.tsx"
+import { sourceRoutes } from "./routes/sources.tsx"
 import { request, type SignedIn } from "./session.ts"
 
 /**
@@ -44,6 +45,7 @@ export const makeConsoleApp = Effect.gen(function* () {
     yield* settingsRoutes(kit),
     yield* ignoreRoutes(kit),
     yield* judgementRoutes(kit),
+    yield* sourceRoutes(kit),
     yield* alertRoutes(kit),
     yield* sensorRoutes(kit),
   )

@@ -41,6 +41,34 @@ const query = (filters: IncidentFilters, extra: Record<string, string> = {}) => 
   return text === "" ? "" : `?${text}`
 }
 
+/**
+ * What matters most about an incident, as small marks beside its title in a list: a bait credential used, a source
+ * inside the organization's networks.
+ */
+export const IncidentMarkers = ({ incident }: { incident: IncidentSummary }) => (
+  <>
+    {incident.baitCredentialUsed && (
+      <>
+        {" "}
+        <span class="marker marker-bait" title="A bait credential was used">
+          bait
+        </span>
+      </>
+    )}
+    {incident.source.scope === "internal" && (
+      <>
+        {" "}
+        <span
+          class="marker marker-inside"
+          title={`From inside your network${incident.source.network ? ` (${incident.source.network.label})` : ""}`}
+        >
+          inside
+        </span>
+      </>
+    )}
+  </>
+)
+
 export const IncidentTable = ({ rows, now }: { rows: ReadonlyArray<IncidentSummary>; now: Date }) => (
   <DataTable
     columns={[
@@ -65,10 +93,11 @@ export const IncidentTable = ({ rows, now }: { rows: ReadonlyArray<IncidentSumma
           <a href={`/incidents/${i.id}`}>
             <ServiceText text={i.title} known={[i.sensor.name]} />
           </a>
+          <IncidentMarkers incident={i} />
           <div class="muted small mono hide-sm">{i.id}</div>
         </td>
         <td class="mono" data-label="Source">
-          {i.sourceIp}
+          <a href={`/sources/${i.sourceIp}`}>{i.sourceIp}</a>
         </td>
         <td class="hide-sm" data-label="Sensor">
           {i.sensor.name}
@@ -288,7 +317,7 @@ export const BulkClosePage = (props: {
  * What enrichment knows of the source address, each only when known. The reverse DNS name and the AS organization
  * are written by whoever holds the address: attacker text, boxed as such.
  */
-const SourceFacts = ({ source }: { source: Incident["source"] }) => (
+export const SourceFacts = ({ source }: { source: Incident["source"] }) => (
   <>
     {source.reverseDns !== null && (
       <>
@@ -301,7 +330,7 @@ const SourceFacts = ({ source }: { source: Incident["source"] }) => (
     )}
     {(source.asn !== null || source.asOrganization !== null) && (
       <>
-        <dt>Network</dt>
+        <dt>Autonomous system</dt>
         <dd>
           {source.asn !== null && <span class="mono">AS{source.asn}</span>}
           {source.asn !== null && source.asOrganization !== null && " "}
@@ -316,6 +345,45 @@ const SourceFacts = ({ source }: { source: Incident["source"] }) => (
       </>
     )}
   </>
+)
+
+/** The page's lead when the source is one of the organization's own machines. */
+export const InsideBanner = ({ network, ip }: { network: { cidr: string; label: string }; ip: string }) => (
+  <div class="banner banner-inside" role="note" id="banner-inside">
+    <p class="banner-title">
+      From inside your network ({network.label}, <span class="mono">{network.cidr}</span>)
+    </p>
+    <p>
+      <span class="mono">{ip}</span> is one of your own machines, already past your perimeter: find out what runs on it
+      and who uses it.
+    </p>
+  </div>
+)
+
+/** The page's lead when a member event logged in with a credential the organization planted. */
+const BaitBanner = () => (
+  <div class="banner banner-bait" role="alert" id="banner-bait">
+    <p class="banner-title">Bait credential used</p>
+    <p>
+      Someone logged in with a credential that works nowhere and exists only where you planted it: whoever did it read
+      it there. Treat where it is planted, and the source, as compromised.
+    </p>
+  </div>
+)
+
+/** The page's lead when the source touched other decoys too: how many, and the source's own page. */
+const OtherSensorsBanner = ({ n, ip }: { n: number; ip: string }) => (
+  <div class="banner banner-linked" id="banner-other-sensors">
+    <p>
+      <strong>
+        Also seen on {n} other {n === 1 ? "sensor" : "sensors"}
+      </strong>{" "}
+      within 7 days of this incident's activity.{" "}
+      <a href={`/sources/${ip}`}>
+        Everything from <span class="mono">{ip}</span>
+      </a>
+    </p>
+  </div>
 )
 
 export const IncidentPage = (props: {
@@ -341,6 +409,9 @@ export const IncidentPage = (props: {
       <h1>
         <SeverityBadge severity={i.severity} /> <ServiceText text={i.title} known={known} />
       </h1>
+      {i.baitCredentialUsed && <BaitBanner />}
+      {i.source.scope === "internal" && i.source.network && <InsideBanner network={i.source.network} ip={i.sourceIp} />}
+      {i.otherSensors > 0 && <OtherSensorsBanner n={i.otherSensors} ip={i.sourceIp} />}
       <div class="panel">
         <dl class="facts">
           <dt>Id</dt>
@@ -359,7 +430,12 @@ export const IncidentPage = (props: {
           </dd>
           <dt>Source</dt>
           <dd>
-            <span class="mono">{i.sourceIp}</span>
+            <a href={`/sources/${i.sourceIp}`} class="mono" title="Everything from this address, on every sensor">
+              {i.sourceIp}
+            </a>
+            {i.source.scope === "internal" && i.source.network ? (
+              <span class="small"> inside: {i.source.network.label}</span>
+            ) : null}
             {props.viewer.role === "admin" && (
               <>
                 {" "}
