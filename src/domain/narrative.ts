@@ -84,7 +84,12 @@ export const incidentTexts = (
     else if (judged.activity === "brute_force") heading = primary.incidentTitle
     else heading = judged.primaryCount === 1 ? primary.label : primary.incidentTitle
   }
-  const others = judged.otherServices.length
+  let others = judged.otherServices.length
+  // Single attempts spread over services are no one service's brute force: the title says how many services.
+  if (judged.activity === "brute_force" && judged.primaryCount === 1 && others > 0) {
+    heading = `Login attempts on ${others + 1} services`
+    others = 0
+  }
   const more = others === 0 ? "" : ` and ${plural(others, "other service", "other services")}`
   const inside = i.insideNetwork ?? null
   const from = inside === null ? `from ${i.sourceIp}` : `${insideWords(inside)}: ${i.sourceIp}`

@@ -143,6 +143,21 @@ export const judgeActivity = (counts: Readonly<Record<string, number>>, bait: bo
       best = { activity, spec, count }
     }
   }
+  // A bait credential is used in a login: that login's type names the incident, whatever else the source did
+  // (a success before an attempt, then the type with more events, then by name).
+  if (bait) {
+    const logins = Object.entries(counts)
+      .filter(
+        ([type, n]) =>
+          n > 0 && EVENT_TYPES.has(type) && ["login_success", "login_attempt"].includes(activityOfType(type)),
+      )
+      .sort(
+        ([a, n], [b, m]) => rank(activityOfType(a)) - rank(activityOfType(b)) || m - n || (a < b ? -1 : a > b ? 1 : 0),
+      )
+    const [type, count] = logins[0] ?? []
+    const spec = type === undefined ? undefined : EVENT_TYPES.get(type)
+    if (spec !== undefined) best = { activity: activityOfType(spec.type), spec, count: count ?? 0 }
+  }
   const services = new Set(
     Object.keys(counts)
       .map((t) => EVENT_TYPES.get(t)?.service)

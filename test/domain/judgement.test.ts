@@ -193,6 +193,26 @@ describe("the texts say what matters first", () => {
     )
   })
 
+  test("single attempts spread over services are no one service's brute force; a bait names its login", () => {
+    const spread = incidentTexts({
+      ...common,
+      sourceIp: "203.0.113.9",
+      eventTypes: ["ftp.login_attempt", "mysql.login_attempt", "ssh.login_attempt"],
+      typeCounts: { "ftp.login_attempt": 1, "mysql.login_attempt": 1, "ssh.login_attempt": 1 },
+      eventCount: 3,
+    })
+    expect(spread.title).toBe('Login attempts on 3 services from 203.0.113.9 on sensor "web-01"')
+    const bait = incidentTexts({
+      ...common,
+      sourceIp: "203.0.113.9",
+      eventTypes: ["ssh.command", "ssh.login_success", "ssh.login_attempt"],
+      typeCounts: { "ssh.command": 9, "ssh.login_success": 1, "ssh.login_attempt": 4 },
+      eventCount: 14,
+      bait: true,
+    })
+    expect(bait.title).toStartWith("Bait credential used: SSH login with valid credentials from")
+  })
+
   test("a bait credential leads the title, the narrative and the advice", () => {
     const texts = incidentTexts({
       ...common,

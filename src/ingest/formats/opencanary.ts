@@ -91,6 +91,8 @@ const LOGTYPE_NAMES: ReadonlyMap<number, string> = new Map([
  */
 export type OpenCanaryOutcome =
   | { readonly outcome: "accepted"; readonly type: string }
+  /** Another line of an event already recorded (`type`): its details join that event (one connection, one event). */
+  | { readonly outcome: "merged"; readonly type: string; readonly what: string }
   | { readonly outcome: "ignored"; readonly reason: string }
 
 const acceptedAs = (type: string): OpenCanaryOutcome => ({ outcome: "accepted", type })
@@ -114,7 +116,7 @@ export const OPENCANARY_LOGTYPES: ReadonlyMap<number, OpenCanaryOutcome> = new M
   [4000, acceptedAs("ssh.session")], // LOG_SSH_NEW_CONNECTION
   // LOG_SSH_REMOTE_VERSION_SENT: the same connection as its 4000 line, not a second one. Merged into it (the client
   // version becomes the connection event's clientVersion), so one connection is one event (mapLine below).
-  [4001, acceptedAs("ssh.session")],
+  [4001, { outcome: "merged", type: "ssh.session", what: "the client version of the connection its 4000 line opened" }],
   [4002, acceptedAs("ssh.login_attempt")], // LOG_SSH_LOGIN_ATTEMPT
   [5000, acceptedAs("smb.file_open")], // LOG_SMB_FILE_OPEN
   [5001, acceptedAs("portscan.syn")], // LOG_PORT_SYN
@@ -331,10 +333,10 @@ const mapLine = (line: unknown, lineIdKey: Uint8Array): MapResult => {
   // OpenCanary writes two lines for one SSH connection (4000 when it opens, 4001 with the client's version): both
   // name the same source address and port, which make the connection's session, as Cowrie's session id does.
   const connection = logtype === 4000 || logtype === 4001 ? sshConnection(sourceIp, sourcePort) : undefined
-  if (connection !== undefined && logtype === 4001) {
+  if (connection !== undefined && outcome.outcome === "merged") {
     return {
       _tag: "Merged",
-      reason: "logtype 4001 LOG_SSH_REMOTE_VERSION_SENT: the client version of the connection its 4000 line opened",
+      reason: `logtype ${logtypeName(logtype)}: ${outcome.what}`,
       merge: {
         session: connection,
         sourceIp,
