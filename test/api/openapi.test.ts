@@ -135,6 +135,7 @@ const OPERATIONS = [
   "/v1/events/{id}",
   "/v1/incidents/changes",
   "/v1/events/changes",
+  "/v1/sources/{ip}",
 ] as const
 type OperationPath = (typeof OPERATIONS)[number]
 const operation = (path: OperationPath): J => doc.paths[path].get
@@ -161,6 +162,7 @@ const RESPONSES: Record<OperationPath, ReadonlyArray<string>> = {
   // D32 change feeds.
   "/v1/incidents/changes": [...COMMON, "400", "410"].sort(),
   "/v1/events/changes": [...COMMON, "400", "410"].sort(),
+  "/v1/sources/{ip}": [...COMMON, "400", "404"].sort(),
 }
 /** Headers the edge may send that the document describes per response. */
 const DESCRIBED_HEADERS = ["ratelimit", "ratelimit-policy", "retry-after", "www-authenticate"]
@@ -191,6 +193,7 @@ describe("OpenAPI and docs", () => {
       ["/v1/events/{id}", "events:read"],
       ["/v1/incidents/changes", "incidents:read"],
       ["/v1/events/changes", "events:read"],
+      ["/v1/sources/{ip}", "incidents:read"],
     ] as const) {
       expect({ path, security: operation(path).security }).toEqual({ path, security: [{ bearer: [scope] }] })
     }
@@ -489,9 +492,12 @@ describe("item 8: the document against the running server's answers", () => {
       )
       await check(base, feed, `${feed}?after=${encodeURIComponent(token)}`, 410, auth(tenant.key))
     }
+    const incidentScoped = (path: string) => path.startsWith("/v1/incidents") || path.startsWith("/v1/sources")
     for (const path of OPERATIONS) {
-      const url = path.replace("{id}", path.startsWith("/v1/incidents") ? open.incident.id : eventId)
-      const other = path.startsWith("/v1/incidents") ? eventsOnly : incidentsOnly
+      const url = path
+        .replace("{id}", path.startsWith("/v1/incidents") ? open.incident.id : eventId)
+        .replace("{ip}", open.incident.sourceIp)
+      const other = incidentScoped(path) ? eventsOnly : incidentsOnly
       await check(base, path, url, 401)
       await check(base, path, url, 401, { authorization: "Bearer dsk_nope" })
       await check(base, path, url, 403, auth(other))
@@ -506,13 +512,20 @@ describe("item 8: the document against the running server's answers", () => {
     for (const id of ["evt_x", open.incident.id, newId("event")]) {
       await check(base, "/v1/events/{id}", `/v1/events/${id}`, 404, auth(tenant.key))
     }
+    // A source: its profile, a malformed address (400), one never seen and another organization's (404).
+    await check(base, "/v1/sources/{ip}", `/v1/sources/${open.incident.sourceIp}`, 200, auth(tenant.key))
+    await check(base, "/v1/sources/{ip}", "/v1/sources/not-an-address", 400, auth(tenant.key))
+    await check(base, "/v1/sources/{ip}", "/v1/sources/192.0.2.251", 404, auth(tenant.key))
+    await check(base, "/v1/sources/{ip}", `/v1/sources/${open.incident.sourceIp}`, 404, auth(key))
 
     // 429 from both limits (D11), on the server that allows 2 requests a window, each client its own address.
     const limitedTenant = await createTenant(limitedDb, "Limited")
     let address = 0
     const from = () => ({ "x-forwarded-for": `198.51.100.${++address}` })
     for (const path of OPERATIONS) {
-      const url = path.replace("{id}", path.startsWith("/v1/incidents") ? newId("incident") : newId("event"))
+      const url = path
+        .replace("{id}", path.startsWith("/v1/incidents") ? newId("incident") : newId("event"))
+        .replace("{ip}", "192.0.2.250")
       // The per-address limit: 401s count against it (D11).
       const client = from()
       await check(limited.url, path, url, 401, client)
@@ -520,7 +533,7 @@ describe("item 8: the document against the running server's answers", () => {
       await check(limited.url, path, url, 429, client)
       // The per-key limit, from fresh addresses.
       const perKey = (await createKey(limitedDb, limitedTenant.orgId, "incidents:read,events:read")).key
-      const listOrMissing = path.endsWith("{id}") ? 404 : 200
+      const listOrMissing = path.endsWith("{id}") || path.endsWith("{ip}") ? 404 : 200
       await check(limited.url, path, url, listOrMissing, { ...auth(perKey), ...from() })
       await check(limited.url, path, url, listOrMissing, { ...auth(perKey), ...from() })
       await check(limited.url, path, url, 429, { ...auth(perKey), ...from() })

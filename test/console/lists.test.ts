@@ -306,6 +306,14 @@ test("Incidents: the CSV export equals the list for its filter, for an analyst t
       "lastSeenAt",
       "resolvedAt",
       "url",
+      "sourceReverseDns",
+      "sourceAsn",
+      "sourceAsOrganization",
+      "sourceCountry",
+      "sourceScope",
+      "sourceNetwork",
+      "baitCredentialUsed",
+      "otherSensors",
     ])
     expect({ q, ids: rows.map((r) => r[0]) }).toEqual({ q, ids })
   }

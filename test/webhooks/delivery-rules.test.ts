@@ -86,6 +86,7 @@ describe("webhook payload (spec 'Webhook incident', D15, D20)", () => {
       "recommendedAction",
       "sensor",
       "sourceIp",
+      "source",
       "eventCount",
       "firstSeenAt",
       "lastSeenAt",

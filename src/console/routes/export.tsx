@@ -54,6 +54,10 @@ export const INCIDENT_CSV_COLUMNS = [
   "sourceAsn",
   "sourceAsOrganization",
   "sourceCountry",
+  "sourceScope",
+  "sourceNetwork",
+  "baitCredentialUsed",
+  "otherSensors",
 ] as const
 
 /**
@@ -144,6 +148,10 @@ export const exportRoutes = (kit: Kit) =>
                   i.source.asn,
                   i.source.asOrganization,
                   i.source.country,
+                  i.source.scope,
+                  i.source.network === null ? "" : `${i.source.network.cidr} ${i.source.network.label}`,
+                  i.baitCredentialUsed,
+                  i.otherSensors,
                 ])
               },
             )

@@ -123,6 +123,9 @@ const baseParams = (message: ChannelMessage): Params => {
   // are attacker text, escaped like every other value.
   const source = incident.source ?? UNKNOWN_SOURCE
   const sourceParams: Params = [
+    // An inside source is the strongest breach signal: said as its own param so a SIEM rule can route on it.
+    ...(source.scope === "internal" ? [["sourceScope", "internal"] as const] : []),
+    ...(source.network === null ? [] : [["sourceNetwork", `${source.network.cidr} ${source.network.label}`] as const]),
     ...(source.reverseDns === null ? [] : [["sourceReverseDns", source.reverseDns] as const]),
     ...(source.asn === null ? [] : [["sourceAsn", String(source.asn)] as const]),
     ...(source.asOrganization === null ? [] : [["sourceAsOrganization", source.asOrganization] as const]),

@@ -75,7 +75,7 @@ describe("a source address's enrichment in alert messages", () => {
     expect(line).toContain(`sourceReverseDns="${PTR.replace(/["\\\]]/g, (c) => `\\${c}`)}"`)
     expect(line).toContain('sourceAsn="64496"')
     expect(line).toContain('sourceCountry="NL"')
-    expect(line).toContain(`"source":{"reverseDns":${JSON.stringify(PTR)}`)
+    expect(line).toContain(`"source":{"scope":"external","network":null,"reverseDns":${JSON.stringify(PTR)}`)
   })
 
   test("OCSF: hostname, location.country and autonomous_system on every src_endpoint, valid against the schema", () => {
@@ -106,6 +106,8 @@ describe("a source address's enrichment in alert messages", () => {
   test("the native webhook body carries `source`; a body queued before it existed still renders", () => {
     const text = serializeWebhookBody(hostile().message)
     expect(JSON.parse(text).incident.source).toEqual({
+      scope: "external",
+      network: null,
       reverseDns: PTR,
       asn: 64496,
       asOrganization: ORG,

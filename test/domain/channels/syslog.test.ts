@@ -220,6 +220,12 @@ describe("D46: syslogMessage", () => {
           sensorId: message.incident.sensor.id,
           sensorName: message.incident.sensor.name,
           sourceIp: message.incident.sourceIp,
+          ...(message.incident.source?.reverseDns ? { sourceReverseDns: message.incident.source.reverseDns } : {}),
+          ...(message.incident.source?.asn ? { sourceAsn: String(message.incident.source.asn) } : {}),
+          ...(message.incident.source?.asOrganization
+            ? { sourceAsOrganization: message.incident.source.asOrganization }
+            : {}),
+          ...(message.incident.source?.country ? { sourceCountry: message.incident.source.country } : {}),
           eventCount: String(message.incident.eventCount),
           techniques: message.incident.techniques.map((t) => t.id).join(","),
           url: message.incident.url,
