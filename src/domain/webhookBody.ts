@@ -41,6 +41,10 @@ export interface WebhookIncidentSource extends SourceColumns {
   readonly lastSeenAt: Date
   readonly eventTypes: ReadonlyArray<string>
   readonly tags: ReadonlyArray<string>
+  /** A member event used a bait credential (absent on rows written before judgement: false). */
+  readonly baitCredential?: boolean | undefined
+  /** Other sensors that saw the source within 7 days (counted on read, or by ingestion for its own row). */
+  readonly otherSensors?: number | undefined
 }
 
 /**
@@ -79,6 +83,10 @@ export const WebhookIncident = Schema.Struct({
    * optional so a message queued by an earlier version still reads.
    */
   source: Schema.optional(IncidentSource),
+  /** A member event used a bait credential: the strongest sign someone is inside. Optional like `source`. */
+  baitCredentialUsed: Schema.optional(Schema.Boolean),
+  /** Other sensors of the organization that saw the same source within 7 days. Optional like `source`. */
+  otherSensors: Schema.optional(Schema.Int),
   eventCount: Schema.Int,
   firstSeenAt: TimestampSeconds,
   lastSeenAt: TimestampSeconds,
@@ -176,6 +184,8 @@ export const webhookIncident = (
     sensor: { id: row.sensorId, name: row.sensorName, profile: sensorProfile },
     sourceIp: row.sourceIp,
     source: sourceFactsOf(row),
+    baitCredentialUsed: row.baitCredential ?? false,
+    otherSensors: row.otherSensors ?? 0,
     eventCount: row.eventCount,
     firstSeenAt: row.firstSeenAt,
     lastSeenAt: row.lastSeenAt,
@@ -305,6 +315,8 @@ export const sampleIncident = (now: Date, appUrl: string): WebhookIncident => {
       asOrganization: "Example Networks",
       country: "ZZ",
     },
+    baitCredentialUsed: false,
+    otherSensors: 0,
     eventCount: 1,
     firstSeenAt: first,
     lastSeenAt: first,

@@ -771,6 +771,7 @@ export class Ingestor extends Effect.Service<Ingestor>()("Ingestor", {
               sourceScope: context.insideNetwork === null ? "external" : "internal",
               sourceNetwork: context.insideNetwork,
               linked: context.linked,
+              otherSensors: context.otherSensors,
               ...textsFor(aggregate, sensor.name, sourceIp, context),
             }
             return { group, decision, aggregate, incident }

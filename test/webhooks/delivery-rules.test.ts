@@ -87,6 +87,8 @@ describe("webhook payload (spec 'Webhook incident', D15, D20)", () => {
       "sensor",
       "sourceIp",
       "source",
+      "baitCredentialUsed",
+      "otherSensors",
       "eventCount",
       "firstSeenAt",
       "lastSeenAt",

@@ -273,3 +273,22 @@ export const INCIDENT_LINES: Record<WebhookBody["type"], string> = {
 /** `2026-11-26T13:00:00.000Z` as `2026-11-26 13:00:00 UTC`. */
 export const chatTime = (d: Date): string =>
   Number.isNaN(d.getTime()) ? "unknown time" : `${d.toISOString().slice(0, 19).replace("T", " ")} UTC`
+
+/**
+ * What matters most about an incident, first in a chat message (Slack and Teams say the same): a bait credential
+ * used, a source inside the organization's networks (the label is the admin's words), the other decoys the source
+ * touched. Service and admin text, escaped by each kind as it escapes such text.
+ */
+export const signalLines = (i: WebhookBody["incident"]): ReadonlyArray<string> => [
+  ...(i.baitCredentialUsed === true
+    ? ["Bait credential used: someone read a planted credential where it was planted."]
+    : []),
+  ...(i.source?.scope === "internal" && i.source.network !== null
+    ? [`From inside your network (${i.source.network.label}, ${i.source.network.cidr}).`]
+    : []),
+  ...((i.otherSensors ?? 0) > 0
+    ? [
+        `Also seen on ${i.otherSensors} other ${i.otherSensors === 1 ? "sensor" : "sensors"} of yours in the last 7 days.`,
+      ]
+    : []),
+]

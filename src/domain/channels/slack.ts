@@ -7,6 +7,7 @@ import {
   INCIDENT_LEADS,
   INCIDENT_LINES,
   isAppLink,
+  signalLines,
   slackCode,
   slackPlain,
   slackServiceText,
@@ -92,6 +93,10 @@ const incidentBlocks = (body: WebhookBody, ctx: FormatContext): Array<object> =>
     // Slack refuses an empty text.
     { type: "section", text: mrkdwn(slackServiceText(i.title, TITLE_MAX) || "(no title)") },
   ]
+  const signals = signalLines(i)
+  if (signals.length > 0) {
+    blocks.push({ type: "section", text: mrkdwn(signals.map((line) => `*${slackPlain(line)}*`).join("\n")) })
+  }
   const fields = [
     `*Severity*\n${severityLabel(i.severity)}`,
     `*Sensor*\n${slackCode(i.sensor.name)} (${slackCode(i.sensor.profile, { max: 64 })})`,

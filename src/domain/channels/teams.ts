@@ -8,8 +8,10 @@ import {
   INCIDENT_LINES,
   isAppLink,
   markdownEscape,
+  signalLines,
   type TextRun,
   teamsCode,
+  teamsPlain,
   teamsServiceRuns,
 } from "./chatText.ts"
 import { type ChannelKindSpec, type ChannelMessage, type FormatContext, isSensorMessage } from "./kinds.ts"
@@ -76,6 +78,7 @@ const incidentCard = (body: WebhookBody, ctx: FormatContext) => {
     i.title === ""
       ? textBlock("(no title)", { weight: "Bolder" })
       : richText(teamsServiceRuns(i.title, TITLE_MAX, { weight: "Bolder" })),
+    ...signalLines(i).map((line) => textBlock(teamsPlain(line), { weight: "Bolder", color: "Attention" })),
     { type: "FactSet", facts },
   ]
   // The source address's reverse DNS name and AS organization are attacker text: monospace TextRuns, never markdown.
