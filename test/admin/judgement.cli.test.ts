@@ -1,10 +1,9 @@
 import { afterAll, beforeAll, expect, test } from "bun:test"
-import { join } from "node:path"
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
+import { admin } from "../support/cli.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
 import { createTenant } from "../support/fixtures.ts"
-import { prebuilt } from "../support/prebuilt.ts"
 import { type RunningServer, shutdown, startServer } from "../support/server.ts"
 
 /**
@@ -12,7 +11,6 @@ import { type RunningServer, shutdown, startServer } from "../support/server.ts"
  * bait password from standard input (never echoed, never stored, never in the audit trail), every refusal one line.
  */
 
-const ROOT = join(import.meta.dir, "..", "..")
 let server: RunningServer
 let db: TestDatabase
 
@@ -23,21 +21,7 @@ beforeAll(async () => {
 
 afterAll(() => shutdown(server, db))
 
-const cli = async (args: ReadonlyArray<string>, stdin = "") => {
-  const child = Bun.spawn(["bun", prebuilt().cli, ...args], {
-    cwd: ROOT,
-    env: server.env,
-    stdin: new TextEncoder().encode(stdin),
-    stdout: "pipe",
-    stderr: "pipe",
-  })
-  const [stdout, stderr, code] = await Promise.all([
-    new Response(child.stdout).text(),
-    new Response(child.stderr).text(),
-    child.exited,
-  ])
-  return { code, stdout: stdout.trim(), stderr: stderr.trim() }
-}
+const cli = (args: ReadonlyArray<string>, stdin = "") => admin(server.env, args, stdin)
 
 test("network set, list and reset through the CLI, audited; a bad line is refused with its number", async () => {
   const { orgId } = await createTenant(db, "CLI networks")

@@ -4,7 +4,7 @@ import { join } from "node:path"
 import { Effect } from "effect"
 import { asOperator } from "../../src/admin/actor.ts"
 import { JudgementAdmin } from "../../src/admin/JudgementAdmin.ts"
-import { deltaToNow, type Json, shiftLine } from "../support/captureTime.ts"
+import { capturedNow, captureLines, type Json } from "../support/captureTime.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
 import { createSensor, createTenant, get } from "../support/fixtures.ts"
 import { ingest } from "../support/ingest.ts"
@@ -17,7 +17,6 @@ import { type RunningServer, shutdown, startServer } from "../support/server.ts"
  */
 
 const ROOT = join(import.meta.dir, "..", "..")
-const FIXTURES = join(ROOT, "test", "fixtures", "real")
 const PAGE = join(ROOT, "docs", "ingestion.md")
 const START = "<!-- judged captures: start -->"
 const END = "<!-- judged captures: end -->"
@@ -32,17 +31,6 @@ beforeAll(async () => {
 
 afterAll(() => shutdown(server, db))
 
-const lines = (file: string): Array<Json> =>
-  readFileSync(join(FIXTURES, file), "utf8")
-    .split("\n")
-    .filter((l) => l.trim() !== "")
-    .map((l) => JSON.parse(l) as Json)
-
-const body = (all: ReadonlyArray<Json>) => {
-  const delta = deltaToNow(all)
-  return `${all.map((l) => JSON.stringify(shiftLine(l, delta))).join("\n")}\n`
-}
-
 interface Capture {
   /** The table's first column. */
   readonly name: string
@@ -53,20 +41,20 @@ interface Capture {
   readonly setup?: (orgId: string) => Promise<unknown>
 }
 
-const openCanaryRun = () => lines("opencanary/opencanary.log").slice(0, 15)
+const openCanaryRun = () => captureLines("opencanary/opencanary.log").slice(0, 15)
 const withoutBait = () => openCanaryRun().filter((l) => l.honeycred !== true)
 
 const CAPTURES: ReadonlyArray<Capture> = [
   {
     name: "Cowrie `cowrie.json`, every line",
     route: "cowrie",
-    lines: () => lines("cowrie/cowrie.json"),
+    lines: () => captureLines("cowrie/cowrie.json"),
     sensor: "cowrie-1",
   },
   {
     name: "the same, with `root`/`hunter2` registered as bait",
     route: "cowrie",
-    lines: () => lines("cowrie/cowrie.json"),
+    lines: () => captureLines("cowrie/cowrie.json"),
     sensor: "cowrie-1",
     setup: (orgId) =>
       db.run(
@@ -98,7 +86,13 @@ test("docs/ingestion.md shows each real capture judged exactly as the service ju
     const tenant = await createTenant(db, "Judged capture")
     const sensor = await createSensor(db, tenant.orgId, capture.sensor)
     await capture.setup?.(tenant.orgId)
-    const answer = await ingest(server.ingestUrl, capture.route, sensor.token as string, body(capture.lines()), true)
+    const answer = await ingest(
+      server.ingestUrl,
+      capture.route,
+      sensor.token as string,
+      capturedNow(capture.lines()),
+      true,
+    )
     expect(answer.status).toBe(200)
     const list = await get(server.url, "/v1/incidents?limit=100", tenant.key)
     const incidents = (list.body as { data: Array<{ title: string; severity: string }> }).data

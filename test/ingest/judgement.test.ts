@@ -1,10 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
-import { readFileSync } from "node:fs"
-import { join } from "node:path"
 import { Effect } from "effect"
 import { type AdminActor, asOperator } from "../../src/admin/actor.ts"
 import { JudgementAdmin } from "../../src/admin/JudgementAdmin.ts"
-import { deltaToNow, type Json, shiftLine } from "../support/captureTime.ts"
+import { capturedNow, captureLines } from "../support/captureTime.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
 import { createSensor, createTenant, get } from "../support/fixtures.ts"
 import { ingest, nativeEvent } from "../support/ingest.ts"
@@ -14,8 +12,6 @@ import { type RunningServer, shutdown, startServer } from "../support/server.ts"
  * How incidents are judged, through the real server: what a stock OpenCanary and a stock Cowrie really sent
  * (test/fixtures/real) and native events from chosen addresses, read back through the API.
  */
-
-const FIXTURES = join(import.meta.dir, "..", "fixtures", "real")
 
 let server: RunningServer
 let db: TestDatabase
@@ -44,24 +40,9 @@ interface ApiIncident {
 const judgement = <A, E>(f: (admin: JudgementAdmin) => Effect.Effect<A, E, AdminActor>) =>
   db.run(asOperator(Effect.flatMap(JudgementAdmin, f)))
 
-const lines = (file: string): Array<Json> =>
-  readFileSync(join(FIXTURES, file), "utf8")
-    .split("\n")
-    .filter((l) => l.trim() !== "")
-    .map((l) => JSON.parse(l) as Json)
-
 /** One run of the OpenCanary capture (15 lines), moved to now. */
-const openCanaryRun = (): string => {
-  const run = lines("opencanary/opencanary.log").slice(0, 15)
-  const delta = deltaToNow(run)
-  return `${run.map((l) => JSON.stringify(shiftLine(l, delta))).join("\n")}\n`
-}
-
-const cowrieCapture = (): string => {
-  const all = lines("cowrie/cowrie.json")
-  const delta = deltaToNow(all)
-  return `${all.map((l) => JSON.stringify(shiftLine(l, delta))).join("\n")}\n`
-}
+const openCanaryRun = () => capturedNow(captureLines("opencanary/opencanary.log").slice(0, 15))
+const cowrieCapture = () => capturedNow(captureLines("cowrie/cowrie.json"))
 
 const incidentsOf = async (key: string): Promise<Array<ApiIncident>> => {
   const list = await get(server.url, "/v1/incidents?limit=100", key)

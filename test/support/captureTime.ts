@@ -1,3 +1,6 @@
+import { readFileSync } from "node:fs"
+import { join } from "node:path"
+
 /**
  * Moving a honeypot capture in time: every time in its lines (Cowrie's `timestamp` and HEC `time`, OpenCanary's
  * `local_time`, `utc_time`, `local_time_adjusted`) moves by the same amount, so the capture's last line can be "now"
@@ -30,3 +33,16 @@ export const shiftLine = (line: Json, deltaMs: number): Json => {
 /** The shift that moves the latest of these lines to one second ago. */
 export const deltaToNow = (lines: ReadonlyArray<Json>) =>
   Date.now() - 1000 - Math.max(...lines.map(lineTimeMs).filter((ms) => Number.isFinite(ms)))
+
+/** The lines of a capture file of test/fixtures/real (one JSON object a line). */
+export const captureLines = (file: string): Array<Json> =>
+  readFileSync(join(import.meta.dir, "..", "fixtures", "real", file), "utf8")
+    .split("\n")
+    .filter((l) => l.trim() !== "")
+    .map((l) => JSON.parse(l) as Json)
+
+/** These lines moved so the last is a second ago, as one request body (a line each). */
+export const capturedNow = (lines: ReadonlyArray<Json>): string => {
+  const delta = deltaToNow(lines)
+  return `${lines.map((l) => JSON.stringify(shiftLine(l, delta))).join("\n")}\n`
+}

@@ -3,9 +3,18 @@ import { prebuilt } from "./prebuilt.ts"
 
 const ROOT = join(import.meta.dir, "..", "..")
 
-/** Runs `bun run admin …` as an operator would (the CLI bundled once for the test run), with a server's environment. */
-export const admin = async (env: Record<string, string>, args: ReadonlyArray<string>) => {
-  const child = Bun.spawn(["bun", prebuilt().cli, ...args], { cwd: ROOT, env, stdout: "pipe", stderr: "pipe" })
+/**
+ * Runs `bun run admin …` as an operator would (the CLI bundled once for the test run), with a server's environment and,
+ * when given, `stdin` as its standard input (a secret typed or piped in).
+ */
+export const admin = async (env: Record<string, string>, args: ReadonlyArray<string>, stdin?: string) => {
+  const child = Bun.spawn(["bun", prebuilt().cli, ...args], {
+    cwd: ROOT,
+    env,
+    stdin: stdin === undefined ? "ignore" : new TextEncoder().encode(stdin),
+    stdout: "pipe",
+    stderr: "pipe",
+  })
   const [stdout, stderr, code] = await Promise.all([
     new Response(child.stdout).text(),
     new Response(child.stderr).text(),
