@@ -27,13 +27,20 @@ alter table incidents
   add column bait_credential boolean not null default false,
   add column source_scope text not null default 'external' check (source_scope in ('internal', 'external')),
   add column source_network jsonb,
-  add column linked boolean not null default false;
+  add column linked boolean not null default false,
+  -- Other sensors of the organization whose incidents from the same address overlap this one's activity within 7
+  -- days: written by ingestion when an incident begins (its own, and its siblings'), read as it is.
+  add column other_sensors integer not null default 0;
 
 alter table incident_changes
   add column bait_credential boolean not null default false,
   add column source_scope text not null default 'external',
   add column source_network jsonb,
-  add column linked boolean not null default false;
+  add column linked boolean not null default false,
+  add column other_sensors integer not null default 0;
+
+-- One source across sensors (linking, GET /v1/sources/{ip}): an organization's incidents of one address, newest first.
+create index incidents_org_source_idx on incidents (org_id, source_ip, last_seen_at desc);
 
 -- Backfill without logging a feed change per incident: the incidents' visible state does not change here.
 alter table incidents disable trigger incidents_change_position;
@@ -49,6 +56,11 @@ update incidents i set source_scope = 'internal', source_network = jsonb_build_o
 from (values ('10.0.0.0/8', 'Private network (10/8)'), ('172.16.0.0/12', 'Private network (172.16/12)'),
   ('192.168.0.0/16', 'Private network (192.168/16)'), ('fc00::/7', 'Unique local IPv6 (fc00::/7)')) as d(cidr, label)
 where i.source_ip::inet <<= d.cidr::inet;
+update incidents i set other_sensors = (
+  select count(distinct o.sensor_id) from incidents o
+  where o.org_id = i.org_id and o.source_ip = i.source_ip and o.sensor_id <> i.sensor_id
+    and o.last_seen_at >= i.first_seen_at - interval '7 days' and o.first_seen_at <= i.last_seen_at + interval '7 days')
+where exists (select from incidents o where o.org_id = i.org_id and o.source_ip = i.source_ip and o.sensor_id <> i.sensor_id);
 alter table incidents enable trigger incidents_change_position;
 alter table incidents enable trigger incidents_change_log;
 
@@ -56,13 +68,11 @@ create or replace function incident_change_log() returns trigger language plpgsq
 begin
   insert into incident_changes (org_id, change_xid, incident_id, sensor_id, source_ip, status, severity, title,
     narrative, recommended_action, event_count, event_types, high_confidence, first_seen_at, last_seen_at,
-    resolved_at, bait_credential, source_scope, source_network, linked)
+    resolved_at, bait_credential, source_scope, source_network, linked, other_sensors)
   values (new.org_id, new.change_xid, new.id, new.sensor_id, new.source_ip, new.status, new.severity, new.title,
     new.narrative, new.recommended_action, new.event_count, new.event_types, new.high_confidence,
     new.first_seen_at, new.last_seen_at, new.resolved_at, new.bait_credential, new.source_scope, new.source_network,
-    new.linked);
+    new.linked, new.other_sensors);
   return null;
 end $$;
 
--- One source across sensors (linking, GET /v1/sources/{ip}): an organization's incidents of one address, newest first.
-create index incidents_org_source_idx on incidents (org_id, source_ip, last_seen_at desc);

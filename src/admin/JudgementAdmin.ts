@@ -57,6 +57,7 @@ interface JudgedRow {
   readonly usernames: ReadonlyArray<string>
   readonly baitCredential: boolean
   readonly linked: boolean
+  readonly otherSensors: number
 }
 
 /** Incidents re-judged per statement when the list changes (bounded memory however many an organization has). */
@@ -105,7 +106,7 @@ export class JudgementAdmin extends Effect.Service<JudgementAdmin>()("JudgementA
         const rows = yield* sql<JudgedRow>`
           select i.id, i.sensor_id, s.name as sensor_name, s.profile as sensor_profile, i.source_ip, i.status,
             i.severity, coalesce(i.events_severity, i.severity) as events_severity, i.event_count, i.event_types, i.type_counts, i.usernames,
-            i.bait_credential, i.linked
+            i.bait_credential, i.linked, i.other_sensors
           from incidents i join sensors s on s.id = i.sensor_id
           where i.org_id = ${orgId} and i.source_ip in ${sql.in(page)}
           order by i.id for update of i`.pipe(dbErrors)
@@ -126,6 +127,7 @@ export class JudgementAdmin extends Effect.Service<JudgementAdmin>()("JudgementA
             usernames: r.usernames,
             bait: r.baitCredential,
             insideNetwork: network,
+            otherSensors: r.otherSensors,
           })
           return { row: r, severity, network, texts }
         })

@@ -4,7 +4,7 @@ import type { FeedPosition } from "../domain/feedToken.ts"
 import { readRows } from "../platform/db/directReads.ts"
 import { type DatabaseError, dbErrors } from "../platform/db/errors.ts"
 import { EVENT_SELECT, type EventRow } from "../repos/EventsRepo.ts"
-import { type IncidentRow, otherSensorsOf, SOURCE_COLUMNS } from "../repos/IncidentsRepo.ts"
+import { type IncidentRow, SOURCE_COLUMNS } from "../repos/IncidentsRepo.ts"
 import type { SqlText } from "../repos/statement.ts"
 
 /**
@@ -106,7 +106,7 @@ export const incidentChangesStatement = (q: ChangeQuery): SqlText =>
       c.severity, c.title, c.narrative, c.recommended_action as "recommendedAction", c.event_count as "eventCount",
       c.event_types as "eventTypes", c.high_confidence as "highConfidence", c.first_seen_at as "firstSeenAt",
       c.last_seen_at as "lastSeenAt", c.resolved_at as "resolvedAt", c.bait_credential as "baitCredential",
-      c.source_scope as "sourceScope", c.source_network as "sourceNetwork", ${otherSensorsOf("c")}, ${SOURCE_COLUMNS}
+      c.source_scope as "sourceScope", c.source_network as "sourceNetwork", c.other_sensors as "otherSensors", ${SOURCE_COLUMNS}
       from incident_changes c join sensors s on s.id = c.sensor_id
       left join address_enrichment a on a.address = c.source_ip`,
     "incident_changes",

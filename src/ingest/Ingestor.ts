@@ -228,6 +228,7 @@ export class Ingestor extends Effect.Service<Ingestor>()("Ingestor", {
           baitCredential: boolean
           sourceNetwork: OwnNetwork | null
           linked: boolean
+          otherSensors: number
         }>`
           select i.id, i.source_ip as "sourceIp", i.event_count as "eventCount", i.usernames, i.status, i.severity,
             i.tags, i.high_confidence as "highConfidence", i.first_seen_at as "firstSeenAt",
@@ -237,13 +238,14 @@ export class Ingestor extends Effect.Service<Ingestor>()("Ingestor", {
             (select jsonb_object_agg(t.type, t.n) from (select e.type, count(*) as n from events e
               where e.incident_id = i.id and e.org_id = i.org_id group by e.type) t) as "typeCounts",
             coalesce(i.events_severity, i.severity) as "eventsSeverity", i.bait_credential as "baitCredential",
-            case when i.source_scope = 'internal' then i.source_network end as "sourceNetwork", i.linked
+            case when i.source_scope = 'internal' then i.source_network end as "sourceNetwork", i.linked,
+            i.other_sensors as "otherSensors"
           from incidents i where i.org_id = ${sensor.orgId} and i.id in ${sql.in([...incidentIds].sort())}
           order by i.id for update`
         const updates = rows.map((r) => {
           const typeCounts = r.typeCounts ?? {}
           const aggregate: IncidentAggregate = { ...r, eventTypes: r.types ?? [], typeCounts }
-          const context = { insideNetwork: r.sourceNetwork, linked: r.linked, otherSensors: 0 }
+          const context = { insideNetwork: r.sourceNetwork, linked: r.linked, otherSensors: r.otherSensors }
           return {
             id: r.id,
             event_types: aggregate.eventTypes,
@@ -282,10 +284,12 @@ export class Ingestor extends Effect.Service<Ingestor>()("Ingestor", {
           resolvedAt: Date | null
           sourceNetwork: OwnNetwork | null
           linked: boolean
+          otherSensors: number
         }>`
           select i.id, i.source_ip as "sourceIp", i.status, i.first_seen_at as "firstSeenAt",
             i.last_seen_at as "lastSeenAt", i.resolved_at as "resolvedAt",
-            case when i.source_scope = 'internal' then i.source_network end as "sourceNetwork", i.linked
+            case when i.source_scope = 'internal' then i.source_network end as "sourceNetwork", i.linked,
+            i.other_sensors as "otherSensors"
           from incidents i where i.org_id = ${sensor.orgId} and i.id in ${sql.in([...incidentIds].sort())}
           order by i.id for update`
         const totals = new Map(
@@ -295,7 +299,11 @@ export class Ingestor extends Effect.Service<Ingestor>()("Ingestor", {
         )
         const updates = rows.map((r) => {
           const t = totals.get(r.id)
-          const context: IncidentContext = { insideNetwork: r.sourceNetwork, linked: r.linked, otherSensors: 0 }
+          const context: IncidentContext = {
+            insideNetwork: r.sourceNetwork,
+            linked: r.linked,
+            otherSensors: r.otherSensors,
+          }
           const members = {
             eventsSeverity: t?.eventsSeverity ?? "low",
             typeCounts: t?.typeCounts ?? {},
@@ -721,12 +729,11 @@ export class Ingestor extends Effect.Service<Ingestor>()("Ingestor", {
           const networks = [...decisions.values()].some((d) => d.kind === "create")
             ? (yield* networksRepo.get(sensor.orgId, true)).networks
             : []
-          const elsewhere = yield* incidents.seenOnOtherSensors(
-            sensor.orgId,
-            sensor.sensorId,
-            [...groups.keys()],
-            new Date(now.getTime() - LINK_WINDOW_MS),
-          )
+          // Whether the source is on other sensors is asked only when an incident begins (created or re-opened): an
+          // incident that goes on keeps its count, which a sibling beginning elsewhere writes again (below).
+          const linkSince = new Date(now.getTime() - LINK_WINDOW_MS)
+          const beginning = [...decisions].filter(([, d]) => d.kind !== "join").map(([ip]) => ip)
+          const elsewhere = yield* incidents.seenOnOtherSensors(sensor.orgId, sensor.sensorId, beginning, linkSince)
           const plans = [...groups].map(([sourceIp, group]) => {
             const current: CurrentIncident | undefined = newest.get(sourceIp)
             const decision = decisions.get(sourceIp) ?? decide(current, now.getTime(), reopenWindowMs)
@@ -745,7 +752,7 @@ export class Ingestor extends Effect.Service<Ingestor>()("Ingestor", {
                     : null,
               // Later incidents of a source already on another decoy step up; the first one does not.
               linked: (base?.linked ?? false) || (other !== undefined && other.earliestFirstSeen.getTime() < firstSeen),
-              otherSensors: other?.sensors ?? 0,
+              otherSensors: decision.kind === "join" ? (base?.otherSensors ?? 0) : (other?.sensors ?? 0),
             }
             const aggregate = merge(
               base,
@@ -778,6 +785,13 @@ export class Ingestor extends Effect.Service<Ingestor>()("Ingestor", {
           })
           // created_at is only written for new incidents (the upsert leaves it on known ones).
           yield* incidents.upsertMany(plans.map((p) => ({ ...p.incident, createdAt: now, updatedAt: now })))
+          // Each sibling elsewhere of an incident that began here has one more sensor to show.
+          yield* incidents.recountOtherSensors(
+            sensor.orgId,
+            sensor.sensorId,
+            beginning.filter((ip) => (elsewhere.get(ip)?.sensors ?? 0) > 0),
+            linkSince,
+          )
           const written = yield* events.insertMany(
             [
               ...plans.flatMap((plan) =>

@@ -33,6 +33,8 @@ export interface CurrentIncident extends IncidentAggregate {
   readonly sourceScope: "internal" | "external"
   readonly sourceNetwork: OwnNetwork | null
   readonly linked: boolean
+  /** Other sensors that saw the source, as last written (optional: rows of tests and older versions). */
+  readonly otherSensors?: number | undefined
 }
 
 /**

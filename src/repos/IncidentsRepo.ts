@@ -38,7 +38,7 @@ export const IncidentRow = Schema.Struct({
   sourceNetwork: Schema.NullOr(Schema.Struct({ cidr: Schema.String, label: Schema.String })),
   /** The source was on another of the organization's sensors when this incident began. */
   linked: Schema.Boolean,
-  /** Other sensors that saw the source within 7 days of this incident's activity: counted on read. */
+  /** Other sensors that saw the source within 7 days of this incident's activity (written when one of them begins). */
   otherSensors: Schema.optional(Schema.Number),
   /**
    * What the enrichment job knows of the source address (address_enrichment), joined in on read: null when nothing
@@ -105,6 +105,7 @@ const KeyIncident = IncidentRow.pick(
   "sourceScope",
   "sourceNetwork",
   "linked",
+  "otherSensors",
 )
 export type KeyIncident = typeof KeyIncident.Type
 
@@ -141,6 +142,7 @@ const incidentsJson = (rows: ReadonlyArray<NewIncident & { readonly updatedAt: D
       source_scope: r.sourceScope ?? "external",
       source_network: r.sourceNetwork ?? null,
       linked: r.linked ?? false,
+      other_sensors: r.otherSensors ?? 0,
       created_at: (r.createdAt ?? r.firstSeenAt).toJSON(),
       updated_at: r.updatedAt.toJSON(),
       // Every incident written here is one an event of this request joined (D13 counts idleness from it).
@@ -150,17 +152,17 @@ const incidentsJson = (rows: ReadonlyArray<NewIncident & { readonly updatedAt: D
 
 /**
  * How many other sensors of the organization saw the source of `alias`'s incident within the linking window (7 days)
- * of its activity: one probe of incidents_org_source_idx per incident.
+ * of its activity, counted now: what ingestion writes to `other_sensors` when an incident of the address begins.
  */
-export const otherSensorsOf = (alias: string) => `(select count(distinct o.sensor_id)::int from incidents o
+const countOtherSensors = (alias: string) => `(select count(distinct o.sensor_id)::int from incidents o
     where o.org_id = ${alias}.org_id and o.source_ip = ${alias}.source_ip and o.sensor_id <> ${alias}.sensor_id
       and o.last_seen_at >= ${alias}.first_seen_at - interval '7 days'
-      and o.first_seen_at <= ${alias}.last_seen_at + interval '7 days') as "otherSensors"`
+      and o.first_seen_at <= ${alias}.last_seen_at + interval '7 days')`
 
 /** How the incident was judged, as IncidentRow names the columns. */
 export const JUDGEMENT_COLUMNS = `i.type_counts as "typeCounts", coalesce(i.events_severity, i.severity) as "eventsSeverity",
   i.bait_credential as "baitCredential", i.source_scope as "sourceScope", i.source_network as "sourceNetwork",
-  i.linked, ${otherSensorsOf("i")}`
+  i.linked, i.other_sensors as "otherSensors"`
 
 /** The API's incident columns, aliased to IncidentRow's names (the read path runs without name transforms). */
 const INCIDENT_SELECT = `select i.id, i.org_id as "orgId", i.sensor_id as "sensorId", s.name as "sensorName",
@@ -226,7 +228,7 @@ export class IncidentsRepo extends Effect.Service<IncidentsRepo>()("IncidentsRep
         select i.id, i.source_ip, i.status, i.severity, i.event_count, i.event_types, i.tags, i.usernames,
           i.high_confidence, i.first_seen_at, i.last_seen_at, i.resolved_at, i.type_counts,
           coalesce(i.events_severity, i.severity) as events_severity,
-          i.bait_credential, i.source_scope, i.source_network, i.linked
+          i.bait_credential, i.source_scope, i.source_network, i.linked, i.other_sensors
         from incidents i
         where i.id in (
           select (
@@ -301,21 +303,22 @@ export class IncidentsRepo extends Effect.Service<IncidentsRepo>()("IncidentsRep
             insert into incidents (id, org_id, sensor_id, source_ip, status, severity, title, narrative,
               recommended_action, event_count, event_types, tags, usernames, high_confidence, first_seen_at,
               last_seen_at, resolved_at, type_counts, events_severity, bait_credential, source_scope, source_network,
-              linked, created_at, updated_at, last_activity_at)
+              linked, other_sensors, created_at, updated_at, last_activity_at)
             select id, org_id, sensor_id, source_ip, status, severity, title, narrative, recommended_action,
               event_count, event_types, tags, usernames, high_confidence, first_seen_at, last_seen_at, resolved_at,
-              type_counts, events_severity, bait_credential, source_scope, source_network, linked,
+              type_counts, events_severity, bait_credential, source_scope, source_network, linked, other_sensors,
               created_at, updated_at, last_activity_at
             from jsonb_to_recordset(${incidentsJson(rows)}::text::jsonb) as r(id text, org_id text, sensor_id text,
               source_ip text, status text, severity text, title text, narrative text, recommended_action text,
               event_count integer, event_types text[], tags text[], usernames text[], high_confidence boolean,
               first_seen_at timestamptz, last_seen_at timestamptz, resolved_at timestamptz, type_counts jsonb,
               events_severity text, bait_credential boolean, source_scope text, source_network jsonb, linked boolean,
-              created_at timestamptz, updated_at timestamptz, last_activity_at timestamptz)
+              other_sensors integer, created_at timestamptz, updated_at timestamptz, last_activity_at timestamptz)
             on conflict (id) do update set status = excluded.status, severity = excluded.severity,
               type_counts = excluded.type_counts, events_severity = excluded.events_severity,
               bait_credential = excluded.bait_credential, source_scope = excluded.source_scope,
               source_network = excluded.source_network, linked = excluded.linked,
+              other_sensors = excluded.other_sensors,
               title = excluded.title, narrative = excluded.narrative, recommended_action = excluded.recommended_action,
               event_count = excluded.event_count, event_types = excluded.event_types, tags = excluded.tags,
               usernames = excluded.usernames, high_confidence = excluded.high_confidence,
@@ -371,14 +374,27 @@ export class IncidentsRepo extends Effect.Service<IncidentsRepo>()("IncidentsRep
        * ingestion built itself, which never waits for enrichment.
        */
       sourceFacts: (address: string) =>
-        readRows<Partial<IncidentRow>>(
-          sql,
-          `select ${SOURCE_COLUMNS} from address_enrichment a where a.address = $1`,
-          [address],
-        ).pipe(
+        readRows<Partial<IncidentRow>>(sql, `select ${SOURCE_COLUMNS} from address_enrichment a where a.address = $1`, [
+          address,
+        ]).pipe(
           Effect.map((rows) => rows[0] ?? {}),
           dbErrors,
         ),
+      /**
+       * The other incidents of these addresses on other sensors, active since `since`, count their other sensors
+       * again: an incident just began on `sensorId` (in this transaction), so each sibling now has one more.
+       */
+      recountOtherSensors: (orgId: string, sensorId: string, sourceIps: ReadonlyArray<string>, since: Date) =>
+        sourceIps.length === 0
+          ? Effect.void
+          : sql
+              .unsafe(
+                `update incidents i set other_sensors = ${countOtherSensors("i")}
+                where i.org_id = $1 and i.source_ip in (select jsonb_array_elements_text($2::text::jsonb))
+                  and i.sensor_id <> $3 and i.last_seen_at >= $4`,
+                [orgId, JSON.stringify(sourceIps), sensorId, since],
+              )
+              .pipe(Effect.asVoid, dbErrors),
       /** Recounts after a concurrent duplicate slipped past the pre-check (rare); returns the new counts. */
       recount: (orgId: string, ids: ReadonlyArray<string>) =>
         sql<{ readonly id: string; readonly eventCount: number }>`
