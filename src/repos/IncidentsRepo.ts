@@ -8,6 +8,9 @@ import { readRows } from "../platform/db/directReads.ts"
 import { type DatabaseError, dbErrors } from "../platform/db/errors.ts"
 import type { SqlText } from "./statement.ts"
 
+/** Member events by type (ingestion's, not read by the API's queries). */
+const TypeCounts = Schema.Record({ key: Schema.String, value: Schema.Number })
+
 export const IncidentRow = Schema.Struct({
   id: Schema.String,
   orgId: Schema.String,
@@ -28,9 +31,9 @@ export const IncidentRow = Schema.Struct({
   lastSeenAt: Schema.DateFromSelf,
   resolvedAt: Schema.NullOr(Schema.DateFromSelf),
   /** Member events by type. */
-  typeCounts: Schema.Record({ key: Schema.String, value: Schema.Number }),
+  typeCounts: Schema.optional(TypeCounts),
   /** The highest severity of the member events (the judged `severity` adds floors and steps to it). */
-  eventsSeverity: Severity,
+  eventsSeverity: Schema.optional(Severity),
   /** A member event logged in with a bait credential. */
   baitCredential: Schema.Boolean,
   /** Whether the source is inside one of the organization's networks, and which (judged when created and re-judged). */
@@ -86,27 +89,29 @@ export interface BulkCloseFilter {
 }
 
 /** What ingestion reads of a grouping key's newest incident (rules.ts CurrentIncident). */
-const KeyIncident = IncidentRow.pick(
-  "id",
-  "sourceIp",
-  "status",
-  "severity",
-  "eventCount",
-  "eventTypes",
-  "tags",
-  "usernames",
-  "highConfidence",
-  "firstSeenAt",
-  "lastSeenAt",
-  "resolvedAt",
-  "typeCounts",
-  "eventsSeverity",
-  "baitCredential",
-  "sourceScope",
-  "sourceNetwork",
-  "linked",
-  "otherSensors",
-)
+const KeyIncident = Schema.Struct({
+  ...IncidentRow.pick(
+    "id",
+    "sourceIp",
+    "status",
+    "severity",
+    "eventCount",
+    "eventTypes",
+    "tags",
+    "usernames",
+    "highConfidence",
+    "firstSeenAt",
+    "lastSeenAt",
+    "resolvedAt",
+    "baitCredential",
+    "sourceScope",
+    "sourceNetwork",
+    "linked",
+    "otherSensors",
+  ).fields,
+  typeCounts: TypeCounts,
+  eventsSeverity: Severity,
+})
 export type KeyIncident = typeof KeyIncident.Type
 
 // A lone UTF-16 surrogate would make jsonb refuse the batch (as a text parameter the driver sent U+FFFD instead).
@@ -160,8 +165,7 @@ const countOtherSensors = (alias: string) => `(select count(distinct o.sensor_id
       and o.first_seen_at <= ${alias}.last_seen_at + interval '7 days')`
 
 /** How the incident was judged, as IncidentRow names the columns. */
-export const JUDGEMENT_COLUMNS = `i.type_counts as "typeCounts", coalesce(i.events_severity, i.severity) as "eventsSeverity",
-  i.bait_credential as "baitCredential", i.source_scope as "sourceScope", i.source_network as "sourceNetwork",
+export const JUDGEMENT_COLUMNS = `i.bait_credential as "baitCredential", i.source_scope as "sourceScope", i.source_network as "sourceNetwork",
   i.linked, i.other_sensors as "otherSensors"`
 
 /** The API's incident columns, aliased to IncidentRow's names (the read path runs without name transforms). */
