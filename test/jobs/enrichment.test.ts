@@ -123,6 +123,8 @@ describe("enrichment of source addresses", () => {
     expect(took).toBeLessThan(LOOKUP_TIMEOUT_MS / 2)
     const incident = await incidentOf(SILENT_ADDRESS, (i) => i.source.asn !== null)
     expect(incident.source).toEqual({
+      scope: "external",
+      network: null,
       reverseDns: null,
       asn: 64496,
       asOrganization: "<b>Evil</b> Hosting <@U999>",
@@ -138,6 +140,8 @@ describe("enrichment of source addresses", () => {
     expect((await send(MARKUP_ADDRESS)).status).toBe(200)
     const listed = await incidentOf(MARKUP_ADDRESS, (i) => i.source.reverseDns !== null)
     expect(listed.source).toEqual({
+      scope: "external",
+      network: null,
       reverseDns: MARKUP_SHOWN,
       asn: 64496,
       asOrganization: "<b>Evil</b> Hosting <@U999>",
@@ -178,7 +182,14 @@ describe("enrichment of source addresses", () => {
   test("an IPv6 source is confirmed by its AAAA records and gets its own AS and country", async () => {
     expect((await send(SIX_ADDRESS)).status).toBe(200)
     const incident = await incidentOf(SIX_ADDRESS, (i) => i.source.reverseDns !== null && i.source.asn !== null)
-    expect(incident.source).toEqual({ reverseDns: "six.example.net", asn: 64497, asOrganization: "Six", country: "DE" })
+    expect(incident.source).toEqual({
+      scope: "external",
+      network: null,
+      reverseDns: "six.example.net",
+      asn: 64497,
+      asOrganization: "Six",
+      country: "DE",
+    })
   })
 
   test("another organization's incident from a known address shows the same facts without asking the DNS server again", async () => {
