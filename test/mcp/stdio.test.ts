@@ -66,6 +66,7 @@ describe("D39: bun run mcp over stdio", () => {
       "event_changes",
       "get_event",
       "get_incident",
+      "get_source",
       "incident_changes",
       "list_events",
       "list_incidents",

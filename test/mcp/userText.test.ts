@@ -77,7 +77,7 @@ describe("user-facing text names no internal references", () => {
       }),
     )
     const { tools } = await client.listTools()
-    expect(tools.length).toBe(6)
+    expect(tools.length).toBe(7)
     const found = texts(tools)
     expect(found.length).toBeGreaterThan(tools.length * 2)
     expect(offending(found)).toEqual([])
