@@ -169,15 +169,23 @@ export const JUDGEMENT_COLUMNS = `i.bait_credential as "baitCredential", i.sourc
   i.linked, i.other_sensors as "otherSensors"`
 
 /** The API's incident columns, aliased to IncidentRow's names (the read path runs without name transforms). */
-const INCIDENT_SELECT = `select i.id, i.org_id as "orgId", i.sensor_id as "sensorId", s.name as "sensorName",
+const INCIDENT_COLUMNS = `select i.id, i.org_id as "orgId", i.sensor_id as "sensorId", s.name as "sensorName",
   i.source_ip as "sourceIp", i.status, i.severity, i.title, i.narrative, i.recommended_action as "recommendedAction",
   i.event_count as "eventCount", i.event_types as "eventTypes", i.tags, i.usernames,
   i.high_confidence as "highConfidence", i.first_seen_at as "firstSeenAt", i.last_seen_at as "lastSeenAt",
-  i.resolved_at as "resolvedAt", ${JUDGEMENT_COLUMNS}, ${SOURCE_COLUMNS}
+  i.resolved_at as "resolvedAt", ${JUDGEMENT_COLUMNS}`
+/**
+ * With the source address's enrichment joined in, or (`enriched` false: no address has any yet, as with enrichment
+ * off, its default) without the join, which costs a probe per row: a row without the columns shows nothing known.
+ */
+const incidentSelect = (enriched: boolean) =>
+  enriched
+    ? `${INCIDENT_COLUMNS}, ${SOURCE_COLUMNS}
   from incidents i join sensors s on s.id = i.sensor_id left join address_enrichment a on a.address = i.source_ip`
+    : `${INCIDENT_COLUMNS} from incidents i join sensors s on s.id = i.sensor_id`
 
 /** D7: one page of GET /v1/incidents, keyset on (last_seen_at desc, id desc), served by incidents_org_(status_)recent_idx. */
-export const incidentListStatement = (q: IncidentListQuery): SqlText => {
+export const incidentListStatement = (q: IncidentListQuery, enriched = true): SqlText => {
   const params: Array<unknown> = [q.orgId]
   let where = "i.org_id = $1"
   if (q.status) {
@@ -194,13 +202,13 @@ export const incidentListStatement = (q: IncidentListQuery): SqlText => {
   }
   params.push(q.fetch)
   return {
-    text: `${INCIDENT_SELECT} where ${where} order by i.last_seen_at desc, i.id desc limit $${params.length}`,
+    text: `${incidentSelect(enriched)} where ${where} order by i.last_seen_at desc, i.id desc limit $${params.length}`,
     params,
   }
 }
 
-export const incidentByIdStatement = (orgId: string, id: string): SqlText => ({
-  text: `${INCIDENT_SELECT} where i.org_id = $1 and i.id = $2`,
+export const incidentByIdStatement = (orgId: string, id: string, enriched = true): SqlText => ({
+  text: `${incidentSelect(enriched)} where i.org_id = $1 and i.id = $2`,
   params: [orgId, id],
 })
 
@@ -218,10 +226,36 @@ export class IncidentsRepo extends Effect.Service<IncidentsRepo>()("IncidentsRep
         DatabaseError
       >
 
-    const list = (q: IncidentListQuery) => readIncidents(incidentListStatement(q))
+    /**
+     * Whether any address has enrichment facts: once one has, for the life of the process; until then asked again
+     * at most every 2 s (a fact found by the job shows within that), so the reads skip the join while nothing is known.
+     */
+    let anyEnrichment = false
+    let askedAt = 0
+    const enriched = Effect.suspend(() => {
+      const now = Date.now()
+      if (anyEnrichment || now - askedAt < 2_000) return Effect.succeed(anyEnrichment)
+      askedAt = now
+      return readRows<{ found: boolean }>(
+        sql,
+        `select exists (select from address_enrichment where reverse_dns is not null or asn is not null
+          or as_organization is not null or country is not null) as found`,
+        [],
+      ).pipe(
+        Effect.map((rows) => {
+          anyEnrichment = rows[0]?.found === true
+          return anyEnrichment
+        }),
+        dbErrors,
+      )
+    })
+
+    const list = (q: IncidentListQuery) => Effect.flatMap(enriched, (e) => readIncidents(incidentListStatement(q, e)))
 
     const findById = (orgId: string, id: string) =>
-      Effect.map(readIncidents(incidentByIdStatement(orgId, id)), (rows) => Option.fromNullable(rows[0]))
+      Effect.flatMap(enriched, (e) =>
+        Effect.map(readIncidents(incidentByIdStatement(orgId, id, e)), (rows) => Option.fromNullable(rows[0])),
+      )
 
     // D12: the newest incident of each grouping key (organization, sensor, sourceIp) of one sensor, locked for the
     // rest of the transaction, in one statement. LockRows runs above the sort, so the rows are locked in id order.
@@ -357,7 +391,7 @@ export class IncidentsRepo extends Effect.Service<IncidentsRepo>()("IncidentsRep
       forSource: (orgId: string, sourceIp: string, limit: number) =>
         Effect.all({
           rows: readIncidents({
-            text: `${INCIDENT_SELECT} where i.org_id = $1 and i.source_ip = $2 order by i.last_seen_at desc, i.id desc limit $3`,
+            text: `${incidentSelect(true)} where i.org_id = $1 and i.source_ip = $2 order by i.last_seen_at desc, i.id desc limit $3`,
             params: [orgId, sourceIp, limit],
           }),
           totals: sql<{ incidents: number; sensors: number; firstSeenAt: Date | null; lastSeenAt: Date | null }>`
