@@ -530,7 +530,7 @@ export class Backup extends Effect.Service<Backup>()("Backup", {
       )
       const rows = header.tables.reduce((sum, t) => sum + t.rows, 0)
       const migration = header.migrations.at(-1) ?? null
-      // D31: the backup is audited once it exists; a backup whose audit row cannot be written is removed again.
+      // Audited like every command, once the file exists; a backup whose audit row cannot be written is removed again.
       yield* audited(
         null,
         "backup.create",
@@ -727,7 +727,7 @@ export class Backup extends Effect.Service<Backup>()("Backup", {
               }
             }
             const migration = h.migrations.at(-1) ?? null
-            // D31, in the restored database, after the restored rows (and so after their audit log).
+            // Audited in the restored database, after the restored rows (and so after their audit log).
             yield* audited(
               null,
               "backup.restore",

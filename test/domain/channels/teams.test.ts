@@ -18,7 +18,7 @@ import {
  * microsoft/AdaptiveCards), and by rules written from the Adaptive Cards text documentation
  * (https://aka.ms/ACTextFeatures): TextBlock and Fact texts are a markdown subset, TextRun texts are not markdown, and
  * `{{DATE(…)}}` / `{{TIME(…)}}` are functions in text; the Adaptive Cards templating language
- * (https://aka.ms/ACTemplating) expands `${…}` in any string of a card that goes through it. D46: the only link is the
+ * (https://aka.ms/ACTemplating) expands `${…}` in any string of a card that goes through it. A card's only link is the
  * incident's page on APP_URL.
  */
 
