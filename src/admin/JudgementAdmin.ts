@@ -12,7 +12,7 @@ import {
 } from "../domain/networks.ts"
 import { sanitizeText } from "../domain/sanitize.ts"
 import { type Severity, severityRank } from "../domain/severity.ts"
-import { incidentSeverity, judgeActivity } from "../domain/significance.ts"
+import { judgedSeverity } from "../domain/significance.ts"
 import { dbErrors } from "../platform/db/errors.ts"
 import { Keys } from "../platform/keys.ts"
 import { BaitCredentialsRepo } from "../repos/BaitCredentialsRepo.ts"
@@ -112,12 +112,7 @@ export class JudgementAdmin extends Effect.Service<JudgementAdmin>()("JudgementA
           order by i.id for update of i`.pipe(dbErrors)
         const updates = rows.map((r) => {
           const network = changed.get(r.sourceIp)?.network ?? null
-          const severity = incidentSeverity({
-            eventsSeverity: r.eventsSeverity,
-            activity: judgeActivity(r.typeCounts, r.baitCredential).activity,
-            internal: network !== null,
-            linked: r.linked,
-          })
+          const severity = judgedSeverity(r, { internal: network !== null, linked: r.linked })
           const texts = incidentTexts({
             eventTypes: r.eventTypes,
             typeCounts: r.typeCounts,

@@ -196,3 +196,22 @@ export const incidentSeverity = (i: SeverityInputs): Severity => {
   if (i.linked) severity = stepUp(severity)
   return severity
 }
+
+/**
+ * The severity of an incident from what it keeps (its events' highest severity, its events by type, the bait flag)
+ * and where its source is: the one rule ingestion and the re-judging of a changed network list both apply.
+ */
+export const judgedSeverity = (
+  a: {
+    readonly eventsSeverity: Severity
+    readonly typeCounts: Readonly<Record<string, number>>
+    readonly baitCredential: boolean
+  },
+  where: { readonly internal: boolean; readonly linked: boolean },
+): Severity =>
+  incidentSeverity({
+    eventsSeverity: a.eventsSeverity,
+    activity: judgeActivity(a.typeCounts, a.baitCredential).activity,
+    internal: where.internal,
+    linked: where.linked,
+  })

@@ -32,9 +32,9 @@ import {
   decide,
   type IncidentAggregate,
   type IncidentContext,
-  judgedSeverity,
   MAX_USERNAMES,
   merge,
+  severityInContext,
   textsFor,
   transitionsOf,
 } from "./rules.ts"
@@ -266,7 +266,7 @@ export class Ingestor extends Effect.Service<Ingestor>()("Ingestor", {
      * Writes again what the member events of these incidents add up to, after some of them left (an ignore rule now
      * ignores them), as if those had never joined: count, types, tags, usernames, confidence, the events' severity,
      * bait, times, the judged severity (in the incident's kept context: inside or not, linked) and the texts. So a
-     * session's lines group the same whatever order they arrive in (D42), and the incidents feed shows the new
+     * session's lines group the same whatever order they arrive in, and the incidents feed shows the new
      * state. The severity may fall here, the one place it does: what raised it was never the incident's activity.
      * No transition is recorded: an ignored event never records one, and no transition (nor webhook) says a
      * severity fell. Nor is it activity: `last_activity_at` stays. An incident left with no event keeps its first
@@ -312,7 +312,7 @@ export class Ingestor extends Effect.Service<Ingestor>()("Ingestor", {
           const aggregate: IncidentAggregate = {
             ...members,
             status: r.status,
-            severity: judgedSeverity(members, context),
+            severity: severityInContext(members, context),
             resolvedAt: r.resolvedAt,
             eventCount: t?.eventCount ?? 0,
             eventTypes: t?.eventTypes ?? [],
@@ -354,7 +354,7 @@ export class Ingestor extends Effect.Service<Ingestor>()("Ingestor", {
       })
 
     /**
-     * D44 on the finished event: a stored event whose decoy port or type its session's connect just completed is
+     * Ignore rules on the finished event: a stored event whose decoy port or type its session's connect just completed is
      * judged again by the organization's active rules, in the transaction that completes it (a Cowrie 2.x line
      * carries no protocol or ports, and was judged on the defaults, ssh and 22, when it was stored). The outcome is
      * the one the event would have had, had it come complete:
@@ -536,7 +536,7 @@ export class Ingestor extends Effect.Service<Ingestor>()("Ingestor", {
           ...new Set(
             completed
               .filter((c) => c.type !== c.was.type)
-              // An event an ignore rule ignored (D44) has no incident to refresh; one its events left was recounted.
+              // An event an ignore rule ignored has no incident to refresh; one its events left was recounted.
               .flatMap((c) =>
                 c.was.incidentId === null || judged.left.has(c.was.incidentId) ? [] : [c.was.incidentId],
               ),
@@ -582,22 +582,25 @@ export class Ingestor extends Effect.Service<Ingestor>()("Ingestor", {
      */
     const markBait = (sensor: SensorIdentity, prepared: ReadonlyArray<Prepared>) =>
       Effect.gen(function* () {
-        const fingerprints = prepared.flatMap((p) => {
-          const f = passwordFingerprintOf(p.row.attackerInput as Record<string, unknown>)
-          return f === undefined || p.username === undefined ? [] : [f]
+        // Each event's captured credential (its username and its password's fingerprint), read once.
+        const credentials = prepared.map((p) => {
+          const fingerprint = passwordFingerprintOf(p.row.attackerInput as Record<string, unknown>)
+          return fingerprint === undefined || p.username === undefined
+            ? undefined
+            : { fingerprint, key: `${p.username}\u0000${fingerprint}` }
         })
         const planted = new Set(
-          (yield* baitCredentials.matching(sensor.orgId, fingerprints)).map(
-            (b) => `${b.username}\u0000${b.passwordFingerprint}`,
-          ),
+          (yield* baitCredentials.matching(
+            sensor.orgId,
+            credentials.flatMap((c) => (c === undefined ? [] : [c.fingerprint])),
+          )).map((b) => `${b.username}\u0000${b.passwordFingerprint}`),
         )
-        return prepared.map((p): Prepared => {
-          const input = p.row.attackerInput as Record<string, unknown>
-          const fingerprint = passwordFingerprintOf(input)
+        return prepared.map((p, i): Prepared => {
+          const credential = credentials[i]
           const bait =
-            input.honeycred === true ||
+            (p.row.attackerInput as Record<string, unknown>).honeycred === true ||
             p.row.tags.includes(BAIT_CREDENTIAL_TAG) ||
-            (fingerprint !== undefined && p.username !== undefined && planted.has(`${p.username}\u0000${fingerprint}`))
+            (credential !== undefined && planted.has(credential.key))
           if (!bait) return p
           return {
             ...p,

@@ -1,7 +1,7 @@
 import { incidentTexts } from "../domain/narrative.ts"
 import type { OwnNetwork } from "../domain/networks.ts"
 import { maxSeverity, type Severity, severityRank } from "../domain/severity.ts"
-import { BAIT_CREDENTIAL_TAG, incidentSeverity, judgeActivity } from "../domain/significance.ts"
+import { BAIT_CREDENTIAL_TAG, judgedSeverity } from "../domain/significance.ts"
 
 /**
  * The grouping rules (D3, D12, D13, D14) as pure functions: which incident an event joins, how an incident's
@@ -10,7 +10,7 @@ import { BAIT_CREDENTIAL_TAG, incidentSeverity, judgeActivity } from "../domain/
 
 export interface IncidentAggregate {
   readonly status: "open" | "closed"
-  /** The judged severity (`judgedSeverity`). */
+  /** The judged severity (`severityInContext`). */
   readonly severity: Severity
   /** The highest severity of the member events. */
   readonly eventsSeverity: Severity
@@ -51,16 +51,10 @@ export interface IncidentContext {
 export const NO_CONTEXT: IncidentContext = { insideNetwork: null, linked: false, otherSensors: 0 }
 
 /** The severity of an aggregate in its context: its events, its most significant activity, inside, linked. */
-export const judgedSeverity = (
+export const severityInContext = (
   a: Pick<IncidentAggregate, "eventsSeverity" | "typeCounts" | "baitCredential">,
   context: IncidentContext,
-): Severity =>
-  incidentSeverity({
-    eventsSeverity: a.eventsSeverity,
-    activity: judgeActivity(a.typeCounts, a.baitCredential).activity,
-    internal: context.insideNetwork !== null,
-    linked: context.linked,
-  })
+): Severity => judgedSeverity(a, { internal: context.insideNetwork !== null, linked: context.linked })
 
 /** What an event brings to its incident. */
 export interface EventContribution {
@@ -95,7 +89,7 @@ const union = (a: ReadonlyArray<string>, b: Iterable<string>) => [...new Set([..
 
 /**
  * The aggregate after adding events: highConfidence is any high, and the severity is judged from the events'
- * highest, the most significant activity and the context (`judgedSeverity`).
+ * highest, the most significant activity and the context (`severityInContext`).
  */
 export const merge = (
   base: IncidentAggregate | undefined,
@@ -120,7 +114,7 @@ export const merge = (
     base?.eventsSeverity ?? "low",
   )
   const baitCredential = (base?.baitCredential ?? false) || events.some((e) => e.tags.includes(BAIT_CREDENTIAL_TAG))
-  const judged = judgedSeverity({ eventsSeverity, typeCounts, baitCredential }, context)
+  const judged = severityInContext({ eventsSeverity, typeCounts, baitCredential }, context)
   return {
     status: "open",
     // Never below what the incident already announced: a severity only rises while the incident lives.
