@@ -283,6 +283,21 @@ const oneFromStdin = (values: { readonly url?: string | undefined; readonly toke
 const sealedName = (credential: ChannelCredential): string | undefined =>
   credential.type === "sealedToken" ? credential.label : credential.type === "sealedUrl" ? "URL" : undefined
 
+/** The largest network list `network set` reads: far above 500 networks with their labels. */
+const NETWORKS_MAX_BYTES = 1024 * 1024
+
+/** A stream's text, or undefined as soon as it passes `max` bytes (nothing more is read: a file may be /dev/zero). */
+const readBounded = async (stream: ReadableStream<Uint8Array>, max: number): Promise<string | undefined> => {
+  const chunks: Array<Uint8Array> = []
+  let size = 0
+  for await (const chunk of stream) {
+    size += chunk.byteLength
+    if (size > max) return undefined
+    chunks.push(chunk)
+  }
+  return new TextDecoder().decode(Buffer.concat(chunks))
+}
+
 /** A refusal of the CLI itself, worded like the services' (errors.ts): one line. */
 class UsageError extends Data.TaggedError("UsageError")<{ readonly message: string }> {}
 
@@ -548,7 +563,7 @@ const run = (argv: ReadonlyArray<string>) =>
       case "secrets reseal": {
         const sql = yield* SqlClient.SqlClient
         const { audited } = yield* auditing
-        // D31: one audit row, committed with the resealed secrets.
+        // Audited like every command: one row, committed with the resealed secrets.
         const { orgKeys, channelSecrets } = yield* sql.withTransaction(
           Effect.gen(function* () {
             const orgKeys = yield* orgs.resealFingerprintKeys()
@@ -634,11 +649,12 @@ const run = (argv: ReadonlyArray<string>) =>
         let text: string | null = null
         if (command === "set") {
           const from = yield* requireFlag(values.networks, "--networks")
-          text = yield* Effect.tryPromise({
-            try: () => (from === STDIN ? Bun.stdin.text() : Bun.file(from).text()),
+          const read = yield* Effect.tryPromise({
+            try: () => readBounded(from === STDIN ? Bun.stdin.stream() : Bun.file(from).stream(), NETWORKS_MAX_BYTES),
             catch: () => invalid(`--networks: cannot read ${from === STDIN ? "standard input" : from}`),
           })
-          if (text.length > 1024 * 1024) return yield* invalid("--networks: the list is larger than 1 MiB")
+          if (read === undefined) return yield* invalid("--networks: the list is larger than 1 MiB")
+          text = read
         }
         const done = yield* judgement.setNetworks(orgId, text)
         return yield* print(

@@ -40,6 +40,11 @@ test("network set, list and reset through the CLI, audited; a bad line is refuse
   expect(bad.stderr.split("\n")).toHaveLength(1)
   expect(bad.stderr).toContain("line 2")
 
+  // A list past 1 MiB is refused in one line, whatever it holds, before anything is judged.
+  const huge = await cli(["network", "set", "--org", orgId, "--networks", "-"], "# padding\n".repeat(120_000))
+  expect(huge.code).toBe(1)
+  expect(huge.stderr).toBe("error: --networks: the list is larger than 1 MiB")
+
   expect((await cli(["network", "reset", "--org", orgId])).stdout).toContain("the default private ranges")
   const actions = await db.run(
     Effect.flatMap(
