@@ -10,9 +10,9 @@
  */
 import { readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
+import { sampleIncident, serializeAlertMessage } from "../src/domain/alertMessage.ts"
 import type { FormatContext } from "../src/domain/channels/kinds.ts"
 import { PRODUCT } from "../src/domain/product.ts"
-import { sampleIncident, serializeWebhookBody } from "../src/domain/webhookBody.ts"
 import { renderStored } from "../src/platform/outbound/channelKinds.ts"
 
 /** Fixed, so the samples do not change from run to run. */
@@ -40,7 +40,7 @@ const indented = (json: string): string => JSON.stringify(JSON.parse(json), null
 /** Every sample by name, as the docs show it. */
 export const channelSamples = (): Record<SampleName, string> => {
   // What the outbox stores for a Send test, and what the sender reads back from it.
-  const stored = serializeWebhookBody({
+  const stored = serializeAlertMessage({
     id: SAMPLE_DELIVERY_ID,
     type: "webhook.test",
     createdAt: SAMPLE_TIME,

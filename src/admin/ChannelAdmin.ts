@@ -1,5 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { Clock, Duration, Effect, Option } from "effect"
+import { sampleIncident, serializeAlertMessage } from "../domain/alertMessage.ts"
 import {
   CHANNEL_FORMATS,
   type ChannelFormat,
@@ -13,7 +14,6 @@ import { DeliveryStatus, nextState } from "../domain/deliveryRetry.ts"
 import { isId, newId } from "../domain/ids.ts"
 import { sealedKeyId } from "../domain/sealing.ts"
 import { SEVERITIES, type Severity } from "../domain/severity.ts"
-import { sampleIncident, serializeWebhookBody } from "../domain/webhookBody.ts"
 import { AppConfig, parseShortDuration } from "../platform/config.ts"
 import { Keys } from "../platform/keys.ts"
 import { checkSyslogDestination } from "../platform/outbound/syslogSend.ts"
@@ -367,7 +367,7 @@ export class ChannelAdmin extends Effect.Service<ChannelAdmin>()("ChannelAdmin",
       const at = yield* now
       const deliveryId = newId("webhookDelivery", at.getTime())
       const owner = `admin:${process.pid}`
-      const body = serializeWebhookBody({
+      const body = serializeAlertMessage({
         id: deliveryId,
         type: "webhook.test",
         createdAt: at,

@@ -1,15 +1,15 @@
 // channelsByOrg runs in each ingestion transaction that announces a transition (hot path): fnUntraced, no span.
 import { Effect, Option } from "effect"
+import {
+  type AlertIncident,
+  alertIncident,
+  alertTypeOf,
+  type IncidentMessageType,
+  MESSAGE_EVENTS,
+  serializeAlertMessage,
+} from "../domain/alertMessage.ts"
 import { newId } from "../domain/ids.ts"
 import { meetsMinimum, type Severity } from "../domain/severity.ts"
-import {
-  type IncidentMessageType,
-  serializeWebhookBody,
-  WEBHOOK_EVENTS,
-  type WebhookIncident,
-  webhookIncident,
-  webhookTypeOf,
-} from "../domain/webhookBody.ts"
 import { AppConfig } from "../platform/config.ts"
 import { EventsRepo } from "./EventsRepo.ts"
 import { type IncidentRow, IncidentsRepo } from "./IncidentsRepo.ts"
@@ -55,7 +55,7 @@ interface Held {
   readonly channel: OutboxChannel
   readonly transition: RecordedTransition
   readonly type: IncidentMessageType
-  readonly incident: WebhookIncident
+  readonly incident: AlertIncident
 }
 
 type OutboxChannel = Pick<ChannelRow, "id" | "minSeverity" | "settleSeconds">
@@ -105,7 +105,7 @@ export class WebhookOutbox extends Effect.Service<WebhookOutbox>()("WebhookOutbo
       target: { readonly orgId: string; readonly incidentId: string },
       transition: { readonly id: string; readonly at: Date },
       type: IncidentMessageType,
-      incident: WebhookIncident,
+      incident: AlertIncident,
       channels: ReadonlyArray<{ readonly id: string }>,
       after?: { readonly settleSeconds: number },
     ): Array<NewDelivery> =>
@@ -118,7 +118,7 @@ export class WebhookOutbox extends Effect.Service<WebhookOutbox>()("WebhookOutbo
           transitionId: transition.id,
           type,
           incidentId: target.incidentId,
-          body: serializeWebhookBody({ id, type, createdAt: transition.at, incident }),
+          body: serializeAlertMessage({ id, type, createdAt: transition.at, incident }),
           status: "pending",
           nextAttemptAt:
             after === undefined ? transition.at : new Date(transition.at.getTime() + after.settleSeconds * 1000),
@@ -163,7 +163,7 @@ export class WebhookOutbox extends Effect.Service<WebhookOutbox>()("WebhookOutbo
           if (row !== undefined) {
             rows.push({
               ...row,
-              body: serializeWebhookBody({
+              body: serializeAlertMessage({
                 id: row.id,
                 type: head.type,
                 createdAt: last.transition.at,
@@ -174,7 +174,7 @@ export class WebhookOutbox extends Effect.Service<WebhookOutbox>()("WebhookOutbo
           continue
         }
         if (first.waiting) {
-          const body = serializeWebhookBody({
+          const body = serializeAlertMessage({
             id: first.id,
             type: first.type,
             createdAt: last.transition.at,
@@ -199,7 +199,7 @@ export class WebhookOutbox extends Effect.Service<WebhookOutbox>()("WebhookOutbo
      * once, and all rows are written with one insert and one NOTIFY. Nothing is read when no transition is announced.
      */
     const enqueueAll = Effect.fn("WebhookOutbox.enqueueAll")(function* (entries: ReadonlyArray<OutboxEntry>) {
-      const announced = entries.filter((e) => e.transitions.some((t) => webhookTypeOf(t.kind) !== undefined))
+      const announced = entries.filter((e) => e.transitions.some((t) => alertTypeOf(t.kind) !== undefined))
       if (announced.length === 0) return 0
       // D15: a channel receives an incident whose severity is at least its minimum (enabled channels, by id).
       const channelsOf = yield* channelsByOrg(
@@ -211,9 +211,9 @@ export class WebhookOutbox extends Effect.Service<WebhookOutbox>()("WebhookOutbo
       for (const entry of announced) {
         const channels = channelsOf.get(entry.orgId) ?? []
         if (channels.length === 0) continue
-        let incident: Parameters<typeof webhookIncident> | undefined
+        let incident: Parameters<typeof alertIncident> | undefined
         for (const transition of entry.transitions) {
-          const type = webhookTypeOf(transition.kind)
+          const type = alertTypeOf(transition.kind)
           if (type === undefined) continue
           const matching = channels.filter((c) => meetsMinimum(transition.toSeverity, c.minSeverity))
           if (matching.length === 0) continue
@@ -228,10 +228,10 @@ export class WebhookOutbox extends Effect.Service<WebhookOutbox>()("WebhookOutbo
               // Ingestion's own row has no enrichment: what is known of the address by now goes with the message.
               row = { ...row, ...(yield* incidents.sourceFacts(row.sourceIp)) }
             }
-            const recent = yield* events.recent(entry.orgId, entry.incidentId, WEBHOOK_EVENTS)
+            const recent = yield* events.recent(entry.orgId, entry.incidentId, MESSAGE_EVENTS)
             incident = [row, entry.sensorProfile, recent, config.appUrl]
           }
-          const payload = webhookIncident(...incident)
+          const payload = alertIncident(...incident)
           rows.push(
             ...deliveriesOf(
               entry,
@@ -283,8 +283,8 @@ export class WebhookOutbox extends Effect.Service<WebhookOutbox>()("WebhookOutbo
           profile = Option.isSome(sensor) ? sensor.value.profile : "unknown"
           profiles.set(row.sensorId, profile)
         }
-        const recent = yield* events.recent(entry.orgId, entry.incidentId, WEBHOOK_EVENTS)
-        const payload = webhookIncident(row, profile, recent, config.appUrl)
+        const recent = yield* events.recent(entry.orgId, entry.incidentId, MESSAGE_EVENTS)
+        const payload = alertIncident(row, profile, recent, config.appUrl)
         rows.push(
           ...deliveriesOf(entry, { id: entry.transitionId, at: entry.at }, "incident.closed", payload, matching),
         )

@@ -1,10 +1,10 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Schema } from "effect"
+import { INCIDENT_MESSAGE_TYPES } from "../domain/alertMessage.ts"
 import { CHANNEL_FORMATS, defaultSettleSeconds } from "../domain/channels/kinds.ts"
 import { CHANNEL_KINDS, kindSpec } from "../domain/channels/registry.ts"
 import { DeliveryStatus } from "../domain/deliveryRetry.ts"
 import { Severity } from "../domain/severity.ts"
-import { INCIDENT_MESSAGE_TYPES } from "../domain/webhookBody.ts"
 import { dbErrors } from "../platform/db/errors.ts"
 
 /**

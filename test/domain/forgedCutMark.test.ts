@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { alertIncident, serializeAlertMessage } from "../../src/domain/alertMessage.ts"
 import {
   ATTACKER_INPUT_MAX_KEYS,
   prepareAttackerInput,
@@ -6,7 +7,6 @@ import {
   webhookAttackerInput,
 } from "../../src/domain/attackerInput.ts"
 import { CUT_MEMBER } from "../../src/domain/sanitize.ts"
-import { serializeWebhookBody, webhookIncident } from "../../src/domain/webhookBody.ts"
 import type { EventRow } from "../../src/repos/EventsRepo.ts"
 import type { IncidentRow } from "../../src/repos/IncidentsRepo.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
@@ -100,11 +100,11 @@ const incidentRow = {
 
 const body = (inputs: ReadonlyArray<Record<string, unknown>>) =>
   JSON.parse(
-    serializeWebhookBody({
+    serializeAlertMessage({
       id: "whd_1",
       type: "incident.created",
       createdAt: new Date(0),
-      incident: webhookIncident(
+      incident: alertIncident(
         incidentRow,
         "linux-server",
         inputs.map((input, i) => eventRow(i, input)),

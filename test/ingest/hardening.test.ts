@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { SqlClient } from "@effect/sql"
 import { Effect, Schema } from "effect"
+import { AlertMessage } from "../../src/domain/alertMessage.ts"
 import { newId } from "../../src/domain/ids.ts"
-import { WebhookBody } from "../../src/domain/webhookBody.ts"
 import { REPAIR_TASK, repairStoredAttackerInputs } from "../../src/ingest/AttackerInputRepair.ts"
 import { OrgKeys } from "../../src/ingest/OrgKeys.ts"
 import { readMigrations } from "../../src/platform/db/migrate.ts"
@@ -56,7 +56,7 @@ const readsBack = async (eventId: string, incidentId: string) => {
     (s) => s<{ body: string }>`select body from webhook_deliveries where incident_id = ${incidentId}`,
   )
   expect(bodies.length).toBeGreaterThan(0)
-  for (const { body } of bodies) Schema.decodeUnknownSync(WebhookBody)(JSON.parse(body))
+  for (const { body } of bodies) Schema.decodeUnknownSync(AlertMessage)(JSON.parse(body))
   return one.body.attackerInput as Record<string, unknown>
 }
 

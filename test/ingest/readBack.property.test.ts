@@ -2,9 +2,9 @@ import { afterAll, beforeAll, expect, test } from "bun:test"
 import { SqlClient } from "@effect/sql"
 import { Effect, Schema } from "effect"
 import fc from "fast-check"
+import { AlertMessage, alertIncident, serializeAlertMessage } from "../../src/domain/alertMessage.ts"
 import { EVENT_TYPE_NAMES } from "../../src/domain/eventTypes.ts"
 import { AttackerInput } from "../../src/domain/models.ts"
-import { serializeWebhookBody, WebhookBody, webhookIncident } from "../../src/domain/webhookBody.ts"
 import { COWRIE_EVENTIDS } from "../../src/ingest/formats/cowrie.ts"
 import { OPENCANARY_LOGTYPES } from "../../src/ingest/formats/opencanary.ts"
 import { EventsRepo } from "../../src/repos/EventsRepo.ts"
@@ -34,7 +34,7 @@ let tenant: { orgId: string; key: string }
 let sensor: { id: string; token: string }
 
 beforeAll(async () => {
-  server = await startServer({ env: testEnv({ WEBHOOK_ALLOW_PRIVATE: "127.0.0.0/8" }) })
+  server = await startServer({ env: await testEnv({ WEBHOOK_ALLOW_PRIVATE: "127.0.0.0/8" }) })
   db = testDatabase(server.env)
   tenant = await createTenant(db)
   sensor = await createSensor(db, tenant.orgId, "prop-01")
@@ -158,7 +158,7 @@ const cowrieLine = objectOf({
 // --- The property ----------------------------------------------------------------------------------------------------
 
 const decodeInput = Schema.decodeUnknownSync(AttackerInput)
-const decodeBody = Schema.decodeUnknownSync(WebhookBody)
+const decodeBody = Schema.decodeUnknownSync(AlertMessage)
 
 const ok = async (path: string) => {
   const response = await get(server.url, path, tenant.key)
@@ -174,11 +174,11 @@ const webhookBodiesOf = (incidentId: string) =>
       const incident = yield* Effect.flatMap(IncidentsRepo, (r) => r.findById(tenant.orgId, incidentId))
       const recent = yield* Effect.flatMap(EventsRepo, (r) => r.recent(tenant.orgId, incidentId, 20))
       if (incident._tag === "None") throw new Error(`incident ${incidentId} not found`)
-      const built = serializeWebhookBody({
+      const built = serializeAlertMessage({
         id: "whd_property",
         type: "incident.created",
         createdAt: new Date(),
-        incident: webhookIncident(incident.value, "linux-server", recent, "https://console.test"),
+        incident: alertIncident(incident.value, "linux-server", recent, "https://console.test"),
       })
       return [...stored.map((s) => s.body), built]
     }),

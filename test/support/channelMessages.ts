@@ -1,12 +1,12 @@
-import type { ChannelMessage, FormatContext } from "../../src/domain/channels/kinds.ts"
-import { type SensorWebhookBody, serializeSensorWebhookBody } from "../../src/domain/sensorHealthPayload.ts"
 import {
+  type AlertIncident,
+  type AlertMessage,
   type IncidentMessageType,
   sampleIncident,
-  serializeWebhookBody,
-  type WebhookBody,
-  type WebhookIncident,
-} from "../../src/domain/webhookBody.ts"
+  serializeAlertMessage,
+} from "../../src/domain/alertMessage.ts"
+import type { ChannelMessage, FormatContext } from "../../src/domain/channels/kinds.ts"
+import { type SensorWebhookBody, serializeSensorWebhookBody } from "../../src/domain/sensorHealthPayload.ts"
 
 /**
  * Channel messages for the formatter and transport tests, built with the domain's own builders: the decoded message
@@ -28,17 +28,17 @@ export interface Fixture<M extends ChannelMessage = ChannelMessage> {
 
 export const incidentFixture = (
   type: IncidentMessageType,
-  change: (incident: WebhookIncident) => WebhookIncident = (incident) => incident,
+  change: (incident: AlertIncident) => AlertIncident = (incident) => incident,
   createdAt: Date = CREATED_AT,
   id = `dlv_${type.replace(/\W/g, "")}`,
-): Fixture<WebhookBody> => {
-  const message: WebhookBody = {
+): Fixture<AlertMessage> => {
+  const message: AlertMessage = {
     id,
     type,
     createdAt,
     incident: change(sampleIncident(createdAt, CONTEXT.appUrl)),
   }
-  const text = serializeWebhookBody(message)
+  const text = serializeAlertMessage(message)
   return { message, payload: JSON.parse(text) }
 }
 
@@ -74,7 +74,7 @@ export const HOSTILE =
   'root"] [evil@1 x="y"] \\" \\\\ ]]\n<13>1 2026-01-01T00:00:00Z fake - - - - injected\r\n\t\u0000\u001b[31m\u007f\u0085 café ✓ 🐝 \u2028 end'
 
 /** An incident whose title, sensor name and one event carry HOSTILE. */
-export const hostileFixture = (): Fixture<WebhookBody> =>
+export const hostileFixture = (): Fixture<AlertMessage> =>
   incidentFixture(
     "incident.created",
     (incident) => ({
@@ -88,7 +88,7 @@ export const hostileFixture = (): Fixture<WebhookBody> =>
   )
 
 /** An incident with `count` events of about `bytesEach` bytes of multi-byte text each. */
-export const bigFixture = (count: number, bytesEach: number): Fixture<WebhookBody> =>
+export const bigFixture = (count: number, bytesEach: number): Fixture<AlertMessage> =>
   incidentFixture(
     "incident.escalated",
     (incident) => {

@@ -1,12 +1,12 @@
 import { describe, expect, test } from "bun:test"
-import { JITTER, nextState } from "../../src/domain/deliveryRetry.ts"
 import {
+  alertIncident,
+  alertTypeOf,
+  MESSAGE_EVENTS,
   sampleIncident,
-  serializeWebhookBody,
-  WEBHOOK_EVENTS,
-  webhookIncident,
-  webhookTypeOf,
-} from "../../src/domain/webhookBody.ts"
+  serializeAlertMessage,
+} from "../../src/domain/alertMessage.ts"
+import { JITTER, nextState } from "../../src/domain/deliveryRetry.ts"
 import type { EventRow } from "../../src/repos/EventsRepo.ts"
 import type { IncidentRow } from "../../src/repos/IncidentsRepo.ts"
 
@@ -60,9 +60,9 @@ const eventRow = (i: number): EventRow => ({
 
 describe("webhook payload (spec 'Webhook incident', D15, D20)", () => {
   const events = Array.from({ length: 25 }, (_, i) => eventRow(i)).reverse()
-  const incident = webhookIncident(incidentRow, "linux-database-server", events, "https://console.test")
+  const incident = alertIncident(incidentRow, "linux-database-server", events, "https://console.test")
   const body = JSON.parse(
-    serializeWebhookBody({
+    serializeAlertMessage({
       id: "whd_01JDEMO0000000000000000000",
       type: "incident.created",
       createdAt: new Date("2026-11-21T10:05:10.001Z"),
@@ -73,7 +73,7 @@ describe("webhook payload (spec 'Webhook incident', D15, D20)", () => {
   test("D15 the body is {id, type, createdAt, incident}, compact, in that order", () => {
     expect(Object.keys(body)).toEqual(["id", "type", "createdAt", "incident"])
     expect(body.createdAt).toBe("2026-11-21T10:05:10.001Z")
-    const text = serializeWebhookBody({ id: "a", type: "webhook.test", createdAt: new Date(0), incident })
+    const text = serializeAlertMessage({ id: "a", type: "webhook.test", createdAt: new Date(0), incident })
     expect(text).not.toMatch(/\n|": /)
   })
 
@@ -112,7 +112,7 @@ describe("webhook payload (spec 'Webhook incident', D15, D20)", () => {
   })
 
   test("events: the 20 most recent, oldest first, each without sensor and sourceIp", () => {
-    expect(body.incident.events).toHaveLength(WEBHOOK_EVENTS)
+    expect(body.incident.events).toHaveLength(MESSAGE_EVENTS)
     expect(body.incident.events.map((e: { sourcePort: number }) => e.sourcePort - 40000)).toEqual(
       Array.from({ length: 20 }, (_, i) => i + 5),
     )
@@ -145,15 +145,15 @@ describe("webhook payload (spec 'Webhook incident', D15, D20)", () => {
   })
 
   test("D15 transitions map to body types; a close is not announced", () => {
-    expect(webhookTypeOf("created")).toBe("incident.created")
-    expect(webhookTypeOf("escalated")).toBe("incident.escalated")
-    expect(webhookTypeOf("reopened")).toBe("incident.reopened")
-    expect(webhookTypeOf("closed")).toBeUndefined()
+    expect(alertTypeOf("created")).toBe("incident.created")
+    expect(alertTypeOf("escalated")).toBe("incident.escalated")
+    expect(alertTypeOf("reopened")).toBe("incident.reopened")
+    expect(alertTypeOf("closed")).toBeUndefined()
   })
 
   test("D15 webhook.test carries a sample incident of the real shape", () => {
     const sample = JSON.parse(
-      serializeWebhookBody({
+      serializeAlertMessage({
         id: "whd_x",
         type: "webhook.test",
         createdAt: new Date(),

@@ -1,15 +1,15 @@
 import { describe, expect, test } from "bun:test"
 import { Schema } from "effect"
+import {
+  ALERT_MESSAGE_MAX_BYTES,
+  ALERT_TYPES,
+  AlertMessage,
+  alertIncident,
+  sampleIncident,
+  serializeAlertMessage,
+} from "../../src/domain/alertMessage.ts"
 import { maskSecret } from "../../src/domain/attackerInput.ts"
 import { CUT_MEMBER } from "../../src/domain/sanitize.ts"
-import {
-  sampleIncident,
-  serializeWebhookBody,
-  WEBHOOK_BODY_MAX_BYTES,
-  WEBHOOK_TYPES,
-  WebhookBody,
-  webhookIncident,
-} from "../../src/domain/webhookBody.ts"
 import { signatureHeader } from "../../src/domain/webhookSignature.ts"
 import type { EventRow } from "../../src/repos/EventsRepo.ts"
 import type { IncidentRow } from "../../src/repos/IncidentsRepo.ts"
@@ -99,14 +99,14 @@ const incidentRow = (overrides: Partial<IncidentRow> = {}): IncidentRow => ({
   ...overrides,
 })
 
-const decode = Schema.decodeUnknownSync(WebhookBody)
+const decode = Schema.decodeUnknownSync(AlertMessage)
 const secret = "whsec_test_0123456789abcdefghijklmnopqrstuv"
 
 /** Asserts the body's size, that it is a valid webhook body, and that it is signed and verifies. */
 const checkBody = (text: string) => {
   const size = Buffer.byteLength(text)
   expect(size).toBeLessThan(KIB_256)
-  expect(size).toBeLessThanOrEqual(WEBHOOK_BODY_MAX_BYTES)
+  expect(size).toBeLessThanOrEqual(ALERT_MESSAGE_MAX_BYTES)
   const body = decode(JSON.parse(text))
   const t = Math.floor(Date.now() / 1000)
   const result = verifyWebhook(text, signatureHeader([secret], t, text), secret)
@@ -120,9 +120,9 @@ describe("Hardening 2 item 4: webhook bodies under 256 KiB whatever the shape (D
       const input = make()
       expect(Buffer.byteLength(JSON.stringify(input))).toBeGreaterThan(300_000)
       const events = Array.from({ length: 25 }, (_, i) => eventRow(i, input))
-      const incident = webhookIncident(incidentRow(), "linux-server", events, "https://console.test")
-      for (const type of WEBHOOK_TYPES) {
-        const text = serializeWebhookBody({ id: "whd_1", type, createdAt: new Date(), incident })
+      const incident = alertIncident(incidentRow(), "linux-server", events, "https://console.test")
+      for (const type of ALERT_TYPES) {
+        const text = serializeAlertMessage({ id: "whd_1", type, createdAt: new Date(), incident })
         const body = checkBody(text)
         expect(body.type).toBe(type)
         expect(body.incident.events).toHaveLength(20)
@@ -142,11 +142,11 @@ describe("Hardening 2 item 4: webhook bodies under 256 KiB whatever the shape (D
       sensorName: "S".repeat(100_000),
     })
     const body = checkBody(
-      serializeWebhookBody({
+      serializeAlertMessage({
         id: "whd_2",
         type: "incident.created",
         createdAt: new Date(),
-        incident: webhookIncident(huge, "linux-server", events, "https://console.test"),
+        incident: alertIncident(huge, "linux-server", events, "https://console.test"),
       }),
     )
     expect(body.truncated).toBe(true)
@@ -157,11 +157,11 @@ describe("Hardening 2 item 4: webhook bodies under 256 KiB whatever the shape (D
     // Only events beyond what fits are left out, the oldest first.
     const big = incidentRow({ narrative: "N".repeat(150_000) })
     const some = checkBody(
-      serializeWebhookBody({
+      serializeAlertMessage({
         id: "whd_3",
         type: "incident.escalated",
         createdAt: new Date(),
-        incident: webhookIncident(big, "linux-server", events, "https://console.test"),
+        incident: alertIncident(big, "linux-server", events, "https://console.test"),
       }),
     )
     expect(some.incident.events.length).toBeGreaterThan(0)
@@ -171,7 +171,7 @@ describe("Hardening 2 item 4: webhook bodies under 256 KiB whatever the shape (D
   })
 
   test("D15 an ordinary body is unchanged: no truncated member, no eventsLeftOut", () => {
-    const text = serializeWebhookBody({
+    const text = serializeAlertMessage({
       id: "whd_4",
       type: "webhook.test",
       createdAt: new Date(),

@@ -1,5 +1,5 @@
+import type { AlertMessage } from "../alertMessage.ts"
 import { splitServiceText, type TextPart } from "../serviceText.ts"
-import type { WebhookBody } from "../webhookBody.ts"
 
 /**
  * D46: how chat messages (Slack, Teams) show text. Pure.
@@ -253,7 +253,7 @@ export const teamsServiceRuns = (
 }
 
 /** The header of a chat message about an incident, by message type (Slack and Teams say the same). */
-export const INCIDENT_LEADS: Record<WebhookBody["type"], string> = {
+export const INCIDENT_LEADS: Record<AlertMessage["type"], string> = {
   "incident.created": "New incident",
   "incident.escalated": "Incident escalated",
   "incident.reopened": "Incident reopened",
@@ -262,7 +262,7 @@ export const INCIDENT_LEADS: Record<WebhookBody["type"], string> = {
 }
 
 /** A short line under the header, service-written. */
-export const INCIDENT_LINES: Record<WebhookBody["type"], string> = {
+export const INCIDENT_LINES: Record<AlertMessage["type"], string> = {
   "incident.created": "A decoy saw activity that opened a new incident.",
   "incident.escalated": "The incident's severity went up.",
   "incident.reopened": "New activity reopened a closed incident.",
@@ -279,7 +279,7 @@ export const chatTime = (d: Date): string =>
  * used, a source inside the organization's networks (the label is the admin's words), the other decoys the source
  * touched. Service and admin text, escaped by each kind as it escapes such text.
  */
-export const signalLines = (i: WebhookBody["incident"]): ReadonlyArray<string> => [
+export const signalLines = (i: AlertMessage["incident"]): ReadonlyArray<string> => [
   ...(i.baitCredentialUsed === true
     ? ["Bait credential used: someone read a planted credential where it was planted."]
     : []),

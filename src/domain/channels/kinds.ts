@@ -1,5 +1,5 @@
+import type { AlertMessage } from "../alertMessage.ts"
 import type { SensorWebhookBody } from "../sensorHealthPayload.ts"
-import type { WebhookBody } from "../webhookBody.ts"
 
 /**
  * D46: a channel has a kind. A kind is one descriptor (`ChannelKindSpec`, one module per kind in this folder, listed
@@ -14,7 +14,7 @@ export const CHANNEL_FORMATS = ["native", "ocsf"] as const
 export type ChannelFormat = (typeof CHANNEL_FORMATS)[number]
 
 /** A stored delivery body, parsed: an incident message (`incident.*`, `webhook.test`) or a sensor-health one. */
-export type ChannelMessage = WebhookBody | SensorWebhookBody
+export type ChannelMessage = AlertMessage | SensorWebhookBody
 
 export const isSensorMessage = (m: ChannelMessage): m is SensorWebhookBody =>
   m.type === "sensor.silent" || m.type === "sensor.recovered"

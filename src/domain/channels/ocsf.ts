@@ -1,9 +1,9 @@
 import { Schema } from "effect"
+import { AlertEvent, AlertIncident, type AlertMessage } from "../alertMessage.ts"
 import { UNKNOWN_SOURCE } from "../enrichment.ts"
 import type { Severity } from "../severity.ts"
 import type { Technique } from "../techniques.ts"
 import { TACTICS_BY_NAME } from "../techniques.ts"
-import { type WebhookBody, WebhookEvent, WebhookIncident } from "../webhookBody.ts"
 import type { ChannelFormat, ChannelMessage, FormatContext } from "./kinds.ts"
 
 /**
@@ -24,7 +24,7 @@ const ACTIVITIES = {
   "incident.escalated": { id: 2, name: "Update", statusId: 2, status: "In Progress" },
   "incident.reopened": { id: 2, name: "Update", statusId: 2, status: "In Progress" },
   "incident.closed": { id: 3, name: "Close", statusId: 4, status: "Resolved" },
-} as const satisfies Record<WebhookBody["type"], { id: number; name: string; statusId: number; status: string }>
+} as const satisfies Record<AlertMessage["type"], { id: number; name: string; statusId: number; status: string }>
 
 /** D3 severities onto OCSF severity_id (2 Low … 5 Critical), with OCSF's caption. */
 const SEVERITY_IDS: Record<Severity, { readonly id: number; readonly name: string }> = {
@@ -70,7 +70,7 @@ const portField = (port: number): { port?: number } =>
  * forward-confirmed reverse DNS name as `hostname` (attacker text: data, never a link), the country as
  * `location.country`, the AS as `autonomous_system`. A fact not known is left out (OCSF has no nulls there).
  */
-const sourceEndpoint = (incident: WebhookIncident): Record<string, unknown> => {
+const sourceEndpoint = (incident: AlertIncident): Record<string, unknown> => {
   const source = incident.source ?? UNKNOWN_SOURCE
   const as = {
     ...(source.asn === null ? {} : { number: source.asn }),
@@ -84,10 +84,10 @@ const sourceEndpoint = (incident: WebhookIncident): Record<string, unknown> => {
   }
 }
 
-const encodeEvent = Schema.encodeSync(WebhookEvent)
-const encodeIncident = Schema.encodeSync(WebhookIncident)
+const encodeEvent = Schema.encodeSync(AlertEvent)
+const encodeIncident = Schema.encodeSync(AlertIncident)
 
-export const ocsfDetectionFinding = (message: WebhookBody, ctx: FormatContext): Record<string, unknown> => {
+export const ocsfDetectionFinding = (message: AlertMessage, ctx: FormatContext): Record<string, unknown> => {
   const { incident } = message
   const activity = ACTIVITIES[message.type]
   const severity = SEVERITY_IDS[incident.severity]

@@ -1,6 +1,6 @@
+import type { AlertMessage } from "../alertMessage.ts"
 import { UNKNOWN_SOURCE } from "../enrichment.ts"
 import type { SensorWebhookBody } from "../sensorHealthPayload.ts"
-import type { WebhookBody } from "../webhookBody.ts"
 import {
   chatTime,
   cutCodePoints,
@@ -64,7 +64,7 @@ const linesWithin = (head: string, lines: ReadonlyArray<string>, limit: number):
  * What enrichment knew of the source address, one line each, or undefined when nothing: the reverse DNS name and the
  * AS organization are attacker text (code spans, escaped, defanged), the AS number and the country service-checked.
  */
-const sourceField = (body: WebhookBody): string | undefined => {
+const sourceField = (body: AlertMessage): string | undefined => {
   const source = body.incident.source ?? UNKNOWN_SOURCE
   const lines = [
     ...(source.reverseDns === null ? [] : [`Reverse DNS ${slackCode(source.reverseDns, { max: 253 })}`]),
@@ -85,7 +85,7 @@ const sourceField = (body: WebhookBody): string | undefined => {
 
 const header = (text: string) => ({ type: "header", text: plain(text.slice(0, SLACK_LIMITS.headerText)) })
 
-const incidentBlocks = (body: WebhookBody, ctx: FormatContext): Array<object> => {
+const incidentBlocks = (body: AlertMessage, ctx: FormatContext): Array<object> => {
   const i = body.incident
   const blocks: Array<object> = [
     header(`${INCIDENT_LEADS[body.type]} (${i.severity})`),

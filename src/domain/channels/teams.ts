@@ -1,6 +1,6 @@
+import type { AlertMessage } from "../alertMessage.ts"
 import { UNKNOWN_SOURCE } from "../enrichment.ts"
 import type { SensorWebhookBody } from "../sensorHealthPayload.ts"
-import type { WebhookBody } from "../webhookBody.ts"
 import {
   chatTime,
   cutCodePoints,
@@ -49,7 +49,7 @@ const fact = (title: string, value: string) => ({ title: markdownEscape(title), 
 
 const severityColor = (s: string): string => (s === "critical" || s === "high" ? "Attention" : "Warning")
 
-const incidentCard = (body: WebhookBody, ctx: FormatContext) => {
+const incidentCard = (body: AlertMessage, ctx: FormatContext) => {
   const i = body.incident
   const source = i.source ?? UNKNOWN_SOURCE
   const facts = [

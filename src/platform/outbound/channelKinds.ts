@@ -1,8 +1,8 @@
 import { Schema } from "effect"
+import { AlertMessage } from "../../domain/alertMessage.ts"
 import type { ChannelFormat, ChannelMessage, FormatContext } from "../../domain/channels/kinds.ts"
 import { type ChannelKind, kindSpec } from "../../domain/channels/registry.ts"
 import { SensorWebhookBody } from "../../domain/sensorHealthPayload.ts"
-import { WebhookBody } from "../../domain/webhookBody.ts"
 
 /**
  * The bytes a channel of this kind and format sends for a stored message (D46: the kind's formatter, from its
@@ -16,7 +16,7 @@ export const renderForKind = (
   context: FormatContext,
 ): string => kindSpec(kind).render(format, message, stored, context)
 
-const decodeMessage = Schema.decodeUnknownEither(Schema.Union(WebhookBody, SensorWebhookBody))
+const decodeMessage = Schema.decodeUnknownEither(Schema.Union(AlertMessage, SensorWebhookBody))
 
 /**
  * A stored delivery body (the native JSON the outbox wrote) rendered for a kind and format, as the sender sends it;

@@ -1,14 +1,14 @@
+import {
+  type AlertEventSource,
+  type AlertMessage,
+  alertIncident,
+  INCIDENT_MESSAGE_TYPES,
+  sampleIncident,
+} from "../../../src/domain/alertMessage.ts"
 import type { ChannelMessage, FormatContext } from "../../../src/domain/channels/kinds.ts"
 import { eventSummary, quoteAttackerText } from "../../../src/domain/eventSummary.ts"
 import { incidentTexts } from "../../../src/domain/narrative.ts"
 import type { SensorWebhookBody } from "../../../src/domain/sensorHealthPayload.ts"
-import {
-  INCIDENT_MESSAGE_TYPES,
-  sampleIncident,
-  type WebhookBody,
-  type WebhookEventSource,
-  webhookIncident,
-} from "../../../src/domain/webhookBody.ts"
 
 /** Chat-formatter fixtures: messages built by the service's own builders, with attacker text where it can be. */
 
@@ -34,12 +34,12 @@ export interface Attack {
   readonly events?: number
 }
 
-export const incidentMessage = (type: WebhookBody["type"], attack: Attack = {}): WebhookBody => {
+export const incidentMessage = (type: AlertMessage["type"], attack: Attack = {}): AlertMessage => {
   const usernames = attack.usernames ?? ["root"]
   const details = attack.details ?? ["uname -a"]
   const sensorName = attack.sensorName ?? "web-01"
   const count = attack.events ?? 3
-  const events: Array<WebhookEventSource> = Array.from({ length: count }, (_, k) => {
+  const events: Array<AlertEventSource> = Array.from({ length: count }, (_, k) => {
     const username = usernames[k % usernames.length] ?? "root"
     const detail = details[k % details.length] ?? ""
     const base = eventSummary("SSH shell command", "command", {
@@ -72,7 +72,7 @@ export const incidentMessage = (type: WebhookBody["type"], attack: Attack = {}):
     eventCount: count,
     usernames,
   })
-  const incident = webhookIncident(
+  const incident = alertIncident(
     {
       id: "inc_01ARZ3NDEKTSV4RRFFQ69G5FAV",
       title: attack.rawTitle ?? texts.title,
@@ -119,7 +119,7 @@ export const everyMessage = (): ReadonlyArray<ChannelMessage> => [
 const long = (seed: string, n: number): string => seed.repeat(Math.ceil(n / seed.length)).slice(0, n)
 
 /** A long title and 20 events with 256-character attacker strings. */
-export const hugeMessage = (): WebhookBody =>
+export const hugeMessage = (): AlertMessage =>
   incidentMessage("incident.escalated", {
     usernames: Array.from({ length: 20 }, (_, k) => long(`user${k}&<>\``, 256)),
     details: Array.from({ length: 20 }, (_, k) => long(`cat /etc/passwd #${k} <&> `, 256)),
@@ -170,7 +170,7 @@ export const HOSTILE: ReadonlyArray<string> = [
 ]
 
 /** A message carrying `s` everywhere attacker text can be. */
-export const hostileMessage = (s: string): WebhookBody =>
+export const hostileMessage = (s: string): AlertMessage =>
   incidentMessage("incident.created", { usernames: [s, "root"], details: [s], sensorName: s, profile: s })
 
 /** Fragments that must never appear outside code (Slack) or outside monospace runs (Teams). */

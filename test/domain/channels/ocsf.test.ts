@@ -1,19 +1,19 @@
 import { describe, expect, test } from "bun:test"
 import fc from "fast-check"
+import {
+  type AlertEventSource,
+  type AlertIncident,
+  type AlertIncidentSource,
+  type AlertMessage,
+  alertIncident,
+  INCIDENT_MESSAGE_TYPES,
+  type IncidentMessageType,
+  sampleIncident,
+} from "../../../src/domain/alertMessage.ts"
 import type { FormatContext } from "../../../src/domain/channels/kinds.ts"
 import { OCSF_VERSION, ocsfDetectionFinding } from "../../../src/domain/channels/ocsf.ts"
 import { SEVERITIES, type Severity } from "../../../src/domain/severity.ts"
 import { TECHNIQUES } from "../../../src/domain/techniques.ts"
-import {
-  INCIDENT_MESSAGE_TYPES,
-  type IncidentMessageType,
-  sampleIncident,
-  type WebhookBody,
-  type WebhookEventSource,
-  type WebhookIncident,
-  type WebhookIncidentSource,
-  webhookIncident,
-} from "../../../src/domain/webhookBody.ts"
 import { ocsfErrors, ocsfSchema } from "../../support/schemas.ts"
 
 // The schema generated from ocsf/ocsf-schema 1.8.0 by scripts/ocsf-schema.ts (test/fixtures/ocsf/README.md).
@@ -31,7 +31,7 @@ const expectValid = (value: unknown) => expect(errorsOf(value)).toBe("")
 const t0 = new Date("2026-11-21T15:57:42.053Z")
 const at = (seconds: number) => new Date(t0.getTime() + seconds * 1000)
 
-const eventRow = (n: number, attackerInput: unknown, type = "ssh.login_attempt"): WebhookEventSource => ({
+const eventRow = (n: number, attackerInput: unknown, type = "ssh.login_attempt"): AlertEventSource => ({
   id: `evt_01JD${String(n).padStart(22, "0")}`,
   time: at(n),
   type,
@@ -46,7 +46,7 @@ const eventRow = (n: number, attackerInput: unknown, type = "ssh.login_attempt")
   attackerInput,
 })
 
-const incidentRow = (over: Partial<WebhookIncidentSource> = {}): WebhookIncidentSource => ({
+const incidentRow = (over: Partial<AlertIncidentSource> = {}): AlertIncidentSource => ({
   id: "inc_01JDABCDEFGHJKMNPQRSTVWXYZ",
   title: "SSH brute force on web-01 from 198.51.100.23",
   severity: "high",
@@ -63,15 +63,15 @@ const incidentRow = (over: Partial<WebhookIncidentSource> = {}): WebhookIncident
   ...over,
 })
 
-const realistic = (): WebhookIncident =>
-  webhookIncident(
+const realistic = (): AlertIncident =>
+  alertIncident(
     incidentRow(),
     "linux-server",
     [eventRow(1, { username: "root" }), eventRow(2, { username: "admin" }), eventRow(3, { command: "uname -a" })],
     ctx.appUrl,
   )
 
-const body = (type: IncidentMessageType, incident: WebhookIncident): WebhookBody => ({
+const body = (type: IncidentMessageType, incident: AlertIncident): AlertMessage => ({
   id: "whd_01JDABCDEFGHJKMNPQRSTVWXYZ",
   type,
   createdAt: at(60),
@@ -180,7 +180,7 @@ describe("D47: incidents as OCSF 1.8.0 Detection Finding", () => {
   })
 
   test("D47: an incident with no techniques has no attacks and still validates", () => {
-    const incident = webhookIncident(
+    const incident = alertIncident(
       incidentRow({ eventTypes: [], tags: [] }),
       "windows-server",
       [{ ...eventRow(1, {}, "decoy.activity"), tags: [] }],
@@ -208,7 +208,7 @@ describe("D47: incidents as OCSF 1.8.0 Detection Finding", () => {
       { long: "x".repeat(5000), path: "../../../../etc/passwd\u0000.png" },
     ]
     const events = Array.from({ length: 25 }, (_, n) => eventRow(n, odd[n % odd.length]))
-    const incident = webhookIncident(incidentRow({ eventCount: 25 }), "linux-server", events, ctx.appUrl)
+    const incident = alertIncident(incidentRow({ eventCount: 25 }), "linux-server", events, ctx.appUrl)
     expect(incident.events.length).toBe(20)
     const out = ocsfDetectionFinding(body("incident.escalated", incident), ctx)
     expectValid(out)

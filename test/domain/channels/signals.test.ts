@@ -1,7 +1,7 @@
 import { expect, test } from "bun:test"
+import { type AlertMessage, sampleIncident } from "../../../src/domain/alertMessage.ts"
 import { slackMessage } from "../../../src/domain/channels/slack.ts"
 import { teamsMessage } from "../../../src/domain/channels/teams.ts"
-import { sampleIncident, type WebhookBody } from "../../../src/domain/webhookBody.ts"
 import { CTX } from "./messages.ts"
 
 /**
@@ -10,7 +10,7 @@ import { CTX } from "./messages.ts"
  * escaped like any text a person typed.
  */
 
-const body = (incident: Partial<WebhookBody["incident"]>): WebhookBody => {
+const body = (incident: Partial<AlertMessage["incident"]>): AlertMessage => {
   const base = sampleIncident(new Date("2026-11-26T13:00:00Z"), CTX.appUrl)
   return {
     id: "whd_signals",

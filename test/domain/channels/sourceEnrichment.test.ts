@@ -1,10 +1,10 @@
 import { describe, expect, test } from "bun:test"
+import { type AlertMessage, serializeAlertMessage } from "../../../src/domain/alertMessage.ts"
 import { ocsfDetectionFinding } from "../../../src/domain/channels/ocsf.ts"
 import { slackMessage } from "../../../src/domain/channels/slack.ts"
 import { syslogMessage } from "../../../src/domain/channels/syslog.ts"
 import { teamsMessage } from "../../../src/domain/channels/teams.ts"
 import { reverseDnsName } from "../../../src/domain/enrichment.ts"
-import { serializeWebhookBody, type WebhookBody } from "../../../src/domain/webhookBody.ts"
 import { CONTEXT, incidentFixture } from "../../support/channelMessages.ts"
 import { adaptiveCardErrors, ocsfErrors } from "../../support/schemas.ts"
 
@@ -21,7 +21,7 @@ const PTR = reverseDnsName(
 ) as string
 const ORG = "<!here> Evil <b>Corp</b> @channel {{DATE(2026-01-01T00:00:00Z)}}"
 
-const hostile = (): { message: WebhookBody; payload: unknown } =>
+const hostile = (): { message: AlertMessage; payload: unknown } =>
   incidentFixture("incident.created", (incident) => ({
     ...incident,
     source: { scope: "external", network: null, reverseDns: PTR, asn: 64496, asOrganization: ORG, country: "NL" },
@@ -104,7 +104,7 @@ describe("a source address's enrichment in alert messages", () => {
   })
 
   test("the native webhook body carries `source`; a body queued before it existed still renders", () => {
-    const text = serializeWebhookBody(hostile().message)
+    const text = serializeAlertMessage(hostile().message)
     expect(JSON.parse(text).incident.source).toEqual({
       scope: "external",
       network: null,
@@ -114,7 +114,7 @@ describe("a source address's enrichment in alert messages", () => {
       country: "NL",
     })
     const { source: _gone, ...older } = hostile().message.incident
-    const old: WebhookBody = { ...hostile().message, incident: older }
+    const old: AlertMessage = { ...hostile().message, incident: older }
     expect(JSON.stringify(slackMessage(old, CONTEXT))).not.toContain("*Source*")
     expect(ocsfErrors(ocsfDetectionFinding(old, CONTEXT))).toBe("")
   })

@@ -7,8 +7,8 @@ import { truncateCodePoints, utf8Length } from "./sanitize.ts"
 import { Confidence, Severity } from "./severity.ts"
 import { mergeTechniques, techniquesForTags } from "./techniques.ts"
 
-/** The stored event fields a webhook event is made of (the events repository's row has these and more). */
-export interface WebhookEventSource {
+/** The stored event fields an alert message's event is made of (the events repository's row has these and more). */
+export interface AlertEventSource {
   readonly id: string
   readonly time: Date
   readonly type: string
@@ -24,10 +24,10 @@ export interface WebhookEventSource {
 }
 
 /**
- * The stored incident fields a webhook incident is made of; with the source address's enrichment when the row was
+ * The stored incident fields an alert message's incident is made of; with the source address's enrichment when the row was
  * read with it (a message carries what is known when it is written, and never waits for more).
  */
-export interface WebhookIncidentSource extends SourceColumns {
+export interface AlertIncidentSource extends SourceColumns {
   readonly id: string
   readonly title: string
   readonly severity: Severity
@@ -48,13 +48,14 @@ export interface WebhookIncidentSource extends SourceColumns {
 }
 
 /**
- * The webhook body (spec "Webhook incident", "Webhook delivery", D15, D20), field for field in the spec's order.
- * Pure: the body is built once, when the delivery is queued, and its exact bytes are what every attempt sends and
- * signs (the same `id` and `createdAt` on every retry).
+ * The alert message: the native message the outbox stores for every channel kind, which a webhook channel sends as it
+ * is and every other kind renders from (spec "Webhook incident", "Webhook delivery", D15, D20), field for field in the
+ * spec's order. Pure: the message is built once, when the delivery is queued, and its exact bytes are what every
+ * attempt sends and signs (the same `id` and `createdAt` on every retry).
  */
 
-/** A webhook event: no `sensor`, no `sourceIp` (the incident carries them), attackerInput strings cut to 256. */
-export const WebhookEvent = Schema.Struct({
+/** An event of a message: no `sensor`, no `sourceIp` (the incident carries them), attackerInput strings cut to 256. */
+export const AlertEvent = Schema.Struct({
   id: Schema.String,
   time: Timestamp,
   type: Schema.String,
@@ -67,10 +68,10 @@ export const WebhookEvent = Schema.Struct({
   tags: Schema.Array(Schema.String),
   summary: Schema.String,
   attackerInput: AttackerInput,
-}).annotations({ identifier: "WebhookEvent" })
+}).annotations({ identifier: "AlertEvent" })
 
-/** The reduced incident of a webhook: no status, eventTypes, highConfidence or resolvedAt. */
-export const WebhookIncident = Schema.Struct({
+/** The reduced incident of a message: no status, eventTypes, highConfidence or resolvedAt. */
+export const AlertIncident = Schema.Struct({
   id: Schema.String,
   title: Schema.String,
   severity: Severity,
@@ -92,60 +93,61 @@ export const WebhookIncident = Schema.Struct({
   lastSeenAt: TimestampSeconds,
   url: Schema.String,
   techniques: Schema.Array(Technique),
-  events: Schema.Array(WebhookEvent),
+  events: Schema.Array(AlertEvent),
   /**
-   * Only when some of the most recent events were left out to keep the body under WEBHOOK_BODY_MAX_BYTES: how many
+   * Only when some of the most recent events were left out to keep the body under ALERT_MESSAGE_MAX_BYTES: how many
    * (they are read with GET /v1/events?incidentId=…). Additive (spec "Versioning").
    */
   eventsLeftOut: Schema.optional(Schema.Int),
-}).annotations({ identifier: "WebhookIncident" })
-export type WebhookIncident = typeof WebhookIncident.Type
+}).annotations({ identifier: "AlertIncident" })
+export type AlertIncident = typeof AlertIncident.Type
 
-export const WEBHOOK_TYPES = ["incident.created", "incident.escalated", "incident.reopened", "webhook.test"] as const
-export type WebhookType = (typeof WEBHOOK_TYPES)[number]
+/** The types every channel kind receives: the announced transitions, and the Send test (wire name `webhook.test`). */
+export const ALERT_TYPES = ["incident.created", "incident.escalated", "incident.reopened", "webhook.test"] as const
+export type AlertType = (typeof ALERT_TYPES)[number]
 
 /**
  * What the outbox may store for an incident: the announced types, and `incident.closed`, which only channels in the
  * OCSF format receive (OCSF has a Close activity; the spec's webhook does not announce a close).
  */
-export const INCIDENT_MESSAGE_TYPES = [...WEBHOOK_TYPES, "incident.closed"] as const
+export const INCIDENT_MESSAGE_TYPES = [...ALERT_TYPES, "incident.closed"] as const
 export type IncidentMessageType = (typeof INCIDENT_MESSAGE_TYPES)[number]
 
 /** D15: `{id, type, createdAt, incident}`. */
-export const WebhookBody = Schema.Struct({
+export const AlertMessage = Schema.Struct({
   id: Schema.String,
   type: Schema.Literal(...INCIDENT_MESSAGE_TYPES),
   createdAt: Timestamp,
-  incident: WebhookIncident,
+  incident: AlertIncident,
   /**
    * Only when something was cut for size beyond D20's 256 code points per string: an event's attackerInput was cut
-   * for the webhook (it then carries the cut mark, member "…"), or events were left out (incident.eventsLeftOut), or
+   * for the message (it then carries the cut mark, member "…"), or events were left out (incident.eventsLeftOut), or
    * the incident's texts were shortened.
    */
   truncated: Schema.optional(Schema.Literal(true)),
-}).annotations({ identifier: "WebhookBody" })
-export type WebhookBody = typeof WebhookBody.Type
+}).annotations({ identifier: "AlertMessage" })
+export type AlertMessage = typeof AlertMessage.Type
 
 /** Spec: "events holds the most recent events of the incident, oldest first, at most 20". */
-export const WEBHOOK_EVENTS = 20
+export const MESSAGE_EVENTS = 20
 
 /** The body type a transition is announced with; a close is not announced (spec "States and transitions"). */
-export const webhookTypeOf = (kind: "created" | "escalated" | "reopened" | "closed"): WebhookType | undefined =>
+export const alertTypeOf = (kind: "created" | "escalated" | "reopened" | "closed"): AlertType | undefined =>
   kind === "closed" ? undefined : `incident.${kind}`
 
 /**
- * The attackerInput values that webhookEvent cut (its walk's own flag): what sets `truncated`. The presence of a "…"
+ * The attackerInput values that alertEvent cut (its walk's own flag): what sets `truncated`. The presence of a "…"
  * member does not, since a row stored before sensor-sent "…" members were renamed at ingestion may hold one.
  */
 const cutInputs = new WeakSet<object>()
 
-const webhookInput = (stored: unknown) => {
+const messageInput = (stored: unknown) => {
   const walked = webhookAttackerInputWithCut(stored)
   if (walked.cut) cutInputs.add(walked.value)
   return walked.value as typeof AttackerInput.Type
 }
 
-export const webhookEvent = (row: WebhookEventSource): typeof WebhookEvent.Type => ({
+export const alertEvent = (row: AlertEventSource): typeof AlertEvent.Type => ({
   id: row.id,
   time: row.time,
   type: row.type,
@@ -157,24 +159,24 @@ export const webhookEvent = (row: WebhookEventSource): typeof WebhookEvent.Type 
   confidence: row.confidence,
   tags: row.tags,
   summary: row.summary,
-  // D20: any stored value read as a valid one (as the API does), shortened for webhooks: every string (keys too) cut
+  // D20: any stored value read as a valid one (as the API does), shortened for messages: every string (keys too) cut
   // to 256 code points, and the whole bounded in depth, members, items, masked secrets and bytes (with a cut mark).
-  attackerInput: webhookInput(row.attackerInput),
+  attackerInput: messageInput(row.attackerInput),
 })
 
 /**
- * The webhook incident from the stored incident, its sensor's profile and its most recent events (any order in,
- * oldest first out, the newest WEBHOOK_EVENTS kept). Techniques follow the single-incident rule (types and tags).
+ * The message's incident from the stored incident, its sensor's profile and its most recent events (any order in,
+ * oldest first out, the newest MESSAGE_EVENTS kept). Techniques follow the single-incident rule (types and tags).
  */
-export const webhookIncident = (
-  row: WebhookIncidentSource,
+export const alertIncident = (
+  row: AlertIncidentSource,
   sensorProfile: string,
-  recentEvents: ReadonlyArray<WebhookEventSource>,
+  recentEvents: ReadonlyArray<AlertEventSource>,
   appUrl: string,
-): WebhookIncident => {
+): AlertIncident => {
   const events = [...recentEvents]
     .sort((a, b) => a.time.getTime() - b.time.getTime() || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
-    .slice(-WEBHOOK_EVENTS)
+    .slice(-MESSAGE_EVENTS)
   return {
     id: row.id,
     title: row.title,
@@ -191,25 +193,25 @@ export const webhookIncident = (
     lastSeenAt: row.lastSeenAt,
     url: `${appUrl}/incidents/${row.id}`,
     techniques: mergeTechniques([techniquesForEventTypes(row.eventTypes), techniquesForTags(row.tags)]),
-    events: events.map(webhookEvent),
+    events: events.map(alertEvent),
   }
 }
 
-const encodeBody = Schema.encodeSync(WebhookBody)
+const encodeBody = Schema.encodeSync(AlertMessage)
 
 /**
- * The hard bound of a webhook body in UTF-8 bytes: well under 256 KiB, the smallest limit common receivers set, so an
- * alert is always deliverable. The per-event bounds (webhookAttackerInput, at most 20 events) keep a body far below
- * it; serializeWebhookBody enforces it whatever the content.
+ * The hard bound of an alert message in UTF-8 bytes: well under 256 KiB, the smallest limit common receivers set, so an
+ * alert is always deliverable. The per-event bounds (webhookAttackerInput, at most 20 events) keep a message far below
+ * it; serializeAlertMessage enforces it whatever the content.
  */
-export const WEBHOOK_BODY_MAX_BYTES = 240 * 1024
+export const ALERT_MESSAGE_MAX_BYTES = 240 * 1024
 
-const wasCut = (event: typeof WebhookEvent.Type): boolean => cutInputs.has(event.attackerInput)
+const wasCut = (event: typeof AlertEvent.Type): boolean => cutInputs.has(event.attackerInput)
 
-const encodeText = (body: WebhookBody): string => JSON.stringify(encodeBody(body))
+const encodeText = (body: AlertMessage): string => JSON.stringify(encodeBody(body))
 
 /** Every string of the incident (but its events) cut to `max` code points, techniques to the first 64. */
-const shortenIncident = (incident: WebhookIncident, max: number): WebhookIncident => ({
+const shortenIncident = (incident: AlertIncident, max: number): AlertIncident => ({
   ...incident,
   id: truncateCodePoints(incident.id, max),
   title: truncateCodePoints(incident.title, max),
@@ -240,33 +242,33 @@ const shortenIncident = (incident: WebhookIncident, max: number): WebhookInciden
 })
 
 /**
- * The exact bytes sent and signed: compact JSON, keys in the spec's order, at most WEBHOOK_BODY_MAX_BYTES. A body
+ * The exact bytes sent and signed: compact JSON, keys in the spec's order, at most ALERT_MESSAGE_MAX_BYTES. A body
  * that would be larger loses its oldest events first (incident.eventsLeftOut says how many), then, with no event
  * left, has the incident's texts shortened; `truncated: true` says that something was cut for size.
  */
-export const serializeWebhookBody = (input: WebhookBody): string => {
+export const serializeAlertMessage = (input: AlertMessage): string => {
   const cut = input.incident.events.some(wasCut)
-  const body: WebhookBody = cut ? { ...input, truncated: true } : input
+  const body: AlertMessage = cut ? { ...input, truncated: true } : input
   const text = encodeText(body)
-  if (utf8Length(text) <= WEBHOOK_BODY_MAX_BYTES) return text
+  if (utf8Length(text) <= ALERT_MESSAGE_MAX_BYTES) return text
   // Leave out the oldest events until the rest fits (their sizes as encoded, one comma each).
   const events = body.incident.events
-  const sizes = events.map((e) => utf8Length(JSON.stringify(Schema.encodeSync(WebhookEvent)(e))) + 1)
+  const sizes = events.map((e) => utf8Length(JSON.stringify(Schema.encodeSync(AlertEvent)(e))) + 1)
   const already = body.incident.eventsLeftOut ?? 0
   let total = utf8Length(text)
   let drop = 0
-  while (drop < events.length && total > WEBHOOK_BODY_MAX_BYTES - 64) {
+  while (drop < events.length && total > ALERT_MESSAGE_MAX_BYTES - 64) {
     total -= sizes[drop] ?? 0
     drop++
   }
   for (; drop <= events.length; drop++) {
-    const fewer: WebhookBody = {
+    const fewer: AlertMessage = {
       ...body,
       truncated: true,
       incident: { ...body.incident, events: events.slice(drop), eventsLeftOut: already + drop },
     }
     const attempt = encodeText(fewer)
-    if (utf8Length(attempt) <= WEBHOOK_BODY_MAX_BYTES) return attempt
+    if (utf8Length(attempt) <= ALERT_MESSAGE_MAX_BYTES) return attempt
   }
   // Not even the incident alone fits: its texts are shortened, first to 1024 code points, then to 256.
   for (const max of [1024, 256]) {
@@ -275,7 +277,7 @@ export const serializeWebhookBody = (input: WebhookBody): string => {
       truncated: true,
       incident: { ...shortenIncident(body.incident, max), events: [], eventsLeftOut: already + events.length },
     })
-    if (utf8Length(attempt) <= WEBHOOK_BODY_MAX_BYTES) return attempt
+    if (utf8Length(attempt) <= ALERT_MESSAGE_MAX_BYTES) return attempt
   }
   return encodeText({
     ...body,
@@ -294,7 +296,7 @@ export const serializeWebhookBody = (input: WebhookBody): string => {
  * D15 `webhook.test` ("the Send test action; carries a sample incident"): an obviously fictitious incident in the
  * real shape, so a receiver can test its parsing end to end. The ids say `sample`.
  */
-export const sampleIncident = (now: Date, appUrl: string): WebhookIncident => {
+export const sampleIncident = (now: Date, appUrl: string): AlertIncident => {
   const id = "inc_sample00000000000000000000"
   const first = new Date(now.getTime() - 60_000)
   return {
