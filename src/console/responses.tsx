@@ -1,10 +1,10 @@
+import type { Viewer } from "./components.tsx"
 import { html, MAX_BODY_BYTES } from "./http.ts"
-import { MessagePage, NotFoundPage } from "./pages/auth.tsx"
-import type { Viewer } from "./pages/components.tsx"
+import { Layout } from "./layout.tsx"
 
 /** The console's fixed answers: pages with a status, never a secret. */
 
-/** D26: an unknown, used or expired set-password link, for GET and POST alike. */
+/** An unknown, used or expired set-password link, for GET and POST alike: which of them is never said. */
 export const linkExpired = () =>
   html(
     <MessagePage
@@ -13,7 +13,7 @@ export const linkExpired = () =>
     />,
     410,
   )
-/** D30: an unknown id and another organization's get this same page. */
+/** An unknown id and another organization's get this same page, so nothing tells that the other exists. */
 export const notFound = (viewer?: Viewer) => html(<NotFoundPage viewer={viewer} />, 404)
 export const forbidden = (text: string, viewer?: Viewer) =>
   html(<MessagePage title="Not allowed" text={text} viewer={viewer} />, 403)
@@ -42,3 +42,28 @@ export const badRequest = () =>
   )
 export const serverError = () =>
   html(<MessagePage title="Something went wrong" text="The request could not be completed. It has been logged." />, 500)
+
+/** A plain message page: expired links, sessions, refusals, unknown ids. */
+export const MessagePage = (props: {
+  title: string
+  text: string
+  viewer?: Viewer | undefined
+  link?: { href: string; label: string } | undefined
+}) => (
+  <Layout title={props.title} viewer={props.viewer} section="none">
+    <div class="panel">
+      <h1>{props.title}</h1>
+      <p>{props.text}</p>
+      {props.link && <a href={props.link.href}>{props.link.label}</a>}
+    </div>
+  </Layout>
+)
+
+export const NotFoundPage = ({ viewer }: { viewer?: Viewer | undefined }) => (
+  <MessagePage
+    title="Not found"
+    text="There is nothing here, or it belongs to another organization. Check the link, or look it up in the incident list."
+    viewer={viewer}
+    link={{ href: "/incidents", label: "Go to the incidents" }}
+  />
+)

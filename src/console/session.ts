@@ -5,8 +5,8 @@ import { DEVICE_COOKIE_DAYS, SignIn } from "../admin/SignIn.ts"
 import { AppConfig } from "../platform/config.ts"
 import { clientIp } from "../platform/http/clientIp.ts"
 import type { SessionRow } from "../repos/ConsoleUsersRepo.ts"
+import type { Viewer } from "./components.tsx"
 import { seeOther } from "./http.ts"
-import type { Viewer } from "./pages/components.tsx"
 import { forbidden } from "./responses.tsx"
 
 /** D27: the session cookie; `__Host-` binds it to this host, Secure, Path=/ and no Domain. */

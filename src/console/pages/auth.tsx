@@ -1,4 +1,4 @@
-import { Layout, type Viewer } from "./components.tsx"
+import { Layout } from "../layout.tsx"
 
 /** Sign-in (D27). `next` is a same-site path the form returns to (the `url` of an incident, D25). */
 export const SignInPage = (props: {
@@ -100,29 +100,4 @@ export const SetPasswordPage = (props: {
       </form>
     </div>
   </Layout>
-)
-
-/** A plain message page: expired links, sessions, refusals, unknown ids. */
-export const MessagePage = (props: {
-  title: string
-  text: string
-  viewer?: Viewer | undefined
-  link?: { href: string; label: string } | undefined
-}) => (
-  <Layout title={props.title} viewer={props.viewer} section="none">
-    <div class="panel">
-      <h1>{props.title}</h1>
-      <p>{props.text}</p>
-      {props.link && <a href={props.link.href}>{props.link.label}</a>}
-    </div>
-  </Layout>
-)
-
-export const NotFoundPage = ({ viewer }: { viewer?: Viewer | undefined }) => (
-  <MessagePage
-    title="Not found"
-    text="There is nothing here, or it belongs to another organization. Check the link, or look it up in the incident list."
-    viewer={viewer}
-    link={{ href: "/incidents", label: "Go to the incidents" }}
-  />
 )

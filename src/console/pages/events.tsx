@@ -1,9 +1,10 @@
 import type { Event } from "../../domain/models.ts"
 import { SEVERITIES } from "../../domain/severity.ts"
 import type { EventFilters } from "../../repos/EventsRepo.ts"
+import { FilterSelect, type Viewer } from "../components.tsx"
+import { EventsLeftOut, EventTable, fitEvents } from "../eventTable.tsx"
+import { Layout } from "../layout.tsx"
 import { EVENT_FILTER_NAMES, type EventFiltersForm } from "../listFilters.ts"
-import { FilterSelect, Layout, type Viewer } from "./components.tsx"
-import { EventsLeftOut, EventTable, fitEvents } from "./timeline.tsx"
 
 export type { EventFiltersForm }
 

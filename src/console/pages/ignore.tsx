@@ -1,7 +1,7 @@
 import type { IgnoreRuleView } from "../../admin/IgnoreAdmin.ts"
 import type { Event } from "../../domain/models.ts"
-import { Attacker, Csrf, DataTable, type Flash, Layout, SeverityBadge, Time, type Viewer } from "./components.tsx"
-import { isAdmin, SettingsLayout } from "./settings.tsx"
+import { Attacker, Csrf, DataTable, type Flash, SeverityBadge, Time, type Viewer } from "../components.tsx"
+import { isAdmin, Layout, SettingsLayout } from "../layout.tsx"
 
 /** What the add form shows: empty, pre-filled from an incident, or what was sent (on the confirmation page). */
 export interface IgnoreForm {

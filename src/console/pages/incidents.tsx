@@ -6,26 +6,22 @@ import {
   FilterSelect,
   type Flash,
   FlashNotice,
-  Layout,
   ServiceText,
   SeverityBadge,
   StatusBadge,
   Techniques,
   Time,
   type Viewer,
-} from "./components.tsx"
+} from "../components.tsx"
+import { EventsLeftOut, EventTable, fitEvents } from "../eventTable.tsx"
 import {
   CLOSE_REASON_LABELS,
-  EventsLeftOut,
-  EventTable,
-  fitEvents,
   type HistoryEntry,
   IncidentHistory,
   IncidentNotes,
   type NoteEntry,
-} from "./timeline.tsx"
-
-export { EventTable } from "./timeline.tsx"
+} from "../incidents/history.tsx"
+import { Layout } from "../layout.tsx"
 
 export interface IncidentFilters {
   readonly status: "open" | "closed" | undefined

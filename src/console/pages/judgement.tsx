@@ -1,8 +1,8 @@
 import type { BaitCredentialView } from "../../admin/JudgementAdmin.ts"
 import { DEFAULT_NETWORKS, NETWORK_LABEL_MAX, NETWORKS_MAX, type OwnNetwork } from "../../domain/networks.ts"
+import { Csrf, DataTable, type Flash, Time, type Viewer } from "../components.tsx"
 import { MAX_BODY_BYTES } from "../http.ts"
-import { Csrf, DataTable, type Flash, Time, type Viewer } from "./components.tsx"
-import { isAdmin, SettingsLayout } from "./settings.tsx"
+import { isAdmin, SettingsLayout } from "../layout.tsx"
 
 /**
  * Settings → Networks and Settings → Bait credentials: how the service judges the organization's incidents. A source

@@ -1,5 +1,6 @@
 import type { IncidentSummary } from "../../domain/models.ts"
-import { Layout, SeverityBadge, type Viewer } from "./components.tsx"
+import { SeverityBadge, type Viewer } from "../components.tsx"
+import { Layout } from "../layout.tsx"
 import { IncidentTable } from "./incidents.tsx"
 import { SilentNotice } from "./sensors.tsx"
 

@@ -1,8 +1,8 @@
 import type { SensorView } from "../../admin/SensorAdmin.ts"
 import { plainIngestWarning, SENSOR_PROFILES, type Snippet, setupSnippets } from "../../admin/sensorSetup.ts"
 import { parseToken, SENSOR_TOKEN } from "../../domain/secretToken.ts"
-import { Csrf, DataTable, type Flash, Time, type Viewer } from "./components.tsx"
-import { isAdmin, SettingsLayout } from "./settings.tsx"
+import { Csrf, DataTable, type Flash, Time, type Viewer } from "../components.tsx"
+import { isAdmin, SettingsLayout } from "../layout.tsx"
 
 /**
  * Settings → Sensors (D43): the list with status and last contact (every user; D26 lets analysts read Settings),

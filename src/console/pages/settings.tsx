@@ -1,4 +1,3 @@
-import type { Child } from "hono/jsx"
 import { originOf } from "../../admin/ChannelAdmin.ts"
 import {
   type ChannelKindSpec,
@@ -8,51 +7,8 @@ import {
   MAX_SETTLE_SECONDS,
 } from "../../domain/channels/kinds.ts"
 import { CHANNEL_KIND_SPECS, kindSpec } from "../../domain/channels/registry.ts"
-import { Csrf, DataTable, type Flash, FlashNotice, Layout, Time, type Viewer } from "./components.tsx"
-
-type Tab = "api" | "alerts" | "sensors" | "networks" | "bait" | "ignore" | "users" | "retention" | "audit"
-const TABS: ReadonlyArray<readonly [Tab, string, string]> = [
-  ["api", "/settings/api", "API and export"],
-  ["alerts", "/settings/alerts", "Alerts"],
-  ["sensors", "/settings/sensors", "Sensors"],
-  ["networks", "/settings/networks", "Networks"],
-  ["bait", "/settings/bait", "Bait credentials"],
-  ["ignore", "/settings/ignore", "Ignore rules"],
-  ["users", "/settings/users", "Users"],
-  ["retention", "/settings/retention", "Retention"],
-  ["audit", "/settings/audit", "Audit log"],
-]
-
-export const SettingsLayout = (props: {
-  viewer: Viewer
-  tab: Tab
-  title: string
-  flash: Flash | undefined
-  children: Child
-}) => (
-  <Layout title={props.title} viewer={props.viewer} section="settings">
-    <nav aria-label="Settings" class="panel small">
-      {TABS.map(([tab, href, label], i) => (
-        <>
-          {i > 0 && " · "}
-          <a href={href} aria-current={props.tab === tab ? "page" : undefined}>
-            {label}
-          </a>
-        </>
-      ))}
-    </nav>
-    <h1>{props.title}</h1>
-    <FlashNotice flash={props.flash} />
-    {props.viewer.role !== "admin" && (
-      <p class="notice notice-info" role="note">
-        You can read these settings; only an administrator can change them.
-      </p>
-    )}
-    {props.children}
-  </Layout>
-)
-
-export const isAdmin = (viewer: Viewer) => viewer.role === "admin"
+import { Csrf, DataTable, type Flash, Time, type Viewer } from "../components.tsx"
+import { isAdmin, SettingsLayout } from "../layout.tsx"
 
 /** D46: a view's kind (absent: a webhook), or undefined for a name that is not a kind. */
 const specOf = (kind: string | undefined): ChannelKindSpec | undefined => kindSpec(kind ?? "webhook")

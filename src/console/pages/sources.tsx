@@ -1,5 +1,6 @@
 import type { IncidentSource, IncidentSummary } from "../../domain/models.ts"
-import { DataTable, Layout, ServiceText, SeverityBadge, StatusBadge, Time, type Viewer } from "./components.tsx"
+import { DataTable, ServiceText, SeverityBadge, StatusBadge, Time, type Viewer } from "../components.tsx"
+import { Layout } from "../layout.tsx"
 import { IncidentMarkers, InsideBanner, SourceFacts } from "./incidents.tsx"
 
 /** The active ignore rule whose network holds the address (the most specific), as the source page names it. */

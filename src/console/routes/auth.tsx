@@ -7,8 +7,8 @@ import { FORM_COOKIE, formCookie } from "../csrf.ts"
 import { formFields, html, isCrossSite, safeNext, seeOther, tokensEqual } from "../http.ts"
 import { HTTPS_REQUIRED_TEXT, HTTPS_REQUIRED_TITLE, httpsRequired } from "../httpsRequired.ts"
 import type { Kit } from "../kit.ts"
-import { MessagePage, SetPasswordPage, SignInPage } from "../pages/auth.tsx"
-import { forbidden, linkExpired } from "../responses.tsx"
+import { SetPasswordPage, SignInPage } from "../pages/auth.tsx"
+import { forbidden, linkExpired, MessagePage } from "../responses.tsx"
 import { cookieOptions, deviceCookieOptions, query, request, SESSION_COOKIE } from "../session.ts"
 
 /**

@@ -1,11 +1,11 @@
 import type { Child } from "hono/jsx"
-import { codePointLength, firstCodePoints } from "../../domain/sanitize.ts"
-import { splitServiceText } from "../../domain/serviceText.ts"
-import { SCRIPT, STYLESHEET } from "../assets.ts"
+import { codePointLength, firstCodePoints } from "../domain/sanitize.ts"
+import { splitServiceText } from "../domain/serviceText.ts"
 
 /**
  * The pieces every page is built from. Hono's JSX escapes every string it renders (text and attributes), and no
- * page uses its escape hatches (`raw`, `html`, `dangerouslySetInnerHTML`; D29): test/console/render.test.ts checks both.
+ * page uses its escape hatches (`raw`, `html`, `dangerouslySetInnerHTML`), so attacker text never becomes markup;
+ * test/console/render.test.ts checks both.
  */
 
 export type Role = "admin" | "analyst"
@@ -15,60 +15,7 @@ export interface Viewer {
   readonly csrfToken: string
 }
 
-export type Section = "overview" | "incidents" | "events" | "settings" | "none"
-
 export const Csrf = ({ token }: { token: string }) => <input type="hidden" name="csrf" value={token} />
-
-const NAV: ReadonlyArray<readonly [Section, string, string]> = [
-  ["overview", "/", "Overview"],
-  ["incidents", "/incidents", "Incidents"],
-  ["events", "/events", "Events"],
-  ["settings", "/settings/api", "Settings"],
-]
-
-/** A page. Its `title` (the browser tab's, where nothing can be marked as attacker text) is never attacker-derived. */
-export const Layout = (props: { title: string; viewer?: Viewer | undefined; section: Section; children: Child }) => (
-  <html lang="en">
-    <head>
-      <meta charset="utf-8" />
-      <meta name="viewport" content="width=device-width, initial-scale=1" />
-      <title>{`${props.title} · Decoy console`}</title>
-      <link rel="stylesheet" href={STYLESHEET.path} />
-      <script src={SCRIPT.path} defer />
-    </head>
-    <body>
-      <a class="skip" href="#main">
-        Skip to content
-      </a>
-      <header class="top">
-        <a class="brand" href="/">
-          Decoy console
-        </a>
-        {props.viewer && (
-          <>
-            <nav aria-label="Main">
-              {NAV.map(([section, href, label]) => (
-                <a href={href} aria-current={props.section === section ? "page" : undefined}>
-                  {label}
-                </a>
-              ))}
-            </nav>
-            <div class="who">
-              <span>
-                {props.viewer.email} ({props.viewer.role})
-              </span>
-              <form class="inline" method="post" action="/sign-out">
-                <Csrf token={props.viewer.csrfToken} />
-                <button type="submit">Sign out</button>
-              </form>
-            </div>
-          </>
-        )}
-      </header>
-      <main id="main">{props.children}</main>
-    </body>
-  </html>
-)
 
 /** A column header: its label, or its label and a class (`hide-sm`: not shown on a phone). */
 export type Column = string | { readonly label: string; readonly class: string }
@@ -173,7 +120,7 @@ export const Time = ({ at, now }: { at: Date | string | null; now?: Date }) => {
   )
 }
 
-/** Longer attacker text is cut, with a <details> to read the rest (D29). */
+/** Longer attacker text is cut, with a <details> to read the rest, so no value can flood a page. */
 export const ATTACKER_CUT = 160
 /**
  * At most this many code points of one attacker value are rendered, even opened: a value can be as large as an
@@ -203,7 +150,7 @@ const AttackerEmpty = () => (
 )
 
 /**
- * Attacker-supplied text: shown as text, monospace, marked as such (D29). Longer than `cut` code points: a preview,
+ * Attacker-supplied text: shown as text, monospace, marked as such so a reader never takes it for the console's own words. Longer than `cut` code points: a preview,
  * the rest behind a <details>; longer than ATTACKER_SHOWN_MAX: cut there too, with a visible mark and the full length.
  */
 export const Attacker = ({ value, cut = ATTACKER_CUT }: { value: unknown; cut?: number }) => {
@@ -244,7 +191,7 @@ export const Attacker = ({ value, cut = ATTACKER_CUT }: { value: unknown; cut?: 
 
 /** One piece of a service-written text: its own words, or a quoted value. */
 /**
- * A service-written text with every value it quotes marked as attacker text (D29), the same mark as attacker-input
+ * A service-written text with every value it quotes marked as attacker text, the same mark as attacker-input
  * values. `known` values (the incident's sensor name, which an admin chose) are shown as plain quoted text instead.
  */
 export const ServiceText = ({ text, known = [] }: { text: string; known?: ReadonlyArray<string> }) => (

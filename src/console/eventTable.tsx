@@ -1,6 +1,6 @@
-import { isMaskedSecretShape, type MaskedSecret } from "../../domain/attackerInput.ts"
-import { eventTypeSpec } from "../../domain/eventTypes.ts"
-import type { Event } from "../../domain/models.ts"
+import { isMaskedSecretShape, type MaskedSecret } from "../domain/attackerInput.ts"
+import { eventTypeSpec } from "../domain/eventTypes.ts"
+import type { Event } from "../domain/models.ts"
 import { Attacker, attackerCost, attackerText, DataTable, ServiceText, SeverityBadge, Time } from "./components.tsx"
 
 /**
@@ -29,7 +29,7 @@ type Member = readonly [name: string, value: unknown]
 
 /**
  * A fact's label: "port" for one port (a number, or digits), "ports" for a list or range; the others as they are.
- * The value is boxed either way: it comes from the event, which an attacker's traffic shaped (D29).
+ * The value is boxed either way: it comes from the event, which an attacker's traffic shaped.
  */
 const factLabel = (label: string, value: unknown): string =>
   label === "ports" && (typeof value === "number" || (typeof value === "string" && /^\d+$/.test(value)))
@@ -38,7 +38,7 @@ const factLabel = (label: string, value: unknown): string =>
 
 /**
  * A masked secret exactly as this service writes one (stars, a length, a hex fingerprint): anything else that merely
- * has such members is attacker input like any other (D29), shown as the rest of it is.
+ * has such members is attacker input like any other, shown as the rest of it is.
  */
 const isMasked = isMaskedSecretShape
 
@@ -241,122 +241,3 @@ export const EventsLeftOut = (props: {
       the API: <code>{props.api}</code>
     </p>
   ) : null
-
-// --- Triage: an incident's history and notes ----------------------------------------------------------------------
-
-/** The words of each close reason. */
-export const CLOSE_REASON_LABELS: Readonly<Record<string, string>> = {
-  resolved: "Resolved",
-  false_positive: "False positive",
-  authorized_test: "Authorized test",
-  other: "Other",
-}
-
-/** A state change as the incident's history shows it (TransitionsRepo.history). */
-export interface HistoryEntry {
-  readonly id: string
-  readonly kind: string
-  readonly fromSeverity: string | null
-  readonly toSeverity: string
-  readonly at: Date
-  readonly closeReason: string | null
-  readonly closeNote: string | null
-  readonly actor: string | null
-  readonly actorEmail: string | null
-}
-
-/** A note on an incident (IncidentNotesRepo.forIncident). */
-export interface NoteEntry {
-  readonly id: string
-  readonly author: string
-  readonly authorEmail: string | null
-  readonly body: string
-  readonly createdAt: Date
-}
-
-/** Who did it: a console user (by email), the operator at the CLI; null is the service itself. */
-const actorText = (actor: string | null, email: string | null, service: string) =>
-  actor === null ? service : actor === "cli" ? "the operator (CLI)" : (email ?? actor)
-
-/**
- * Text a user wrote (a note): escaped like everything the console renders, as text; never markup and never a link,
- * whatever it looks like.
- */
-export const UserText = ({ text }: { text: string }) => <span class="user-text">{text}</span>
-
-const HistoryLine = ({ t }: { t: HistoryEntry }) => {
-  switch (t.kind) {
-    case "created":
-      return (
-        <>
-          <strong>Created</strong> at severity <SeverityBadge severity={t.toSeverity} />
-        </>
-      )
-    case "escalated":
-      return (
-        <>
-          <strong>Escalated</strong> from <SeverityBadge severity={t.fromSeverity ?? "low"} /> to{" "}
-          <SeverityBadge severity={t.toSeverity} />
-        </>
-      )
-    case "reopened":
-      return (
-        <>
-          <strong>Re-opened</strong> by new activity
-        </>
-      )
-    case "closed":
-      return (
-        <>
-          <strong>Closed</strong>
-          {t.closeReason !== null ? (
-            <> ({CLOSE_REASON_LABELS[t.closeReason] ?? t.closeReason})</>
-          ) : (
-            t.actor !== null && <span class="muted"> (no reason recorded)</span>
-          )}{" "}
-          by {actorText(t.actor, t.actorEmail, "the idle-close sweep, after a quiet period")}
-          {t.closeNote !== null && (
-            <div class="note-body">
-              <span class="muted small">Note: </span>
-              <UserText text={t.closeNote} />
-            </div>
-          )}
-        </>
-      )
-    default:
-      return <>{t.kind}</>
-  }
-}
-
-/** The incident's history, oldest first: created, escalated, closed (why, by whom), re-opened, with times. */
-export const IncidentHistory = ({ history, now }: { history: ReadonlyArray<HistoryEntry>; now: Date }) =>
-  history.length === 0 ? (
-    <p class="muted">No recorded changes.</p>
-  ) : (
-    <ol class="timeline history">
-      {history.map((t) => (
-        <li id={t.id}>
-          <Time at={t.at} now={now} /> — <HistoryLine t={t} />
-        </li>
-      ))}
-    </ol>
-  )
-
-/** The incident's notes, oldest first, each with its author and time. */
-export const IncidentNotes = ({ notes, now }: { notes: ReadonlyArray<NoteEntry>; now: Date }) =>
-  notes.length === 0 ? (
-    <p class="muted">No notes yet.</p>
-  ) : (
-    <ol class="timeline notes">
-      {notes.map((n) => (
-        <li id={n.id}>
-          <div class="small">
-            <strong>{actorText(n.author, n.authorEmail, "the service")}</strong> · <Time at={n.createdAt} now={now} />
-          </div>
-          <div class="note-body">
-            <UserText text={n.body} />
-          </div>
-        </li>
-      ))}
-    </ol>
-  )
