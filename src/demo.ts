@@ -19,7 +19,7 @@ import { MigrationsLive } from "./platform/db/migrate.ts"
 import { Keys } from "./platform/keys.ts"
 import { Lifecycle } from "./platform/Lifecycle.ts"
 import { CliLoggingLive } from "./platform/logging.ts"
-import { WebhookSender } from "./platform/outbound/WebhookSender.ts"
+import { ChannelSender } from "./platform/outbound/ChannelSender.ts"
 import { ReposLive } from "./repos/layers.ts"
 import { WebhooksRepo } from "./repos/WebhooksRepo.ts"
 import { WebhookDispatcherLive } from "./webhooks/Dispatcher.ts"
@@ -337,7 +337,7 @@ const DemoLive = Layer.mergeAll(Ingestor.Default, SensorAuth.Default, WebhookDis
   // Pending migrations run first: the dispatcher claims deliveries as soon as it starts.
   Layer.provide(MigrationsLive),
   Layer.provideMerge(AdminServicesLive),
-  Layer.provideMerge(Layer.mergeAll(ReposLive, WebhookSender.Default)),
+  Layer.provideMerge(Layer.mergeAll(ReposLive, ChannelSender.Default)),
   Layer.provideMerge(DatabaseLive),
   Layer.provideMerge(Keys.Default),
   Layer.provideMerge(AppConfigLive),

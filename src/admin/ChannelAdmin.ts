@@ -16,9 +16,9 @@ import { sealedKeyId } from "../domain/sealing.ts"
 import { SEVERITIES, type Severity } from "../domain/severity.ts"
 import { AppConfig, parseShortDuration } from "../platform/config.ts"
 import { Keys } from "../platform/keys.ts"
+import { ChannelSender } from "../platform/outbound/ChannelSender.ts"
 import { checkSyslogDestination } from "../platform/outbound/syslogSend.ts"
 import { checkAndResolveWebhookUrl, systemLookup } from "../platform/outbound/urlRule.ts"
-import { WebhookSender } from "../platform/outbound/WebhookSender.ts"
 import { type ChannelRow, WebhooksRepo } from "../repos/WebhooksRepo.ts"
 import { AdminActor, requireAdmin, requireScope } from "./actor.ts"
 import { auditing } from "./common.ts"
@@ -98,7 +98,7 @@ export class ChannelAdmin extends Effect.Service<ChannelAdmin>()("ChannelAdmin",
   effect: Effect.gen(function* () {
     const repo = yield* WebhooksRepo
     const orgAdmin = yield* OrgAdmin
-    const sender = yield* WebhookSender
+    const sender = yield* ChannelSender
     const config = yield* AppConfig
     const sql = yield* SqlClient.SqlClient
     const { audited } = yield* auditing

@@ -9,7 +9,7 @@ import { DatabaseLive } from "../platform/db/client.ts"
 import { migrate } from "../platform/db/migrate.ts"
 import { existingKeysLayer, Keys } from "../platform/keys.ts"
 import { CliLoggingLive } from "../platform/logging.ts"
-import { WebhookSender } from "../platform/outbound/WebhookSender.ts"
+import { ChannelSender } from "../platform/outbound/ChannelSender.ts"
 import { databaseSettings, databaseUnreachableLine } from "../platform/startupFailure.ts"
 import { ReposLive } from "../repos/layers.ts"
 import { ApiKeyAdmin } from "./ApiKeyAdmin.ts"
@@ -867,7 +867,7 @@ const isRestore = (argv: ReadonlyArray<string>) => {
 /** The CLI's own wiring: the admin services on one database client (a short-lived process, one connection). */
 const cliLive = (argv: ReadonlyArray<string>) =>
   AdminServicesLive.pipe(
-    Layer.provideMerge(Layer.mergeAll(ReposLive, WebhookSender.Default)),
+    Layer.provideMerge(Layer.mergeAll(ReposLive, ChannelSender.Default)),
     Layer.provideMerge(DatabaseLive),
     Layer.provideMerge(isRestore(argv) ? existingKeysLayer(RESTORE_KEY_MISSING) : Keys.Default),
     Layer.provideMerge(AppConfigLive),

@@ -5,7 +5,7 @@ import { AdminServicesLive } from "../admin/layer.ts"
 import { AppConfig } from "../platform/config.ts"
 import { draining } from "../platform/http/drain.ts"
 import { listening } from "../platform/http/listening.ts"
-import { WebhookSender } from "../platform/outbound/WebhookSender.ts"
+import { ChannelSender } from "../platform/outbound/ChannelSender.ts"
 import { ReposLive } from "../repos/layers.ts"
 import { makeConsoleApp } from "./app.ts"
 import { ConsoleReads } from "./ConsoleReads.ts"
@@ -52,5 +52,5 @@ const ConsoleListenerLive = Layer.unwrapEffect(
 export const ConsoleLive = ConsoleListenerLive.pipe(
   Layer.provide(ConsoleReads.Default),
   Layer.provide(AdminServicesLive),
-  Layer.provide(Layer.mergeAll(ReposLive, WebhookSender.Default)),
+  Layer.provide(Layer.mergeAll(ReposLive, ChannelSender.Default)),
 )

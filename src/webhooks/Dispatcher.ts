@@ -6,7 +6,7 @@ import { newId } from "../domain/ids.ts"
 import { AppConfig } from "../platform/config.ts"
 import { listenForever } from "../platform/db/listen.ts"
 import { webhookAttempts } from "../platform/metrics.ts"
-import { WebhookSender } from "../platform/outbound/WebhookSender.ts"
+import { ChannelSender } from "../platform/outbound/ChannelSender.ts"
 import { type ClaimedDelivery, DELIVERIES_NOTIFY_CHANNEL, WebhooksRepo } from "../repos/WebhooksRepo.ts"
 
 /** D15/D17 attempt log: a receiver's answer is kept, cut to this many characters. */
@@ -27,7 +27,7 @@ export const MAX_LOGGED_RESPONSE = 65_536
 export const WebhookDispatcherLive = Layer.scopedDiscard(
   Effect.gen(function* () {
     const repo = yield* WebhooksRepo
-    const sender = yield* WebhookSender
+    const sender = yield* ChannelSender
     const pg = yield* PgClient.PgClient
     const settings = (yield* AppConfig).webhooks
     const owner = `${hostname()}:${process.pid}:${newId("deliveryAttempt").slice(-8)}`

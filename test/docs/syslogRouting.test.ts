@@ -129,7 +129,7 @@ test("the rsyslog rule of docs/channels/syslog.md, as written, routes what the r
 })
 
 test("the rule routes every message type the sender renders, and nothing of another program or facility", async () => {
-  // The context the service's sender renders with (WebhookSender): the product's own id and this host's name.
+  // The context the service's sender renders with (ChannelSender): the product's own id and this host's name.
   const context: FormatContext = {
     appUrl: "https://decoy.example.com",
     product: { name: PRODUCT.name, vendor: PRODUCT.vendor, version: PRODUCT.version, id: PRODUCT.id },

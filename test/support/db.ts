@@ -3,7 +3,7 @@ import { AdminServicesLive } from "../../src/admin/layer.ts"
 import { AppConfigLive } from "../../src/platform/config.ts"
 import { DatabaseLive } from "../../src/platform/db/client.ts"
 import { Keys } from "../../src/platform/keys.ts"
-import { WebhookSender } from "../../src/platform/outbound/WebhookSender.ts"
+import { ChannelSender } from "../../src/platform/outbound/ChannelSender.ts"
 import { ReposLive } from "../../src/repos/layers.ts"
 
 /**
@@ -13,7 +13,7 @@ import { ReposLive } from "../../src/repos/layers.ts"
 export const testDatabase = (env: Record<string, string>) => {
   // The admin services with every repository, on one database client, as the admin CLI wires them.
   const layer = AdminServicesLive.pipe(
-    Layer.provideMerge(Layer.mergeAll(ReposLive, WebhookSender.Default)),
+    Layer.provideMerge(Layer.mergeAll(ReposLive, ChannelSender.Default)),
     Layer.provideMerge(DatabaseLive),
     Layer.provideMerge(Keys.Default),
     Layer.provideMerge(AppConfigLive),

@@ -4,12 +4,12 @@ import { Chunk, Clock, Duration, Effect, Layer, TestClock, TestContext } from "e
 import { newId } from "../../src/domain/ids.ts"
 import { Keys } from "../../src/platform/keys.ts"
 import type { WebhookSendResult } from "../../src/platform/outbound/send.ts"
-import { recordingWebhookSender } from "../../src/platform/outbound/WebhookSender.ts"
 import { WebhooksRepo } from "../../src/repos/WebhooksRepo.ts"
 import { WebhookDispatcherLive } from "../../src/webhooks/Dispatcher.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
 import { createTenant } from "../support/fixtures.ts"
 import { type OwnDatabase, ownDatabaseOnPostgresRun } from "../support/postgres.ts"
+import { recordingChannelSender } from "../support/recordingChannelSender.ts"
 import { type RunningServer, shutdown, startServer, testEnv } from "../support/server.ts"
 
 /**
@@ -91,7 +91,7 @@ describe("D17 retry schedule on the TestClock, against the real database", () =>
     )
 
     // Other tests' pending deliveries (in the real past) are due at 2099 too: they are answered and not looked at.
-    const sender = recordingWebhookSender((request) => answer(request.deliveryId !== deliveryId || request.attempt > 3))
+    const sender = recordingChannelSender((request) => answer(request.deliveryId !== deliveryId || request.attempt > 3))
     const ours = () => sender.sent.filter((s) => s.request.deliveryId === deliveryId)
 
     const seen = await db.run(

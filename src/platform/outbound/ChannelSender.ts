@@ -1,5 +1,5 @@
 import { hostname } from "node:os"
-import { Clock, Duration, Effect, Layer } from "effect"
+import { Clock, Duration, Effect } from "effect"
 import type { ChannelFormat, FormatContext } from "../../domain/channels/kinds.ts"
 import { type ChannelKind, kindSpec } from "../../domain/channels/registry.ts"
 import { PRODUCT } from "../../domain/product.ts"
@@ -10,6 +10,7 @@ import { noAnswer, sendWebhook, type WebhookSendResult } from "./send.ts"
 import { sendSyslog } from "./syslogSend.ts"
 import { systemLookup } from "./urlRule.ts"
 
+// Every kind sends with it; the header value is part of what receivers see, so it keeps its name.
 export const USER_AGENT = "DecoyIncidentService-Webhooks/1.0"
 
 /** What sending needs from a channel (D46): its kind, format and sealed secrets (D16). */
@@ -39,7 +40,7 @@ const failure = (error: string): WebhookSendResult => noAnswer(0, error, null)
  * here and nowhere else; a signature is made at send time over the exact bytes sent. Used by the dispatcher and by
  * the Send test action, so both send the same way.
  */
-export class WebhookSender extends Effect.Service<WebhookSender>()("WebhookSender", {
+export class ChannelSender extends Effect.Service<ChannelSender>()("ChannelSender", {
   effect: Effect.gen(function* () {
     const config = yield* AppConfig
     const { sealer } = yield* Keys
@@ -132,7 +133,7 @@ export class WebhookSender extends Effect.Service<WebhookSender>()("WebhookSende
       }
     }
 
-    const send = Effect.fn("WebhookSender.send")(function* (input: {
+    const send = Effect.fn("ChannelSender.send")(function* (input: {
       readonly url: string
       readonly body: string
       readonly deliveryId: string
@@ -149,24 +150,4 @@ export class WebhookSender extends Effect.Service<WebhookSender>()("WebhookSende
 }) {}
 
 /** What the dispatcher asks a sender to send. */
-export type SendRequest = Parameters<WebhookSender["send"]>[0]
-
-/**
- * A sender that sends nothing: it records each request with the (Test)Clock's time and answers with `answer`. The
- * dispatcher's timing (the retry schedule, leases) then runs on Effect's TestClock instead of real waiting.
- */
-export const recordingWebhookSender = (answer: (request: SendRequest, index: number) => WebhookSendResult) => {
-  const sent: Array<{ readonly request: SendRequest; readonly at: number }> = []
-  const layer = Layer.succeed(
-    WebhookSender,
-    WebhookSender.make({
-      send: (request) =>
-        Effect.map(Clock.currentTimeMillis, (at) => {
-          sent.push({ request, at })
-          return { startedAt: new Date(at), result: answer(request, sent.length - 1) } satisfies SentAttempt
-        }),
-      secretsOf: () => [],
-    }),
-  )
-  return { layer, sent } as const
-}
+export type SendRequest = Parameters<ChannelSender["send"]>[0]
