@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, expect, test } from "bun:test"
-import type { RunningServer } from "../test/support/server.ts"
+import type { RunningServerProcess as RunningServer } from "../test/support/server.ts"
 import { type OwnPostgres, startPostgres } from "./support/postgres.ts"
 import { type Answer, eventually, serviceEnv, show, startService, stopAll, timedFetch } from "./support/service.ts"
 

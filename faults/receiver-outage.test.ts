@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, expect, test } from "bun:test"
-import type { RunningServer } from "../test/support/server.ts"
+import type { RunningServerProcess as RunningServer } from "../test/support/server.ts"
 import {
   type Hook,
   type HookReceiver,

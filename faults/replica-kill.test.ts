@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, test } from "bun:test"
 import { verifyWebhook } from "../src/webhooks/verify.ts"
-import type { RunningServer } from "../test/support/server.ts"
+import type { RunningServerProcess as RunningServer } from "../test/support/server.ts"
 import { type HookReceiver, startHookReceiver, type WebhookTls, webhookEnv, webhookTls } from "./support/hooks.ts"
 import { type OwnPostgres, startPostgres } from "./support/postgres.ts"
 import {

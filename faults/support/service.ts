@@ -1,17 +1,18 @@
 import { adminJson } from "../../test/support/cli.ts"
-import { type RunningServer, startServer, testEnv } from "../../test/support/server.ts"
+import { type RunningServerProcess, startServerProcess, testEnvOn } from "../../test/support/server.ts"
 
 /**
  * The service as the fault tests run it: always on the suite's own PostgreSQL (never the test run's DATABASE_URL,
  * never an embedded database), with the test environment of test/support/server.ts otherwise.
  */
 export const serviceEnv = (databaseUrl: string, extra: Record<string, string> = {}): Record<string, string> =>
-  testEnv(extra, databaseUrl)
+  testEnvOn(databaseUrl, extra)
 
-export const startService = (env: Record<string, string>): Promise<RunningServer> => startServer({ env })
+/** Each server a process of its own: the fault suites kill, restart and balance processes. */
+export const startService = (env: Record<string, string>): Promise<RunningServerProcess> => startServerProcess({ env })
 
 /** Stops every server still running (SIGTERM; one already killed just reports its exit code). */
-export const stopAll = async (servers: ReadonlyArray<RunningServer | undefined>) => {
+export const stopAll = async (servers: ReadonlyArray<RunningServerProcess | undefined>) => {
   await Promise.all(servers.map((server) => server?.stop()))
 }
 

@@ -13,19 +13,18 @@ import { admin, adminJson } from "../support/cli.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
 import { get } from "../support/fixtures.ts"
 import { ingest, nativeEvent } from "../support/ingest.ts"
-import { newPostgresDatabase, type OwnDatabase } from "../support/postgres.ts"
 import {
+  embeddedTestEnv,
   type RunningServer,
   shutdown,
   startServer,
   TEST_SECRET_KEY,
   testEnv,
-  usingPostgres,
 } from "../support/server.ts"
 
 /**
- * D49: `admin backup FILE` while the service ingests, `admin restore FILE` into an empty database (a fresh DATA_DIR, or
- * a new database of the suite's PostgreSQL when it runs on DATABASE_URL), and a server on it with the same SECRET_KEY.
+ * D49: `admin backup FILE` while the service ingests, `admin restore FILE` into an empty database (a new one on the
+ * run's PostgreSQL), and a server on it with the same SECRET_KEY.
  */
 
 // biome-ignore lint/suspicious/noExplicitAny: loosely typed JSON for assertions
@@ -40,7 +39,6 @@ const REWRITTEN: Record<string, ReadonlyArray<string>> = {
 }
 
 const work = mkdtempSync(join(tmpdir(), "dsvc-backup-"))
-const createdDatabases: Array<OwnDatabase> = []
 interface Target {
   readonly env: Record<string, string>
   db?: TestDatabase
@@ -48,16 +46,9 @@ interface Target {
 }
 const targets: Array<Target> = []
 
-/** An empty target: a fresh DATA_DIR, or a new database beside DATABASE_URL's. */
+/** An empty target: a new database (migrated, no rows) on the run's PostgreSQL. */
 const freshTarget = async (extra: Record<string, string>): Promise<Target> => {
-  if (!usingPostgres()) {
-    const target: Target = { env: testEnv(extra) }
-    targets.push(target)
-    return target
-  }
-  const database = await newPostgresDatabase("restore")
-  createdDatabases.push(database)
-  const target: Target = { env: testEnv(extra, database.url) }
+  const target: Target = { env: await testEnv(extra) }
   targets.push(target)
   return target
 }
@@ -154,7 +145,7 @@ let sourceDb: TestDatabase
 const backupFile = join(work, "decoy.backup")
 
 beforeAll(async () => {
-  source = await startServer({ env: testEnv(EXTRA) })
+  source = await startServer({ env: await testEnv(EXTRA) })
   sourceDb = testDatabase(source.env)
 })
 
@@ -165,7 +156,6 @@ afterAll(async () => {
     if (t.env.DATA_DIR) rmSync(t.env.DATA_DIR, { recursive: true, force: true })
   }
   await shutdown(source, sourceDb)
-  for (const database of createdDatabases) await database.drop()
   rmSync(work, { recursive: true, force: true })
 })
 
@@ -478,14 +468,16 @@ describe("a backup carries its own integrity, and backup and restore refuse in o
   }, 120_000)
 
   test("restore without SECRET_KEY on an empty DATA_DIR refuses and generates no key, since the backup's key is needed; with its secret.key in DATA_DIR it restores", async () => {
-    const target = await freshTarget(EXTRA)
-    const { SECRET_KEY: _, ...env } = target.env
+    // The embedded database's DATA_DIR, where the service would keep a key of its own, on both runs.
+    const target: Target = { env: embeddedTestEnv(EXTRA) }
+    targets.push(target)
+    const { SECRET_KEY: _, DATA_DIR: dataDir = "", ...rest } = target.env
+    const env = { ...rest, DATA_DIR: dataDir }
     await refuseInto(env, backupFile, "restore needs the SECRET_KEY of the service that wrote the backup")
-    if (env.DATA_DIR === undefined) return
     // Refused before anything was made: no key file, not even the database.
-    expect(existsSync(join(env.DATA_DIR, "secret.key"))).toBe(false)
-    expect(readdirSync(env.DATA_DIR)).toEqual([])
-    writeFileSync(join(env.DATA_DIR, "secret.key"), `${TEST_SECRET_KEY}\n`, { mode: 0o600 })
+    expect(existsSync(join(dataDir, "secret.key"))).toBe(false)
+    expect(readdirSync(dataDir)).toEqual([])
+    writeFileSync(join(dataDir, "secret.key"), `${TEST_SECRET_KEY}\n`, { mode: 0o600 })
     const ok = await admin(env, ["restore", backupFile])
     expect(ok.stderr).toBe("")
     expect(ok.code).toBe(0)

@@ -18,7 +18,7 @@ let server: RunningServer
 let db: TestDatabase
 
 beforeAll(async () => {
-  server = await startServer({ env: testEnv({ WEBHOOK_ALLOW_PRIVATE: "127.0.0.0/8" }) })
+  server = await startServer({ env: await testEnv({ WEBHOOK_ALLOW_PRIVATE: "127.0.0.0/8" }) })
   db = testDatabase(server.env)
 })
 

@@ -131,7 +131,7 @@ const checkStory = async (apiUrl: string, key: string, db: TestDatabase, ranFrom
 test("D24: `bun run demo` alone on a fresh database sends the attack through the ingest listener; its key and curl work", async () => {
   const port = freePort()
   // A fresh DATA_DIR (or the run's PostgreSQL); no BASE_URL: the curl command names http://localhost:<PORT>.
-  const env = testEnv({ PORT: String(port) })
+  const env = await testEnv({ PORT: String(port) })
   const ranFrom = Date.now()
   const demo = await runDemo(env)
   const ranUntil = Date.now()
@@ -175,7 +175,7 @@ test("D24: `bun run demo` with the server running prints BASE_URL in its curl co
 }, 120_000)
 
 test("a bad setting stops the demo with the one configuration line naming the variable, as the server gives", async () => {
-  const result = await runDemo({ ...testEnv(), BASE_URL: "notaurl" })
+  const result = await runDemo({ ...(await testEnv()), BASE_URL: "notaurl" })
   expect(result.code).toBe(1)
   expect(result.err.trim().split("\n")).toEqual([expect.stringMatching(/^configuration error: BASE_URL must be /)])
 })

@@ -34,7 +34,7 @@ describe("the first run", () => {
     // The server as a new user starts it: no WEBHOOK_ALLOW_PRIVATE.
     // One retry 100 ms later, then dead: the refused delivery leaves nothing queued in a shared test database.
     server = await startServer({
-      env: testEnv({ WEBHOOK_POLL_INTERVAL: "200 millis", WEBHOOK_RETRY_SCHEDULE: "100ms" }),
+      env: await testEnv({ WEBHOOK_POLL_INTERVAL: "200 millis", WEBHOOK_RETRY_SCHEDULE: "100ms" }),
     })
   })
   afterAll(() => shutdown(server))
@@ -42,7 +42,7 @@ describe("the first run", () => {
   test("`bun run start` on a taken port prints one line naming the port and its variable, exit 1", async () => {
     const child = Bun.spawn(["bun", "src/main.ts"], {
       cwd: ROOT,
-      env: { ...testEnv(), PORT: String(server.port) },
+      env: { ...(await testEnv()), PORT: String(server.port) },
       stdout: "pipe",
       stderr: "pipe",
     })

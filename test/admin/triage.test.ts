@@ -24,7 +24,7 @@ let tenant: { orgId: string; key: string }
 let sensor: { id: string; token: string }
 
 beforeAll(async () => {
-  server = await startServer({ env: testEnv({ REOPEN_WINDOW: "1 seconds" }) })
+  server = await startServer({ env: await testEnv({ REOPEN_WINDOW: "1 seconds" }) })
   db = testDatabase(server.env)
   tenant = await createTenant(db, `Triage ${crypto.randomUUID().slice(0, 8)}`)
   sensor = await createSensor(db, tenant.orgId, "triage-01")

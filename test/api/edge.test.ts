@@ -31,7 +31,7 @@ describe("the edge", () => {
   let token: string
 
   beforeAll(async () => {
-    server = await startServer({ env: testEnv() })
+    server = await startServer({ env: await testEnv() })
     db = testDatabase(server.env)
     tenant = await createTenant(db)
     token = (await createSensor(db, tenant.orgId)).token
@@ -144,7 +144,7 @@ for (const store of ["memory", "redis"] as const) {
     let server: RunningServer
     beforeAll(async () => {
       server = await startServer({
-        env: testEnv({ ...PROXY, RATE_LIMIT: "5", ...(store === "redis" ? { REDIS_URL } : {}) }),
+        env: await testEnv({ ...PROXY, RATE_LIMIT: "5", ...(store === "redis" ? { REDIS_URL } : {}) }),
       })
     })
     afterAll(() => shutdown(server))

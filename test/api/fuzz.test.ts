@@ -44,7 +44,7 @@ const EVENTS_PER_INCIDENT = 3
 beforeAll(async () => {
   // D11 would answer most of this traffic with 429 (120 a minute per key and per IP): the fuzzing is about the
   // handlers, so the limit is raised for this server only.
-  server = await startServer({ env: testEnv({ RATE_LIMIT: "1000000" }) })
+  server = await startServer({ env: await testEnv({ RATE_LIMIT: "1000000" }) })
   db = testDatabase(server.env)
   const seed = async (name: string, ips: ReadonlyArray<string>, minute: number): Promise<Org> => {
     const tenant = await createTenant(db, name)

@@ -45,7 +45,7 @@ const waitFor = async (what: string, check: () => boolean | Promise<boolean>, ms
 }
 
 beforeAll(async () => {
-  const env = testEnv({ DATABASE_URL: await postgresUrl() })
+  const env = await testEnv({ DATABASE_URL: await postgresUrl() })
   server = await startServer({ env })
   // A second process on the same database.
   second = await startServer({ env })
@@ -166,7 +166,7 @@ describe("D9: the embedded database has no key cache", () => {
   test("an empty DATABASE_URL means embedded; no cache is turned on, and a revocation holds on the very next request through per-request reads", async () => {
     const dataDir = mkdtempSync(join(tmpdir(), "dsvc-"))
     // DATABASE_URL set but empty means "unset" (as in `DATABASE_URL= bun run start`): the embedded database.
-    const env = testEnv({ DATABASE_URL: "", DATA_DIR: dataDir })
+    const env = await testEnv({ DATABASE_URL: "", DATA_DIR: dataDir })
     const embedded = await startServer({ env })
     const embeddedDb = testDatabase(env)
     try {

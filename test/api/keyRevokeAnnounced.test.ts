@@ -30,7 +30,7 @@ let tenant: { orgId: string; key: string; keyId: string }
 const cacheOn = (s: RunningServer) => s.logs.some((l) => l.includes('"api key cache on"'))
 
 beforeAll(async () => {
-  const env = testEnv({ DATABASE_URL: await postgresUrl() })
+  const env = await testEnv({ DATABASE_URL: await postgresUrl() })
   server = await startServer({ env })
   second = await startServer({ env })
   db = testDatabase(env)

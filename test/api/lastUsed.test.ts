@@ -19,7 +19,7 @@ let env: Record<string, string>
 let tenant: { orgId: string; key: string; keyId: string }
 
 beforeAll(async () => {
-  env = testEnv()
+  env = await testEnv()
   a = await startServer({ env })
   b = await startServer({ env })
   db = testDatabase(env)

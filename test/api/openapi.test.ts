@@ -24,7 +24,7 @@ beforeAll(async () => {
   // Started together; one that did start is stopped by afterAll even when the other did not.
   const [main, second] = await Promise.allSettled([
     startServer(),
-    startServer({ env: testEnv({ RATE_LIMIT: "2", TRUST_PROXY: "127.0.0.1/32,::1/128" }) }),
+    startServer({ env: await testEnv({ RATE_LIMIT: "2", TRUST_PROXY: "127.0.0.1/32,::1/128" }) }),
   ])
   if (main.status === "fulfilled") server = main.value
   if (second.status === "fulfilled") limited = second.value

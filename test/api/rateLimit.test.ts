@@ -61,7 +61,7 @@ describe("D11 with the default policy (120 per 60 s)", () => {
   let tenant: { orgId: string; key: string; keyId: string }
 
   beforeAll(async () => {
-    server = await startServer({ env: testEnv({ ...PROXY, RATE_LIMIT: "120" }) })
+    server = await startServer({ env: await testEnv({ ...PROXY, RATE_LIMIT: "120" }) })
     db = testDatabase(server.env)
     tenant = await createTenant(db)
   })
@@ -156,7 +156,7 @@ describe("D11 with the default policy (120 per 60 s)", () => {
   })
 
   test("D11 without TRUST_PROXY a forged X-Forwarded-For changes nothing: the socket peer is the client", async () => {
-    const plain = await startServer({ env: testEnv({ RATE_LIMIT: "120" }) })
+    const plain = await startServer({ env: await testEnv({ RATE_LIMIT: "120" }) })
     try {
       const a = await call(plain, "/v1/incidents", { ip: newClientIp() })
       const b = await call(plain, "/v1/incidents", { ip: newClientIp() })
@@ -177,7 +177,7 @@ describe("D11 rolling window (short test window)", () => {
 
   beforeAll(async () => {
     server = await startServer({
-      env: testEnv({ ...PROXY, RATE_LIMIT: "120", RATE_LIMIT_WINDOW: `${WINDOW_S} seconds` }),
+      env: await testEnv({ ...PROXY, RATE_LIMIT: "120", RATE_LIMIT_WINDOW: `${WINDOW_S} seconds` }),
     })
     db = testDatabase(server.env)
     tenant = await createTenant(db)
@@ -222,7 +222,7 @@ describe("D11 REDIS_URL: several server processes share one count", () => {
   let tenant: { orgId: string; key: string; keyId: string }
 
   beforeAll(async () => {
-    const env = testEnv({ ...PROXY, RATE_LIMIT: "120", REDIS_URL })
+    const env = await testEnv({ ...PROXY, RATE_LIMIT: "120", REDIS_URL })
     // Both processes use the same database (the embedded one is shared through its socket) and the same Redis.
     a = await startServer({ env })
     b = await startServer({ env })
@@ -262,7 +262,7 @@ describe("D11 REDIS_URL: several server processes share one count", () => {
 
 describe("D11 fail-open when Redis is unreachable", () => {
   test("D11 requests are served, and the store failure is logged once a minute, not per request", async () => {
-    const server = await startServer({ env: testEnv({ RATE_LIMIT: "120", REDIS_URL: "redis://127.0.0.1:1" }) })
+    const server = await startServer({ env: await testEnv({ RATE_LIMIT: "120", REDIS_URL: "redis://127.0.0.1:1" }) })
     try {
       const responses = await many(10, () => call(server, "/v1/incidents", { ip: "203.0.113.9" }))
       expect(responses.map((r) => r.status)).toEqual(Array(10).fill(401))

@@ -39,7 +39,7 @@ beforeAll(async () => {
   hec = startHecReceiver(certificate, HEC_TOKEN)
   rsyslog = await startRsyslog({ certificate })
   server = await startServer({
-    env: testEnv({
+    env: await testEnv({
       WEBHOOK_ALLOW_PRIVATE: "127.0.0.0/8",
       WEBHOOK_CA_FILE: caFile,
       SYSLOG_CA_FILE: caFile,

@@ -8,7 +8,7 @@ import { admin, adminJson } from "../support/cli.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
 import { ingest, nativeEvent } from "../support/ingest.ts"
 import { type Receiver, startReceiver } from "../support/receiver.ts"
-import { cleanup, type RunningServer, startServer, testEnv } from "../support/server.ts"
+import { cleanup, type RunningServerProcess, startServerProcess, testEnv } from "../support/server.ts"
 import { makeTestCertificate } from "../support/tls.ts"
 
 /**
@@ -23,7 +23,7 @@ const WINDOW = 4
 
 let receiver: Receiver
 let env: Record<string, string>
-let server: RunningServer
+let server: RunningServerProcess
 let db: TestDatabase
 
 beforeAll(async () => {
@@ -31,14 +31,14 @@ beforeAll(async () => {
   const caFile = join(tmpdir(), `dsvc-settle-ca-${process.pid}-${Date.now()}.pem`)
   writeFileSync(caFile, certs.caCert)
   receiver = await startReceiver(certs)
-  env = testEnv({
+  env = await testEnv({
     WEBHOOK_ALLOW_PRIVATE: "127.0.0.0/8",
     WEBHOOK_CA_FILE: caFile,
     WEBHOOK_POLL_INTERVAL: "200 millis",
     // A delivery a killed server had claimed is sent by the next one soon after.
     WEBHOOK_LEASE: "2 seconds",
   })
-  server = await startServer({ env })
+  server = await startServerProcess({ env })
   db = testDatabase(env)
 })
 
@@ -283,7 +283,7 @@ describe("human channels settle, machine channels keep every transition", () => 
     expect(Date.now()).toBeLessThan(started + WINDOW * 1000)
     expect(at(t.path("crash"))).toHaveLength(0)
 
-    server = await startServer({ env })
+    server = await startServerProcess({ env })
     await eventually("the Slack message after the restart", () => at(t.path("crash")).length === 1)
     await eventually("each webhook transition after the restart", () => {
       const types = new Set(bodies(t.path("crash-hook")).map((b) => `${b.type} ${b.incident.severity}`))

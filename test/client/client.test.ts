@@ -24,7 +24,7 @@ let tenant: { orgId: string; key: string; keyId: string }
 let sensor: { id: string; token: string }
 
 beforeAll(async () => {
-  env = testEnv({ RATE_LIMIT: "12", RATE_LIMIT_WINDOW: "2 seconds" })
+  env = await testEnv({ RATE_LIMIT: "12", RATE_LIMIT_WINDOW: "2 seconds" })
   server = await startServer({ env })
   db = testDatabase(env)
   tenant = await createTenant(db, "Client Co")

@@ -70,7 +70,7 @@ beforeAll(async () => {
   const port = freePort()
   consoleUrl = `http://127.0.0.1:${port}`
   server = await startServer({
-    env: testEnv({
+    env: await testEnv({
       CONSOLE_PORT: String(port),
       APP_URL: consoleUrl,
       WEBHOOK_ALLOW_PRIVATE: "127.0.0.0/8",

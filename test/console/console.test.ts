@@ -74,7 +74,7 @@ beforeAll(async () => {
   const port = freePort()
   consoleUrl = `http://127.0.0.1:${port}`
   server = await startServer({
-    env: testEnv({
+    env: await testEnv({
       CONSOLE_PORT: String(port),
       // D25: every incident's url opens its console page.
       APP_URL: consoleUrl,

@@ -67,7 +67,7 @@ const setPassword = async (link: string) => {
 }
 
 beforeAll(async () => {
-  server = await startServer({ env: testEnv({ TRUST_PROXY: "127.0.0.1" }) })
+  server = await startServer({ env: await testEnv({ TRUST_PROXY: "127.0.0.1" }) })
   consoleUrl = server.consoleUrl
   db = testDatabase(server.env)
   orgId = (await createTenant(db, `Email forms ${RUN}`)).orgId

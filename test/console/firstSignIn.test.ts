@@ -30,7 +30,7 @@ let orgId: string
 beforeAll(async () => {
   const port = freePort()
   consoleUrl = `http://127.0.0.1:${port}`
-  server = await startServer({ env: testEnv({ CONSOLE_PORT: String(port), APP_URL: consoleUrl }) })
+  server = await startServer({ env: await testEnv({ CONSOLE_PORT: String(port), APP_URL: consoleUrl }) })
   orgId = (await adminJson(server.env, ["org", "create", "--name", `First ${RUN}`])).id
   browser = await launchBrowser()
 }, 120_000)

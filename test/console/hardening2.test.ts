@@ -8,7 +8,7 @@ import { deriveKey, hmacSha256 } from "../../src/domain/crypto.ts"
 import { adminJson, admin as runAdmin } from "../support/cli.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
 import { createSensor, createTenant } from "../support/fixtures.ts"
-import { type RunningServer, shutdown, startServer, TEST_SECRET_KEY, testEnv } from "../support/server.ts"
+import { type RunningServerProcess, shutdown, startServerProcess, TEST_SECRET_KEY, testEnv } from "../support/server.ts"
 
 /**
  * Console and listener hardening: body limits on every listener (and the console's memory under oversized posts),
@@ -21,7 +21,7 @@ const PASSWORD = "a long enough passphrase 2"
 const FORM_CSRF = /name="csrf" value="([^"]+)"/
 const MiB = 1024 * 1024
 
-let server: RunningServer
+let server: RunningServerProcess
 let db: TestDatabase
 let consoleUrl: string
 let orgId: string
@@ -202,7 +202,7 @@ const rawGet = (
 const rssKiB = (pid: number) => Number(/VmRSS:\s+(\d+)\s+kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1])
 
 beforeAll(async () => {
-  server = await startServer({ env: testEnv({ TRUST_PROXY: "127.0.0.1" }) })
+  server = await startServerProcess({ env: await testEnv({ TRUST_PROXY: "127.0.0.1" }) })
   consoleUrl = server.consoleUrl
   db = testDatabase(server.env)
   const tenant = await createTenant(db, "Hardening 2")

@@ -11,9 +11,9 @@ let plain: RunningServer
 let proxied: RunningServer
 beforeAll(async () => {
   ;[plain, proxied] = await Promise.all([
-    startServer({ env: testEnv() }),
+    startServer({ env: await testEnv() }),
     // Behind a TLS proxy on loopback that says so with X-Forwarded-Proto.
-    startServer({ env: testEnv({ TRUST_PROXY: "127.0.0.1" }) }),
+    startServer({ env: await testEnv({ TRUST_PROXY: "127.0.0.1" }) }),
   ])
 })
 afterAll(async () => {

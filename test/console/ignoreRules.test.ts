@@ -55,7 +55,7 @@ const rulesOf = (orgId: string) =>
 beforeAll(async () => {
   const port = freePort()
   consoleUrl = `http://127.0.0.1:${port}`
-  server = await startServer({ env: testEnv({ CONSOLE_PORT: String(port), APP_URL: consoleUrl }) })
+  server = await startServer({ env: await testEnv({ CONSOLE_PORT: String(port), APP_URL: consoleUrl }) })
   db = testDatabase(server.env)
   tenant = await createTenant(db, `Ignore console ${RUN}`)
   sensor = await createSensor(db, tenant.orgId, "dmz-web-01")

@@ -76,7 +76,7 @@ const injected = (page: Page) =>
 beforeAll(async () => {
   const port = freePort()
   consoleUrl = `http://127.0.0.1:${port}`
-  server = await startServer({ env: testEnv({ CONSOLE_PORT: String(port), APP_URL: consoleUrl }) })
+  server = await startServer({ env: await testEnv({ CONSOLE_PORT: String(port), APP_URL: consoleUrl }) })
   db = testDatabase(server.env)
   tenant = await createTenant(db, `Judgement console ${RUN}`)
   fileServer = (await createSensor(db, tenant.orgId, "fs-decoy-01")) as { id: string; token: string }

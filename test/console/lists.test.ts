@@ -18,7 +18,7 @@ import { freePort, setPassword } from "../support/console.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
 import { createSensor, createTenant, get, seedIncident } from "../support/fixtures.ts"
 import { ingest } from "../support/ingest.ts"
-import { type RunningServer, shutdown, startServer, testEnv } from "../support/server.ts"
+import { type RunningServerProcess, shutdown, startServerProcess, testEnv } from "../support/server.ts"
 
 /**
  * The console's lists on a real server and database: the Events filters (severity, sensor, source address or CIDR,
@@ -31,7 +31,7 @@ const PASSWORD = "correct horse battery staple"
 const ANALYST_PASSWORD = "analyst passphrase 2026"
 const RUN = Date.now().toString(36)
 
-let server: RunningServer
+let server: RunningServerProcess
 let db: TestDatabase
 let consoleUrl: string
 let orgId: string
@@ -103,8 +103,12 @@ beforeAll(async () => {
   consoleUrl = `http://127.0.0.1:${port}`
   // The engine is told it has 128 MiB (a JavaScriptCore option Bun reads from the environment), so it collects
   // garbage as a small machine would: the server's RSS then shows what it holds, not what it has not yet collected.
-  server = await startServer({
-    env: testEnv({ CONSOLE_PORT: String(port), APP_URL: consoleUrl, BUN_JSC_forceRAMSize: String(128 * 1024 * 1024) }),
+  server = await startServerProcess({
+    env: await testEnv({
+      CONSOLE_PORT: String(port),
+      APP_URL: consoleUrl,
+      BUN_JSC_forceRAMSize: String(128 * 1024 * 1024),
+    }),
   })
   db = testDatabase(server.env)
   const tenant = await createTenant(db, `Lists ${RUN}`)

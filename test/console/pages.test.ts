@@ -47,7 +47,7 @@ beforeAll(async () => {
   const port = freePort()
   consoleUrl = `http://127.0.0.1:${port}`
   server = await startServer({
-    env: testEnv({ CONSOLE_PORT: String(port), APP_URL: consoleUrl, WEBHOOK_ALLOW_PRIVATE: "127.0.0.0/8" }),
+    env: await testEnv({ CONSOLE_PORT: String(port), APP_URL: consoleUrl, WEBHOOK_ALLOW_PRIVATE: "127.0.0.0/8" }),
   })
   const env = server.env
   const org = (await adminJson(env, ["org", "create", "--name", `Acme SOC ${crypto.randomUUID().slice(0, 8)}`])).id

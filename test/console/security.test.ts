@@ -104,7 +104,7 @@ const act = (s: { cookie: string; csrf: string }, path: string, fields: Record<s
   postForm(path, { csrf: s.csrf, ...fields }, s.cookie)
 
 beforeAll(async () => {
-  server = await startServer({ env: testEnv({ TRUST_PROXY: "127.0.0.1", WEBHOOK_ALLOW_PRIVATE: "127.0.0.0/8" }) })
+  server = await startServer({ env: await testEnv({ TRUST_PROXY: "127.0.0.1", WEBHOOK_ALLOW_PRIVATE: "127.0.0.0/8" }) })
   consoleUrl = server.consoleUrl
   db = testDatabase(server.env)
   orgA = (await adminJson(server.env, ["org", "create", "--name", `Security A ${crypto.randomUUID().slice(0, 8)}`])).id

@@ -17,7 +17,7 @@ afterAll(async () => {
 
 test("D25: with CONSOLE_TLS_CERT_FILE and CONSOLE_TLS_KEY_FILE the console serves HTTPS itself", async () => {
   server = await startServer({
-    env: testEnv({ CONSOLE_TLS_CERT_FILE: join(dir, "cert.pem"), CONSOLE_TLS_KEY_FILE: join(dir, "key.pem") }),
+    env: await testEnv({ CONSOLE_TLS_CERT_FILE: join(dir, "cert.pem"), CONSOLE_TLS_KEY_FILE: join(dir, "key.pem") }),
   })
   const url = server.consoleUrl.replace("http://", "https://")
   const response = await fetch(`${url}/sign-in`, { tls: { ca: certs.caCert } })
@@ -29,7 +29,7 @@ test("D25: with CONSOLE_TLS_CERT_FILE and CONSOLE_TLS_KEY_FILE the console serve
 test("D25: only one of the two TLS files is a configuration error naming the missing one", async () => {
   const child = Bun.spawn(["bun", "src/main.ts"], {
     cwd: join(import.meta.dir, "..", ".."),
-    env: testEnv({ CONSOLE_TLS_CERT_FILE: join(dir, "cert.pem") }),
+    env: await testEnv({ CONSOLE_TLS_CERT_FILE: join(dir, "cert.pem") }),
     stdout: "pipe",
     stderr: "pipe",
   })

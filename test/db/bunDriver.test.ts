@@ -21,7 +21,7 @@ import { testEnv } from "../support/server.ts"
  */
 
 const ROOT = join(import.meta.dir, "..", "..")
-const env = testEnv()
+const env = await testEnv()
 
 type Driver = "pg" | "bun"
 /** One client of each driver for the whole file, on the same database (embedded or the run's PostgreSQL). */

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { DATABASE_ACCOUNT } from "../../src/platform/db/embedded.ts"
 import { admin, adminJson } from "../support/cli.ts"
-import { type RunningServer, startServer, testEnv } from "../support/server.ts"
+import { embeddedTestEnv, type RunningServerProcess, startServerProcess } from "../support/server.ts"
 
 /**
  * D35: the embedded database is a real PostgreSQL server in DATA_DIR/pg, shared by every process on that DATA_DIR
@@ -23,8 +23,8 @@ afterAll(() => {
 })
 
 const embeddedEnv = (dataDir: string) => {
-  const env = testEnv({ DATABASE_URL: "" })
-  // testEnv made a DATA_DIR of its own on the embedded run: this test names its own.
+  const env = embeddedTestEnv()
+  // embeddedTestEnv made a DATA_DIR of its own: this test names its own.
   if (env.DATA_DIR) rmSync(env.DATA_DIR, { recursive: true, force: true })
   return { ...env, DATA_DIR: dataDir }
 }
@@ -74,7 +74,7 @@ describe("D35: the embedded PostgreSQL server", () => {
   test("is PostgreSQL 18 in DATA_DIR/pg on a Unix socket only; as root it runs as its own account; SIGTERM stops it with the service", async () => {
     const dataDir = freshDataDir()
     const env = embeddedEnv(dataDir)
-    const server = await startServer({ env })
+    const server = await startServerProcess({ env })
     const pid = postmasterPid(dataDir)
     try {
       expect(pid).toBeNumber()
@@ -116,7 +116,7 @@ describe("D35: the embedded PostgreSQL server", () => {
       }
       const launchServer = async () => {
         if (adminFirst) await Bun.sleep(delay)
-        return startServer({ env })
+        return startServerProcess({ env })
       }
       const [created, server] = await Promise.all([launchAdmin(), launchServer()])
       let pid: number | undefined
@@ -136,12 +136,12 @@ describe("D35: the embedded PostgreSQL server", () => {
   test("a server killed with SIGKILL leaves nothing that blocks: started again, it finds its data", async () => {
     const dataDir = freshDataDir()
     const env = embeddedEnv(dataDir)
-    const first = await startServer({ env })
+    const first = await startServerProcess({ env })
     await adminJson(env, ["org", "create", "--name", "before-the-kill"])
     const pid = postmasterPid(dataDir)
     await first.stop("SIGKILL")
     const startedAt = performance.now()
-    const second = await startServer({ env })
+    const second = await startServerProcess({ env })
     try {
       const seconds = (performance.now() - startedAt) / 1000
       console.log(`restart after SIGKILL: first answer in ${seconds.toFixed(2)} s (bench figure, not asserted)`)
@@ -158,7 +158,7 @@ describe("D35: the embedded PostgreSQL server", () => {
   test("a server killed with SIGKILL together with its database (a power cut) starts again and finds its data", async () => {
     const dataDir = freshDataDir()
     const env = embeddedEnv(dataDir)
-    const first = await startServer({ env })
+    const first = await startServerProcess({ env })
     await adminJson(env, ["org", "create", "--name", "before-the-cut"])
     const pid = postmasterPid(dataDir) ?? 0
     const children = childrenOf(pid)
@@ -170,7 +170,7 @@ describe("D35: the embedded PostgreSQL server", () => {
       } catch {}
     }
     for (let i = 0; i < 100 && [pid, ...children].some(alive); i++) await Bun.sleep(50)
-    const second = await startServer({ env })
+    const second = await startServerProcess({ env })
     try {
       expect(await orgNames(env)).toEqual(["before-the-cut"])
       expect(postmasterPid(dataDir)).not.toBe(pid)
@@ -182,8 +182,8 @@ describe("D35: the embedded PostgreSQL server", () => {
   test("two servers on one DATA_DIR share the database; it runs until the second one stops", async () => {
     const dataDir = freshDataDir()
     const env = embeddedEnv(dataDir)
-    const [one, two] = await Promise.all([startServer({ env }), startServer({ env })])
-    let stopped: Array<RunningServer> = []
+    const [one, two] = await Promise.all([startServerProcess({ env }), startServerProcess({ env })])
+    let stopped: Array<RunningServerProcess> = []
     try {
       await adminJson(env, ["org", "create", "--name", "shared"])
       const pid = postmasterPid(dataDir)

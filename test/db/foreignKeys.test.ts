@@ -7,7 +7,7 @@ import { admin } from "../support/cli.ts"
 import { testDatabase } from "../support/db.ts"
 import { testEnv } from "../support/server.ts"
 
-const env = testEnv()
+const env = await testEnv()
 afterAll(() => {
   if (env.DATA_DIR) rmSync(env.DATA_DIR, { recursive: true, force: true })
 })

@@ -40,7 +40,7 @@ const sessionSetting = Effect.flatMap(
 
 describe("D33: the service's sessions never sit idle in a transaction for long", () => {
   test("DATABASE_URL: the admin pool's and the API pool's sessions have idle_in_transaction_session_timeout 15s", async () => {
-    const env = testEnv({ DATABASE_URL: ADMIN_URL })
+    const env = await testEnv({ DATABASE_URL: ADMIN_URL })
     if (env.DATA_DIR) dirs.push(env.DATA_DIR)
     expect(await withEnv(env, DatabaseLive, sessionSetting)).toBe("15s")
     expect(await withEnv(env, serverPool("api"), sessionSetting)).toBe("15s")
@@ -49,7 +49,7 @@ describe("D33: the service's sessions never sit idle in a transaction for long",
   test("embedded: the cluster's own setting is 15s (postgresql.conf, any client) and the service's sessions have it", async () => {
     const dataDir = mkdtempSync(join(tmpdir(), "dsvc-idle-"))
     dirs.push(dataDir)
-    const env = testEnv({ DATABASE_URL: "" })
+    const env = await testEnv({ DATABASE_URL: "" })
     if (env.DATA_DIR) rmSync(env.DATA_DIR, { recursive: true, force: true })
     const embedded = { ...env, DATA_DIR: dataDir }
     const result = await withEnv(

@@ -14,7 +14,7 @@ afterAll(async () => {
 
 /** A database no test has touched: a fresh DATA_DIR, or a fresh PostgreSQL database. */
 const freshEnv = async () => {
-  const env = testEnv()
+  const env = await testEnv()
   if (!usingPostgres()) {
     created.push(async () => rmSync(env.DATA_DIR as string, { recursive: true, force: true }))
     return env

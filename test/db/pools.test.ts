@@ -93,7 +93,7 @@ beforeAll(async () => {
   relayed.host = `127.0.0.1:${relay.port}`
   // A tiny API pool, so a few held requests exhaust it.
   server = await startServer({
-    env: testEnv({ DATABASE_URL: relayed.toString(), DATABASE_POOL_API: "2", DATABASE_POOL_INGEST: "4" }),
+    env: await testEnv({ DATABASE_URL: relayed.toString(), DATABASE_POOL_API: "2", DATABASE_POOL_INGEST: "4" }),
   })
   db = testDatabase({ ...server.env, DATABASE_URL: directUrl.toString() })
   direct = new SQL({ url: directUrl.toString(), max: 2 })

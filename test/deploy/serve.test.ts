@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, expect, test } from "bun:test"
 import { existsSync, readdirSync, readFileSync } from "node:fs"
 import { join } from "node:path"
-import { cleanup, type RunningServer, shutdown, startServer, testEnv } from "../support/server.ts"
+import { cleanup, type RunningServerProcess, shutdown, startServerProcess, testEnv } from "../support/server.ts"
 
 /**
  * Issue #15: the start command (`bun run start` = `bun run build:server && sh bin/serve`, and the Dockerfile's CMD)
@@ -11,7 +11,7 @@ import { cleanup, type RunningServer, shutdown, startServer, testEnv } from "../
  */
 
 const ROOT = join(import.meta.dir, "..", "..")
-let server: RunningServer
+let server: RunningServerProcess
 
 /** What bin/serve computes when the operator sets nothing: 384 MiB, or the cgroup's memory limit when lower. */
 const expectedRamSize = () => {
@@ -36,7 +36,7 @@ const environOf = (pid: number) =>
 beforeAll(async () => {
   const build = Bun.spawnSync(["bun", "run", "build:server"], { cwd: ROOT, stdout: "pipe", stderr: "pipe" })
   if (build.exitCode !== 0) throw new Error(`build:server failed: ${build.stderr.toString()}`)
-  server = await startServer({ command: ["sh", "bin/serve"] })
+  server = await startServerProcess({ command: ["sh", "bin/serve"] })
 })
 
 afterAll(() => shutdown(server))
@@ -65,7 +65,10 @@ test("issue #15: the bundled service serves the API, the docs, the console with 
 })
 
 test("issue #15: an operator's BUN_JSC_forceRAMSize is kept, and SIGTERM stops the bundled service cleanly", async () => {
-  const other = await startServer({ command: ["sh", "bin/serve"], env: testEnv({ BUN_JSC_forceRAMSize: "0" }) })
+  const other = await startServerProcess({
+    command: ["sh", "bin/serve"],
+    env: await testEnv({ BUN_JSC_forceRAMSize: "0" }),
+  })
   try {
     expect(environOf(other.process.pid).BUN_JSC_forceRAMSize).toBe("0")
     expect((await fetch(`${other.url}/v1/incidents`)).status).toBe(401)
@@ -87,10 +90,12 @@ test("two `bun run start` at once from one checkout: both builds succeed, whole,
   const built = join(ROOT, "dist", "server")
   expect(existsSync(join(built, "main.js"))).toBe(true)
   expect(readdirSync(join(built, "static")).sort()).toEqual(readdirSync(join(ROOT, "src", "console", "static")).sort())
-  const servers: Array<RunningServer> = []
+  const servers: Array<RunningServerProcess> = []
   try {
     servers.push(
-      ...(await Promise.all([0, 1].map(() => startServer({ env: testEnv(), command: ["sh", "bin/serve"] })))),
+      ...(await Promise.all(
+        [0, 1].map(async () => startServerProcess({ env: await testEnv(), command: ["sh", "bin/serve"] })),
+      )),
     )
     for (const started of servers) {
       expect((await fetch(`${started.opsUrl}/healthz`)).status).toBe(200)

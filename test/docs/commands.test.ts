@@ -5,7 +5,6 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { admin } from "../support/cli.ts"
 import { freePort } from "../support/console.ts"
-import { ownDatabaseOnPostgresRun } from "../support/postgres.ts"
 import { type RunningServer, shutdown, startServer, testEnv } from "../support/server.ts"
 import { shellBlock } from "../support/shellBlocks.ts"
 
@@ -96,10 +95,9 @@ const runWebhookWalkThrough = async (page: string) => {
     }),
   )
   expect(Object.keys(settings).sort()).toEqual(["WEBHOOK_ALLOW_PRIVATE", "WEBHOOK_CA_FILE"])
-  // A database of its own: on a shared one, the webhook dispatcher of this file's other server (started without
-  // these settings) would claim the walk-through's deliveries and refuse the receiver's loopback address.
-  const database = await ownDatabaseOnPostgresRun("walk")
-  const webhookServer = await startServer({ env: testEnv(settings, database?.url) })
+  // A database of its own (as every testEnv): the webhook dispatcher of this file's other server (started without
+  // these settings) would otherwise claim the walk-through's deliveries and refuse the receiver's loopback address.
+  const webhookServer = await startServer({ env: await testEnv(settings) })
   try {
     // The receiver runs until it is stopped: the script waits (interruptibly) and stops its jobs when it is ended.
     // The demo starts once the receiver listens, as it would for a reader who starts the receiver and then types the
@@ -156,7 +154,6 @@ const runWebhookWalkThrough = async (page: string) => {
     expect(code).toBe(0)
   } finally {
     await shutdown(webhookServer)
-    await database?.drop()
   }
 }
 
@@ -196,7 +193,7 @@ const CHAT_URL = "https://127.0.0.1:9/services/T0DOCS001/B0DOCS001/docsSecretPar
 
 let server: RunningServer
 beforeAll(async () => {
-  server = await startServer({ env: testEnv() })
+  server = await startServer({ env: await testEnv() })
 })
 afterAll(() => shutdown(server))
 

@@ -53,7 +53,9 @@ describe("the webhook walk-through, which starts the server again", () => {
   let first: RunningServer
   beforeAll(async () => {
     const ports = { PORT: freePort(), INGEST_PORT: freePort(), OPS_PORT: freePort(), CONSOLE_PORT: freePort() }
-    first = await startServer({ env: testEnv(Object.fromEntries(Object.entries(ports).map(([k, v]) => [k, `${v}`]))) })
+    first = await startServer({
+      env: await testEnv(Object.fromEntries(Object.entries(ports).map(([k, v]) => [k, `${v}`]))),
+    })
   }, 120_000)
   afterAll(() => shutdown(first))
 

@@ -59,7 +59,7 @@ beforeAll(async () => {
       `${rule} {\n  action(type="omfile" file="${dir}/routed.jsonl" template="jsonLine" flushOnTXEnd="on" asyncWriting="off")\n}`,
   })
   server = await startServer({
-    env: testEnv({
+    env: await testEnv({
       WEBHOOK_ALLOW_PRIVATE: "127.0.0.0/8",
       SYSLOG_CA_FILE: caFile,
       WEBHOOK_POLL_INTERVAL: "200 millis",

@@ -132,7 +132,7 @@ describe("D20: end to end, ingest then the API", () => {
   let server: RunningServer
   let db: TestDatabase
   beforeAll(async () => {
-    server = await startServer({ env: testEnv() })
+    server = await startServer({ env: await testEnv() })
     db = testDatabase(server.env)
   })
   afterAll(() => shutdown(server, db))

@@ -26,7 +26,7 @@ test("D15/D24 `bun run demo --org` sends signed created, escalated and reopened 
   const certs = makeTestCertificate({ ipAddresses: ["127.0.0.1"] })
   const caFile = join(tmpdir(), `dsvc-demo-ca-${process.pid}-${Date.now()}.pem`)
   writeFileSync(caFile, certs.caCert)
-  env = testEnv({ WEBHOOK_ALLOW_PRIVATE: "127.0.0.0/8", WEBHOOK_CA_FILE: caFile })
+  env = await testEnv({ WEBHOOK_ALLOW_PRIVATE: "127.0.0.0/8", WEBHOOK_CA_FILE: caFile })
 
   const org = await adminJson(env, ["org", "create", "--name", `Demo receiver ${crypto.randomUUID().slice(0, 8)}`])
   const port = freePort()

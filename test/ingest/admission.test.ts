@@ -66,7 +66,7 @@ let key: string
 
 beforeAll(async () => {
   // 1 MiB: one request of the largest size, or a chunked one, fills the room.
-  server = await startServer({ env: testEnv({ INGEST_INFLIGHT_MIB: "1" }) })
+  server = await startServer({ env: await testEnv({ INGEST_INFLIGHT_MIB: "1" }) })
   db = testDatabase(server.env)
   const tenant = await createTenant(db, "Admission")
   key = tenant.key

@@ -18,7 +18,7 @@ let tenant: { orgId: string; key: string }
 let sensor: { id: string; token: string }
 
 beforeAll(async () => {
-  server = await startServer({ env: testEnv() })
+  server = await startServer({ env: await testEnv() })
   db = testDatabase(server.env)
   tenant = await createTenant(db)
   sensor = await createSensor(db, tenant.orgId, "batch-01")

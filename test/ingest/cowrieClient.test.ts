@@ -21,7 +21,7 @@ let sensor: { id: string; token: string }
 
 beforeAll(async () => {
   // A channel on a closed local port: deliveries are built (at ingest, in its transaction) and then fail.
-  server = await startServer({ env: testEnv({ WEBHOOK_ALLOW_PRIVATE: "127.0.0.0/8" }) })
+  server = await startServer({ env: await testEnv({ WEBHOOK_ALLOW_PRIVATE: "127.0.0.0/8" }) })
   db = testDatabase(server.env)
   tenant = await createTenant(db)
   sensor = await createSensor(db, tenant.orgId, "cowrie-client")

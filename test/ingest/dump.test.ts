@@ -44,7 +44,7 @@ beforeAll(async () => {
   writeFileSync(caFile, certs.caCert)
   receiver = await startReceiver(certs)
   server = await startServer({
-    env: testEnv({
+    env: await testEnv({
       WEBHOOK_ALLOW_PRIVATE: "127.0.0.0/8",
       WEBHOOK_CA_FILE: caFile,
       WEBHOOK_POLL_INTERVAL: "200 millis",

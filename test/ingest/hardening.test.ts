@@ -24,7 +24,7 @@ let sensor: { id: string; token: string }
 
 beforeAll(async () => {
   server = await startServer({
-    env: testEnv({
+    env: await testEnv({
       // A channel on a closed local port: deliveries are built (at ingest, in its transaction) and then fail.
       WEBHOOK_ALLOW_PRIVATE: "127.0.0.0/8",
       MAX_CLOCK_SKEW: "5 minutes",

@@ -110,7 +110,7 @@ beforeAll(async () => {
   writeFileSync(caFile, certs.caCert)
   receiver = await startReceiver(certs)
   server = await startServer({
-    env: testEnv({
+    env: await testEnv({
       WEBHOOK_ALLOW_PRIVATE: "127.0.0.0/8,::1/128",
       WEBHOOK_CA_FILE: caFile,
       WEBHOOK_RETRY_SCHEDULE: "300ms,600ms",

@@ -15,7 +15,7 @@ let sensor: { id: string; token: string }
 
 beforeAll(async () => {
   server = await startServer({
-    env: testEnv({
+    env: await testEnv({
       REOPEN_WINDOW: "3 seconds",
       INCIDENT_IDLE_CLOSE: "2 seconds",
       INCIDENT_IDLE_CLOSE_EVERY: "250 millis",

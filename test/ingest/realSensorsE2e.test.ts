@@ -43,7 +43,7 @@ beforeAll(async () => {
   const port = freePort()
   consoleUrl = `http://127.0.0.1:${port}`
   server = await startServer({
-    env: testEnv({
+    env: await testEnv({
       WEBHOOK_ALLOW_PRIVATE: "127.0.0.0/8,::1/128",
       WEBHOOK_CA_FILE: caFile,
       WEBHOOK_POLL_INTERVAL: "200 millis",

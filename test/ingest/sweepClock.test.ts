@@ -36,7 +36,7 @@ let db: TestDatabase
 let orgId: string
 
 beforeAll(async () => {
-  const env = testEnv({ SENSOR_SWEEP_INTERVAL: "1 day" })
+  const env = await testEnv({ SENSOR_SWEEP_INTERVAL: "1 day" })
   server = await startServer({ env })
   // The test's own connection carries the timing settings the loops under test read (AppConfig).
   db = testDatabase({

@@ -67,7 +67,7 @@ beforeAll(async () => {
     silent: new Set([reverseName(SILENT_ADDRESS)]),
   })
   server = await startServer({
-    env: testEnv({
+    env: await testEnv({
       REVERSE_DNS: "on",
       DNS_SERVERS: `127.0.0.1:${dns.port}`,
       REVERSE_DNS_TIMEOUT: `${LOOKUP_TIMEOUT_MS} millis`,

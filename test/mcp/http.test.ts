@@ -312,7 +312,7 @@ describe("D11, D40 on a server with a small rate limit and a small result bound"
   let key: string
 
   beforeAll(async () => {
-    small = await startServer({ env: testEnv({ RATE_LIMIT: "12", MCP_MAX_RESULT_CHARS: "4000" }) })
+    small = await startServer({ env: await testEnv({ RATE_LIMIT: "12", MCP_MAX_RESULT_CHARS: "4000" }) })
     smallDb = testDatabase(small.env)
     const t = await createTenant(smallDb)
     key = t.key

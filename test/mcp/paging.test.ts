@@ -45,7 +45,7 @@ const pagingValue = (text: string, field: string): string => {
 }
 
 beforeAll(async () => {
-  server = await startServer({ env: testEnv({ MCP_MAX_RESULT_CHARS: String(MAX_CHARS) }) })
+  server = await startServer({ env: await testEnv({ MCP_MAX_RESULT_CHARS: String(MAX_CHARS) }) })
   db = testDatabase(server.env)
   const tenant = await createTenant(db)
   key = tenant.key

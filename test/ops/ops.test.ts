@@ -101,7 +101,7 @@ describe("logging settings", () => {
       probe.stop(true)
       return String(port)
     }
-    const env = testEnv({ LOG_LEVEL: "warning", PORT: free(), INGEST_PORT: free(), OPS_PORT: free() })
+    const env = await testEnv({ LOG_LEVEL: "warning", PORT: free(), INGEST_PORT: free(), OPS_PORT: free() })
     const child = Bun.spawn(["bun", "src/main.ts"], {
       cwd: join(import.meta.dir, "..", ".."),
       env,
@@ -134,7 +134,7 @@ describe("logging settings", () => {
   test("a bad LOG_LEVEL stops start-up with a message naming it", async () => {
     const child = Bun.spawn(["bun", "src/main.ts"], {
       cwd: join(import.meta.dir, "..", ".."),
-      env: testEnv({ LOG_LEVEL: "loud" }),
+      env: await testEnv({ LOG_LEVEL: "loud" }),
       stdout: "pipe",
       stderr: "pipe",
     })
@@ -161,7 +161,7 @@ describe("graceful shutdown", () => {
 
   test("SIGTERM: /readyz turns 503 at once, the in-flight delivery finishes, the process exits 0 within 10 s", async () => {
     const server = await startServer({
-      env: testEnv({
+      env: await testEnv({
         WEBHOOK_ALLOW_PRIVATE: "127.0.0.0/8",
         WEBHOOK_CA_FILE: caFile,
         WEBHOOK_POLL_INTERVAL: "100 millis",

@@ -22,7 +22,7 @@ describe("a taken port names its own variable", () => {
       const port = String(holder.port)
       const child = Bun.spawn(["bun", "src/main.ts"], {
         cwd: ROOT,
-        env: testEnv({ [variable]: port }),
+        env: await testEnv({ [variable]: port }),
         stdout: "pipe",
         stderr: "pipe",
       })

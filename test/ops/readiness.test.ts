@@ -27,7 +27,7 @@ const layer = Layer.merge(
   MigrationsLive.pipe(
     Layer.provideMerge(DatabaseLive),
     Layer.provideMerge(AppConfigLive),
-    Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(testEnv()))))),
+    Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(await testEnv()))))),
     Layer.provide(Logger.minimumLogLevel(LogLevel.Warning)),
   ),
 )

@@ -40,10 +40,7 @@ beforeAll(async () => {
   const port = freePort()
   consoleUrl = `http://127.0.0.1:${port}`
   server = await startServer({
-    env: testEnv(
-      { CONSOLE_PORT: String(port), APP_URL: consoleUrl, RETENTION_DAYS: "400" },
-      process.env.DATABASE_URL || undefined,
-    ),
+    env: await testEnv({ CONSOLE_PORT: String(port), APP_URL: consoleUrl, RETENTION_DAYS: "400" }),
   })
   db = testDatabase(server.env)
   tenant = await createTenant(db, `Retention console ${RUN}`)

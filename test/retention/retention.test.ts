@@ -26,10 +26,7 @@ beforeAll(async () => {
   // The server runs its own purge at start-up, and that pass can begin after the first test has made its
   // organizations and aged its rows: with the default windows it would delete them before the test looks. Its windows
   // here are as long as allowed, so every purge the tests judge is theirs (`purge()`, on the 365/30-day windows below).
-  const env = testEnv(
-    { RETENTION_DAYS: "100000", FEED_RETENTION_DAYS: "100000" },
-    process.env.DATABASE_URL || undefined,
-  )
+  const env = await testEnv({ RETENTION_DAYS: "100000", FEED_RETENTION_DAYS: "100000" })
   server = await startServer({ env })
   // WEBHOOK_ALLOW_PRIVATE: a channel on a loopback address can be made (it is never sent to here).
   db = testDatabase({ ...env, RETENTION_DAYS: "365", FEED_RETENTION_DAYS: "30", WEBHOOK_ALLOW_PRIVATE: "127.0.0.0/8" })

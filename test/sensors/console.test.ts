@@ -103,7 +103,7 @@ beforeAll(async () => {
   const port = freePort()
   consoleUrl = `http://127.0.0.1:${port}`
   server = await startServer({
-    env: testEnv({ CONSOLE_PORT: String(port), APP_URL: consoleUrl, INGEST_URL: INGEST_URL }),
+    env: await testEnv({ CONSOLE_PORT: String(port), APP_URL: consoleUrl, INGEST_URL: INGEST_URL }),
   })
   db = testDatabase(server.env)
   orgId = (

@@ -52,7 +52,7 @@ beforeAll(async () => {
   receiver = await startReceiver(certs)
   const port = freePort()
   consoleUrl = `http://127.0.0.1:${port}`
-  const env = testEnv({
+  const env = await testEnv({
     DATABASE_URL: await postgresUrl(),
     CONSOLE_PORT: String(port),
     APP_URL: consoleUrl,

@@ -18,7 +18,7 @@ let server: RunningServer
 let db: TestDatabase
 
 beforeAll(async () => {
-  server = await startServer({ env: testEnv({ INGEST_URL: "https://ingest.example.test:8443" }) })
+  server = await startServer({ env: await testEnv({ INGEST_URL: "https://ingest.example.test:8443" }) })
   db = testDatabase(server.env)
 })
 

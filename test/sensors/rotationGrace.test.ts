@@ -18,7 +18,7 @@ let server: RunningServer
 let db: TestDatabase
 
 beforeAll(async () => {
-  server = await startServer({ env: testEnv() })
+  server = await startServer({ env: await testEnv() })
   db = testDatabase(server.env)
 })
 

@@ -91,7 +91,7 @@ describe("D43: a plain-HTTP ingest address behind an HTTPS console is warned abo
   let server: RunningServer | undefined
   beforeAll(async () => {
     // APP_URL is https://console.test in the test environment, and INGEST_URL is unset.
-    server = await startServer({ env: testEnv() })
+    server = await startServer({ env: await testEnv() })
   })
   afterAll(async () => {
     await server?.stop()

@@ -1,7 +1,11 @@
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { ConfigProvider, Effect, Layer, Logger, ManagedRuntime } from "effect"
+import { MainLive } from "../../src/main.ts"
+import { loggingConfig } from "../../src/platform/config.ts"
 import { prebuilt } from "./prebuilt.ts"
+import { newTestDatabase } from "./runDatabase.ts"
 
 /**
  * Starts the real service (bundled once per test run, see prebuilt.ts) on random ports, on the embedded database in
@@ -17,10 +21,17 @@ export interface RunningServer {
   readonly ingestUrl: string
   /** The operations listener (/healthz, /readyz, /metrics). */
   readonly opsUrl: string
-  /** The web console (D25). */
+  /** The web console. */
   readonly consoleUrl: string
   readonly env: Record<string, string>
+  /** Every log line the server wrote (JSON lines), as they come. */
   readonly logs: Array<string>
+  /** A graceful stop (what SIGTERM does); resolves to the exit code, 0 for a server in this process. */
+  readonly stop: (signal?: "SIGTERM" | "SIGINT") => Promise<number>
+}
+
+/** A server in a process of its own: for tests about the process (signals, exit codes, start-up, a crash). */
+export interface RunningServerProcess extends RunningServer {
   readonly process: ReturnType<typeof Bun.spawn>
   readonly stop: (signal?: NodeJS.Signals) => Promise<number>
 }
@@ -52,16 +63,31 @@ export const serverEnv = (extra: Record<string, string> = {}): Record<string, st
 export const TEST_RATE_LIMIT = "1000000"
 
 /**
- * The environment of one test server: on `databaseUrl` when given (the fault suites' own PostgreSQL), otherwise on
- * the test run's PostgreSQL when it has DATABASE_URL, otherwise on its own embedded database in a fresh DATA_DIR.
+ * The environment of a test server on a given database (the fault suites' own PostgreSQL, or one a test made).
  */
-export const testEnv = (extra: Record<string, string> = {}, databaseUrl?: string): Record<string, string> => {
-  const base = serverEnv({ SECRET_KEY: TEST_SECRET_KEY, RATE_LIMIT: TEST_RATE_LIMIT })
-  const database = databaseUrl ?? (usingPostgres() ? (process.env.DATABASE_URL ?? "") : undefined)
-  if (database !== undefined) base.DATABASE_URL = database
-  else base.DATA_DIR = mkdtempSync(join(tmpdir(), "dsvc-"))
-  return { ...base, ...extra }
-}
+export const testEnvOn = (databaseUrl: string, extra: Record<string, string> = {}): Record<string, string> => ({
+  ...serverEnv({ SECRET_KEY: TEST_SECRET_KEY, RATE_LIMIT: TEST_RATE_LIMIT }),
+  DATABASE_URL: databaseUrl,
+  ...extra,
+})
+
+/**
+ * The environment of one test server on a database of its own: a copy of the run's migrated template on the run's
+ * PostgreSQL (the embedded one, or DATABASE_URL's server: test/support/runDatabase.ts). Servers that must share a
+ * database share one environment.
+ */
+export const testEnv = async (extra: Record<string, string> = {}): Promise<Record<string, string>> =>
+  testEnvOn(await newTestDatabase(), extra)
+
+/**
+ * The environment of a server on an embedded database of its own in a fresh DATA_DIR, as an operator without
+ * DATABASE_URL runs it: for tests about the embedded database and DATA_DIR themselves.
+ */
+export const embeddedTestEnv = (extra: Record<string, string> = {}): Record<string, string> => ({
+  ...serverEnv({ SECRET_KEY: TEST_SECRET_KEY, RATE_LIMIT: TEST_RATE_LIMIT }),
+  DATA_DIR: mkdtempSync(join(tmpdir(), "dsvc-")),
+  ...extra,
+})
 
 const readLines = async (stream: ReadableStream<Uint8Array>, sink: Array<string>, onLine: (line: string) => void) => {
   const decoder = new TextDecoder()
@@ -80,13 +106,13 @@ const readLines = async (stream: ReadableStream<Uint8Array>, sink: Array<string>
 }
 
 /**
- * `command`: how the server is started (default: the service bundled once for the test run, as the start command
- * bundles it; test/deploy runs the start command itself, bin/serve).
+ * The service in a process of its own. `command`: how it is started (default: the service bundled once for the test
+ * run, as the start command bundles it; test/deploy runs the start command itself, bin/serve).
  */
-export const startServer = async (
+export const startServerProcess = async (
   options: { env?: Record<string, string>; command?: ReadonlyArray<string> } = {},
-): Promise<RunningServer> => {
-  const env = options.env ?? testEnv()
+): Promise<RunningServerProcess> => {
+  const env = options.env ?? (await testEnv())
   const logs: Array<string> = []
   const child = Bun.spawn([...(options.command ?? ["bun", prebuilt().main])], {
     cwd: ROOT,
@@ -147,6 +173,76 @@ export const startServer = async (
     env,
     logs,
     process: child,
+    stop,
+  }
+}
+
+const LISTENERS = ["api", "ingest", "ops", "console"] as const
+
+/**
+ * The service in this process: `main.ts`'s layers (every face, each on its own pool, migrations, jobs) in a managed
+ * runtime configured from `env` alone, its log lines captured as the process would write them. For tests of
+ * behaviour: it starts in a fraction of a process's time. Tests about the process itself use startServerProcess.
+ */
+export const startServer = async (options: { env?: Record<string, string> } = {}): Promise<RunningServer> => {
+  const env = options.env ?? (await testEnv())
+  const logs: Array<string> = []
+  const provider = Layer.setConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env))))
+  const level = await Effect.runPromise(
+    Effect.map(loggingConfig, (config) => config.level).pipe(
+      Effect.withConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env)))),
+    ),
+  )
+  const capture = Logger.replace(
+    Logger.defaultLogger,
+    Logger.map(Logger.jsonLogger, (line) => {
+      logs.push(line)
+    }),
+  )
+  const runtime = ManagedRuntime.make(
+    // main.ts launches this layer as it is; its requirements read as `unknown` only through a type the compiler
+    // cannot narrow, not a service anyone has to provide.
+    (MainLive as Layer.Layer<Layer.Layer.Success<typeof MainLive>, Layer.Layer.Error<typeof MainLive>>).pipe(
+      Layer.provide(capture),
+      Layer.provide(Logger.minimumLogLevel(level)),
+      Layer.provide(provider),
+    ),
+  )
+  try {
+    await runtime.runtime()
+  } catch (error) {
+    await runtime.dispose().catch(() => {})
+    throw new Error(
+      `server did not start: ${error instanceof Error ? error.message : String(error)}\n${logs.join("\n")}`,
+    )
+  }
+  const ports = new Map<string, number>()
+  for (const line of logs) {
+    try {
+      const entry = JSON.parse(line) as { message?: unknown; annotations?: { port?: number } }
+      const listener = LISTENERS.find((name) => entry.message === `${name} listening`)
+      if (listener !== undefined && entry.annotations?.port) ports.set(listener, entry.annotations.port)
+    } catch {}
+  }
+  const portOf = (listener: (typeof LISTENERS)[number]) => {
+    const port = ports.get(listener)
+    if (port === undefined) throw new Error(`the ${listener} listener did not say its port:\n${logs.join("\n")}`)
+    return port
+  }
+  let stopped: Promise<number> | undefined
+  const stop = () => {
+    stopped ??= runtime.dispose().then(() => 0)
+    return stopped
+  }
+  const port = portOf("api")
+  return {
+    url: `http://127.0.0.1:${port}`,
+    port,
+    ingestUrl: `http://127.0.0.1:${portOf("ingest")}`,
+    opsUrl: `http://127.0.0.1:${portOf("ops")}`,
+    consoleUrl: `http://127.0.0.1:${portOf("console")}`,
+    env,
+    logs,
     stop,
   }
 }

@@ -9,7 +9,7 @@ import { adminJson } from "../support/cli.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
 import { ingest, nativeEvent } from "../support/ingest.ts"
 import { type Receiver, startReceiver } from "../support/receiver.ts"
-import { cleanup, type RunningServer, startServer, testEnv } from "../support/server.ts"
+import { cleanup, type RunningServerProcess, startServerProcess, testEnv } from "../support/server.ts"
 import { makeTestCertificate } from "../support/tls.ts"
 
 /**
@@ -21,8 +21,8 @@ import { makeTestCertificate } from "../support/tls.ts"
 const DELIVERIES = 200
 let receiver: Receiver
 let env: Record<string, string>
-let first: RunningServer | undefined
-let second: RunningServer | undefined
+let first: RunningServerProcess | undefined
+let second: RunningServerProcess | undefined
 let db: TestDatabase | undefined
 
 beforeAll(async () => {
@@ -32,7 +32,7 @@ beforeAll(async () => {
   receiver = await startReceiver(certs)
   // Slow answers keep many sends in flight when the process dies.
   receiver.setDelay(150)
-  env = testEnv({
+  env = await testEnv({
     WEBHOOK_ALLOW_PRIVATE: "127.0.0.0/8",
     WEBHOOK_CA_FILE: caFile,
     WEBHOOK_RETRY_SCHEDULE: "200ms,400ms,800ms",
@@ -51,7 +51,7 @@ afterAll(async () => {
 })
 
 test("D17 SIGKILL with 200 deliveries in flight: after a restart every one arrives (at least once), none is lost", async () => {
-  first = await startServer({ env })
+  first = await startServerProcess({ env })
   const org = await adminJson(env, ["org", "create", "--name", `Crash ${crypto.randomUUID().slice(0, 8)}`])
   const sensor = await adminJson(env, ["sensor", "create", "--org", org.id, "--name", "web-01"])
   const channel = await adminJson(env, ["webhook", "create", "--org", org.id, "--url", `${receiver.url}/crash`])
@@ -70,7 +70,7 @@ test("D17 SIGKILL with 200 deliveries in flight: after a restart every one arriv
   await first.stop("SIGKILL")
   const beforeRestart = receiver.requests.length
 
-  second = await startServer({ env })
+  second = await startServerProcess({ env })
   db = testDatabase(env)
   const database = db
   const rows = () =>

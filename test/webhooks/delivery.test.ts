@@ -97,7 +97,7 @@ afterAll(() => receiver?.stop())
 describe("webhook delivery (D15–D17)", () => {
   let server: RunningServer
   beforeAll(async () => {
-    server = await startServer({ env: testEnv(webhookEnv()) })
+    server = await startServer({ env: await testEnv(webhookEnv()) })
   })
   afterAll(() => shutdown(server))
 
@@ -441,7 +441,7 @@ describe("webhook delivery (D15–D17)", () => {
 describe("D17 time-out (the real 5 s)", () => {
   let server: RunningServer
   beforeAll(async () => {
-    server = await startServer({ env: testEnv({ ...webhookEnv(), WEBHOOK_RETRY_SCHEDULE: "100ms" }) })
+    server = await startServer({ env: await testEnv({ ...webhookEnv(), WEBHOOK_RETRY_SCHEDULE: "100ms" }) })
   })
   afterAll(() => shutdown(server))
 

@@ -48,7 +48,7 @@ beforeAll(async () => {
   const address = dead.address()
   deadPort = typeof address === "object" && address !== null ? address.port : 0
   server = await startServer({
-    env: testEnv({
+    env: await testEnv({
       WEBHOOK_ALLOW_PRIVATE: "127.0.0.0/8",
       WEBHOOK_CA_FILE: caFile,
       WEBHOOK_TIMEOUT: "2 seconds",

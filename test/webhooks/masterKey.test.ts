@@ -28,7 +28,11 @@ beforeAll(async () => {
   const caFile = join(tmpdir(), `dsvc-rekey-ca-${process.pid}-${Date.now()}.pem`)
   writeFileSync(caFile, certs.caCert)
   receiver = await startReceiver(certs)
-  env = testEnv({ WEBHOOK_ALLOW_PRIVATE: "127.0.0.0/8", WEBHOOK_CA_FILE: caFile, WEBHOOK_POLL_INTERVAL: "200 millis" })
+  env = await testEnv({
+    WEBHOOK_ALLOW_PRIVATE: "127.0.0.0/8",
+    WEBHOOK_CA_FILE: caFile,
+    WEBHOOK_POLL_INTERVAL: "200 millis",
+  })
   // Resealing touches every organization: on PostgreSQL this file gets a database of its own.
   ownDatabase = await ownDatabaseOnPostgresRun("rekey")
   if (ownDatabase) env.DATABASE_URL = ownDatabase.url

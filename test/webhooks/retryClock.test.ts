@@ -8,7 +8,6 @@ import { WebhooksRepo } from "../../src/repos/WebhooksRepo.ts"
 import { WebhookDispatcherLive } from "../../src/webhooks/Dispatcher.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
 import { createTenant } from "../support/fixtures.ts"
-import { type OwnDatabase, ownDatabaseOnPostgresRun } from "../support/postgres.ts"
 import { recordingChannelSender } from "../support/recordingChannelSender.ts"
 import { type RunningServer, shutdown, startServer, testEnv } from "../support/server.ts"
 
@@ -19,9 +18,9 @@ import { type RunningServer, shutdown, startServer, testEnv } from "../support/s
  * once it succeeded.
  *
  * The delivery lives in a virtual era (2099): the running server's own dispatcher, on the real clock, never finds it
- * due, and the test's dispatcher is the only one that sends it. On the PostgreSQL run the file has a database of its
- * own: other files' pending deliveries would fill the dispatcher's first rounds, and ours would be claimed only after
- * their sends ended, a moment the test cannot see from outside.
+ * due, and the test's dispatcher is the only one that sends it. The file has a database of its own: other files'
+ * pending deliveries would fill the dispatcher's first rounds, and ours would be claimed only after their sends
+ * ended, a moment the test cannot see from outside.
  */
 
 const POLL = Duration.seconds(5)
@@ -29,18 +28,15 @@ const SCHEDULE = ["5s", "30s", "2m"]
 
 let server: RunningServer
 let db: TestDatabase
-let ownDatabase: OwnDatabase | undefined
 
 beforeAll(async () => {
-  ownDatabase = await ownDatabaseOnPostgresRun("retryclock")
-  const env = testEnv({}, ownDatabase?.url)
+  const env = await testEnv()
   server = await startServer({ env })
   db = testDatabase({ ...env, WEBHOOK_RETRY_SCHEDULE: SCHEDULE.join(","), WEBHOOK_POLL_INTERVAL: "5 seconds" })
 })
 
 afterAll(async () => {
   await shutdown(server, db)
-  await ownDatabase?.drop()
 })
 
 const answer = (ok: boolean): WebhookSendResult => ({
