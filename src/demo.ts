@@ -20,8 +20,9 @@ import { Keys } from "./platform/keys.ts"
 import { Lifecycle } from "./platform/Lifecycle.ts"
 import { CliLoggingLive } from "./platform/logging.ts"
 import { ChannelSender } from "./platform/outbound/ChannelSender.ts"
+import { ChannelsRepo } from "./repos/ChannelsRepo.ts"
+import { DeliveriesRepo } from "./repos/DeliveriesRepo.ts"
 import { ReposLive } from "./repos/layers.ts"
-import { WebhooksRepo } from "./repos/WebhooksRepo.ts"
 import { WebhookDispatcherLive } from "./webhooks/Dispatcher.ts"
 
 /**
@@ -209,7 +210,8 @@ const program = (existingOrg: string | undefined) =>
   Effect.gen(function* () {
     const orgs = yield* OrgAdmin
     const config = yield* AppConfig
-    const webhooks = yield* WebhooksRepo
+    const channelRepo = yield* ChannelsRepo
+    const deliveryRepo = yield* DeliveriesRepo
     // --org: an existing organization, e.g. one with a webhook channel pointed at examples/receiver.ts.
     // Each run makes its own "Demo Corp" (and, with --org, its own sensor): the names repeat on purpose.
     const org =
@@ -295,14 +297,14 @@ const program = (existingOrg: string | undefined) =>
     yield* post("opencanary", [mysqlLine(back, RETURNING, 44_310, "root", "mysql")])
 
     // D15: created, escalated and re-opened incidents went to the organization's channels through the outbox.
-    const channels = (yield* webhooks.listChannels(org.id)).filter((c) => c.enabled).length
+    const channels = (yield* channelRepo.listChannels(org.id)).filter((c) => c.enabled).length
     let webhookLine = ""
     if (channels > 0) {
       const deadline = Date.now() + DELIVERY_WAIT_MS
-      let counts = yield* webhooks.countByStatus(org.id)
+      let counts = yield* deliveryRepo.countByStatus(org.id)
       while ((counts.pending ?? 0) + (counts.failed ?? 0) > 0 && Date.now() < deadline) {
         yield* Effect.sleep("200 millis")
-        counts = yield* webhooks.countByStatus(org.id)
+        counts = yield* deliveryRepo.countByStatus(org.id)
       }
       webhookLine = `\nWebhooks to ${channels} channel(s): ${counts.succeeded ?? 0} delivered, ${(counts.pending ?? 0) + (counts.failed ?? 0)} still retrying, ${counts.dead ?? 0} dead (see: bun run admin webhook deliveries <channel-id>).`
     }

@@ -19,7 +19,8 @@ import { Keys } from "../platform/keys.ts"
 import { ChannelSender } from "../platform/outbound/ChannelSender.ts"
 import { checkSyslogDestination } from "../platform/outbound/syslogSend.ts"
 import { checkAndResolveWebhookUrl, systemLookup } from "../platform/outbound/urlRule.ts"
-import { type ChannelRow, WebhooksRepo } from "../repos/WebhooksRepo.ts"
+import { type ChannelRow, ChannelsRepo } from "../repos/ChannelsRepo.ts"
+import { DeliveriesRepo } from "../repos/DeliveriesRepo.ts"
 import { AdminActor, requireAdmin, requireScope } from "./actor.ts"
 import { auditing } from "./common.ts"
 import { Forbidden, invalid, missing, NotFound } from "./errors.ts"
@@ -96,7 +97,8 @@ export type ChannelView = ReturnType<typeof describe>
  */
 export class ChannelAdmin extends Effect.Service<ChannelAdmin>()("ChannelAdmin", {
   effect: Effect.gen(function* () {
-    const repo = yield* WebhooksRepo
+    const channelRepo = yield* ChannelsRepo
+    const deliveryRepo = yield* DeliveriesRepo
     const orgAdmin = yield* OrgAdmin
     const sender = yield* ChannelSender
     const config = yield* AppConfig
@@ -108,7 +110,7 @@ export class ChannelAdmin extends Effect.Service<ChannelAdmin>()("ChannelAdmin",
 
     /** D30: another organization's channel is the same "unknown" as one that does not exist. */
     const find = Effect.fn("ChannelAdmin.find")(function* (channelId: string) {
-      const found = isId("webhookChannel", channelId) ? yield* repo.findChannel(channelId) : Option.none()
+      const found = isId("webhookChannel", channelId) ? yield* channelRepo.findChannel(channelId) : Option.none()
       if (Option.isNone(found)) return yield* new NotFound({ message: `unknown webhook channel: ${channelId}` })
       yield* requireScope(found.value.orgId, `unknown webhook channel: ${channelId}`)
       return found.value
@@ -215,7 +217,7 @@ export class ChannelAdmin extends Effect.Service<ChannelAdmin>()("ChannelAdmin",
       const at = yield* now
       yield* sql.withTransaction(
         Effect.zipRight(
-          repo.insertChannel({
+          channelRepo.insertChannel({
             id,
             orgId,
             kind,
@@ -244,7 +246,7 @@ export class ChannelAdmin extends Effect.Service<ChannelAdmin>()("ChannelAdmin",
     const list = Effect.fn("ChannelAdmin.list")(function* (orgId: string) {
       yield* orgAdmin.require(orgId)
       const at = yield* now
-      return (yield* repo.listChannels(orgId)).map((c) => describe(c, at))
+      return (yield* channelRepo.listChannels(orgId)).map((c) => describe(c, at))
     })
 
     /**
@@ -272,7 +274,7 @@ export class ChannelAdmin extends Effect.Service<ChannelAdmin>()("ChannelAdmin",
         const at = yield* now
         yield* sql.withTransaction(
           Effect.zipRight(
-            repo.replaceDestination(channel.id, next.url, sealer.seal(encoder.encode(next.sealed ?? "")), at),
+            channelRepo.replaceDestination(channel.id, next.url, sealer.seal(encoder.encode(next.sealed ?? "")), at),
             audited(
               channel.orgId,
               "webhook.rotate",
@@ -294,7 +296,7 @@ export class ChannelAdmin extends Effect.Service<ChannelAdmin>()("ChannelAdmin",
       const secret = credential.generate()
       yield* sql.withTransaction(
         Effect.zipRight(
-          repo.rotateSecret(
+          channelRepo.rotateSecret(
             channel.id,
             sealer.seal(encoder.encode(secret)),
             ms > 0 ? channel.secretEnc : null,
@@ -314,7 +316,7 @@ export class ChannelAdmin extends Effect.Service<ChannelAdmin>()("ChannelAdmin",
     const setEnabled = Effect.fn("ChannelAdmin.setEnabled")(function* (channelId: string, enabled: boolean) {
       yield* requireAdmin
       const channel = yield* find(channelId)
-      yield* repo.setEnabled(channel.id, enabled, yield* now)
+      yield* channelRepo.setEnabled(channel.id, enabled, yield* now)
       yield* audited(channel.orgId, enabled ? "webhook.enable" : "webhook.disable", channel.id, null)
       return { id: channel.id, enabled }
     }, sql.withTransaction)
@@ -326,7 +328,7 @@ export class ChannelAdmin extends Effect.Service<ChannelAdmin>()("ChannelAdmin",
       if (on && channel.format === "ocsf") {
         return yield* invalid("an OCSF channel carries incidents only: sensor-health alerts need a native channel")
       }
-      yield* repo.setSensorHealth(channel.id, on, yield* now)
+      yield* channelRepo.setSensorHealth(channel.id, on, yield* now)
       yield* audited(channel.orgId, "webhook.sensor_health", channel.id, on ? "on" : "off")
       return { id: channel.id, sensorHealth: on }
     }, sql.withTransaction)
@@ -345,8 +347,8 @@ export class ChannelAdmin extends Effect.Service<ChannelAdmin>()("ChannelAdmin",
         return yield* missing("--settle")
       }
       const seconds = yield* settleOf(kindSpec(channel.kind), settle)
-      yield* repo.setSettle(channel.id, seconds, yield* now)
-      if (seconds < channel.settleSeconds) yield* repo.notify
+      yield* channelRepo.setSettle(channel.id, seconds, yield* now)
+      if (seconds < channel.settleSeconds) yield* deliveryRepo.notify
       yield* audited(
         channel.orgId,
         "webhook.settle",
@@ -373,7 +375,7 @@ export class ChannelAdmin extends Effect.Service<ChannelAdmin>()("ChannelAdmin",
         createdAt: at,
         incident: sampleIncident(at, config.appUrl),
       })
-      yield* repo.insertDeliveries([
+      yield* deliveryRepo.insertDeliveries([
         {
           id: deliveryId,
           orgId: channel.orgId,
@@ -392,7 +394,7 @@ export class ChannelAdmin extends Effect.Service<ChannelAdmin>()("ChannelAdmin",
       ])
       const { startedAt, result } = yield* sender.send({ url: channel.url, body, deliveryId, attempt: 1, channel })
       const next = nextState(result, 0, [], new Date(yield* Clock.currentTimeMillis))
-      yield* repo.recordAttempt(owner, {
+      yield* deliveryRepo.recordAttempt(owner, {
         attempt: {
           id: newId("deliveryAttempt", startedAt.getTime()),
           deliveryId,
@@ -425,8 +427,12 @@ export class ChannelAdmin extends Effect.Service<ChannelAdmin>()("ChannelAdmin",
       if (status !== undefined && !DeliveryStatus.literals.includes(status as DeliveryStatus)) {
         return yield* invalid(`--status must be one of ${DeliveryStatus.literals.join(", ")}`)
       }
-      const rows = yield* repo.listDeliveries(channel.id, status as DeliveryStatus | undefined, DELIVERY_LOG_LIMIT)
-      const attempts = yield* repo.attemptsOf(rows.map((r) => r.id))
+      const rows = yield* deliveryRepo.listDeliveries(
+        channel.id,
+        status as DeliveryStatus | undefined,
+        DELIVERY_LOG_LIMIT,
+      )
+      const attempts = yield* deliveryRepo.attemptsOf(rows.map((r) => r.id))
       return rows.map((r) => ({
         id: r.id,
         type: r.type,
@@ -454,16 +460,16 @@ export class ChannelAdmin extends Effect.Service<ChannelAdmin>()("ChannelAdmin",
     /** D17: a delivery (dead, failed or even delivered) is queued again now; a running dispatcher is woken. */
     const redeliver = Effect.fn("ChannelAdmin.redeliver")(function* (deliveryId: string) {
       yield* requireAdmin
-      const found = isId("webhookDelivery", deliveryId) ? yield* repo.findDelivery(deliveryId) : Option.none()
+      const found = isId("webhookDelivery", deliveryId) ? yield* deliveryRepo.findDelivery(deliveryId) : Option.none()
       if (Option.isNone(found)) return yield* new NotFound({ message: `unknown delivery: ${deliveryId}` })
       const delivery = found.value
       yield* requireScope(delivery.orgId, `unknown delivery: ${deliveryId}`)
       yield* sql.withTransaction(
         Effect.gen(function* () {
-          if (!(yield* repo.redeliver(deliveryId, yield* now))) {
+          if (!(yield* deliveryRepo.redeliver(deliveryId, yield* now))) {
             return yield* new NotFound({ message: `unknown delivery: ${deliveryId}` })
           }
-          yield* repo.notify
+          yield* deliveryRepo.notify
           yield* audited(delivery.orgId, "webhook.redeliver", deliveryId, delivery.channelId)
         }),
       )
@@ -478,7 +484,7 @@ export class ChannelAdmin extends Effect.Service<ChannelAdmin>()("ChannelAdmin",
       }
       let resealed = 0
       const unreadable: Array<string> = []
-      for (const channel of yield* repo.allChannels()) {
+      for (const channel of yield* channelRepo.allChannels()) {
         const sealed = [channel.secretEnc, channel.previousSecretEnc]
         if (sealed.every((s) => s === null || sealedKeyId(s) === sealer.keyId)) continue
         const [secret, previous] = sealed.map((s) => (s === null ? null : sealer.open(s)))
@@ -486,7 +492,11 @@ export class ChannelAdmin extends Effect.Service<ChannelAdmin>()("ChannelAdmin",
           unreadable.push(channel.id)
           continue
         }
-        yield* repo.setSealedSecrets(channel.id, sealer.seal(secret), previous === null ? null : sealer.seal(previous))
+        yield* channelRepo.setSealedSecrets(
+          channel.id,
+          sealer.seal(secret),
+          previous === null ? null : sealer.seal(previous),
+        )
         resealed++
       }
       return { resealed, unreadable }

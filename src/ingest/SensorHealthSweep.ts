@@ -4,8 +4,9 @@ import { newId } from "../domain/ids.ts"
 import { sensorWebhookTypeOf, serializeSensorWebhookBody } from "../domain/sensorHealthPayload.ts"
 import { AppConfig } from "../platform/config.ts"
 import { SENSOR_STATES, sensorsGauge } from "../platform/metrics.ts"
+import { ChannelsRepo } from "../repos/ChannelsRepo.ts"
+import { DeliveriesRepo, type NewDelivery } from "../repos/DeliveriesRepo.ts"
 import { type SensorRow, type SensorStatus, SensorsRepo, statusOf } from "../repos/SensorsRepo.ts"
-import { type NewDelivery, WebhooksRepo } from "../repos/WebhooksRepo.ts"
 
 /** A sweep interval below this (a typo such as "0 seconds") would only spin. */
 const MIN_SWEEP_MS = 100
@@ -28,7 +29,8 @@ export const SensorHealthSweepLive = Layer.scopedDiscard(
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const sensors = yield* SensorsRepo
-    const webhooks = yield* WebhooksRepo
+    const channelRepo = yield* ChannelsRepo
+    const deliveryRepo = yield* DeliveriesRepo
     const config = yield* AppConfig
     const every = Duration.max(config.sensorSweepEvery, Duration.millis(MIN_SWEEP_MS))
 
@@ -40,7 +42,7 @@ export const SensorHealthSweepLive = Layer.scopedDiscard(
           if (!moved) return false
           const type = sensorWebhookTypeOf(row.health, to)
           if (type === undefined) return true
-          const channels = yield* webhooks.sensorHealthChannels(row.orgId)
+          const channels = yield* channelRepo.sensorHealthChannels(row.orgId)
           const deliveries: Array<NewDelivery> = channels.map((channelId) => {
             const id = newId("webhookDelivery", now.getTime())
             return {
@@ -62,8 +64,8 @@ export const SensorHealthSweepLive = Layer.scopedDiscard(
             }
           })
           if (deliveries.length > 0) {
-            yield* webhooks.insertDeliveries(deliveries)
-            yield* webhooks.notify
+            yield* deliveryRepo.insertDeliveries(deliveries)
+            yield* deliveryRepo.notify
           }
           yield* Effect.logInfo(to === "silent" ? "sensor silent" : "sensor heard from").pipe(
             // Ids only: a sensor's name is an administrator's text, but ids are what lead to it.

@@ -11,8 +11,8 @@ import { payloadTooLarge } from "../platform/http/responses.ts"
 import { Lifecycle } from "../platform/Lifecycle.ts"
 import { webhookOldestDueAge, webhookQueueDepth } from "../platform/metrics.ts"
 import { rateLimitStoreErrors } from "../platform/ratelimit/RateLimiter.ts"
+import { DeliveriesRepo } from "../repos/DeliveriesRepo.ts"
 import { ReposLive } from "../repos/layers.ts"
-import { WebhooksRepo } from "../repos/WebhooksRepo.ts"
 import { toPrometheus } from "./prometheus.ts"
 
 /**
@@ -52,10 +52,10 @@ export const readiness = Effect.gen(function* () {
 })
 
 const metrics = Effect.gen(function* () {
-  const webhooks = yield* WebhooksRepo
+  const deliveries = yield* DeliveriesRepo
   const now = new Date(yield* Clock.currentTimeMillis)
   // Queue figures come from the database (shared by every process), read now; a failure leaves the last values.
-  yield* webhooks.queueStats(now).pipe(
+  yield* deliveries.queueStats(now).pipe(
     Effect.tap((stats) => Metric.set(webhookQueueDepth, stats.depth)),
     Effect.tap((stats) => Metric.set(webhookOldestDueAge, stats.oldestDueSeconds)),
     Effect.timeout(Duration.seconds(2)),

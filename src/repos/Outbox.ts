@@ -11,10 +11,11 @@ import {
 import { newId } from "../domain/ids.ts"
 import { meetsMinimum, type Severity } from "../domain/severity.ts"
 import { AppConfig } from "../platform/config.ts"
+import { type ChannelRow, ChannelsRepo } from "./ChannelsRepo.ts"
+import { DeliveriesRepo, type NewDelivery } from "./DeliveriesRepo.ts"
 import { EventsRepo } from "./EventsRepo.ts"
 import { type IncidentRow, IncidentsRepo } from "./IncidentsRepo.ts"
 import { SensorsRepo } from "./SensorsRepo.ts"
-import { type ChannelRow, type NewDelivery, WebhooksRepo } from "./WebhooksRepo.ts"
 
 export interface RecordedTransition {
   readonly id: string
@@ -79,7 +80,8 @@ type OutboxChannel = Pick<ChannelRow, "id" | "minSeverity" | "settleSeconds">
  */
 export class WebhookOutbox extends Effect.Service<WebhookOutbox>()("WebhookOutbox", {
   effect: Effect.gen(function* () {
-    const webhooks = yield* WebhooksRepo
+    const channelRepo = yield* ChannelsRepo
+    const deliveryRepo = yield* DeliveriesRepo
     const incidents = yield* IncidentsRepo
     const events = yield* EventsRepo
     const sensors = yield* SensorsRepo
@@ -94,7 +96,7 @@ export class WebhookOutbox extends Effect.Service<WebhookOutbox>()("WebhookOutbo
       for (const orgId of new Set(orgIds)) {
         byOrg.set(
           orgId,
-          (yield* webhooks.listChannels(orgId)).filter((c) => c.enabled && keep(c)),
+          (yield* channelRepo.listChannels(orgId)).filter((c) => c.enabled && keep(c)),
         )
       }
       return byOrg
@@ -140,7 +142,7 @@ export class WebhookOutbox extends Effect.Service<WebhookOutbox>()("WebhookOutbo
         if (group === undefined) groups.set(key, [h])
         else group.push(h)
       }
-      const firsts = yield* webhooks.firstDeliveries(
+      const firsts = yield* deliveryRepo.firstDeliveries(
         [...new Set(held.map((h) => h.channel.id))],
         [...new Set(held.map((h) => h.entry.incidentId))],
       )
@@ -180,7 +182,7 @@ export class WebhookOutbox extends Effect.Service<WebhookOutbox>()("WebhookOutbo
             createdAt: last.transition.at,
             incident: last.incident,
           })
-          if (yield* webhooks.replaceWaitingBody(first.id, body)) continue
+          if (yield* deliveryRepo.replaceWaitingBody(first.id, body)) continue
         }
         // The first message is out, or being sent: these transitions are messages of their own.
         for (const h of group) rows.push(...deliveriesOf(h.entry, h.transition, h.type, h.incident, [h.channel]))
@@ -192,7 +194,7 @@ export class WebhookOutbox extends Effect.Service<WebhookOutbox>()("WebhookOutbo
     const write = (rows: ReadonlyArray<NewDelivery>) =>
       rows.length === 0
         ? Effect.succeed(0)
-        : Effect.as(Effect.zipRight(webhooks.insertDeliveries(rows), webhooks.notify), rows.length)
+        : Effect.as(Effect.zipRight(deliveryRepo.insertDeliveries(rows), deliveryRepo.notify), rows.length)
 
     /**
      * The deliveries of many incidents' transitions (one ingestion request): each organization's channels are read

@@ -2,7 +2,9 @@ import { Layer } from "effect"
 import { ApiKeysRepo } from "./ApiKeysRepo.ts"
 import { AuditRepo } from "./AuditRepo.ts"
 import { BaitCredentialsRepo } from "./BaitCredentialsRepo.ts"
+import { ChannelsRepo } from "./ChannelsRepo.ts"
 import { ConsoleUsersRepo } from "./ConsoleUsersRepo.ts"
+import { DeliveriesRepo } from "./DeliveriesRepo.ts"
 import { EventsRepo } from "./EventsRepo.ts"
 import { IgnoreRulesRepo } from "./IgnoreRulesRepo.ts"
 import { IncidentNotesRepo } from "./IncidentNotesRepo.ts"
@@ -12,7 +14,6 @@ import { OrgsRepo } from "./OrgsRepo.ts"
 import { WebhookOutbox } from "./Outbox.ts"
 import { SensorsRepo } from "./SensorsRepo.ts"
 import { TransitionsRepo } from "./TransitionsRepo.ts"
-import { WebhooksRepo } from "./WebhooksRepo.ts"
 
 const TablesLive = Layer.mergeAll(
   OrgsRepo.Default,
@@ -21,7 +22,8 @@ const TablesLive = Layer.mergeAll(
   IncidentsRepo.Default,
   EventsRepo.Default,
   TransitionsRepo.Default,
-  WebhooksRepo.Default,
+  ChannelsRepo.Default,
+  DeliveriesRepo.Default,
   ConsoleUsersRepo.Default,
   AuditRepo.Default,
   IncidentNotesRepo.Default,

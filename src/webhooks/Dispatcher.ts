@@ -7,7 +7,7 @@ import { AppConfig } from "../platform/config.ts"
 import { listenForever } from "../platform/db/listen.ts"
 import { webhookAttempts } from "../platform/metrics.ts"
 import { ChannelSender } from "../platform/outbound/ChannelSender.ts"
-import { type ClaimedDelivery, DELIVERIES_NOTIFY_CHANNEL, WebhooksRepo } from "../repos/WebhooksRepo.ts"
+import { type ClaimedDelivery, DELIVERIES_NOTIFY_CHANNEL, DeliveriesRepo } from "../repos/DeliveriesRepo.ts"
 
 /** D15/D17 attempt log: a receiver's answer is kept, cut to this many characters. */
 export const MAX_LOGGED_RESPONSE = 65_536
@@ -26,7 +26,7 @@ export const MAX_LOGGED_RESPONSE = 65_536
  */
 export const WebhookDispatcherLive = Layer.scopedDiscard(
   Effect.gen(function* () {
-    const repo = yield* WebhooksRepo
+    const repo = yield* DeliveriesRepo
     const sender = yield* ChannelSender
     const pg = yield* PgClient.PgClient
     const settings = (yield* AppConfig).webhooks

@@ -7,10 +7,10 @@ import { CowrieSessionsRepo } from "../../src/ingest/CowrieSessionsRepo.ts"
 import { IdleCloserLive } from "../../src/ingest/IdleCloser.ts"
 import { SensorHealthSweepLive } from "../../src/ingest/SensorHealthSweep.ts"
 import { Keys } from "../../src/platform/keys.ts"
+import { ChannelsRepo } from "../../src/repos/ChannelsRepo.ts"
 import { IncidentsRepo } from "../../src/repos/IncidentsRepo.ts"
 import { SensorsRepo } from "../../src/repos/SensorsRepo.ts"
 import { TransitionsRepo } from "../../src/repos/TransitionsRepo.ts"
-import { WebhooksRepo } from "../../src/repos/WebhooksRepo.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
 import { createTenant } from "../support/fixtures.ts"
 import { type RunningServer, shutdown, startServer, testEnv } from "../support/server.ts"
@@ -175,7 +175,7 @@ describe("timing rules on the TestClock, against the real database", () => {
     await db.run(
       Effect.gen(function* () {
         const sensors = yield* SensorsRepo
-        const webhooks = yield* WebhooksRepo
+        const channels = yield* ChannelsRepo
         const { sealer } = yield* Keys
         yield* sensors.create({
           id: sensorId,
@@ -187,7 +187,7 @@ describe("timing rules on the TestClock, against the real database", () => {
         })
         // Last heard from 10 minutes ago (the database's clock decides status): more than 3 x 60 s.
         yield* sensors.touchLastSeen(sensorId, new Date(Date.now() - 600_000))
-        yield* webhooks.insertChannel({
+        yield* channels.insertChannel({
           id: channelId,
           orgId,
           url: "https://receiver.invalid/hooks",

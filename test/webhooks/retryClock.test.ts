@@ -4,7 +4,8 @@ import { Chunk, Clock, Duration, Effect, Layer, TestClock, TestContext } from "e
 import { newId } from "../../src/domain/ids.ts"
 import { Keys } from "../../src/platform/keys.ts"
 import type { WebhookSendResult } from "../../src/platform/outbound/send.ts"
-import { WebhooksRepo } from "../../src/repos/WebhooksRepo.ts"
+import { ChannelsRepo } from "../../src/repos/ChannelsRepo.ts"
+import { DeliveriesRepo } from "../../src/repos/DeliveriesRepo.ts"
 import { WebhookDispatcherLive } from "../../src/webhooks/Dispatcher.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
 import { createTenant } from "../support/fixtures.ts"
@@ -57,9 +58,10 @@ describe("D17 retry schedule on the TestClock, against the real database", () =>
     const deliveryId = newId("webhookDelivery", era)
     await db.run(
       Effect.gen(function* () {
-        const webhooks = yield* WebhooksRepo
+        const channels = yield* ChannelsRepo
+        const deliveries = yield* DeliveriesRepo
         const { sealer } = yield* Keys
-        yield* webhooks.insertChannel({
+        yield* channels.insertChannel({
           id: channelId,
           orgId,
           url: "https://receiver.invalid/hooks",
@@ -69,7 +71,7 @@ describe("D17 retry schedule on the TestClock, against the real database", () =>
           sensorHealth: false,
           createdAt: new Date(era),
         })
-        yield* webhooks.insertDeliveries([
+        yield* deliveries.insertDeliveries([
           {
             id: deliveryId,
             orgId,
@@ -93,9 +95,9 @@ describe("D17 retry schedule on the TestClock, against the real database", () =>
     const seen = await db.run(
       Effect.scoped(
         Effect.gen(function* () {
-          const webhooks = yield* WebhooksRepo
+          const deliveries = yield* DeliveriesRepo
           const sql = yield* SqlClient.SqlClient
-          const attempts = () => Effect.map(webhooks.attemptsOf([deliveryId]), (rows) => rows.length)
+          const attempts = () => Effect.map(deliveries.attemptsOf([deliveryId]), (rows) => rows.length)
           /** Ours is due at the test clock's now (a claimed send not yet recorded still is: its next time moves on). */
           const dueNow = (now: number) =>
             Effect.map(
@@ -127,7 +129,7 @@ describe("D17 retry schedule on the TestClock, against the real database", () =>
             yield* TestClock.adjust(POLL)
             yield* settled
           }
-          const rows = yield* webhooks.attemptsOf([deliveryId])
+          const rows = yield* deliveries.attemptsOf([deliveryId])
           return { attempts: rows.map((r) => r.statusCode) }
         }),
       ).pipe(Effect.provide(TestContext.TestContext)),

@@ -1,40 +1,10 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Schema } from "effect"
 import { INCIDENT_MESSAGE_TYPES } from "../domain/alertMessage.ts"
-import { CHANNEL_FORMATS, defaultSettleSeconds } from "../domain/channels/kinds.ts"
-import { CHANNEL_KINDS, kindSpec } from "../domain/channels/registry.ts"
+import { CHANNEL_FORMATS } from "../domain/channels/kinds.ts"
+import { CHANNEL_KINDS } from "../domain/channels/registry.ts"
 import { DeliveryStatus } from "../domain/deliveryRetry.ts"
-import { Severity } from "../domain/severity.ts"
 import { dbErrors } from "../platform/db/errors.ts"
-
-/**
- * A channel as stored (D46): its kind and format; its secrets are sealed (D16), never plain. `url` is where it sends
- * (a syslog channel's `syslog+tls://host:port`), except for Slack and Teams, whose whole URL is a credential: it is
- * sealed in `secretEnc` and `url` keeps its origin, for display.
- */
-export const ChannelRow = Schema.Struct({
-  id: Schema.String,
-  orgId: Schema.String,
-  kind: Schema.Literal(...CHANNEL_KINDS),
-  format: Schema.Literal(...CHANNEL_FORMATS),
-  url: Schema.String,
-  minSeverity: Severity,
-  /** Null for syslog, which has no secret. */
-  secretEnc: Schema.NullOr(Schema.String),
-  previousSecretEnc: Schema.NullOr(Schema.String),
-  previousSecretExpiresAt: Schema.NullOr(Schema.DateFromSelf),
-  enabled: Schema.Boolean,
-  /** D43: opted in to `sensor.silent` / `sensor.recovered` (false for every channel made before it existed). */
-  sensorHealth: Schema.Boolean,
-  /**
-   * The settle window, in seconds (0 to 3600; 0 for machine kinds): an incident's first message to the channel waits
-   * this long and carries the incident's state at the end of it (see Outbox.ts).
-   */
-  settleSeconds: Schema.Int,
-  createdAt: Schema.DateFromSelf,
-  updatedAt: Schema.DateFromSelf,
-})
-export type ChannelRow = typeof ChannelRow.Type
 
 export const DeliveryRow = Schema.Struct({
   id: Schema.String,
@@ -125,42 +95,18 @@ export interface AttemptOutcome {
 /** The NOTIFY channel that wakes dispatchers when deliveries are queued (the poll covers a missed one). */
 export const DELIVERIES_NOTIFY_CHANNEL = "webhook_deliveries"
 
-const channelColumns = (sql: SqlClient.SqlClient) => sql`
-  id, org_id, kind, format, url, min_severity, secret_enc, previous_secret_enc, previous_secret_expires_at, enabled, sensor_health,
-  settle_seconds, created_at, updated_at`
-
 const deliveryColumns = (sql: SqlClient.SqlClient) => sql`
   id, org_id, channel_id, transition_id, type, incident_id, body, status, attempts, retry_index, next_attempt_at,
   last_status, last_error, created_at, delivered_at`
 
-/** Webhook channels, the delivery outbox and its attempt log (D15–D17). */
-export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("WebhooksRepo", {
+/**
+ * The delivery outbox and its attempt log: one row per message to one channel, claimed under a lease by the
+ * dispatchers, and one log row per attempt. The tables keep their first names (`webhook_deliveries`,
+ * `webhook_delivery_attempts`), though they hold the deliveries of every channel kind.
+ */
+export class DeliveriesRepo extends Effect.Service<DeliveriesRepo>()("DeliveriesRepo", {
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
-
-    const findChannel = SqlSchema.findOne({
-      Request: Schema.String,
-      Result: ChannelRow,
-      execute: (id) => sql`select ${channelColumns(sql)} from webhook_channels where id = ${id}`,
-    })
-
-    const listChannels = SqlSchema.findAll({
-      Request: Schema.String,
-      Result: ChannelRow,
-      execute: (orgId) => sql`select ${channelColumns(sql)} from webhook_channels where org_id = ${orgId} order by id`,
-    })
-
-    // D15: a channel receives an incident whose severity is at least its minimum severity.
-    const matchingChannels = SqlSchema.findAll({
-      Request: Schema.Struct({ orgId: Schema.String, severity: Severity }),
-      Result: Schema.Struct({ id: Schema.String }),
-      execute: ({ orgId, severity }) => sql`
-        select id from webhook_channels
-        where org_id = ${orgId} and enabled
-          and array_position(array['low', 'medium', 'high', 'critical'], min_severity)
-              <= array_position(array['low', 'medium', 'high', 'critical'], ${severity}::text)
-        order by id`,
-    })
 
     const findDelivery = SqlSchema.findOne({
       Request: Schema.String,
@@ -241,96 +187,6 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("WebhooksRepo",
     })
 
     return {
-      /** A new channel; without a kind and format it is a signed webhook in the native shape, with its kind's window. */
-      insertChannel: (
-        row: Omit<
-          ChannelRow,
-          "kind" | "format" | "settleSeconds" | "previousSecretEnc" | "previousSecretExpiresAt" | "updatedAt"
-        > &
-          Partial<Pick<ChannelRow, "kind" | "format" | "settleSeconds">>,
-      ) =>
-        sql`insert into webhook_channels ${sql.insert({
-          ...row,
-          kind: row.kind ?? "webhook",
-          format: row.format ?? "native",
-          settleSeconds: row.settleSeconds ?? defaultSettleSeconds(kindSpec(row.kind ?? "webhook").settle),
-          updatedAt: row.createdAt,
-        })}`.pipe(dbErrors),
-      findChannel: (id: string) => findChannel(id).pipe(dbErrors),
-      listChannels: (orgId: string) => listChannels(orgId).pipe(dbErrors),
-      matchingChannels: (orgId: string, severity: Severity) =>
-        matchingChannels({ orgId, severity }).pipe(
-          Effect.map((rows) => rows.map((r) => r.id)),
-          dbErrors,
-        ),
-      /** D43: the enabled channels of an organization that opted in to sensor-health alerts, by id. */
-      sensorHealthChannels: (orgId: string) =>
-        sql<{ id: string }>`select id from webhook_channels
-          where org_id = ${orgId} and sensor_health and enabled order by id`.pipe(
-          Effect.map((rows) => rows.map((r) => r.id)),
-          dbErrors,
-        ),
-      /** D43: opt a channel in to (or out of) sensor-health alerts. */
-      setSensorHealth: (id: string, on: boolean, now: Date) =>
-        sql`update webhook_channels set sensor_health = ${on}, updated_at = ${now} where id = ${id}`.pipe(
-          Effect.asVoid,
-          dbErrors,
-        ),
-      /** Every channel of every organization (admin `secrets reseal`). */
-      allChannels: () =>
-        SqlSchema.findAll({
-          Request: Schema.Void,
-          Result: ChannelRow,
-          execute: () => sql`select ${channelColumns(sql)} from webhook_channels order by id`,
-        })(undefined).pipe(dbErrors),
-      /** The same secrets sealed under the current master key. */
-      setSealedSecrets: (id: string, secretEnc: string, previousSecretEnc: string | null) =>
-        sql`update webhook_channels set secret_enc = ${secretEnc}, previous_secret_enc = ${previousSecretEnc}
-            where id = ${id}`.pipe(Effect.asVoid, dbErrors),
-      /**
-       * Disabling parks the channel's waiting deliveries (out of the due index: claims never walk past them);
-       * enabling unparks them, and what is due is sent at once. One statement, so both change together.
-       */
-      setEnabled: (id: string, enabled: boolean, now: Date) =>
-        sql`
-          with channel as (
-            update webhook_channels set enabled = ${enabled}, updated_at = ${now} where id = ${id} returning id
-          )
-          update webhook_deliveries d set channel_enabled = ${enabled}
-          from channel
-          where d.channel_id = channel.id and d.status in ('pending', 'failed')
-            and ${enabled ? sql`not d.channel_enabled` : sql`d.channel_enabled`}`.pipe(Effect.asVoid, dbErrors),
-      /**
-       * A channel's settle window. Its incidents' first messages still waiting get the new window too, counted from
-       * when they were queued, if that is sooner than their due time (so 0 sends them at once); a longer window
-       * applies to the next incidents only.
-       */
-      setSettle: (id: string, seconds: number, now: Date) =>
-        sql`
-          with channel as (
-            update webhook_channels set settle_seconds = ${seconds}, updated_at = ${now} where id = ${id} returning id
-          )
-          update webhook_deliveries d set next_attempt_at = d.created_at + ${seconds}::int * interval '1 second'
-          from channel
-          where d.channel_id = channel.id and d.incident_id is not null
-            and d.status = 'pending' and d.attempts = 0 and d.lease_owner is null
-            and d.next_attempt_at > d.created_at + ${seconds}::int * interval '1 second'`.pipe(Effect.asVoid, dbErrors),
-      /** D46: a Slack/Teams URL or a HEC token replaced (no grace: the receiver made the new one). */
-      replaceDestination: (id: string, url: string, secretEnc: string, now: Date) =>
-        sql`update webhook_channels set url = ${url}, secret_enc = ${secretEnc}, previous_secret_enc = null,
-              previous_secret_expires_at = null, updated_at = ${now}
-            where id = ${id}`.pipe(Effect.asVoid, dbErrors),
-      rotateSecret: (
-        id: string,
-        secretEnc: string,
-        previousSecretEnc: string | null,
-        previousUntil: Date | null,
-        now: Date,
-      ) =>
-        sql`update webhook_channels set secret_enc = ${secretEnc}, previous_secret_enc = ${previousSecretEnc},
-              previous_secret_expires_at = ${previousUntil}, updated_at = ${now}
-            where id = ${id}`.pipe(dbErrors),
-
       /** Outbox rows; a transition is queued at most once per channel (unique (channel_id, transition_id)). */
       insertDeliveries: (rows: ReadonlyArray<NewDelivery>) =>
         rows.length === 0
