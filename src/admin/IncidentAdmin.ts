@@ -4,9 +4,9 @@ import { isId } from "../domain/ids.ts"
 import { canonicalIp } from "../domain/ip.ts"
 import { parseTimestamp } from "../domain/time.ts"
 import { parseShortDuration } from "../platform/config.ts"
+import { AlertOutbox, closedDeliveries } from "../repos/AlertOutbox.ts"
 import { IncidentNotesRepo } from "../repos/IncidentNotesRepo.ts"
 import { type BulkCloseFilter, IncidentsRepo } from "../repos/IncidentsRepo.ts"
-import { closedDeliveries, WebhookOutbox } from "../repos/Outbox.ts"
 import { SensorsRepo } from "../repos/SensorsRepo.ts"
 import { CLOSE_REASONS, type CloseReason, closedTransitions, TransitionsRepo } from "../repos/TransitionsRepo.ts"
 import { AdminActor, requireScope } from "./actor.ts"
@@ -76,7 +76,7 @@ export class IncidentAdmin extends Effect.Service<IncidentAdmin>()("IncidentAdmi
   effect: Effect.gen(function* () {
     const incidents = yield* IncidentsRepo
     const transitions = yield* TransitionsRepo
-    const outbox = yield* WebhookOutbox
+    const outbox = yield* AlertOutbox
     const notes = yield* IncidentNotesRepo
     const sensors = yield* SensorsRepo
     const sql = yield* SqlClient.SqlClient

@@ -15,10 +15,10 @@ import { type Severity, severityRank } from "../domain/severity.ts"
 import { judgedSeverity } from "../domain/significance.ts"
 import { dbErrors } from "../platform/db/errors.ts"
 import { Keys } from "../platform/keys.ts"
+import { AlertOutbox } from "../repos/AlertOutbox.ts"
 import { BaitCredentialsRepo } from "../repos/BaitCredentialsRepo.ts"
 import { NetworksRepo } from "../repos/NetworksRepo.ts"
 import { OrgsRepo } from "../repos/OrgsRepo.ts"
-import { WebhookOutbox } from "../repos/Outbox.ts"
 import { TransitionsRepo } from "../repos/TransitionsRepo.ts"
 import { requireAdmin, requireScope } from "./actor.ts"
 import { auditing } from "./common.ts"
@@ -80,7 +80,7 @@ export class JudgementAdmin extends Effect.Service<JudgementAdmin>()("JudgementA
     const orgs = yield* OrgsRepo
     const orgAdmin = yield* OrgAdmin
     const transitions = yield* TransitionsRepo
-    const outbox = yield* WebhookOutbox
+    const outbox = yield* AlertOutbox
     const { sealer } = yield* Keys
     const { audited } = yield* auditing
 

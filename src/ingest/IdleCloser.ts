@@ -1,8 +1,8 @@
 import { SqlClient } from "@effect/sql"
 import { Clock, Duration, Effect, Layer, Schedule } from "effect"
 import { AppConfig } from "../platform/config.ts"
+import { AlertOutbox, closedDeliveries } from "../repos/AlertOutbox.ts"
 import { IncidentsRepo } from "../repos/IncidentsRepo.ts"
-import { closedDeliveries, WebhookOutbox } from "../repos/Outbox.ts"
 import { closedTransitions, TransitionsRepo } from "../repos/TransitionsRepo.ts"
 import { CowrieSessionsRepo } from "./CowrieSessionsRepo.ts"
 
@@ -24,7 +24,7 @@ export const IdleCloserLive = Layer.scopedDiscard(
     const sql = yield* SqlClient.SqlClient
     const incidents = yield* IncidentsRepo
     const transitions = yield* TransitionsRepo
-    const outbox = yield* WebhookOutbox
+    const outbox = yield* AlertOutbox
     const cowrieSessions = yield* CowrieSessionsRepo
     const config = yield* AppConfig
     const idleMs = Duration.toMillis(config.idleClose)

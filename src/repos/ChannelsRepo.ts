@@ -26,7 +26,7 @@ export const ChannelRow = Schema.Struct({
   sensorHealth: Schema.Boolean,
   /**
    * The settle window, in seconds (0 to 3600; 0 for machine kinds): an incident's first message to the channel waits
-   * this long and carries the incident's state at the end of it (see Outbox.ts).
+   * this long and carries the incident's state at the end of it (see AlertOutbox.ts).
    */
   settleSeconds: Schema.Int,
   createdAt: Schema.DateFromSelf,

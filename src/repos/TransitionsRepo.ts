@@ -56,7 +56,7 @@ export interface TransitionRow {
 /** Rows a single insert carries (10 columns each: 10,000 parameters, well under PostgreSQL's 65,535). */
 const INSERT_CHUNK = 1000
 
-/** Incident state changes, written in the transaction that made them: the webhook outbox's source. */
+/** Incident state changes, written in the transaction that made them: the alert outbox's source. */
 export class TransitionsRepo extends Effect.Service<TransitionsRepo>()("TransitionsRepo", {
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient

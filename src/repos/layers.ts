@@ -1,4 +1,5 @@
 import { Layer } from "effect"
+import { AlertOutbox } from "./AlertOutbox.ts"
 import { ApiKeysRepo } from "./ApiKeysRepo.ts"
 import { AuditRepo } from "./AuditRepo.ts"
 import { BaitCredentialsRepo } from "./BaitCredentialsRepo.ts"
@@ -11,7 +12,6 @@ import { IncidentNotesRepo } from "./IncidentNotesRepo.ts"
 import { IncidentsRepo } from "./IncidentsRepo.ts"
 import { NetworksRepo } from "./NetworksRepo.ts"
 import { OrgsRepo } from "./OrgsRepo.ts"
-import { WebhookOutbox } from "./Outbox.ts"
 import { SensorsRepo } from "./SensorsRepo.ts"
 import { TransitionsRepo } from "./TransitionsRepo.ts"
 
@@ -37,4 +37,4 @@ const TablesLive = Layer.mergeAll(
  * deliveries). A repository holds no state but its statements, so each face gets all of them, built on the database
  * pool main.ts gives that face.
  */
-export const ReposLive = WebhookOutbox.Default.pipe(Layer.provideMerge(TablesLive))
+export const ReposLive = AlertOutbox.Default.pipe(Layer.provideMerge(TablesLive))

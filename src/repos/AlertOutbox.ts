@@ -8,8 +8,9 @@ import {
   MESSAGE_EVENTS,
   serializeAlertMessage,
 } from "../domain/alertMessage.ts"
+import { channelsReached } from "../domain/alertRouting.ts"
 import { newId } from "../domain/ids.ts"
-import { meetsMinimum, type Severity } from "../domain/severity.ts"
+import type { Severity } from "../domain/severity.ts"
 import { AppConfig } from "../platform/config.ts"
 import { type ChannelRow, ChannelsRepo } from "./ChannelsRepo.ts"
 import { DeliveriesRepo, type NewDelivery } from "./DeliveriesRepo.ts"
@@ -59,11 +60,11 @@ interface Held {
   readonly incident: AlertIncident
 }
 
-type OutboxChannel = Pick<ChannelRow, "id" | "minSeverity" | "settleSeconds">
+type OutboxChannel = Pick<ChannelRow, "id" | "enabled" | "minSeverity" | "settleSeconds">
 
 /**
- * The webhook outbox (D15, D17): called inside the transaction that records incident transitions, it writes one
- * delivery row per (announced transition, matching channel) with its final body, so a delivery exists exactly when
+ * The alert outbox: called inside the transaction that records incident transitions, it writes one
+ * delivery row per (announced transition, channel it reaches) with its final message, so a delivery exists exactly when
  * its transition does: nothing is lost on a crash, and every retry sends the same bytes.
  *
  * Human channels settle: on a channel with a settle window (Slack, Teams; kinds.ts), an incident's first message is
@@ -78,7 +79,7 @@ type OutboxChannel = Pick<ChannelRow, "id" | "minSeverity" | "settleSeconds">
  * one the dispatcher sends and retries byte for byte once it has been claimed. Machine channels (window 0) get a row
  * per transition, as ever.
  */
-export class WebhookOutbox extends Effect.Service<WebhookOutbox>()("WebhookOutbox", {
+export class AlertOutbox extends Effect.Service<AlertOutbox>()("AlertOutbox", {
   effect: Effect.gen(function* () {
     const channelRepo = yield* ChannelsRepo
     const deliveryRepo = yield* DeliveriesRepo
@@ -87,17 +88,14 @@ export class WebhookOutbox extends Effect.Service<WebhookOutbox>()("WebhookOutbo
     const sensors = yield* SensorsRepo
     const config = yield* AppConfig
 
-    /** Each organization's enabled channels that `keep` accepts, read once per organization (by id, as listed). */
+    /** Each organization's channels that `keep` accepts, read once per organization (by id, as listed). */
     const channelsByOrg = Effect.fnUntraced(function* (
       orgIds: Iterable<string>,
       keep: (channel: ChannelRow) => boolean,
     ) {
       const byOrg = new Map<string, ReadonlyArray<OutboxChannel>>()
       for (const orgId of new Set(orgIds)) {
-        byOrg.set(
-          orgId,
-          (yield* channelRepo.listChannels(orgId)).filter((c) => c.enabled && keep(c)),
-        )
+        byOrg.set(orgId, (yield* channelRepo.listChannels(orgId)).filter(keep))
       }
       return byOrg
     })
@@ -200,10 +198,9 @@ export class WebhookOutbox extends Effect.Service<WebhookOutbox>()("WebhookOutbo
      * The deliveries of many incidents' transitions (one ingestion request): each organization's channels are read
      * once, and all rows are written with one insert and one NOTIFY. Nothing is read when no transition is announced.
      */
-    const enqueueAll = Effect.fn("WebhookOutbox.enqueueAll")(function* (entries: ReadonlyArray<OutboxEntry>) {
+    const enqueueAll = Effect.fn("AlertOutbox.enqueueAll")(function* (entries: ReadonlyArray<OutboxEntry>) {
       const announced = entries.filter((e) => e.transitions.some((t) => alertTypeOf(t.kind) !== undefined))
       if (announced.length === 0) return 0
-      // D15: a channel receives an incident whose severity is at least its minimum (enabled channels, by id).
       const channelsOf = yield* channelsByOrg(
         announced.map((e) => e.orgId),
         () => true,
@@ -217,7 +214,7 @@ export class WebhookOutbox extends Effect.Service<WebhookOutbox>()("WebhookOutbo
         for (const transition of entry.transitions) {
           const type = alertTypeOf(transition.kind)
           if (type === undefined) continue
-          const matching = channels.filter((c) => meetsMinimum(transition.toSeverity, c.minSeverity))
+          const matching = channelsReached(channels, transition.toSeverity)
           if (matching.length === 0) continue
           if (incident === undefined) {
             // The incident as this transaction leaves it, with its newest events.
@@ -257,7 +254,7 @@ export class WebhookOutbox extends Effect.Service<WebhookOutbox>()("WebhookOutbo
      * no close), in the transaction that closed the incidents. `closed` lists each incident with its `closed`
      * transition. Without an OCSF channel in these organizations it reads one list of channels and writes nothing.
      */
-    const enqueueClosed = Effect.fn("WebhookOutbox.enqueueClosed")(function* (
+    const enqueueClosed = Effect.fn("AlertOutbox.enqueueClosed")(function* (
       closed: ReadonlyArray<{
         readonly orgId: string
         readonly incidentId: string
@@ -274,7 +271,7 @@ export class WebhookOutbox extends Effect.Service<WebhookOutbox>()("WebhookOutbo
       const rows: Array<NewDelivery> = []
       const profiles = new Map<string, string>()
       for (const entry of closed) {
-        const matching = (channelsOf.get(entry.orgId) ?? []).filter((c) => meetsMinimum(entry.severity, c.minSeverity))
+        const matching = channelsReached(channelsOf.get(entry.orgId) ?? [], entry.severity)
         if (matching.length === 0) continue
         const found = yield* incidents.findById(entry.orgId, entry.incidentId)
         if (Option.isNone(found)) return yield* Effect.dieMessage(`incident ${entry.incidentId} vanished`)
