@@ -5,6 +5,7 @@ import { sha256 } from "../domain/crypto.ts"
 import { Keys } from "../platform/keys.ts"
 import { ConsoleUsersRepo } from "../repos/ConsoleUsersRepo.ts"
 import type { Flash } from "./components.tsx"
+import { FormRefused } from "./forms.ts"
 import { seeOther } from "./http.ts"
 import { forbidden, notFound } from "./responses.tsx"
 import { request, type SignedIn } from "./session.ts"
@@ -12,8 +13,8 @@ import { request, type SignedIn } from "./session.ts"
 const FLASH_TTL_MS = 10 * 60_000
 
 /**
- * D28: what a POST tells the page it redirects to (a flash), read once by the same session, sealed (it may hold a
- * secret shown once); and how a refusal of the admin services is told.
+ * What a POST tells the page it redirects to (a flash), read once by the same session, sealed (it may hold a secret
+ * shown once); and how a refusal of the admin services, or a form field that could not be read, is told.
  */
 export const makeFlash = Effect.gen(function* () {
   const users = yield* ConsoleUsersRepo
@@ -46,17 +47,18 @@ export const makeFlash = Effect.gen(function* () {
 
   /**
    * A refusal of the admin services (errors.ts) becomes the page's error notice; the message never holds a secret.
-   * An unknown id, or another organization's, gets the 404 page as a GET of it would (D30); a role that may not,
-   * the 403 page.
+   * An unknown id, or another organization's, gets the 404 page as a GET of it would; a role that may not, the 403
+   * page. A form field that could not be read (forms.ts) is named in the notice.
    */
   const refused =
     (s: SignedIn, path: string) =>
     <A, E, R>(effect: Effect.Effect<A, E, R>) =>
       Effect.catchIf(
         effect,
-        (e): e is Extract<E, AdminError> => isAdminError(e),
+        (e): e is Extract<E, AdminError | FormRefused> => isAdminError(e) || e instanceof FormRefused,
         (error) => {
-          const e: AdminError = error
+          const e: AdminError | FormRefused = error
+          if (e._tag === "FormRefused") return flashTo(s, path, { kind: "error", text: e.text })
           if (e._tag === "NotFound") return Effect.succeed(notFound(s.viewer))
           if (e._tag === "Forbidden") return Effect.succeed(forbidden(e.message, s.viewer))
           // The services' messages name the CLI's flags ("--name must be …"): here they name the form's fields.
