@@ -8,6 +8,7 @@ import { AdminServicesLive } from "./admin/layer.ts"
 import { OrgAdmin } from "./admin/OrgAdmin.ts"
 import { SensorAdmin } from "./admin/SensorAdmin.ts"
 import { UserAdmin } from "./admin/UserAdmin.ts"
+import { AlertDispatcherLive } from "./alerts/Dispatcher.ts"
 import { CowrieSessionsRepo } from "./ingest/CowrieSessionsRepo.ts"
 import { Ingestor } from "./ingest/Ingestor.ts"
 import { OrgKeys } from "./ingest/OrgKeys.ts"
@@ -23,7 +24,6 @@ import { ChannelSender } from "./platform/outbound/ChannelSender.ts"
 import { ChannelsRepo } from "./repos/ChannelsRepo.ts"
 import { DeliveriesRepo } from "./repos/DeliveriesRepo.ts"
 import { ReposLive } from "./repos/layers.ts"
-import { WebhookDispatcherLive } from "./webhooks/Dispatcher.ts"
 
 /**
  * `bun run demo` (D24): a demo organization, sensor and key, and an attack sent through the real ingestion
@@ -333,7 +333,7 @@ with this one-time link (valid 24 h), then sign in:
 ${webhookLine}`)
   })
 
-const DemoLive = Layer.mergeAll(Ingestor.Default, SensorAuth.Default, WebhookDispatcherLive).pipe(
+const DemoLive = Layer.mergeAll(Ingestor.Default, SensorAuth.Default, AlertDispatcherLive).pipe(
   // The ingest listener the demo starts needs the same keys as its Ingestor, and the Cowrie sessions.
   Layer.provideMerge(Layer.merge(OrgKeys.Default, CowrieSessionsRepo.Default)),
   // Pending migrations run first: the dispatcher claims deliveries as soon as it starts.

@@ -1,6 +1,7 @@
 import { BunRuntime } from "@effect/platform-bun"
 import { ConfigError, Effect, Layer } from "effect"
 import { plainIngestWarning } from "./admin/sensorSetup.ts"
+import { AlertsLive } from "./alerts/layer.ts"
 import { apiServer } from "./api/server.ts"
 import { ConsoleLive } from "./console/server.tsx"
 import { IngestLive } from "./ingest/layer.ts"
@@ -16,7 +17,6 @@ import { LoggingLive } from "./platform/logging.ts"
 import { exitOnPortInUse } from "./platform/portInUse.ts"
 import { RateLimiter } from "./platform/ratelimit/RateLimiter.ts"
 import { exitOnStartupFailure } from "./platform/startupFailure.ts"
-import { WebhooksLive } from "./webhooks/layer.ts"
 
 /** D11 counts: in memory, or shared through Redis when REDIS_URL is set. */
 const RateLimiterLive = Layer.unwrapEffect(Effect.map(AppConfig, (config) => RateLimiter.layerFrom(config.rateLimit)))
@@ -57,8 +57,8 @@ const ConsoleFaceLive = Layer.fresh(ConsoleLive.pipe(Layer.provide(serverPool("c
 /** The only place the service's faces are composed: each face with its database pool. */
 export const MainLive = Layer.mergeAll(
   ReadApiLive,
-  // Ingest, the webhook dispatcher and the enrichment job share the ingest pool (as does ops).
-  Layer.mergeAll(IngestLive, WebhooksLive, EnrichmentLive),
+  // Ingest, the alert dispatcher and the enrichment job share the ingest pool (as does ops).
+  Layer.mergeAll(IngestLive, AlertsLive, EnrichmentLive),
   ConsoleFaceLive,
 ).pipe(
   Layer.provide(MigrationsLive),

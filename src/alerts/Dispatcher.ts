@@ -13,7 +13,7 @@ import { type ClaimedDelivery, DELIVERIES_NOTIFY_CHANNEL, DeliveriesRepo } from 
 export const MAX_LOGGED_RESPONSE = 65_536
 
 /**
- * The webhook dispatcher (D17): a scoped layer whose claimer fiber takes due deliveries from the outbox
+ * The alert dispatcher: a scoped layer whose claimer fiber takes due deliveries of every channel kind from the outbox
  * (FOR UPDATE SKIP LOCKED, with a lease, so several server processes share the work and a crashed one's
  * deliveries are resent after the lease) and runs each send in a supervised FiberSet, bounded globally and per
  * channel, so a slow or dead receiver only ever holds its own channel's slots. A defect in one delivery is
@@ -23,8 +23,11 @@ export const MAX_LOGGED_RESPONSE = 65_536
  * WEBHOOK_POLL_INTERVAL anyway (the embedded database may not notify). On shutdown (SIGTERM) it stops claiming,
  * lets in-flight sends finish (they are bounded by the 5 s time-out) and gives back the leases of whatever is
  * left, so another process sends it at once.
+ *
+ * Its log lines say "webhook" for every kind ("webhook delivered", "webhook attempt failed"): operators search for
+ * those words, and docs/operators.md names them.
  */
-export const WebhookDispatcherLive = Layer.scopedDiscard(
+export const AlertDispatcherLive = Layer.scopedDiscard(
   Effect.gen(function* () {
     const repo = yield* DeliveriesRepo
     const sender = yield* ChannelSender
