@@ -8,7 +8,7 @@ import { ApiKeysRepo } from "../repos/ApiKeysRepo.ts"
 import { AuditRepo } from "../repos/AuditRepo.ts"
 import { requireAdmin, requireScope } from "./actor.ts"
 import { auditing, checkName } from "./common.ts"
-import { invalid, missing, NotFound } from "./errors.ts"
+import { invalid, malformed, missing, notFound } from "./errors.ts"
 import { OrgAdmin } from "./OrgAdmin.ts"
 
 /**
@@ -33,7 +33,7 @@ export class ApiKeyAdmin extends Effect.Service<ApiKeyAdmin>()("ApiKeyAdmin", {
     ) {
       yield* requireAdmin
       yield* orgAdmin.require(orgId)
-      const name = yield* checkName("--name", input.name)
+      const name = yield* checkName("name", input.name)
       const scopes = [
         ...new Set(
           (input.scopes ?? "")
@@ -42,16 +42,20 @@ export class ApiKeyAdmin extends Effect.Service<ApiKeyAdmin>()("ApiKeyAdmin", {
             .filter((s) => s !== ""),
         ),
       ]
-      if (scopes.length === 0) return yield* missing("--scopes")
+      if (scopes.length === 0) return yield* missing("scopes")
       const unknown = scopes.filter((s) => !(SCOPES as ReadonlyArray<string>).includes(s))
       if (unknown.length > 0) {
-        return yield* invalid(`unknown scope ${unknown.join(", ")}; allowed scopes: ${SCOPES.join(", ")}`)
+        return yield* invalid({
+          field: "scopes",
+          reason: "unknown",
+          detail: `unknown scope ${unknown.join(", ")}; allowed scopes: ${SCOPES.join(", ")}`,
+        })
       }
       let expiresAt: Date | null = null
       if (input.expires !== undefined) {
         const parsed = parseTimestamp(input.expires)
-        if (parsed === undefined) return yield* invalid("--expires must be an RFC 3339 timestamp with a time zone")
-        if (parsed.getTime() <= Date.now()) return yield* invalid("--expires must be in the future")
+        if (parsed === undefined) return yield* malformed("expires", "must be an RFC 3339 timestamp with a time zone")
+        if (parsed.getTime() <= Date.now()) return yield* malformed("expires", "must be in the future")
         expiresAt = parsed
       }
       const issued = issueToken(API_KEY_TOKEN)
@@ -87,10 +91,10 @@ export class ApiKeyAdmin extends Effect.Service<ApiKeyAdmin>()("ApiKeyAdmin", {
         ? yield* sql<{ orgId: string }>`select org_id from api_keys where id = ${keyId}`
         : []
       const owner = rows[0]?.orgId
-      if (owner === undefined) return yield* new NotFound({ message: `unknown key: ${keyId}` })
-      yield* requireScope(owner, `unknown key: ${keyId}`)
+      if (owner === undefined) return yield* notFound("key", keyId)
+      yield* requireScope(owner, "key", keyId)
       const found = (yield* keys.listByOrg(owner)).find((k) => k.id === keyId)
-      if (found === undefined) return yield* new NotFound({ message: `unknown key: ${keyId}` })
+      if (found === undefined) return yield* notFound("key", keyId)
       return { ...found, orgId: owner }
     })
 

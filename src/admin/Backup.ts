@@ -117,10 +117,14 @@ const EndSchema = Schema.Struct({ end: Schema.Literal(true), rows: Count, mac: S
 const ident = (name: string) => `"${name.replaceAll('"', '""')}"`
 
 const requireOperator = Effect.flatMap(AdminActor, (actor) =>
-  actor._tag === "Operator"
-    ? Effect.void
-    : Effect.fail(new Forbidden({ message: "Only an operator (bun run admin) can do this." })),
+  actor._tag === "Operator" ? Effect.void : Effect.fail(new Forbidden({ reason: "operatorOnly" })),
 )
+
+/** A backup file that cannot be written, read or restored: the sentence says which and why. */
+const unusable = (detail: string) => invalid({ field: "file", reason: "unusable", detail })
+
+/** The database a restore would load into is not one it may: not empty, or in use. */
+const notRestorable = (detail: string) => invalid({ reason: "state", detail })
 
 /** Parents before children (foreign keys), ties by name, so the restore inserts in an order every key accepts. */
 const dependencyOrder = (names: ReadonlyArray<string>, edges: ReadonlyArray<{ child: string; parent: string }>) => {
@@ -292,7 +296,7 @@ const openReader = (path: string, macKey?: Uint8Array) => {
   const mac: Hmac | undefined = macKey === undefined ? undefined : createHmac("sha256", macKey)
   let lineNo = 0
   const damaged = (why: string) =>
-    invalid(`${path} is not a complete backup (${why}): it is damaged or was cut short; nothing was restored`)
+    unusable(`${path} is not a complete backup (${why}): it is damaged or was cut short; nothing was restored`)
   const read = Effect.tryPromise({
     try: () => lines.next(),
     catch: (e) =>
@@ -361,7 +365,7 @@ export class Backup extends Effect.Service<Backup>()("Backup", {
     const checkDestination = (file: string) =>
       Effect.suspend(() => {
         const refuse = (why: string) =>
-          Effect.fail(invalid(`cannot write the backup to ${file}: ${why}; nothing was written`))
+          Effect.fail(unusable(`cannot write the backup to ${file}: ${why}; nothing was written`))
         if (file.endsWith("/")) return refuse("it names a directory; give the backup file's own name")
         const target = resolve(file)
         const dir = dirname(target)
@@ -398,7 +402,7 @@ export class Backup extends Effect.Service<Backup>()("Backup", {
       const keyId = backupKeyId(macKey)
       const temporary = join(dir, `.${basename(target)}.${process.pid}.${Date.now()}.partial`)
       const writeFailed = (error: unknown) =>
-        invalid(`cannot write the backup to ${file} (${errnoCode(error)}); nothing was left behind`)
+        unusable(`cannot write the backup to ${file} (${errnoCode(error)}); nothing was left behind`)
       // Removed on every failure, and before a signal ends the process.
       const removeTemporary = () => rmSync(temporary, { force: true })
       const onSignal = (signal: NodeJS.Signals) => {
@@ -508,7 +512,7 @@ export class Backup extends Effect.Service<Backup>()("Backup", {
           },
           catch: (error) =>
             errnoCode(error) === "EEXIST"
-              ? invalid(
+              ? unusable(
                   `cannot write the backup to ${file}: a file of that name appeared meanwhile; nothing was written`,
                 )
               : writeFailed(error),
@@ -558,22 +562,22 @@ export class Backup extends Effect.Service<Backup>()("Backup", {
           const first = yield* reader.next
           const raw = yield* reader.json(first)
           if (!isRecord(raw) || raw.format !== BACKUP_FORMAT) {
-            return yield* invalid(`${file} is not a backup of this service (bun run admin backup writes one)`)
+            return yield* unusable(`${file} is not a backup of this service (bun run admin backup writes one)`)
           }
           if (raw.version === 1) {
-            return yield* invalid(
+            return yield* unusable(
               `${file} is a backup of format version 1, which carries no integrity check and cannot be told from an ` +
                 "edited file: restore it with the version that wrote it, then take a new backup with this version",
             )
           }
           if (raw.version !== BACKUP_VERSION) {
-            return yield* invalid(
+            return yield* unusable(
               `${file} is a backup of format version ${String(raw.version)}; this version reads ${BACKUP_VERSION}`,
             )
           }
           const decoded = Schema.decodeUnknownEither(HeaderSchema)(raw)
           if (Either.isLeft(decoded)) {
-            return yield* invalid(
+            return yield* unusable(
               `${file} has a malformed header (${firstIssue(decoded.left)}): it is damaged or not a backup of this service; nothing was restored`,
             )
           }
@@ -581,7 +585,7 @@ export class Backup extends Effect.Service<Backup>()("Backup", {
           // SECRET_KEY's key, or a SECRET_KEY_PREVIOUS one's for a backup taken before a rotation.
           const macKey = keys.deriveWithPrevious(BACKUP_MAC_PURPOSE).find((k) => backupKeyId(k) === header.keyId)
           if (macKey === undefined) {
-            return yield* invalid(
+            return yield* unusable(
               `${file} was written with another SECRET_KEY (key id ${header.keyId}; this one's is ` +
                 `${backupKeyId(keys.derive(BACKUP_MAC_PURPOSE))}): set SECRET_KEY to the key of the service that wrote it ` +
                 "(or put that service's secret.key into DATA_DIR); nothing was restored",
@@ -599,7 +603,7 @@ export class Backup extends Effect.Service<Backup>()("Backup", {
           const end = Schema.decodeUnknownEither(EndSchema)(yield* reader.json(last))
           if (last === first || Either.isLeft(end)) return yield* reader.damaged("its last line is missing")
           if (!macMatches(mac.digest(), end.right.mac)) {
-            return yield* invalid(
+            return yield* unusable(
               `${file} does not match its integrity check: it was changed after it was written, or is damaged; nothing was restored`,
             )
           }
@@ -619,15 +623,15 @@ export class Backup extends Effect.Service<Backup>()("Backup", {
       const started = Date.now()
       const stat = yield* Effect.try({
         try: () => statSync(file, { throwIfNoEntry: false }),
-        catch: (error) => invalid(`cannot read ${file} (${errnoCode(error)}); nothing was restored`),
+        catch: (error) => unusable(`cannot read ${file} (${errnoCode(error)}); nothing was restored`),
       })
-      if (stat === undefined) return yield* invalid(`${file}: no such file`)
-      if (!stat.isFile()) return yield* invalid(`${file} is not a file (a backup is one file)`)
+      if (stat === undefined) return yield* unusable(`${file}: no such file`)
+      if (!stat.isFile()) return yield* unusable(`${file} is not a file (a backup is one file)`)
       const { header: h, headerLine, macKey } = yield* verify(file)
       const ours = yield* appliedMigrations(sql)
       if (JSON.stringify(h.migrations) !== JSON.stringify(ours)) {
         const theirs = h.migrations.at(-1) ?? "none"
-        return yield* invalid(
+        return yield* unusable(
           `${file} was written at migration level ${theirs}; this version is at ${ours.at(-1) ?? "none"}. ` +
             `Restore it with the version that wrote it (its migration ${theirs}) into an empty database, ` +
             `then start this version on that database to upgrade it`,
@@ -636,19 +640,19 @@ export class Backup extends Effect.Service<Backup>()("Backup", {
       const tables = yield* catalog(sql)
       const expected = JSON.stringify(tables.map((t) => [t.name, t.columns]))
       if (JSON.stringify(h.tables.map((t) => [t.name, t.columns])) !== expected) {
-        return yield* invalid(
+        return yield* unusable(
           `${file} holds other tables or columns than this database has at the same migration level`,
         )
       }
       const reader = openReader(file, macKey)
-      const changed = invalid(`${file} changed while it was being restored; nothing was restored`)
+      const changed = unusable(`${file} changed while it was being restored; nothing was restored`)
       return yield* sql
         .withTransaction(
           Effect.gen(function* () {
             for (const t of tables) {
               const [row] = yield* sql.unsafe<{ any: boolean }>(`select exists (select from ${ident(t.name)}) as any`)
               if (row?.any) {
-                return yield* invalid(
+                return yield* notRestorable(
                   `the database is not empty (${t.name} has rows): restore into an empty one (a fresh DATA_DIR or a new database); nothing was changed`,
                 )
               }
@@ -661,7 +665,7 @@ export class Backup extends Effect.Service<Backup>()("Backup", {
                 and ((application_name like ${`${APPLICATION_PREFIX}%`} and application_name <> ${ADMIN_APPLICATION})
                   or application_name = ${KEY_CACHE_APPLICATION_NAME})`
             if ((serving?.n ?? 0) > 0) {
-              return yield* invalid(
+              return yield* notRestorable(
                 "a server is using this database (its connections are open): stop every server process on it, then restore; nothing was changed",
               )
             }

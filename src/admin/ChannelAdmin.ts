@@ -23,7 +23,7 @@ import { type ChannelRow, ChannelsRepo } from "../repos/ChannelsRepo.ts"
 import { DeliveriesRepo } from "../repos/DeliveriesRepo.ts"
 import { AdminActor, requireAdmin, requireScope } from "./actor.ts"
 import { auditing } from "./common.ts"
-import { Forbidden, invalid, missing, NotFound } from "./errors.ts"
+import { Forbidden, invalid, malformed, missing, notFound } from "./errors.ts"
 import { OrgAdmin } from "./OrgAdmin.ts"
 
 /** The kinds whose credential is of this type, as a refusal names them ("splunk_hec"). */
@@ -51,6 +51,13 @@ export const originOf = (url: string | undefined): string => {
 /** How the audit log and the CLI word a settle window: "settle 30 s", "settle off". */
 export const settleWording = (seconds: number) => (seconds === 0 ? "settle off" : `settle ${seconds} s`)
 
+/** Health alerts are native messages: an OCSF channel carries incidents only. */
+const ocsfHealth = invalid({
+  field: "sensorHealth",
+  reason: "notApplicable",
+  detail: "an OCSF channel carries incidents only: sensor-health alerts need a native channel",
+})
+
 /**
  * A settle window as given (the CLI's `--settle`, the form's field): whole seconds, 0 to MAX_SETTLE_SECONDS; only
  * kinds read by people may have one other than 0 (machine receivers get every transition, as the webhook spec says).
@@ -61,15 +68,18 @@ const settleOf = (spec: ChannelKindSpec, given: string | number | undefined) =>
     const text = typeof given === "number" ? String(given) : given?.trim()
     if (text === undefined || text === "") return defaultSettleSeconds(spec.settle)
     if (!/^\d{1,7}$/.test(text) || Number(text) > MAX_SETTLE_SECONDS) {
-      return yield* invalid(
-        `--settle must be a whole number of seconds from 0 to ${MAX_SETTLE_SECONDS} (0: every change at once)`,
+      return yield* malformed(
+        "settle",
+        `must be a whole number of seconds from 0 to ${MAX_SETTLE_SECONDS} (0: every change at once)`,
       )
     }
     const seconds = Number(text)
     if (seconds > 0 && spec.settle.readers === "machines") {
-      return yield* invalid(
-        `--settle is for ${listed(kindsWhere((s) => s.settle.readers === "people"))} channels: a ${spec.name} channel's receiver gets every transition, so its window stays 0`,
-      )
+      return yield* invalid({
+        field: "settle",
+        reason: "notApplicable",
+        rule: `is for ${listed(kindsWhere((s) => s.settle.readers === "people"))} channels: a ${spec.name} channel's receiver gets every transition, so its window stays 0`,
+      })
     }
     return seconds
   })
@@ -111,8 +121,8 @@ export class ChannelAdmin extends Effect.Service<ChannelAdmin>()("ChannelAdmin",
     /** D30: another organization's channel is the same "unknown" as one that does not exist. */
     const find = Effect.fn("ChannelAdmin.find")(function* (channelId: string) {
       const found = isId("webhookChannel", channelId) ? yield* channelRepo.findChannel(channelId) : Option.none()
-      if (Option.isNone(found)) return yield* new NotFound({ message: `unknown webhook channel: ${channelId}` })
-      yield* requireScope(found.value.orgId, `unknown webhook channel: ${channelId}`)
+      if (Option.isNone(found)) return yield* notFound("channel", channelId)
+      yield* requireScope(found.value.orgId, "channel", channelId)
       return found.value
     })
 
@@ -122,9 +132,14 @@ export class ChannelAdmin extends Effect.Service<ChannelAdmin>()("ChannelAdmin",
      */
     const checkAddress = (spec: ChannelKindSpec, address: string | undefined) =>
       Effect.gen(function* () {
-        if (address === undefined || address.trim() === "") return yield* missing("--url")
+        if (address === undefined || address.trim() === "") return yield* missing("url")
         const policy = { allowPrivate: config.webhooks.allowPrivate }
-        const refused = (reason: string) => invalid(`${spec.shortLabel} ${spec.address.noun} refused: ${reason}`)
+        const refused = (reason: string) =>
+          invalid({
+            field: "url",
+            reason: "refused",
+            detail: `${spec.shortLabel} ${spec.address.noun} refused: ${reason}`,
+          })
         if (spec.address.scheme === "syslog+tls") {
           const checked = yield* Effect.promise(() => checkSyslogDestination(address.trim(), systemLookup, policy))
           if (!checked.ok) return yield* refused(checked.reason)
@@ -159,10 +174,10 @@ export class ChannelAdmin extends Effect.Service<ChannelAdmin>()("ChannelAdmin",
           case "sealedUrl":
             return { url: `${new URL(url).origin}/…`, sealed: url, secret: undefined }
           case "sealedToken": {
-            if (input.token === undefined || input.token.trim() === "") return yield* missing(credential.flag)
+            if (input.token === undefined || input.token.trim() === "") return yield* missing("token")
             const token = input.token.trim()
             const refusal = credential.refusal(token)
-            if (refusal !== undefined) return yield* invalid(refusal)
+            if (refusal !== undefined) return yield* invalid({ field: "token", reason: "malformed", detail: refusal })
             return { url, sealed: token, secret: undefined }
           }
           case "none":
@@ -191,25 +206,31 @@ export class ChannelAdmin extends Effect.Service<ChannelAdmin>()("ChannelAdmin",
       yield* requireAdmin
       yield* orgAdmin.require(orgId)
       const kind = input.kind ?? "webhook"
-      if (!isChannelKind(kind)) return yield* invalid(`--kind must be one of ${CHANNEL_KINDS.join(", ")}`)
+      if (!isChannelKind(kind)) return yield* malformed("kind", `must be one of ${CHANNEL_KINDS.join(", ")}`)
       const spec = kindSpec(kind)
       const format = (input.format ?? "native") as ChannelFormat
       if (!CHANNEL_FORMATS.includes(format)) {
-        return yield* invalid(`--format must be one of ${CHANNEL_FORMATS.join(", ")}`)
+        return yield* malformed("format", `must be one of ${CHANNEL_FORMATS.join(", ")}`)
       }
       if (!spec.formats.includes(format)) {
-        return yield* invalid(
-          `--format ${format} is for ${kindsWhere((s) => s.formats.includes(format)).join(", ")} channels; ${kind} sends a message for people`,
-        )
+        return yield* invalid({
+          field: "format",
+          reason: "notApplicable",
+          rule: `${format} is for ${kindsWhere((s) => s.formats.includes(format)).join(", ")} channels; ${kind} sends a message for people`,
+        })
       }
       if (format === "ocsf" && input.sensorHealth === true) {
-        return yield* invalid("an OCSF channel carries incidents only: sensor-health alerts need a native channel")
+        return yield* ocsfHealth
       }
       if (input.token !== undefined && spec.credential.type !== "sealedToken")
-        return yield* invalid(`--token is for ${kindsWith("sealedToken")} channels`)
+        return yield* invalid({
+          field: "token",
+          reason: "notApplicable",
+          rule: `is for ${kindsWith("sealedToken")} channels`,
+        })
       const minSeverity = (input.minSeverity ?? "low") as Severity
       if (!SEVERITIES.includes(minSeverity))
-        return yield* invalid(`--min-severity must be one of ${SEVERITIES.join(", ")}`)
+        return yield* malformed("minSeverity", `must be one of ${SEVERITIES.join(", ")}`)
       const settleSeconds = yield* settleOf(spec, input.settle)
       // The address is resolved outside any transaction (a slow resolver must not hold one open).
       const destination = yield* destinationOf(spec, input)
@@ -263,9 +284,15 @@ export class ChannelAdmin extends Effect.Service<ChannelAdmin>()("ChannelAdmin",
       const channel = yield* find(channelId)
       const spec = kindSpec(channel.kind)
       const credential = spec.credential
-      if (credential.type === "none") return yield* invalid(`a ${channel.kind} channel has no secret to rotate`)
+      if (credential.type === "none")
+        return yield* invalid({ reason: "notApplicable", detail: `a ${channel.kind} channel has no secret to rotate` })
       if (credential.type !== "signingSecret") {
-        if (grace !== undefined) return yield* invalid(`--grace is for ${kindsWith("signingSecret")} channels`)
+        if (grace !== undefined)
+          return yield* invalid({
+            field: "grace",
+            reason: "notApplicable",
+            rule: `is for ${kindsWith("signingSecret")} channels`,
+          })
         const next = yield* destinationOf(
           spec,
           credential.type === "sealedToken" ? { url: channel.url, token: replacement } : { url: replacement },
@@ -288,10 +315,10 @@ export class ChannelAdmin extends Effect.Service<ChannelAdmin>()("ChannelAdmin",
       let ms = 0
       if (grace !== undefined) {
         const parsed = parseShortDuration(grace)
-        if (parsed === undefined) return yield* invalid("--grace must be a duration such as 30m, 24h or 7d")
+        if (parsed === undefined) return yield* malformed("grace", "must be a duration such as 30m, 24h or 7d")
         ms = Duration.toMillis(parsed)
       }
-      if (ms > MAX_GRACE_MS) return yield* invalid("--grace may be at most 30d")
+      if (ms > MAX_GRACE_MS) return yield* malformed("grace", "may be at most 30d")
       const at = yield* now
       const secret = credential.generate()
       yield* sql.withTransaction(
@@ -326,7 +353,7 @@ export class ChannelAdmin extends Effect.Service<ChannelAdmin>()("ChannelAdmin",
       yield* requireAdmin
       const channel = yield* find(channelId)
       if (on && channel.format === "ocsf") {
-        return yield* invalid("an OCSF channel carries incidents only: sensor-health alerts need a native channel")
+        return yield* ocsfHealth
       }
       yield* channelRepo.setSensorHealth(channel.id, on, yield* now)
       yield* audited(channel.orgId, "webhook.sensor_health", channel.id, on ? "on" : "off")
@@ -344,7 +371,7 @@ export class ChannelAdmin extends Effect.Service<ChannelAdmin>()("ChannelAdmin",
       yield* requireAdmin
       const channel = yield* find(channelId)
       if (settle === undefined || (typeof settle === "string" && settle.trim() === "")) {
-        return yield* missing("--settle")
+        return yield* missing("settle")
       }
       const seconds = yield* settleOf(kindSpec(channel.kind), settle)
       yield* channelRepo.setSettle(channel.id, seconds, yield* now)
@@ -425,7 +452,7 @@ export class ChannelAdmin extends Effect.Service<ChannelAdmin>()("ChannelAdmin",
     const deliveries = Effect.fn("ChannelAdmin.deliveries")(function* (channelId: string, status: string | undefined) {
       const channel = yield* find(channelId)
       if (status !== undefined && !DeliveryStatus.literals.includes(status as DeliveryStatus)) {
-        return yield* invalid(`--status must be one of ${DeliveryStatus.literals.join(", ")}`)
+        return yield* malformed("status", `must be one of ${DeliveryStatus.literals.join(", ")}`)
       }
       const rows = yield* deliveryRepo.listDeliveries(
         channel.id,
@@ -461,13 +488,13 @@ export class ChannelAdmin extends Effect.Service<ChannelAdmin>()("ChannelAdmin",
     const redeliver = Effect.fn("ChannelAdmin.redeliver")(function* (deliveryId: string) {
       yield* requireAdmin
       const found = isId("webhookDelivery", deliveryId) ? yield* deliveryRepo.findDelivery(deliveryId) : Option.none()
-      if (Option.isNone(found)) return yield* new NotFound({ message: `unknown delivery: ${deliveryId}` })
+      if (Option.isNone(found)) return yield* notFound("delivery", deliveryId)
       const delivery = found.value
-      yield* requireScope(delivery.orgId, `unknown delivery: ${deliveryId}`)
+      yield* requireScope(delivery.orgId, "delivery", deliveryId)
       yield* sql.withTransaction(
         Effect.gen(function* () {
           if (!(yield* deliveryRepo.redeliver(deliveryId, yield* now))) {
-            return yield* new NotFound({ message: `unknown delivery: ${deliveryId}` })
+            return yield* notFound("delivery", deliveryId)
           }
           yield* deliveryRepo.notify
           yield* audited(delivery.orgId, "webhook.redeliver", deliveryId, delivery.channelId)
@@ -480,7 +507,7 @@ export class ChannelAdmin extends Effect.Service<ChannelAdmin>()("ChannelAdmin",
     const resealSecrets = Effect.fn("ChannelAdmin.resealSecrets")(function* () {
       const actor = yield* AdminActor
       if (actor._tag !== "Operator") {
-        return yield* new Forbidden({ message: "Only an operator (bun run admin) can do this." })
+        return yield* new Forbidden({ reason: "operatorOnly" })
       }
       let resealed = 0
       const unreadable: Array<string> = []

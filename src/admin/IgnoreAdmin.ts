@@ -9,7 +9,7 @@ import { dbErrors } from "../platform/db/errors.ts"
 import { type IgnoreRuleRow, IgnoreRulesRepo } from "../repos/IgnoreRulesRepo.ts"
 import { requireAdmin, requireScope } from "./actor.ts"
 import { auditing } from "./common.ts"
-import { invalid, missing, NotFound } from "./errors.ts"
+import { invalid, malformed, missing, notFound } from "./errors.ts"
 import { OrgAdmin } from "./OrgAdmin.ts"
 
 /** The longest note a rule keeps (it says why the activity is harmless: whose scanner, which ticket). */
@@ -82,14 +82,15 @@ export class IgnoreAdmin extends Effect.Service<IgnoreAdmin>()("IgnoreAdmin", {
 
     /** The rule as it would be stored, every field checked; nothing is written. */
     const check = Effect.fn("IgnoreAdmin.check")(function* (orgId: string, input: IgnoreRuleInput, now: Date) {
-      if (blank(input.source)) return yield* missing("--source")
+      if (blank(input.source)) return yield* missing("source")
       const network = parseNetwork(input.source ?? "")
       if (network === undefined) {
-        return yield* invalid("--source must be an IP address or a network such as 192.0.2.0/24 or 2001:db8::/48")
+        return yield* malformed("source", "must be an IP address or a network such as 192.0.2.0/24 or 2001:db8::/48")
       }
       if (network.prefix < BROADEST_PREFIX[network.version]) {
-        return yield* invalid(
-          `--source is too broad: ${network.cidr} (a rule may ignore at most a /${BROADEST_PREFIX[network.version]} of IPv${network.version})`,
+        return yield* malformed(
+          "source",
+          `is too broad: ${network.cidr} (a rule may ignore at most a /${BROADEST_PREFIX[network.version]} of IPv${network.version})`,
         )
       }
       const source = network.cidr
@@ -100,27 +101,35 @@ export class IgnoreAdmin extends Effect.Service<IgnoreAdmin>()("IgnoreAdmin", {
           ? yield* sql<{ orgId: string }>`select org_id from sensors where id = ${id}`.pipe(dbErrors)
           : []
         if (rows[0]?.orgId !== orgId) {
-          return yield* invalid(`--sensor: unknown sensor of this organization: ${id.slice(0, 64)}`)
+          return yield* invalid({
+            field: "sensor",
+            reason: "unknown",
+            rule: `unknown sensor of this organization: ${id.slice(0, 64)}`,
+          })
         }
         sensorId = id
       }
       let port: number | null = null
       if (!blank(input.port)) {
         const text = (input.port ?? "").trim()
-        if (!/^\d{1,5}$/.test(text) || Number(text) > 65535) return yield* invalid("--port must be 0 to 65535")
+        if (!/^\d{1,5}$/.test(text) || Number(text) > 65535) return yield* malformed("port", "must be 0 to 65535")
         port = Number(text)
       }
       let eventType: string | null = null
       if (!blank(input.type)) {
         const type = (input.type ?? "").trim()
         if (!EVENT_TYPE_NAMES.includes(type)) {
-          return yield* invalid(`--type: unknown event type ${type.slice(0, 64)} (docs/ingestion.md lists them)`)
+          return yield* invalid({
+            field: "type",
+            reason: "unknown",
+            rule: `unknown event type ${type.slice(0, 64)} (docs/ingestion.md lists them)`,
+          })
         }
         eventType = type
       }
       const note = (input.note ?? "").trim()
       if (note.length > NOTE_MAX || /[\p{Cc}\p{Cf}]/u.test(note.replace(/\n/g, ""))) {
-        return yield* invalid(`--note must be at most ${NOTE_MAX} printable characters`)
+        return yield* malformed("note", `must be at most ${NOTE_MAX} printable characters`)
       }
       let expiresAt: Date | null = null
       if (!blank(input.expires)) {
@@ -128,9 +137,9 @@ export class IgnoreAdmin extends Effect.Service<IgnoreAdmin>()("IgnoreAdmin", {
         const duration = parseShortDuration(text)
         const at = duration !== undefined ? new Date(now.getTime() + Duration.toMillis(duration)) : parseTimestamp(text)
         if (at === undefined) {
-          return yield* invalid("--expires must be a duration such as 12h or 7d, or an RFC 3339 time with its zone")
+          return yield* malformed("expires", "must be a duration such as 12h or 7d, or an RFC 3339 time with its zone")
         }
-        if (at.getTime() <= now.getTime()) return yield* invalid("--expires must be in the future")
+        if (at.getTime() <= now.getTime()) return yield* malformed("expires", "must be in the future")
         expiresAt = at
       }
       return { source, sensorId, port, eventType, note, expiresAt }
@@ -168,10 +177,10 @@ export class IgnoreAdmin extends Effect.Service<IgnoreAdmin>()("IgnoreAdmin", {
 
     /** The rule, if the actor may see it (another organization's rule is unknown, D30). */
     const find = Effect.fn("IgnoreAdmin.find")(function* (ruleId: string) {
-      const unknown = new NotFound({ message: `unknown ignore rule: ${ruleId}` })
+      const unknown = notFound("ignoreRule", ruleId)
       const row = isId("ignoreRule", ruleId) ? yield* rules.findById(ruleId) : undefined
       if (row === undefined || row.removedAt !== null) return yield* unknown
-      yield* requireScope(row.orgId, unknown.message)
+      yield* requireScope(row.orgId, "ignoreRule", ruleId)
       return row
     })
 
@@ -180,7 +189,7 @@ export class IgnoreAdmin extends Effect.Service<IgnoreAdmin>()("IgnoreAdmin", {
       const actor = yield* requireAdmin
       const row = yield* find(ruleId)
       const removed = yield* rules.remove(row.id, actor.id, new Date())
-      if (!removed) return yield* new NotFound({ message: `unknown ignore rule: ${ruleId}` })
+      if (!removed) return yield* notFound("ignoreRule", ruleId)
       yield* audited(row.orgId, "ignore.remove", row.id, `${row.source} (${row.hitCount} hits)`)
       return { id: row.id, removed: true as const }
     }, sql.withTransaction)

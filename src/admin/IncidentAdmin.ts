@@ -11,7 +11,7 @@ import { SensorsRepo } from "../repos/SensorsRepo.ts"
 import { CLOSE_REASONS, type CloseReason, closedTransitions, TransitionsRepo } from "../repos/TransitionsRepo.ts"
 import { AdminActor, requireScope } from "./actor.ts"
 import { auditing } from "./common.ts"
-import { invalid, missing, NotFound } from "./errors.ts"
+import { type Field, invalid, malformed, missing, notFound } from "./errors.ts"
 
 /** A note (on an incident, or with a close) is at most this many characters. */
 export const NOTE_MAX = 2000
@@ -33,11 +33,11 @@ export interface BulkFilterInput {
 }
 
 export const checkReason = (reason: string | undefined) => {
-  if (reason === undefined || reason.trim() === "") return Effect.fail(missing("--reason"))
+  if (reason === undefined || reason.trim() === "") return Effect.fail(missing("reason"))
   const r = reason.trim()
   return (CLOSE_REASONS as ReadonlyArray<string>).includes(r)
     ? Effect.succeed(r as CloseReason)
-    : Effect.fail(invalid(`--reason must be one of ${CLOSE_REASONS.join(", ")}`))
+    : Effect.fail(malformed("reason", `must be one of ${CLOSE_REASONS.join(", ")}`))
 }
 
 // Control characters (a line break too, as everywhere in the console's forms), and the bidirectional controls that
@@ -48,12 +48,12 @@ const REFUSED = /[\p{Cc}\u202A-\u202E\u2066-\u2069]/u
  * A note as stored: plain text, trimmed, 1 to NOTE_MAX characters; its line breaks are kept (as \n), any other control
  * character is refused. Undefined for an empty optional note.
  */
-export const checkNote = (flag: string, text: string | undefined, required: boolean) => {
+export const checkNote = (field: Field, text: string | undefined, required: boolean) => {
   const trimmed = (text ?? "").replace(/\r\n?/g, "\n").trim()
-  if (trimmed === "") return required ? Effect.fail(missing(flag)) : Effect.succeed(undefined)
-  if (trimmed.length > NOTE_MAX) return Effect.fail(invalid(`${flag} may be at most ${NOTE_MAX} characters`))
+  if (trimmed === "") return required ? Effect.fail(missing(field)) : Effect.succeed(undefined)
+  if (trimmed.length > NOTE_MAX) return Effect.fail(malformed(field, `may be at most ${NOTE_MAX} characters`))
   if (REFUSED.test(trimmed.replaceAll("\n", "")) || !trimmed.isWellFormed()) {
-    return Effect.fail(invalid(`${flag} may not hold control characters`))
+    return Effect.fail(malformed(field, "may not hold control characters"))
   }
   return Effect.succeed(trimmed)
 }
@@ -83,14 +83,14 @@ export class IncidentAdmin extends Effect.Service<IncidentAdmin>()("IncidentAdmi
     const { audited } = yield* auditing
 
     /** The organization of an incident the actor may see; another organization's is unknown (D30). */
-    const ownerOf = (incidentId: string, message: string) =>
+    const ownerOf = (incidentId: string, reason: "unknown" | "notOpen") =>
       Effect.gen(function* () {
         const rows = isId("incident", incidentId)
           ? yield* sql<{ orgId: string }>`select org_id from incidents where id = ${incidentId}`
           : []
         const owner = rows[0]?.orgId
-        if (owner === undefined) return yield* new NotFound({ message })
-        yield* requireScope(owner, message)
+        if (owner === undefined) return yield* notFound("incident", incidentId, reason)
+        yield* requireScope(owner, "incident", incidentId, reason)
         return owner
       })
 
@@ -100,13 +100,12 @@ export class IncidentAdmin extends Effect.Service<IncidentAdmin>()("IncidentAdmi
      */
     const close = Effect.fn("IncidentAdmin.close")(function* (incidentId: string, input: CloseInput) {
       const reason = yield* checkReason(input.reason)
-      const note = yield* checkNote("--note", input.note, false)
-      const unknown = `no open incident ${incidentId}`
-      yield* ownerOf(incidentId, unknown)
+      const note = yield* checkNote("note", input.note, false)
+      yield* ownerOf(incidentId, "notOpen")
       const actor = yield* AdminActor
       const now = new Date()
       const closed = yield* incidents.close(incidentId, now)
-      if (Option.isNone(closed)) return yield* new NotFound({ message: unknown })
+      if (Option.isNone(closed)) return yield* notFound("incident", incidentId, "notOpen")
       const c = closed.value
       const ids = yield* transitions.insert(
         closedTransitions([c], now, { reason, note: note ?? null, actor: actor.id }),
@@ -118,9 +117,9 @@ export class IncidentAdmin extends Effect.Service<IncidentAdmin>()("IncidentAdmi
 
     /** A note on an incident of the actor's organization: plain text, its author and time. */
     const addNote = Effect.fn("IncidentAdmin.addNote")(function* (incidentId: string, text: string | undefined) {
-      const body = yield* checkNote("--note", text, true)
-      if (body === undefined) return yield* missing("--note")
-      const orgId = yield* ownerOf(incidentId, `no incident ${incidentId}`)
+      const body = yield* checkNote("note", text, true)
+      if (body === undefined) return yield* missing("note")
+      const orgId = yield* ownerOf(incidentId, "unknown")
       const actor = yield* AdminActor
       const added = yield* notes.add({ orgId, incidentId, author: actor.id, body })
       yield* audited(orgId, "incident.note", incidentId, `${body.length} characters`)
@@ -132,32 +131,32 @@ export class IncidentAdmin extends Effect.Service<IncidentAdmin>()("IncidentAdmi
       Effect.gen(function* () {
         const actor = yield* AdminActor
         const org = orgId ?? (actor._tag === "OrgUser" ? actor.orgId : undefined)
-        if (org === undefined || org === "") return yield* missing("--org")
-        yield* requireScope(org, `no organization ${org}`)
+        if (org === undefined || org === "") return yield* missing("org")
+        yield* requireScope(org, "organization", org)
         const given = (s: string | undefined) => (s === undefined || s.trim() === "" ? undefined : s.trim())
         const sensor = given(input.sensor)
         const source = given(input.source)
         const olderThan = given(input.olderThan)
         if (sensor === undefined && source === undefined && olderThan === undefined) {
-          return yield* invalid("give at least one of --sensor, --source and --older-than")
+          return yield* invalid({ reason: "required", oneOf: ["sensor", "source", "olderThan"] })
         }
         const filter: { -readonly [K in keyof BulkCloseFilter]: BulkCloseFilter[K] } = { orgId: org }
         if (sensor !== undefined) {
           const found = isId("sensor", sensor) ? yield* sensors.findById(sensor) : Option.none()
           if (Option.isNone(found) || found.value.orgId !== org) {
-            return yield* invalid("--sensor must be a sensor id of this organization")
+            return yield* malformed("sensor", "must be a sensor id of this organization")
           }
           filter.sensorId = sensor
         }
         if (source !== undefined) {
           const ip = canonicalIp(source)
-          if (ip === undefined) return yield* invalid("--source must be an IP address")
+          if (ip === undefined) return yield* malformed("source", "must be an IP address")
           filter.sourceIp = ip
         }
         if (olderThan !== undefined) {
           const before = parseOlderThan(olderThan, now)
           if (before === undefined) {
-            return yield* invalid("--older-than must be a duration such as 7d or 12h, or a date such as 2026-11-01")
+            return yield* malformed("olderThan", "must be a duration such as 7d or 12h, or a date such as 2026-11-01")
           }
           filter.seenBefore = before
         }
@@ -189,7 +188,7 @@ export class IncidentAdmin extends Effect.Service<IncidentAdmin>()("IncidentAdmi
       expected?: number,
     ) {
       const reason = yield* checkReason(close.reason)
-      const note = yield* checkNote("--note", close.note, false)
+      const note = yield* checkNote("note", close.note, false)
       const now = new Date()
       const filter = yield* bulkFilter(orgId, input, now)
       const actor = yield* AdminActor

@@ -22,7 +22,7 @@ import { OrgsRepo } from "../repos/OrgsRepo.ts"
 import { TransitionsRepo } from "../repos/TransitionsRepo.ts"
 import { requireAdmin, requireScope } from "./actor.ts"
 import { auditing } from "./common.ts"
-import { invalid, missing, NotFound } from "./errors.ts"
+import { invalid, malformed, missing, notFound } from "./errors.ts"
 import { OrgAdmin } from "./OrgAdmin.ts"
 
 /** The longest username and password a bait pair may have (a planted credential is short; this bounds the input). */
@@ -182,7 +182,7 @@ export class JudgementAdmin extends Effect.Service<JudgementAdmin>()("JudgementA
         if (text !== null) {
           const read = parseNetworkList(text)
           if ("problem" in read) {
-            return yield* invalid(`--networks line ${read.problem.line}: ${read.problem.reason}`)
+            return yield* malformed("networks", `line ${read.problem.line}: ${read.problem.reason}`)
           }
           list = read.networks
         }
@@ -227,18 +227,18 @@ export class JudgementAdmin extends Effect.Service<JudgementAdmin>()("JudgementA
       ) {
         yield* requireAdmin
         yield* orgAdmin.require(orgId)
-        if (input.username === undefined || input.username === "") return yield* missing("--username")
-        if (input.password === undefined || input.password === "") return yield* missing("--password")
+        if (input.username === undefined || input.username === "") return yield* missing("username")
+        if (input.password === undefined || input.password === "") return yield* missing("password")
         const username = sanitizeText(input.username)
         if (username !== input.username || [...username].length > BAIT_FIELD_MAX) {
-          return yield* invalid(`--username must be at most ${BAIT_FIELD_MAX} printable characters`)
+          return yield* malformed("username", `must be at most ${BAIT_FIELD_MAX} printable characters`)
         }
         if ([...input.password].length > BAIT_FIELD_MAX) {
-          return yield* invalid(`--password must be at most ${BAIT_FIELD_MAX} characters`)
+          return yield* malformed("password", `must be at most ${BAIT_FIELD_MAX} characters`)
         }
         const label = (input.label ?? "").trim()
         if (label.length > 200 || /[\p{Cc}\p{Cf}]/u.test(label)) {
-          return yield* invalid("--label must be at most 200 printable characters")
+          return yield* malformed("label", "must be at most 200 printable characters")
         }
         const org = yield* orgs.findById(orgId)
         const key = Option.isSome(org) ? sealer.open(org.value.fingerprintKey) : undefined
@@ -249,7 +249,12 @@ export class JudgementAdmin extends Effect.Service<JudgementAdmin>()("JudgementA
           { username, passwordFingerprint: maskSecret(input.password, key).fingerprint, label },
           now,
         )
-        if (id === undefined) return yield* invalid("this username and password are already registered as bait")
+        if (id === undefined)
+          return yield* invalid({
+            field: "username",
+            reason: "taken",
+            detail: "this username and password are already registered as bait",
+          })
         yield* audited(orgId, "bait.add", id, `username ${JSON.stringify(username)}`)
         return viewOf({ id, username, label, createdAt: now })
       },
@@ -259,13 +264,13 @@ export class JudgementAdmin extends Effect.Service<JudgementAdmin>()("JudgementA
     const baitRemove = Effect.fn("JudgementAdmin.baitRemove")(
       function* (id: string) {
         yield* requireAdmin
-        const unknown = new NotFound({ message: `unknown bait credential: ${id.slice(0, 64)}` })
+        const unknown = notFound("baitCredential", id.slice(0, 64))
         const rows = isId("baitCredential", id)
           ? yield* sql<{ orgId: string }>`select org_id from bait_credentials where id = ${id}`.pipe(dbErrors)
           : []
         const orgId = rows[0]?.orgId
         if (orgId === undefined) return yield* unknown
-        yield* requireScope(orgId, unknown.message)
+        yield* requireScope(orgId, "baitCredential", id.slice(0, 64))
         if (!(yield* baits.remove(orgId, id))) return yield* unknown
         yield* audited(orgId, "bait.remove", id, null)
         return { id, removed: true as const }

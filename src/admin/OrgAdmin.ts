@@ -8,12 +8,10 @@ import { ApiKeysRepo } from "../repos/ApiKeysRepo.ts"
 import { OrgsRepo } from "../repos/OrgsRepo.ts"
 import { AdminActor, requireAdmin, requireScope } from "./actor.ts"
 import { auditing, checkName, sameName } from "./common.ts"
-import { Conflict, Forbidden, invalid, NotFound } from "./errors.ts"
+import { Conflict, Forbidden, invalid, malformed, notFound } from "./errors.ts"
 
 const operatorOnly = Effect.flatMap(AdminActor, (actor) =>
-  actor._tag === "Operator"
-    ? Effect.void
-    : Effect.fail(new Forbidden({ message: "Only an operator (bun run admin) can do this." })),
+  actor._tag === "Operator" ? Effect.void : Effect.fail(new Forbidden({ reason: "operatorOnly" })),
 )
 
 /** Organizations (D24): created by the operator; the Deception switch (D10); their fingerprint keys (D19). */
@@ -28,8 +26,8 @@ export class OrgAdmin extends Effect.Service<OrgAdmin>()("OrgAdmin", {
     /** The organization, if the actor may act on it; otherwise (or unknown) NotFound. */
     const require = Effect.fn("OrgAdmin.require")(function* (orgId: string) {
       const org = isId("organization", orgId) ? yield* orgs.findById(orgId) : Option.none()
-      if (Option.isNone(org)) return yield* new NotFound({ message: `unknown organization: ${orgId}` })
-      yield* requireScope(org.value.id, `unknown organization: ${orgId}`)
+      if (Option.isNone(org)) return yield* notFound("organization", orgId)
+      yield* requireScope(org.value.id, "organization", orgId)
       return org.value
     })
 
@@ -42,12 +40,16 @@ export class OrgAdmin extends Effect.Service<OrgAdmin>()("OrgAdmin", {
       options: { readonly allowDuplicate?: boolean } = {},
     ) {
       yield* operatorOnly
-      const checked = yield* checkName("--name", name)
+      const checked = yield* checkName("name", name)
       yield* lockNames("organizations")
       const taken = (yield* orgs.list()).find((o) => sameName(o.name, checked))
       if (taken !== undefined && options.allowDuplicate !== true) {
         return yield* new Conflict({
-          message: `an organization named "${taken.name}" already exists (${taken.id}); use --allow-duplicate-name to create another`,
+          field: "name",
+          reason: "taken",
+          within: "organizations",
+          name: taken.name,
+          takenBy: taken.id,
         })
       }
       // D19: the per-organization fingerprint key, sealed under SECRET_KEY.
@@ -67,7 +69,8 @@ export class OrgAdmin extends Effect.Service<OrgAdmin>()("OrgAdmin", {
     /** D10: announced to every server's key cache before it returns (OrgsRepo.setDeception). */
     const setDeception = Effect.fn("OrgAdmin.setDeception")(function* (orgId: string, state: string | undefined) {
       yield* requireAdmin
-      if (state !== "on" && state !== "off") return yield* invalid("usage: org deception <org-id> on|off")
+      if (state !== "on" && state !== "off")
+        return yield* invalid({ field: "deception", reason: "malformed", rule: "must be on or off" })
       yield* require(orgId)
       // The transaction commits (and so notifies) inside `announced`, which then waits for every cache's ack: a
       // wait inside the transaction could never be answered, since a NOTIFY is only sent at commit.
@@ -92,7 +95,10 @@ export class OrgAdmin extends Effect.Service<OrgAdmin>()("OrgAdmin", {
       const text = (days ?? "").trim()
       const value = text === "" || text.toLowerCase() === "default" ? null : /^\d{1,6}$/.test(text) ? Number(text) : -1
       if (value !== null && (value < 1 || value > 100_000)) {
-        return yield* invalid("retention must be a whole number of days from 1 to 100000, or blank for the default")
+        return yield* malformed(
+          "retention",
+          "must be a whole number of days from 1 to 100000, or blank for the default",
+        )
       }
       const org = yield* require(orgId)
       yield* orgs.setRetentionDays(orgId, value)

@@ -8,7 +8,7 @@ import { parseShortDuration } from "../platform/config.ts"
 import { type SensorRow, SensorsRepo, statusOf } from "../repos/SensorsRepo.ts"
 import { requireAdmin, requireScope } from "./actor.ts"
 import { auditing, checkName, sameName } from "./common.ts"
-import { Conflict, invalid, NotFound } from "./errors.ts"
+import { Conflict, invalid, malformed, notFound } from "./errors.ts"
 import { OrgAdmin } from "./OrgAdmin.ts"
 import { DEFAULT_PROFILE, findProfile, profileIds } from "./sensorSetup.ts"
 
@@ -37,7 +37,7 @@ const checkProfile = (profile: string | undefined) => {
   const chosen = (profile ?? DEFAULT_PROFILE).trim()
   return findProfile(chosen) === undefined
     ? Effect.fail(
-        invalid(`--profile must be one of ${profileIds().join(", ")} (got ${JSON.stringify(chosen.slice(0, 40))})`),
+        malformed("profile", `must be one of ${profileIds().join(", ")} (got ${JSON.stringify(chosen.slice(0, 40))})`),
       )
     : Effect.succeed(chosen)
 }
@@ -49,13 +49,14 @@ const checkHeartbeatInterval = (text: string | undefined) => {
   const seconds = parsed === undefined ? Number.NaN : Duration.toMillis(parsed) / 1000
   if (!Number.isInteger(seconds) || seconds < MIN_HEARTBEAT_SECONDS || seconds > MAX_HEARTBEAT_SECONDS) {
     return Effect.fail(
-      invalid("--heartbeat-interval must be a duration from 30s to 7d (such as 60s, 5m or 1h), or off"),
+      malformed("heartbeatInterval", "must be a duration from 30s to 7d (such as 60s, 5m or 1h), or off"),
     )
   }
   return Effect.succeed(seconds)
 }
 
-const revokedRefusal = (id: string) => invalid(`sensor ${id} is revoked; create a new one`)
+const revokedRefusal = (id: string) =>
+  invalid({ field: "sensor", reason: "state", detail: `sensor ${id} is revoked; create a new one` })
 const notRevoked = (sensor: SensorRow) =>
   sensor.revokedAt === null ? Effect.void : Effect.fail(revokedRefusal(sensor.id))
 
@@ -80,7 +81,11 @@ export class SensorAdmin extends Effect.Service<SensorAdmin>()("SensorAdmin", {
         )
         if (taken !== undefined) {
           return yield* new Conflict({
-            message: `a sensor named "${taken.name}" already exists in this organization (${taken.id}); choose another name`,
+            field: "name",
+            reason: "taken",
+            within: "organization",
+            name: taken.name,
+            takenBy: taken.id,
           })
         }
       })
@@ -96,7 +101,7 @@ export class SensorAdmin extends Effect.Service<SensorAdmin>()("SensorAdmin", {
     ) {
       yield* requireAdmin
       yield* orgAdmin.require(orgId)
-      const name = yield* checkName("--name", input.name)
+      const name = yield* checkName("name", input.name)
       const profile = yield* checkProfile(input.profile)
       const heartbeatIntervalSeconds = yield* checkHeartbeatInterval(input.heartbeatInterval)
       if (options.allowDuplicateName !== true) yield* nameFree(orgId, name)
@@ -123,15 +128,15 @@ export class SensorAdmin extends Effect.Service<SensorAdmin>()("SensorAdmin", {
     /** D30: another organization's sensor is the same "unknown" as a sensor that does not exist. */
     const find = Effect.fn("SensorAdmin.find")(function* (sensorId: string) {
       const found = isId("sensor", sensorId) ? yield* sensors.findById(sensorId) : Option.none()
-      if (Option.isNone(found)) return yield* new NotFound({ message: `unknown sensor: ${sensorId}` })
-      yield* requireScope(found.value.orgId, `unknown sensor: ${sensorId}`)
+      if (Option.isNone(found)) return yield* notFound("sensor", sensorId)
+      yield* requireScope(found.value.orgId, "sensor", sensorId)
       return found.value
     })
 
     const rename = Effect.fn("SensorAdmin.rename")(function* (sensorId: string, name: string | undefined) {
       yield* requireAdmin
       const sensor = yield* find(sensorId)
-      const checked = yield* checkName("--name", name)
+      const checked = yield* checkName("name", name)
       yield* notRevoked(sensor)
       yield* nameFree(sensor.orgId, checked, sensor.id)
       // Revoked between the read and the update: the same refusal.
@@ -169,10 +174,10 @@ export class SensorAdmin extends Effect.Service<SensorAdmin>()("SensorAdmin", {
       let ms = 0
       if (grace !== undefined && grace.trim() !== "") {
         const parsed = parseShortDuration(grace.trim())
-        if (parsed === undefined) return yield* invalid("--grace must be a duration such as 30m, 24h or 7d")
+        if (parsed === undefined) return yield* malformed("grace", "must be a duration such as 30m, 24h or 7d")
         ms = Duration.toMillis(parsed)
       }
-      if (ms > MAX_GRACE_MS) return yield* invalid("--grace may be at most 30d")
+      if (ms > MAX_GRACE_MS) return yield* malformed("grace", "may be at most 30d")
       yield* notRevoked(sensor)
       const at = new Date()
       const secret = randomBytes(32).toString("base64url")
@@ -180,14 +185,17 @@ export class SensorAdmin extends Effect.Service<SensorAdmin>()("SensorAdmin", {
       if (!(yield* sensors.rotate(sensor.id, sha256(secret), until, at, force))) {
         // Nothing changed: say why, from the row as it is now.
         const now = yield* sensors.findById(sensor.id)
-        if (Option.isNone(now)) return yield* new NotFound({ message: `unknown sensor: ${sensor.id}` })
+        if (Option.isNone(now)) return yield* notFound("sensor", sensor.id)
         yield* notRevoked(now.value)
         const running = now.value.previousTokenExpiresAt
-        return yield* invalid(
-          `sensor ${sensor.id}: the token of an earlier rotation still works until ${running?.toISOString() ?? "its grace ends"}; ` +
+        return yield* invalid({
+          field: "force",
+          reason: "state",
+          detail:
+            `sensor ${sensor.id}: the token of an earlier rotation still works until ${running?.toISOString() ?? "its grace ends"}; ` +
             "rotating now would end that grace at once. Wait until then, or rotate with --force (in the console: " +
             'tick "End the earlier grace now") to end it',
-        )
+        })
       }
       const running = sensor.previousTokenExpiresAt
       const endedGrace = force && running !== null && running.getTime() > at.getTime()

@@ -135,9 +135,7 @@ export class SignIn extends Effect.Service<SignIn>()("SignIn", {
       return deviceKeys.some((key) => constantTimeEqual(hmacSha256(key, message), given)) ? deviceId : undefined
     }
 
-    const deadLink = Effect.fail(
-      new LinkExpired({ message: "This link has expired or was already used. Ask an administrator for a new one." }),
-    )
+    const deadLink = Effect.fail(new LinkExpired({ reason: "expired" }))
 
     const linkState = Effect.fn("SignIn.linkState")(function* (token: string) {
       if (token.length > 100) return "unknown" as LinkState
@@ -158,7 +156,11 @@ export class SignIn extends Effect.Service<SignIn>()("SignIn", {
       if ((yield* linkState(token)) !== "valid") return yield* deadLink
       const length = [...password].length
       if (length < PASSWORD_MIN || length > PASSWORD_MAX) {
-        return yield* invalid(`The password must be ${PASSWORD_MIN} to ${PASSWORD_MAX} characters long.`)
+        return yield* invalid({
+          field: "password",
+          reason: "malformed",
+          detail: `The password must be ${PASSWORD_MIN} to ${PASSWORD_MAX} characters long.`,
+        })
       }
       const hash = yield* Effect.promise(() => Bun.password.hash(password, { algorithm: "argon2id" }))
       return yield* sql.withTransaction(

@@ -5,7 +5,7 @@ import { AppConfig } from "../platform/config.ts"
 import { ConsoleUsersRepo, ROLES, type Role } from "../repos/ConsoleUsersRepo.ts"
 import { requireAdmin, requireScope } from "./actor.ts"
 import { auditing } from "./common.ts"
-import { invalid, missing, NotFound } from "./errors.ts"
+import { invalid, missing, notFound } from "./errors.ts"
 import { OrgAdmin } from "./OrgAdmin.ts"
 import { hashToken, LINK_VALID_MS, newToken, normalizeEmail } from "./SignIn.ts"
 
@@ -39,8 +39,8 @@ export class UserAdmin extends Effect.Service<UserAdmin>()("UserAdmin", {
     /** A user the actor may see (another organization's user is unknown, as for D30's ids). */
     const find = Effect.fn("UserAdmin.find")(function* (userId: string) {
       const found = isId("consoleUser", userId) ? yield* users.findById(userId) : Option.none()
-      if (Option.isNone(found)) return yield* new NotFound({ message: `unknown user: ${userId}` })
-      yield* requireScope(found.value.orgId, `unknown user: ${userId}`)
+      if (Option.isNone(found)) return yield* notFound("user", userId)
+      yield* requireScope(found.value.orgId, "user", userId)
       return found.value
     })
 
@@ -51,17 +51,30 @@ export class UserAdmin extends Effect.Service<UserAdmin>()("UserAdmin", {
     }) {
       yield* requireAdmin
       yield* orgAdmin.require(input.orgId)
-      if (input.email === undefined) return yield* missing("--email")
-      if (input.role === undefined) return yield* missing("--role")
+      if (input.email === undefined) return yield* missing("email")
+      if (input.role === undefined) return yield* missing("role")
       const email = normalizeEmail(input.email)
       if (!EMAIL.test(email) || email.length > 254)
-        return yield* invalid("the email must be an address like a@b.example")
-      if (!ROLES.includes(input.role as Role)) return yield* invalid(`the role must be one of ${ROLES.join(", ")}`)
+        return yield* invalid({
+          field: "email",
+          reason: "malformed",
+          detail: "the email must be an address like a@b.example",
+        })
+      if (!ROLES.includes(input.role as Role))
+        return yield* invalid({
+          field: "role",
+          reason: "malformed",
+          detail: `the role must be one of ${ROLES.join(", ")}`,
+        })
       const role = input.role as Role
       // Emails are unique across organizations (sign-in is by email alone). The refusal is the same whether the
       // address is taken here or elsewhere: it never tells an admin another organization's users.
       if (Option.isSome(yield* users.findByEmail(email))) {
-        return yield* invalid("this email cannot be used for a new user; choose another address")
+        return yield* invalid({
+          field: "email",
+          reason: "taken",
+          detail: "this email cannot be used for a new user; choose another address",
+        })
       }
       const at = new Date()
       const id = newId("consoleUser", at.getTime())
@@ -86,7 +99,8 @@ export class UserAdmin extends Effect.Service<UserAdmin>()("UserAdmin", {
     const disable = Effect.fn("UserAdmin.disable")(function* (userId: string) {
       const actor = yield* requireAdmin
       const user = yield* find(userId)
-      if (user.id === actor.id) return yield* invalid("you cannot disable yourself")
+      if (user.id === actor.id)
+        return yield* invalid({ field: "user", reason: "state", detail: "you cannot disable yourself" })
       const at = new Date()
       yield* users.setDisabled(user.id, at)
       yield* users.deleteSessionsOf(user.id)
@@ -124,7 +138,7 @@ export class UserAdmin extends Effect.Service<UserAdmin>()("UserAdmin", {
       const email = normalizeEmail(emailInput)
       const found = email.length <= 320 ? yield* users.findByEmail(email) : Option.none()
       if (Option.isNone(found) || (actor._tag === "OrgUser" && found.value.orgId !== actor.orgId)) {
-        return yield* invalid("no console user has this email")
+        return yield* invalid({ field: "email", reason: "unknown", detail: "no console user has this email" })
       }
       const user = found.value
       const cleared = yield* users.clearEmailFailures(email)

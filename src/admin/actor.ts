@@ -1,6 +1,6 @@
 import { Context, Effect } from "effect"
 import type { Role } from "../repos/ConsoleUsersRepo.ts"
-import { Forbidden, NotFound } from "./errors.ts"
+import { Forbidden, notFound, type Thing } from "./errors.ts"
 
 /**
  * Who is acting, given to every admin service through the context (never as an argument). Two kinds:
@@ -35,16 +35,16 @@ export const asOperator = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
 export const actsOn = (actor: AdminActorValue, orgId: string) => actor._tag === "Operator" || actor.orgId === orgId
 
 /**
- * D30: a row of another organization is answered as one that does not exist. `message` is the "unknown …" text.
+ * A row of another organization is answered as one that does not exist: `field` and `id` say what was asked for.
  */
-export const requireScope = (orgId: string, message: string) =>
+export const requireScope = (orgId: string, field: Thing, id: string, reason: "unknown" | "notOpen" = "unknown") =>
   Effect.flatMap(AdminActor, (actor) =>
-    actsOn(actor, orgId) ? Effect.succeed(actor) : Effect.fail(new NotFound({ message })),
+    actsOn(actor, orgId) ? Effect.succeed(actor) : Effect.fail(notFound(field, id, reason)),
   )
 
 /** A change to settings: the operator, or an organization's administrator (an analyst reads only). */
 export const requireAdmin = Effect.flatMap(AdminActor, (actor) =>
   actor._tag === "Operator" || actor.role === "admin"
     ? Effect.succeed(actor)
-    : Effect.fail(new Forbidden({ message: "Only an administrator can change settings." })),
+    : Effect.fail(new Forbidden({ reason: "adminOnly" })),
 )

@@ -17,7 +17,8 @@ import { asOperator } from "./actor.ts"
 import { Backup } from "./Backup.ts"
 import { ChannelAdmin, settleWording } from "./ChannelAdmin.ts"
 import { auditing } from "./common.ts"
-import { invalid, isAdminError, missing } from "./errors.ts"
+import { cliWords } from "./cli/words.ts"
+import { isAdminError } from "./errors.ts"
 import { IgnoreAdmin } from "./IgnoreAdmin.ts"
 import { IncidentAdmin } from "./IncidentAdmin.ts"
 import { JudgementAdmin } from "./JudgementAdmin.ts"
@@ -26,6 +27,10 @@ import { OrgAdmin } from "./OrgAdmin.ts"
 import { SensorAdmin } from "./SensorAdmin.ts"
 import { plainIngestWarning, SENSOR_PROFILES, setupSnippets } from "./sensorSetup.ts"
 import { UserAdmin } from "./UserAdmin.ts"
+
+/** A refusal of the CLI itself, worded like the services' (errors.ts): one line. */
+class UsageError extends Data.TaggedError("UsageError")<{ readonly message: string }> {}
+const invalid = (message: string) => new UsageError({ message })
 
 /** What --settle is, from the kinds' descriptors: which kinds settle and their default. */
 const SETTLE_USAGE = (() => {
@@ -298,12 +303,9 @@ const readBounded = async (stream: ReadableStream<Uint8Array>, max: number): Pro
   return new TextDecoder().decode(Buffer.concat(chunks))
 }
 
-/** A refusal of the CLI itself, worded like the services' (errors.ts): one line. */
-class UsageError extends Data.TaggedError("UsageError")<{ readonly message: string }> {}
-
 /** The one message of a missing flag or argument, the services' own (`--org is required`). */
 const requireFlag = (value: string | undefined, flag: string) =>
-  value === undefined || value === "" ? Effect.fail(missing(flag)) : Effect.succeed(value)
+  value === undefined || value === "" ? Effect.fail(invalid(`${flag} is required`)) : Effect.succeed(value)
 
 const run = (argv: ReadonlyArray<string>) =>
   Effect.gen(function* () {
@@ -887,7 +889,8 @@ if (import.meta.main) {
     const failure = Cause.failureOption(exit.cause)
     const error = Option.getOrUndefined(failure)
     // One line for every refusal: the services' (errors.ts) and the CLI's own.
-    if (isAdminError(error) || error instanceof UsageError) console.error(`error: ${error.message}`)
+    if (isAdminError(error)) console.error(`error: ${cliWords(error)}`)
+    else if (error instanceof UsageError) console.error(`error: ${error.message}`)
     else if (ConfigError.isConfigError(error)) console.error(formatConfigError(error))
     else {
       // A database that cannot be started or reached: the server's own line (no stack).

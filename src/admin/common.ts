@@ -3,14 +3,14 @@ import { Effect } from "effect"
 import { dbErrors } from "../platform/db/errors.ts"
 import { AuditRepo } from "../repos/AuditRepo.ts"
 import { AdminActor } from "./actor.ts"
-import { invalid, missing } from "./errors.ts"
+import { type Field, malformed, missing } from "./errors.ts"
 
 /** A name as the admin services accept it: 1 to 200 printable characters, trimmed. */
-export const checkName = (flag: string, name: string | undefined) => {
-  if (name === undefined) return Effect.fail(missing(flag))
+export const checkName = (field: Field, name: string | undefined) => {
+  if (name === undefined) return Effect.fail(missing(field))
   const trimmed = name.trim()
   if (trimmed === "" || trimmed.length > 200 || /[\p{Cc}\p{Cf}]/u.test(trimmed)) {
-    return Effect.fail(invalid(`${flag} must be 1 to 200 printable characters`))
+    return Effect.fail(malformed(field, "must be 1 to 200 printable characters"))
   }
   return Effect.succeed(trimmed)
 }

@@ -41,7 +41,9 @@ const rotatedFlash = (
 /** The services name the CLI's `--settle`; the form calls it the settle window. */
 const settleWorded = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
   Effect.mapError(effect, (e) =>
-    e instanceof Invalid ? new Invalid({ message: e.message.replaceAll("--settle", "the settle window") }) : e,
+    e instanceof Invalid
+      ? Object.assign(new Invalid(e), { message: e.message.replaceAll("--settle", "the settle window") })
+      : e,
   )
 
 /**
