@@ -5,8 +5,6 @@ import { databaseProblem } from "../platform/http/problems.ts"
 import { payloadTooLarge, problemResponse } from "../platform/http/responses.ts"
 import { SensorAuth } from "./SensorAuth.ts"
 
-export const HEARTBEAT_PATH = "/ingest/v1/heartbeat"
-
 /** The largest heartbeat body taken: the body is meant to be empty; a little room for a client that sends `{}`. */
 export const MAX_HEARTBEAT_BODY_BYTES = 1024
 

@@ -1,9 +1,10 @@
 import { Effect, Metric } from "effect"
+import { INGEST_EVENT_ROUTES, INGEST_ROUTES, type IngestEventRoute, type IngestRoute } from "./routes.ts"
 
 /**
  * The ingest listener's figures (served with every other metric by the operations listener at /metrics). Its route
- * labels are this face's own: a new ingest route adds its label here, beside the route. Labels are bounded sets: a
- * raw path never becomes a label.
+ * labels are this face's own, from the route table (routes.ts). Labels are bounded sets: a raw path never becomes a
+ * label.
  */
 
 export const ingestedEvents = Metric.counter("ingest_events_total", {
@@ -17,12 +18,6 @@ export const ingestRequests = Metric.counter("ingest_requests_total", {
   incremental: true,
 })
 
-/** The ingest listener's route labels (requestLog.ts maps each path to one). */
-export const INGEST_ROUTES = ["events", "opencanary", "cowrie", "hec", "hec_health", "heartbeat", "unmatched"] as const
-export type IngestRoute = (typeof INGEST_ROUTES)[number]
-/** The routes that carry events (ingest_events_total). */
-export const INGEST_EVENT_ROUTES = ["events", "opencanary", "cowrie", "hec"] as const
-export type IngestEventRoute = (typeof INGEST_EVENT_ROUTES)[number]
 /** Per-event outcomes (D22, D42). */
 export const INGEST_OUTCOMES = ["accepted", "duplicate", "rejected", "merged", "ignored"] as const
 export type IngestOutcome = (typeof INGEST_OUTCOMES)[number]

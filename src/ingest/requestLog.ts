@@ -1,23 +1,19 @@
 import type { HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect, Metric } from "effect"
-import {
-  type IngestEventRoute,
-  type IngestOutcome,
-  type IngestRoute,
-  ingestEventsCounter,
-  ingestRequestsCounter,
-  ingestResultOf,
-} from "./metrics.ts"
+import { type IngestOutcome, ingestEventsCounter, ingestRequestsCounter, ingestResultOf } from "./metrics.ts"
+import { INGEST_ROUTE_TABLE, type IngestRouteEntry, isEventRoute, UNMATCHED } from "./routes.ts"
 
 /**
  * One INFO line per ingest request (`ingest request`: route, status, the sensor's id once it authenticated, and the
  * events per outcome) and the per-route metrics. Never the token, the raw path or query, a header, nor anything of
- * the body: attacker text stays out of the log. A handler notes what it learned (`noteSensor`, `noteOutcomes`) on the
- * request; the listener's pre-response handler (`logIngestRequest`) writes the line once the status is known, so
- * every response is counted, refusals and unknown paths included.
+ * the body: attacker text stays out of the log. The route is the one the router matched (`noteRoute`, set by the
+ * router's wrapper around each route of the table); a handler notes what it learned (`noteSensor`, `noteOutcomes`)
+ * on the request; the listener's pre-response handler (`logIngestRequest`) writes the line once the status is known,
+ * so every response is counted, refusals and unknown paths included.
  */
 
 interface Note {
+  route?: IngestRouteEntry
   sensorId?: string
   outcomes?: Partial<Record<IngestOutcome, number>>
 }
@@ -36,6 +32,15 @@ const noteOf = (request: HttpServerRequest.HttpServerRequest): Note => {
   return note
 }
 
+/** The route of the table the request reached (its label is the log's and the metrics' route). */
+export const noteRoute = (request: HttpServerRequest.HttpServerRequest, route: IngestRouteEntry): void => {
+  noteOf(request).route = route
+}
+
+/** The route noted for a request, if it reached one. */
+export const routeOf = (request: HttpServerRequest.HttpServerRequest): IngestRouteEntry | undefined =>
+  notes.get(keyOf(request))?.route
+
 /** The request authenticated as this sensor (its id: ours, never the token). */
 export const noteSensor = (request: HttpServerRequest.HttpServerRequest, sensorId: string): void => {
   noteOf(request).sensorId = sensorId
@@ -48,18 +53,6 @@ export const noteOutcomes = (
 ): void => {
   noteOf(request).outcomes = outcomes
 }
-
-const ROUTES: ReadonlyArray<readonly [string, IngestRoute]> = [
-  ["/ingest/v1/events", "events"],
-  ["/ingest/v1/opencanary", "opencanary"],
-  ["/ingest/v1/cowrie", "cowrie"],
-  ["/ingest/v1/heartbeat", "heartbeat"],
-  ["/services/collector", "hec"],
-  ["/services/collector/event", "hec"],
-  ["/services/collector/event/1.0", "hec"],
-  ["/services/collector/health", "hec_health"],
-  ["/services/collector/health/1.0", "hec_health"],
-]
 
 /** A request URL's path as the router reads it: before the query and before a fragment. */
 const pathOf = (url: string): string => {
@@ -76,12 +69,12 @@ const pathOf = (url: string): string => {
 export const hasPathParameters = (url: string): boolean => pathOf(url).includes(";")
 
 /**
- * The route path a request URL names (`/ingest/v1/events`), or undefined. The router serves a path after decoding
- * its escapes, collapsing repeated slashes and ignoring a trailing slash and the case of fixed parts; this follows
- * the same canonical form. Path parameters are left out of each segment, so a request refused for carrying them is
- * counted on the route it was sent to.
+ * The route of the table a request URL with path parameters names, or undefined: such a request is refused before
+ * routing (server.ts), so the router cannot say it. The router serves a path after decoding its escapes, collapsing
+ * repeated slashes and ignoring a trailing slash and the case of fixed parts; this follows the same canonical form.
+ * Path parameters are left out of each segment, so the refusal is counted on the route it was sent to.
  */
-export const ingestPathOf = (url: string): string | undefined => {
+export const ingestRouteOfPathParameters = (url: string): IngestRouteEntry | undefined => {
   let path: string
   try {
     path = decodeURI(pathOf(url).replace(/;[^/]*/g, ""))
@@ -91,17 +84,8 @@ export const ingestPathOf = (url: string): string | undefined => {
     return undefined
   }
   if (path.length > 1 && path.endsWith("/")) path = path.slice(0, -1)
-  return ROUTES.find(([p]) => p === path)?.[0]
+  return INGEST_ROUTE_TABLE.find((route) => route.path === path)
 }
-
-/** The route label of a request URL (ingestPathOf's route), `unmatched` for any other path. */
-export const ingestRouteOf = (url: string): IngestRoute => {
-  const path = ingestPathOf(url)
-  return ROUTES.find(([p]) => p === path)?.[1] ?? "unmatched"
-}
-
-const isEventRoute = (route: IngestRoute): route is IngestEventRoute =>
-  route === "events" || route === "opencanary" || route === "cowrie" || route === "hec"
 
 /** The access line and the metrics of one answered request. */
 export const logIngestRequest = (
@@ -109,20 +93,22 @@ export const logIngestRequest = (
   response: HttpServerResponse.HttpServerResponse,
 ): Effect.Effect<void> =>
   Effect.suspend(() => {
-    const route = ingestRouteOf(request.url)
     const note = notes.get(keyOf(request)) ?? {}
     notes.delete(keyOf(request))
+    const route = note.route?.label ?? UNMATCHED
     const outcomes = note.outcomes ?? {}
     const annotations: Record<string, unknown> = { listener: "ingest", route, status: response.status }
     if (note.sensorId !== undefined) annotations.sensor = note.sensorId
     if (note.outcomes !== undefined) annotations.events = outcomes
-    const counted = isEventRoute(route)
-      ? Effect.forEach(
-          Object.entries(outcomes) as Array<[IngestOutcome, number]>,
-          ([outcome, n]) => (n > 0 ? Metric.incrementBy(ingestEventsCounter(route, outcome), n) : Effect.void),
-          { discard: true },
-        )
-      : Effect.void
+    const eventRoute = note.route !== undefined && isEventRoute(note.route) ? note.route.label : undefined
+    const counted =
+      eventRoute !== undefined
+        ? Effect.forEach(
+            Object.entries(outcomes) as Array<[IngestOutcome, number]>,
+            ([outcome, n]) => (n > 0 ? Metric.incrementBy(ingestEventsCounter(eventRoute, outcome), n) : Effect.void),
+            { discard: true },
+          )
+        : Effect.void
     return Effect.all(
       [
         Metric.increment(ingestRequestsCounter(route, ingestResultOf(response.status))),

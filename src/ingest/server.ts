@@ -15,7 +15,8 @@ import { draining } from "../platform/http/drain.ts"
 import { listening } from "../platform/http/listening.ts"
 import { databaseProblem } from "../platform/http/problems.ts"
 import { finalizeResponse, logDefects, payloadTooLarge, problem, problemResponse } from "../platform/http/responses.ts"
-import { HEARTBEAT_PATH, heartbeatRoute } from "./heartbeat.ts"
+import type { SensorIdentity } from "./batch.ts"
+import { heartbeatRoute } from "./heartbeat.ts"
 import {
   HEC_INTERNAL,
   HEC_NOT_FOUND,
@@ -26,7 +27,7 @@ import {
   hecResponse,
 } from "./hec.ts"
 import { IngestAdmission } from "./IngestAdmission.ts"
-import { Ingestor, type SensorIdentity } from "./Ingestor.ts"
+import { Ingestor } from "./Ingestor.ts"
 import { touchIngestMetrics } from "./metrics.ts"
 import { formMessages, isFormBody, unwrapOpenCanaryItem } from "./opencanaryWebhook.ts"
 import {
@@ -43,23 +44,29 @@ import {
 } from "./pipeline.ts"
 import {
   hasPathParameters,
-  ingestPathOf,
-  ingestRouteOf,
+  ingestRouteOfPathParameters,
   logIngestRequest,
   noteOutcomes,
+  noteRoute,
   noteSensor,
+  routeOf,
 } from "./requestLog.ts"
+import { INGEST_ROUTE_TABLE, type IngestHandlerKind, type IngestRouteEntry } from "./routes.ts"
 import { SensorAuth } from "./SensorAuth.ts"
 
 /**
  * D22: the ingestion listener on INGEST_PORT (never the API's port). One route per format; each answers with one
  * outcome per event (accepted with its ids, duplicate, or rejected with the reason), so one bad event never
  * rejects the batch. D41: the Splunk HEC routes (hec.ts) and OpenCanary's webhook forms on the OpenCanary route.
- * Every request is logged once and counted (requestLog.ts).
+ * The routes are the table's (routes.ts); every request is logged once and counted on the route the router matched
+ * (requestLog.ts).
  */
 
-const ROUTE_PATHS = ["/ingest/v1/events", "/ingest/v1/opencanary", "/ingest/v1/cowrie", HEARTBEAT_PATH]
-const HEC_PATHS = ["/services/collector", "/services/collector/event", "/services/collector/event/1.0"]
+/** The paths of the non-HEC routes, named by the 404; and the HEC paths that take POST, whose other methods are 405. */
+const ROUTE_PATHS: ReadonlyArray<string> = INGEST_ROUTE_TABLE.filter((route) => !route.hec).map((route) => route.path)
+const HEC_PATHS: ReadonlyArray<string> = INGEST_ROUTE_TABLE.filter((route) => route.hec && route.method === "POST").map(
+  (route) => route.path,
+)
 
 const badRequest = (detail: string) => problem(400, "Bad Request", "invalid_request", detail)
 
@@ -160,17 +167,53 @@ const takeIn = <R>(
     })
   })
 
-// One line per route: a route added here is logged and counted like the others (requestLog.ts names its label).
-const router = HttpRouter.empty.pipe(
-  HttpRouter.post("/ingest/v1/events", ingestRoute(mapNative)),
-  HttpRouter.post("/ingest/v1/opencanary", ingestRoute(mapOpenCanaryLines, openCanaryFraming)),
-  HttpRouter.post("/ingest/v1/cowrie", ingestRoute(mapCowrieLines)),
-  HttpRouter.post(HEARTBEAT_PATH, heartbeatRoute),
-  HttpRouter.post("/services/collector/event", hecEventsRoute),
-  HttpRouter.post("/services/collector", hecEventsRoute),
-  HttpRouter.post("/services/collector/event/1.0", hecEventsRoute),
-  HttpRouter.get("/services/collector/health", hecHealthRoute),
-  HttpRouter.get("/services/collector/health/1.0", hecHealthRoute),
+/** Each kind of route's handler (routes.ts names the kind of each route). */
+const HANDLERS = {
+  native: ingestRoute(mapNative),
+  opencanary: ingestRoute(mapOpenCanaryLines, openCanaryFraming),
+  cowrie: ingestRoute(mapCowrieLines),
+  heartbeat: heartbeatRoute,
+  hecEvents: hecEventsRoute,
+  hecHealth: hecHealthRoute,
+} satisfies Record<IngestHandlerKind, unknown>
+
+type AnyHandler = (typeof HANDLERS)[IngestHandlerKind]
+
+/** A route's handler, wrapped to note the route the router matched on the request (the log line's and metrics'). */
+const matched = (
+  route: IngestRouteEntry,
+  handler: Effect.Effect<
+    HttpServerResponse.HttpServerResponse,
+    Effect.Effect.Error<AnyHandler>,
+    Effect.Effect.Context<AnyHandler>
+  >,
+) => Effect.zipRight(noteMatched(route), handler)
+
+const noteMatched = (route: IngestRouteEntry) =>
+  Effect.map(HttpServerRequest.HttpServerRequest, (request) => noteRoute(request, route))
+
+const METHODS = ["GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS"] as const
+
+/**
+ * The router, from the table. A route's path with another method is matched too, only to note the route: it is
+ * answered as an unrouted request (405 or 404, ingestUnrouted) and counted on that route. HEAD is left to the router
+ * on a GET route (it serves HEAD with the GET handler).
+ */
+const router = HttpRouter.fromIterable(
+  INGEST_ROUTE_TABLE.flatMap((route) => [
+    HttpRouter.makeRoute(route.method, route.path, matched(route, HANDLERS[route.handler])),
+    ...METHODS.filter((method) => method !== route.method && !(method === "HEAD" && route.method === "GET")).map(
+      (method) =>
+        HttpRouter.makeRoute(
+          method,
+          route.path,
+          matched(
+            route,
+            Effect.map(HttpServerRequest.HttpServerRequest, (request) => ingestUnrouted(request)),
+          ),
+        ),
+    ),
+  ]),
 )
 
 /**
@@ -182,12 +225,13 @@ const router = HttpRouter.empty.pipe(
  */
 const pathParameterRefusal = (request: HttpServerRequest.HttpServerRequest) => {
   if (!hasPathParameters(request.url)) return undefined
-  const path = ingestPathOf(request.url)
-  if (path === undefined) return undefined
-  return path.startsWith("/services/")
-    ? hecResponse(hecPathParameters(path))
+  const route = ingestRouteOfPathParameters(request.url)
+  if (route === undefined) return undefined
+  noteRoute(request, route)
+  return route.hec
+    ? hecResponse(hecPathParameters(route.path))
     : badRequest(
-        `Path parameters (;…) are refused on the ingest routes: send the request to ${path} without them. Nothing was stored.`,
+        `Path parameters (;…) are refused on the ingest routes: send the request to ${route.path} without them. Nothing was stored.`,
       )
 }
 
@@ -196,10 +240,8 @@ const ingestApp = Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) 
   return refusal === undefined ? router : Effect.succeed(refusal)
 })
 
-const isHecRoute = (url: string) => {
-  const route = ingestRouteOf(url)
-  return route === "hec" || route === "hec_health" || (url.split("?")[0] ?? "").startsWith("/services/")
-}
+const isHecRoute = (request: HttpServerRequest.HttpServerRequest) =>
+  routeOf(request)?.hec === true || (request.url.split("?")[0] ?? "").startsWith("/services/")
 
 // A known path with another method than POST is a 405; anything else a 404 naming the routes.
 const ingestUnrouted = (request: HttpServerRequest.HttpServerRequest) => {
@@ -207,7 +249,7 @@ const ingestUnrouted = (request: HttpServerRequest.HttpServerRequest) => {
   if (HEC_PATHS.includes(path)) {
     return hecResponse({ status: 405, body: { text: "Method not allowed: use POST", code: 405 } }, { allow: "POST" })
   }
-  if (isHecRoute(request.url)) return hecResponse(HEC_NOT_FOUND)
+  if (isHecRoute(request)) return hecResponse(HEC_NOT_FOUND)
   return ROUTE_PATHS.includes(path)
     ? problem(405, "Method Not Allowed", "method_not_allowed", "Ingestion takes POST.", { allow: "POST" })
     : problem(404, "Not Found", "not_found", `No such endpoint. Sensors post to ${ROUTE_PATHS.join(", ")}.`)
@@ -218,7 +260,7 @@ const ingestUnrouted = (request: HttpServerRequest.HttpServerRequest) => {
  * code 8, not a problem document.
  */
 const hecFace = (request: HttpServerRequest.HttpServerRequest, response: HttpServerResponse.HttpServerResponse) => {
-  if (!isHecRoute(request.url)) return response
+  if (!isHecRoute(request)) return response
   const base = response.status >= 500 && response.status !== 503 ? hecResponse(HEC_INTERNAL) : response
   const finalized = base === response ? response : finalizeResponse(request, base, ingestUnrouted)
   // The shared edge names the API's Bearer realm on a 401; a HEC client expects Splunk's scheme.

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { INGEST_EVENT_ROUTES, INGEST_ROUTES } from "../../src/ingest/routes.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
 import { createSensor, createTenant } from "../support/fixtures.ts"
 import { ingest, nativeEvent } from "../support/ingest.ts"
@@ -35,9 +36,14 @@ const requestLines = (): Array<any> =>
     .filter((e) => e.message === "ingest request")
 
 describe("ingest request log and metrics", () => {
+  test("the route labels, which dashboards read, are the published ones", () => {
+    expect(INGEST_ROUTES).toEqual(["events", "opencanary", "cowrie", "hec", "hec_health", "heartbeat", "unmatched"])
+    expect(INGEST_EVENT_ROUTES).toEqual(["events", "opencanary", "cowrie", "hec"])
+  })
+
   test("a fresh server shows every ingest series at 0, per route and outcome", async () => {
     const value = await metrics()
-    for (const route of ["events", "opencanary", "cowrie", "hec"]) {
+    for (const route of INGEST_EVENT_ROUTES) {
       for (const outcome of ["accepted", "duplicate", "rejected", "merged", "ignored"]) {
         expect({ route, outcome, v: value(`ingest_events_total{route="${route}",outcome="${outcome}"}`) }).toEqual({
           route,
@@ -46,7 +52,7 @@ describe("ingest request log and metrics", () => {
         })
       }
     }
-    for (const route of ["events", "opencanary", "cowrie", "hec", "hec_health", "heartbeat"]) {
+    for (const route of INGEST_ROUTES.filter((r) => r !== "unmatched")) {
       for (const result of ["ok", "bad_request", "unauthorized", "too_large", "unavailable", "error"]) {
         expect({ route, result, v: value(`ingest_requests_total{route="${route}",result="${result}"}`) }).toEqual({
           route,

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
+import { INGEST_ROUTE_TABLE, type IngestHandlerKind } from "../../src/ingest/routes.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
 import { createSensor, createTenant } from "../support/fixtures.ts"
 import { nativeEvent } from "../support/ingest.ts"
@@ -43,64 +44,46 @@ interface Route {
 
 const ocTime = () => new Date().toISOString().replace("T", " ").replace("Z", "000")
 
-const ROUTES: ReadonlyArray<Route> = [
-  {
-    path: "/ingest/v1/events",
-    label: "events",
-    family: "native",
-    method: "POST",
-    body: (ip) => JSON.stringify(nativeEvent({ sourceIp: ip })),
-  },
-  {
-    path: "/ingest/v1/opencanary",
-    label: "opencanary",
-    family: "native",
-    method: "POST",
-    body: (ip) =>
-      JSON.stringify({
-        dst_host: "10.0.0.5",
-        dst_port: 21,
-        local_time: ocTime(),
-        logdata: { USERNAME: "root", PASSWORD: "x" },
-        logtype: 2000,
-        node_id: "opencanary-1",
-        src_host: ip,
-        src_port: 51234,
-        utc_time: ocTime(),
-      }),
-  },
-  {
-    path: "/ingest/v1/cowrie",
-    label: "cowrie",
-    family: "native",
-    method: "POST",
-    body: (ip) =>
-      JSON.stringify({
-        eventid: "cowrie.login.failed",
-        session: `p${Math.random().toString(16).slice(2, 12)}`,
-        protocol: "ssh",
-        src_ip: ip,
-        src_port: 40000,
-        dst_port: 22,
-        username: "root",
-        password: "x",
-        timestamp: new Date().toISOString(),
-      }),
-  },
-  { path: "/ingest/v1/heartbeat", label: "heartbeat", family: "native", method: "POST", body: () => "" },
-  ...["/services/collector", "/services/collector/event", "/services/collector/event/1.0"].map(
-    (path): Route => ({
-      path,
-      label: "hec",
-      family: "hec",
-      method: "POST",
-      body: (ip) => JSON.stringify({ event: nativeEvent({ sourceIp: ip }) }),
+/** A body for each kind of route. */
+const BODIES: Record<IngestHandlerKind, (ip: string) => string> = {
+  native: (ip) => JSON.stringify(nativeEvent({ sourceIp: ip })),
+  opencanary: (ip) =>
+    JSON.stringify({
+      dst_host: "10.0.0.5",
+      dst_port: 21,
+      local_time: ocTime(),
+      logdata: { USERNAME: "root", PASSWORD: "x" },
+      logtype: 2000,
+      node_id: "opencanary-1",
+      src_host: ip,
+      src_port: 51234,
+      utc_time: ocTime(),
     }),
-  ),
-  ...["/services/collector/health", "/services/collector/health/1.0"].map(
-    (path): Route => ({ path, label: "hec_health", family: "hec", method: "GET", body: () => "" }),
-  ),
-]
+  cowrie: (ip) =>
+    JSON.stringify({
+      eventid: "cowrie.login.failed",
+      session: `p${Math.random().toString(16).slice(2, 12)}`,
+      protocol: "ssh",
+      src_ip: ip,
+      src_port: 40000,
+      dst_port: 22,
+      username: "root",
+      password: "x",
+      timestamp: new Date().toISOString(),
+    }),
+  heartbeat: () => "",
+  hecEvents: (ip) => JSON.stringify({ event: nativeEvent({ sourceIp: ip }) }),
+  hecHealth: () => "",
+}
+
+/** Every route of the listener's table. */
+const ROUTES: ReadonlyArray<Route> = INGEST_ROUTE_TABLE.map((route) => ({
+  path: route.path,
+  label: route.label,
+  family: route.hec ? "hec" : "native",
+  method: route.method,
+  body: BODIES[route.handler],
+}))
 
 /** The ways of writing a route's path that a client or a scanner may send. */
 const FORMS: ReadonlyArray<readonly [string, (path: string) => string]> = [
