@@ -9,13 +9,14 @@ import { sanitizeText } from "../domain/sanitize.ts"
 import { BAIT_CREDENTIAL_TAG } from "../domain/significance.ts"
 import { AppConfig } from "../platform/config.ts"
 import { DatabaseError, transactionErrors } from "../platform/db/errors.ts"
-import { AlertOutbox } from "../repos/AlertOutbox.ts"
 import { BaitCredentialsRepo } from "../repos/BaitCredentialsRepo.ts"
 import { EventsRepo, type NewEvent } from "../repos/EventsRepo.ts"
 import { IgnoreRulesRepo } from "../repos/IgnoreRulesRepo.ts"
 import { type IncidentRow, IncidentsRepo } from "../repos/IncidentsRepo.ts"
 import { NetworksRepo } from "../repos/NetworksRepo.ts"
+import { WebhookOutbox } from "../repos/Outbox.ts"
 import { TransitionsRepo } from "../repos/TransitionsRepo.ts"
+import type { EventItem, EventOutcome, SensorIdentity } from "./batch.ts"
 import { CowrieSessionsRepo, type IncompleteCowrieEvent } from "./CowrieSessionsRepo.ts"
 import {
   addClientDetails,
@@ -39,32 +40,6 @@ import {
   transitionsOf,
 } from "./rules.ts"
 import type { ValidEvent } from "./validate.ts"
-
-/** The sensor a request authenticated as: the sensor, and so the organization, never come from the body. */
-export interface SensorIdentity {
-  readonly sensorId: string
-  readonly orgId: string
-  readonly name: string
-  readonly profile: string
-}
-
-export type EventOutcome =
-  | {
-      readonly index: number
-      readonly status: "accepted"
-      readonly id: string
-      /** Null: an ignore rule matched the event (D44); it is stored and joins no incident. */
-      readonly incidentId: string | null
-    }
-  | { readonly index: number; readonly status: "duplicate"; readonly id: string | null }
-  | { readonly index: number; readonly status: "rejected"; readonly reason: string }
-
-/** A validated event to store, with its Cowrie session when it came from a Cowrie line (D42). */
-export interface EventItem {
-  readonly index: number
-  readonly event: ValidEvent
-  readonly cowrie?: CowrieLink | undefined
-}
 
 interface Prepared {
   readonly index: number
@@ -127,7 +102,7 @@ export class Ingestor extends Effect.Service<Ingestor>()("Ingestor", {
     const incidents = yield* IncidentsRepo
     const events = yield* EventsRepo
     const transitions = yield* TransitionsRepo
-    const outbox = yield* AlertOutbox
+    const outbox = yield* WebhookOutbox
     const cowrieSessions = yield* CowrieSessionsRepo
     const ignoreRules = yield* IgnoreRulesRepo
     const networksRepo = yield* NetworksRepo

@@ -4,7 +4,7 @@ import { Unauthorized } from "../domain/problem.ts"
 import { bearerToken, parseToken, SENSOR_TOKEN } from "../domain/secretToken.ts"
 import type { DatabaseError } from "../platform/db/errors.ts"
 import { LAST_SEEN_EVERY_MS, SensorsRepo } from "../repos/SensorsRepo.ts"
-import type { SensorIdentity } from "./Ingestor.ts"
+import type { SensorIdentity } from "./batch.ts"
 
 /**
  * Why a sensor token was refused. Each face maps it to its own answer: the `/ingest/v1/*` routes answer 401 for

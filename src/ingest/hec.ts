@@ -6,8 +6,9 @@ import type { MapResult } from "../ingest/formats/native.ts"
 import type { DatabaseError } from "../platform/db/errors.ts"
 import { MAX_BODY_BYTES, MAX_EVENTS } from "../platform/http/body.ts"
 import { databaseFailureKind } from "../platform/http/problems.ts"
+import type { SensorIdentity } from "./batch.ts"
 import { IngestAdmission } from "./IngestAdmission.ts"
-import { Ingestor, type SensorIdentity } from "./Ingestor.ts"
+import { Ingestor } from "./Ingestor.ts"
 import {
   type BodyEncoding,
   bodyEncodingOf,

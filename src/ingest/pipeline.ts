@@ -7,7 +7,7 @@ import { mapOpenCanary } from "../ingest/formats/opencanary.ts"
 import { AppConfig } from "../platform/config.ts"
 import type { DatabaseError } from "../platform/db/errors.ts"
 import { decodeUtf8, MAX_BODY_BYTES, readBodyCapped } from "../platform/http/body.ts"
-import type { EventOutcome, SensorIdentity } from "./Ingestor.ts"
+import type { EventOutcome, SensorIdentity } from "./batch.ts"
 import { OrgKeys } from "./OrgKeys.ts"
 import { type ValidEvent, validateEvent } from "./validate.ts"
 
