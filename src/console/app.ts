@@ -2,19 +2,20 @@ import { HttpRouter, type HttpServerRequest, HttpServerResponse } from "@effect/
 import { Cause, Effect, Option } from "effect"
 import { DatabaseError } from "../platform/db/errors.ts"
 import { ASSETS } from "./assets.ts"
+import { eventRoutes } from "./events/routes.tsx"
 import { checkRequest, redactPath } from "./http.ts"
+import { incidentRoutes } from "./incidents/routes.tsx"
 import { makeKit } from "./kit.ts"
+import { overviewRoutes } from "./overview/routes.tsx"
 import { badRequest, notFound, serverError, tooLarge } from "./responses.tsx"
 import { alertRoutes } from "./routes/alerts.tsx"
 import { authRoutes } from "./routes/auth.tsx"
-import { exportRoutes } from "./routes/export.tsx"
 import { ignoreRoutes } from "./routes/ignore.tsx"
-import { incidentRoutes } from "./routes/incidents.tsx"
 import { judgementRoutes } from "./routes/judgement.tsx"
-import { sensorRoutes } from "./routes/sensors.tsx"
 import { settingsRoutes } from "./routes/settings.tsx"
-import { sourceRoutes } from "./routes/sources.tsx"
+import { sensorRoutes } from "./sensors/routes.tsx"
 import { request, type SignedIn } from "./session.ts"
+import { sourceRoutes } from "./sources/routes.tsx"
 
 /**
  * The console as one request handler: every route module, the static assets, the checks at the edge and the
@@ -40,8 +41,9 @@ export const makeConsoleApp = Effect.gen(function* () {
   const kit = yield* makeKit
   const routes = HttpRouter.concatAll(
     yield* authRoutes(kit),
+    yield* overviewRoutes(kit),
     yield* incidentRoutes(kit),
-    yield* exportRoutes(kit),
+    yield* eventRoutes(kit),
     yield* settingsRoutes(kit),
     yield* ignoreRoutes(kit),
     yield* judgementRoutes(kit),

@@ -1,3 +1,7 @@
+import { HttpServerResponse } from "@effect/platform"
+import { Chunk, Effect, Option, Stream } from "effect"
+import type { CursorPosition } from "../domain/cursor.ts"
+
 /**
  * CSV as the console exports it (RFC 4180): fields separated by commas, records ended by CRLF, a field quoted when it
  * holds a quote, a comma, a CR or an LF, and a quote inside a quoted field doubled.
@@ -108,3 +112,56 @@ export const parseCsv = (text: string): Array<Array<string>> => {
     if (i >= n) return records
   }
 }
+
+// --- Exports: a list as a CSV file, streamed -----------------------------------------------------------------------
+
+/** The most rows one export holds; past it a last line says the export was cut (narrow the filter for the rest). */
+export const EXPORT_MAX_ROWS = 100_000
+/** Rows read per statement: one keyset page of the list's own statement at a time, never the whole result. */
+const EXPORT_PAGE_ROWS = 200
+
+/**
+ * A CSV body streamed page by page: the header line, then each page of `read` (after the last row of the one
+ * before) as it is sent, at most EXPORT_MAX_ROWS rows; when more exist, a last line `# cut at … rows`.
+ */
+export const csvStream = <Row, E>(
+  columns: ReadonlyArray<string>,
+  read: (after: CursorPosition | undefined, fetch: number) => Effect.Effect<ReadonlyArray<Row>, E>,
+  position: (row: Row) => CursorPosition,
+  record: (row: Row) => string,
+): Stream.Stream<Uint8Array, E> => {
+  type State = { readonly after: CursorPosition | undefined; readonly sent: number } | "cut"
+  const pages = Stream.paginateChunkEffect<State, string, E, never>({ after: undefined, sent: 0 }, (state) => {
+    if (state === "cut") {
+      return Effect.succeed([
+        Chunk.of(`# cut at ${EXPORT_MAX_ROWS} rows: narrow the filter to export the rest\r\n`),
+        Option.none(),
+      ] as const)
+    }
+    const room = EXPORT_MAX_ROWS - state.sent
+    const fetch = Math.min(EXPORT_PAGE_ROWS, room)
+    return Effect.map(read(state.after, fetch + 1), (rows) => {
+      const shown = rows.slice(0, fetch)
+      const last = shown[shown.length - 1]
+      const text = shown.map(record).join("")
+      const more = rows.length > fetch && last !== undefined
+      const next: Option.Option<State> = !more
+        ? Option.none()
+        : fetch === room
+          ? Option.some("cut")
+          : Option.some({ after: position(last), sent: state.sent + shown.length })
+      return [text === "" ? Chunk.empty<string>() : Chunk.of(text), next] as const
+    })
+  })
+  return Stream.encodeText(Stream.concat(Stream.make(csvRecord(columns)), pages))
+}
+
+export const csvResponse = <E>(name: string, body: Stream.Stream<Uint8Array, E>) =>
+  HttpServerResponse.stream(body, {
+    contentType: "text/csv; charset=utf-8",
+    headers: {
+      "content-disposition": `attachment; filename="${name}-${new Date().toISOString().slice(0, 10)}.csv"`,
+      "cache-control": "no-store",
+      "x-export-row-limit": String(EXPORT_MAX_ROWS),
+    },
+  })

@@ -112,3 +112,15 @@ export const readIncidentFilters = (params: URLSearchParams) => {
     severity: (SEVERITIES as ReadonlyArray<string>).includes(severity) ? (severity as Severity) : undefined,
   }
 }
+
+/** Rows on one page of a console list. */
+export const PAGE_SIZE = 50
+
+/** ?after= of the incident and event lists: the keyset position as `<ms>.<id>` (the SQL reads it within the organization). */
+export const encodeAfter = (time: Date, id: string) => `${time.getTime()}.${id}`
+export const decodeAfter = (text: string | null | undefined, kind: "incident" | "event") => {
+  if (text === undefined || text === null) return undefined
+  const match = /^(\d{1,15})\.(.+)$/.exec(text)
+  if (!match || !isId(kind, match[2] as string)) return undefined
+  return { time: new Date(Number(match[1])), id: match[2] as string }
+}

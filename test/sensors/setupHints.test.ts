@@ -4,7 +4,8 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import type { SensorView } from "../../src/admin/SensorAdmin.ts"
 import { HEARTBEAT_HEADER_FILE, setupSnippets } from "../../src/admin/sensorSetup.ts"
-import { SensorPage, SensorsPage } from "../../src/console/pages/sensors.tsx"
+import { SensorPage } from "../../src/console/sensors/sensorPage.tsx"
+import { SensorsPage } from "../../src/console/sensors/sensorsPage.tsx"
 import { type RunningServer, startServer, testEnv } from "../support/server.ts"
 
 /**

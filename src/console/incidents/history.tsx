@@ -1,6 +1,6 @@
 import { SeverityBadge, Time } from "../components.tsx"
 
-/** Triage on an incident's page: its history (created, escalated, closed, re-opened) and its notes. */
+/** Triage on an incident's page: its history (created, escalated, closed, re-opened), its notes, the close. */
 
 /** The words of each close reason. */
 export const CLOSE_REASON_LABELS: Readonly<Record<string, string>> = {
@@ -9,6 +9,25 @@ export const CLOSE_REASON_LABELS: Readonly<Record<string, string>> = {
   authorized_test: "Authorized test",
   other: "Other",
 }
+
+/** A close's reason (required) and note (optional). */
+export const CloseFields = ({ idPrefix }: { idPrefix: string }) => (
+  <>
+    <div class="field">
+      <label for={`${idPrefix}-reason`}>Reason</label>
+      <select id={`${idPrefix}-reason`} name="reason" required>
+        <option value="">Choose a reason</option>
+        {Object.entries(CLOSE_REASON_LABELS).map(([value, label]) => (
+          <option value={value}>{label}</option>
+        ))}
+      </select>
+    </div>
+    <div class="field">
+      <label for={`${idPrefix}-note`}>Note (optional)</label>
+      <textarea id={`${idPrefix}-note`} name="note" class="wide" rows={2} maxLength={2000} />
+    </div>
+  </>
+)
 
 /** A state change as the incident's history shows it (TransitionsRepo.history). */
 export interface HistoryEntry {

@@ -51,7 +51,7 @@ const apiRequest = (filters: FiltersGiven, applied: EventFilters | undefined): s
 }
 
 /**
- * D30 Events: type, severity, sensor, source (an address or a CIDR network) and time filters (a plain date is that
+ * Events: type, severity, sensor, source (an address or a CIDR network) and time filters (a plain date is that
  * day in UTC), keyset paging, a CSV export of the same filters; a page stops adding events past its size budget. A
  * filter that cannot be read is named, with what it accepts, and the list shows what the other filters select.
  */

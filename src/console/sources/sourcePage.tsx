@@ -1,7 +1,8 @@
 import type { IncidentSource, IncidentSummary } from "../../domain/models.ts"
 import { DataTable, ServiceText, SeverityBadge, StatusBadge, Time, type Viewer } from "../components.tsx"
+import { IncidentMarkers } from "../incidents/incidentsPage.tsx"
 import { Layout } from "../layout.tsx"
-import { IncidentMarkers, InsideBanner, SourceFacts } from "./incidents.tsx"
+import { InsideBanner, SourceFacts } from "./sourceFacts.tsx"
 
 /** The active ignore rule whose network holds the address (the most specific), as the source page names it. */
 export interface HoldingRule {

@@ -1,15 +1,15 @@
 import type { IncidentSummary } from "../../domain/models.ts"
 import { SeverityBadge, type Viewer } from "../components.tsx"
+import { IncidentTable } from "../incidents/incidentsPage.tsx"
 import { Layout } from "../layout.tsx"
-import { IncidentTable } from "./incidents.tsx"
-import { SilentNotice } from "./sensors.tsx"
+import { SilentNotice } from "../sensors/status.tsx"
 
 export interface DayCount {
   readonly day: string
   readonly n: number
 }
 
-/** D30: the last 14 days of activity, drawn on the server as SVG (no script, no inline style). */
+/** The last 14 days of activity, drawn on the server as SVG (no script, no inline style). */
 export const ActivityChart = ({ days }: { days: ReadonlyArray<DayCount> }) => {
   const width = 700
   const height = 180
@@ -55,7 +55,7 @@ export const OverviewPage = (props: {
   days: ReadonlyArray<DayCount>
   latest: ReadonlyArray<IncidentSummary>
   now: Date
-  /** D43: sensors that missed three heartbeats. */
+  /** Sensors that missed three heartbeats, said first as a warning. */
   silentSensors?: number
 }) => (
   <Layout title="Overview" viewer={props.viewer} section="overview">

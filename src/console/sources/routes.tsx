@@ -1,0 +1,80 @@
+import { HttpRouter } from "@effect/platform"
+import { Effect } from "effect"
+import { SensorAdmin } from "../../admin/SensorAdmin.ts"
+import { sourceFactsOf } from "../../domain/enrichment.ts"
+import { canonicalIp } from "../../domain/ip.ts"
+import { SOURCE_INCIDENTS_SHOWN } from "../../domain/models.ts"
+import { classifySource } from "../../domain/networks.ts"
+import { AppConfig } from "../../platform/config.ts"
+import { IgnoreRulesRepo } from "../../repos/IgnoreRulesRepo.ts"
+import { IncidentsRepo } from "../../repos/IncidentsRepo.ts"
+import { NetworksRepo } from "../../repos/NetworksRepo.ts"
+import { presentIncidentSummary } from "../../repos/present.ts"
+import { html, seeOther } from "../http.ts"
+import type { Kit } from "../kit.ts"
+import { notFound } from "../responses.tsx"
+import { SourcePage } from "./sourcePage.tsx"
+
+/**
+ * A source address's page, /sources/<ip>: the reads GET /v1/sources/{ip} makes (its incidents on every sensor and
+ * their totals, the organization's networks, the ignore rule holding it), for any signed-in user of the organization.
+ * An address the organization never saw, or another's, is the 404 page; another spelling of an address goes to its
+ * one canonical form.
+ */
+export const sourceRoutes = (kit: Kit) =>
+  Effect.gen(function* () {
+    const config = yield* AppConfig
+    const incidents = yield* IncidentsRepo
+    const networks = yield* NetworksRepo
+    const ignoreRules = yield* IgnoreRulesRepo
+    const sensorAdmin = yield* SensorAdmin
+    const { page } = kit
+
+    const showSource = page((s) =>
+      Effect.gen(function* () {
+        const { ip: text = "" } = yield* HttpRouter.params
+        const ip = text.length > 64 ? undefined : canonicalIp(text)
+        if (ip === undefined) return notFound(s.viewer)
+        if (ip !== text) return seeOther(`/sources/${ip}`)
+        const now = new Date()
+        const { rows, totals, anyEvent } = yield* incidents.forSource(s.orgId, ip, SOURCE_INCIDENTS_SHOWN)
+        if (totals.incidents === 0 && !anyEvent) return notFound(s.viewer)
+        const [own, rule, sensors] = yield* Effect.all([
+          networks.get(s.orgId),
+          ignoreRules.holding(s.orgId, ip, now),
+          sensorAdmin.list(s.orgId),
+        ])
+        const judged = classifySource(ip, own.networks)
+        const facts = sourceFactsOf(rows[0] ?? {})
+        return html(
+          <SourcePage
+            viewer={s.viewer}
+            ip={ip}
+            source={{ ...facts, scope: judged.scope, network: judged.network }}
+            firstSeenAt={totals.firstSeenAt === null ? null : new Date(totals.firstSeenAt)}
+            lastSeenAt={totals.lastSeenAt === null ? null : new Date(totals.lastSeenAt)}
+            incidentCount={totals.incidents}
+            sensorCount={totals.sensors}
+            incidents={rows.map((r) => presentIncidentSummary(r, config.appUrl))}
+            rule={
+              rule === undefined
+                ? undefined
+                : {
+                    id: rule.id,
+                    source: rule.source,
+                    sensorName:
+                      rule.sensorId === null
+                        ? null
+                        : (sensors.find((x) => x.id === rule.sensorId)?.name ?? rule.sensorId),
+                    port: rule.port,
+                    eventType: rule.eventType,
+                  }
+            }
+            now={now}
+          />,
+        )
+      }),
+    )
+
+    return HttpRouter.empty.pipe(HttpRouter.get("/sources/:ip", showSource))
+  })
