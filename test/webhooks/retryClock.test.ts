@@ -1,12 +1,12 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { SqlClient } from "@effect/sql"
 import { Chunk, Clock, Duration, Effect, Layer, TestClock, TestContext } from "effect"
+import { AlertDispatcherLive } from "../../src/alerts/Dispatcher.ts"
 import { newId } from "../../src/domain/ids.ts"
 import { Keys } from "../../src/platform/keys.ts"
 import type { WebhookSendResult } from "../../src/platform/outbound/send.ts"
 import { ChannelsRepo } from "../../src/repos/ChannelsRepo.ts"
 import { DeliveriesRepo } from "../../src/repos/DeliveriesRepo.ts"
-import { WebhookDispatcherLive } from "../../src/webhooks/Dispatcher.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
 import { createTenant } from "../support/fixtures.ts"
 import { recordingChannelSender } from "../support/recordingChannelSender.ts"
@@ -122,7 +122,7 @@ describe("D17 retry schedule on the TestClock, against the real database", () =>
           })
 
           yield* TestClock.setTime(era)
-          yield* Layer.build(WebhookDispatcherLive.pipe(Layer.provide(sender.layer)))
+          yield* Layer.build(AlertDispatcherLive.pipe(Layer.provide(sender.layer)))
           yield* settled
           // 5 s steps (the poll) for 4 minutes: every send happens at the first poll at or after its due time.
           for (let i = 0; i < 48; i++) {
