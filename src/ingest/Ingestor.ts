@@ -9,12 +9,12 @@ import { sanitizeText } from "../domain/sanitize.ts"
 import { BAIT_CREDENTIAL_TAG } from "../domain/significance.ts"
 import { AppConfig } from "../platform/config.ts"
 import { DatabaseError, transactionErrors } from "../platform/db/errors.ts"
+import { AlertOutbox } from "../repos/AlertOutbox.ts"
 import { BaitCredentialsRepo } from "../repos/BaitCredentialsRepo.ts"
 import { EventsRepo, type NewEvent } from "../repos/EventsRepo.ts"
 import { IgnoreRulesRepo } from "../repos/IgnoreRulesRepo.ts"
 import { type IncidentRow, IncidentsRepo } from "../repos/IncidentsRepo.ts"
 import { NetworksRepo } from "../repos/NetworksRepo.ts"
-import { WebhookOutbox } from "../repos/Outbox.ts"
 import { TransitionsRepo } from "../repos/TransitionsRepo.ts"
 import type { EventItem, EventOutcome, SensorIdentity } from "./batch.ts"
 import { CowrieSessionsRepo, type IncompleteCowrieEvent } from "./CowrieSessionsRepo.ts"
@@ -102,7 +102,7 @@ export class Ingestor extends Effect.Service<Ingestor>()("Ingestor", {
     const incidents = yield* IncidentsRepo
     const events = yield* EventsRepo
     const transitions = yield* TransitionsRepo
-    const outbox = yield* WebhookOutbox
+    const outbox = yield* AlertOutbox
     const cowrieSessions = yield* CowrieSessionsRepo
     const ignoreRules = yield* IgnoreRulesRepo
     const networksRepo = yield* NetworksRepo
