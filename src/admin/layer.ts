@@ -23,6 +23,6 @@ const ResourceAdminLive = Layer.mergeAll(
 /**
  * The admin services, the one place where who may do what, how a secret is shown once and what is audited live,
  * and the console's sign-in. The CLI (admin/cli.ts) and the console's settings pages are two faces of them. They
- * need the shared repositories, the webhook sender (for "send test") and the configuration.
+ * need the shared repositories, the channel sender (for "send test") and the configuration.
  */
 export const AdminServicesLive = Layer.mergeAll(ResourceAdminLive, SignIn.Default, Backup.Default)

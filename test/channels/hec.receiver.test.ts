@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { HEC_SOURCETYPE_OCSF, hecEvent } from "../../src/domain/channels/hec.ts"
-import { sendWebhook } from "../../src/platform/outbound/send.ts"
+import { sendHttps } from "../../src/platform/outbound/send.ts"
 import type { AddressPolicy } from "../../src/platform/outbound/urlRule.ts"
 import { allFixtures, CONTEXT, type Fixture, hostileFixture } from "../support/channelMessages.ts"
 import { type HecReceiver, startHecReceiver } from "../support/hecReceiver.ts"
@@ -28,7 +28,7 @@ afterAll(async () => {
 
 /** `token` null: no Authorization header at all. */
 const post = (body: string, token: string | null = TOKEN, path = "/services/collector/event") =>
-  sendWebhook({
+  sendHttps({
     url: `${hec.url}${path}`,
     body,
     headers: token === null ? {} : { Authorization: `Splunk ${token}` },

@@ -4,7 +4,7 @@ import { Chunk, Clock, Duration, Effect, Layer, TestClock, TestContext } from "e
 import { AlertDispatcherLive } from "../../src/alerts/Dispatcher.ts"
 import { newId } from "../../src/domain/ids.ts"
 import { Keys } from "../../src/platform/keys.ts"
-import type { WebhookSendResult } from "../../src/platform/outbound/send.ts"
+import type { SendResult } from "../../src/platform/outbound/send.ts"
 import { ChannelsRepo } from "../../src/repos/ChannelsRepo.ts"
 import { DeliveriesRepo } from "../../src/repos/DeliveriesRepo.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
@@ -40,7 +40,7 @@ afterAll(async () => {
   await shutdown(server, db)
 })
 
-const answer = (ok: boolean): WebhookSendResult => ({
+const answer = (ok: boolean): SendResult => ({
   ok,
   status: ok ? 202 : 503,
   durationMs: 1,

@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test"
 import { createServer } from "node:net"
-import { sendWebhook, type WebhookSendRequest, type WebhookSendResult } from "../../src/platform/outbound/send.ts"
+import { type HttpsSendRequest, type SendResult, sendHttps } from "../../src/platform/outbound/send.ts"
 import { type AddressPolicy, checkAndResolveWebhookUrl } from "../../src/platform/outbound/urlRule.ts"
 import {
   issueCertificate,
@@ -13,7 +13,7 @@ import {
 } from "../support/tls.ts"
 
 /**
- * sendWebhook against real local HTTPS receivers whose certificates are made at test time by a throwaway CA. Nothing
+ * sendHttps against real local HTTPS receivers whose certificates are made at test time by a throwaway CA. Nothing
  * is mocked except DNS, which is an injected parameter: "receiver.test" resolves to whatever each test says.
  */
 
@@ -77,8 +77,8 @@ afterAll(async () => {
 const urlOf = (port: number, host = NAME) => `https://${host}:${port}/hook?channel=ch_1`
 
 /** Sends BODY with HEADERS, trusting the test CA, "receiver.test" resolving to 127.0.0.1 unless overridden. */
-const send = (overrides: Partial<WebhookSendRequest> & { readonly url: string }): Promise<WebhookSendResult> =>
-  sendWebhook({
+const send = (overrides: Partial<HttpsSendRequest> & { readonly url: string }): Promise<SendResult> =>
+  sendHttps({
     body: BODY,
     headers: HEADERS,
     policy: LOOPBACK,
@@ -88,13 +88,13 @@ const send = (overrides: Partial<WebhookSendRequest> & { readonly url: string })
     ...overrides,
   })
 
-const expectTlsFailure = (result: WebhookSendResult) => {
+const expectTlsFailure = (result: SendResult) => {
   expect(result.ok).toBe(false)
   expect(result.status).toBeNull()
   expect(result.error ?? "").toStartWith("TLS: ")
 }
 
-describe("sendWebhook: a 2xx receiver", () => {
+describe("sendHttps: a 2xx receiver", () => {
   test("POSTs exactly the body bytes and the headers, with Content-Type application/json, and reports the 200", async () => {
     named.respond({ status: 200, body: "thanks ✓" })
     const dns = lookupTo("127.0.0.1")
@@ -139,7 +139,7 @@ describe("sendWebhook: a 2xx receiver", () => {
   })
 })
 
-describe("sendWebhook: TLS verifies the URL's host name while connecting to the checked address", () => {
+describe("sendHttps: TLS verifies the URL's host name while connecting to the checked address", () => {
   test("a certificate valid only for the name, reached at 127.0.0.1, is accepted: the name was verified", async () => {
     const result = await send({ url: urlOf(named.port) })
     expect(result.ok).toBe(true)
@@ -174,14 +174,14 @@ describe("sendWebhook: TLS verifies the URL's host name while connecting to the 
   test("without the extra CA (or with an unrelated one) the certificate is untrusted", async () => {
     expectTlsFailure(await send({ url: urlOf(named.port), ca: [] }))
     expectTlsFailure(await send({ url: urlOf(named.port), ca: [makeTestCa("Unrelated CA").caCert] }))
-    const noCaField: WebhookSendRequest = {
+    const noCaField: HttpsSendRequest = {
       url: urlOf(named.port),
       body: BODY,
       headers: HEADERS,
       policy: LOOPBACK,
       lookup: lookupTo("127.0.0.1").lookup,
     }
-    expectTlsFailure(await sendWebhook(noCaField))
+    expectTlsFailure(await sendHttps(noCaField))
     expect(named.requests).toHaveLength(0)
   })
 })
@@ -200,7 +200,7 @@ const withEnv = async <A>(vars: Readonly<Record<string, string>>, use: () => Pro
   }
 }
 
-describe("sendWebhook: process-wide settings cannot undo the pinning or the verification", () => {
+describe("sendHttps: process-wide settings cannot undo the pinning or the verification", () => {
   test("HTTPS_PROXY is ignored: the connection goes straight to the checked address", async () => {
     // Bun's fetch would send "CONNECT 127.0.0.1:<port>" to this proxy and let it connect on its own.
     const firstLines: Array<string> = []
@@ -232,7 +232,7 @@ describe("sendWebhook: process-wide settings cannot undo the pinning or the veri
   })
 })
 
-describe("sendWebhook: the URL rule at send time (D18)", () => {
+describe("sendHttps: the URL rule at send time (D18)", () => {
   // D18: the URL is "checked at channel creation and again at every delivery, connecting to the address that was
   // checked (no DNS-rebinding window)". The name was public at creation; at delivery it points at a loopback receiver
   // that would accept the request (valid certificate, trusted CA), and the send must be refused before connecting.
@@ -303,7 +303,7 @@ describe("sendWebhook: the URL rule at send time (D18)", () => {
   })
 })
 
-describe("sendWebhook: IPv6", () => {
+describe("sendHttps: IPv6", () => {
   test("an IPv6 literal host [::1] is checked and connected to, verified against the IP", async () => {
     const dns = lookupTo()
     const result = await send({ url: `https://[::1]:${v6.port}/hook`, lookup: dns.lookup })
@@ -327,7 +327,7 @@ describe("sendWebhook: IPv6", () => {
   })
 })
 
-describe("sendWebhook: non-2xx answers", () => {
+describe("sendHttps: non-2xx answers", () => {
   test("500 and 410 are failures that keep the status and the response body", async () => {
     named.respond({ status: 500, body: "boom" })
     const failed = await send({ url: urlOf(named.port) })
@@ -352,7 +352,7 @@ describe("sendWebhook: non-2xx answers", () => {
   })
 })
 
-describe("sendWebhook: time budget and broken connections", () => {
+describe("sendHttps: time budget and broken connections", () => {
   test("a receiver slower than timeoutMs: failure after about timeoutMs, and the socket is destroyed", async () => {
     named.respond({ delayMs: 2000 })
     const result = await send({ url: urlOf(named.port), timeoutMs: 300 })
@@ -366,7 +366,7 @@ describe("sendWebhook: time budget and broken connections", () => {
 
   test("the default budget is 5000 ms: a receiver answering after 6 s fails at about 5 s", async () => {
     named.respond({ delayMs: 6000 })
-    const result = await sendWebhook({
+    const result = await sendHttps({
       url: urlOf(named.port),
       body: BODY,
       headers: HEADERS,
@@ -413,7 +413,7 @@ describe("sendWebhook: time budget and broken connections", () => {
     expect(result).toMatchObject({ ok: false, status: null, error: "connection refused", address: "127.0.0.1" })
   })
 
-  test("a header value with CR/LF is refused before connecting, and sendWebhook does not throw", async () => {
+  test("a header value with CR/LF is refused before connecting, and sendHttps does not throw", async () => {
     const result = await send({ url: urlOf(named.port), headers: { "X-Bad": "a\r\nInjected: 1" } })
     expect(result.ok).toBe(false)
     expect(result.error ?? "").toContain("X-Bad")
@@ -422,7 +422,7 @@ describe("sendWebhook: time budget and broken connections", () => {
   })
 })
 
-describe("sendWebhook: response body limit", () => {
+describe("sendHttps: response body limit", () => {
   test("a 200 with a 1 MiB body: ok, at most 65536 bytes kept, truncated, and quick", async () => {
     named.respond({ bodyBytes: 1024 * 1024 })
     const result = await send({ url: urlOf(named.port) })

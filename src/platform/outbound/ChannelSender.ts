@@ -6,7 +6,7 @@ import { PRODUCT } from "../../domain/product.ts"
 import { AppConfig } from "../config.ts"
 import { Keys } from "../keys.ts"
 import { renderStored } from "./channelKinds.ts"
-import { noAnswer, sendWebhook, type WebhookSendResult } from "./send.ts"
+import { noAnswer, type SendResult, sendHttps } from "./send.ts"
 import { sendSyslog } from "./syslogSend.ts"
 import { systemLookup } from "./urlRule.ts"
 
@@ -28,10 +28,10 @@ export type SealedSecrets = Pick<SendableChannel, "secretEnc" | "previousSecretE
 
 export interface SentAttempt {
   readonly startedAt: Date
-  readonly result: WebhookSendResult
+  readonly result: SendResult
 }
 
-const failure = (error: string): WebhookSendResult => noAnswer(0, error, null)
+const failure = (error: string): SendResult => noAnswer(0, error, null)
 
 /**
  * Sends one delivery on its channel (D15–D18, D46, D47), as the kind's descriptor (domain/channels) says: its
@@ -72,7 +72,7 @@ export class ChannelSender extends Effect.Service<ChannelSender>()("ChannelSende
     }
 
     const post = (url: string, body: string, headers: Record<string, string>) =>
-      sendWebhook({
+      sendHttps({
         url,
         body,
         headers: { "User-Agent": USER_AGENT, ...headers },
@@ -86,7 +86,7 @@ export class ChannelSender extends Effect.Service<ChannelSender>()("ChannelSende
       input: { readonly url: string; readonly body: string; readonly deliveryId: string; readonly attempt: number },
       channel: SendableChannel,
       startedAt: Date,
-    ): Promise<WebhookSendResult> => {
+    ): Promise<SendResult> => {
       const spec = kindSpec(channel.kind)
       // A kind sends the stored bytes as they are in the format it says (a native webhook); otherwise it renders them.
       let rendered = input.body

@@ -1,6 +1,7 @@
 /**
- * One webhook HTTP request (D17, D18): the URL rule is applied again at send time (the host is resolved again and every
- * address checked), then the POST goes to exactly one of the checked addresses, so there is no DNS-rebinding window.
+ * One HTTPS POST, for every channel kind that sends over HTTPS (D17, D18): the URL rule is applied again at send time
+ * (the host is resolved again and every address checked), then the POST goes to exactly one of the checked addresses,
+ * so there is no DNS-rebinding window.
  *
  * Transport: `node:https` `request` with `host: <checked IP>`, `servername: <URL host name>`, an explicit `Host` header,
  * `secureContext` (a cached `tls.createSecureContext({ ca: [...tls.rootCertificates, ...extra] })`, one per distinct
@@ -20,7 +21,7 @@ import type tls from "node:tls"
 import { clip, errorCode, errorMessage, NOTHING_SENT, secureContextFor, TIMED_OUT, withDeadline } from "./connection.ts"
 import { type AddressPolicy, checkAndResolveWebhookUrl, checkWebhookUrl, systemLookup } from "./urlRule.ts"
 
-export interface WebhookSendRequest {
+export interface HttpsSendRequest {
   /** The channel's https URL. */
   readonly url: string
   /** The exact bytes to POST (already signed by the caller). */
@@ -38,7 +39,7 @@ export interface WebhookSendRequest {
   readonly maxResponseBytes?: number
 }
 
-export interface WebhookSendResult {
+export interface SendResult {
   /** True only for a 2xx received within the time budget. */
   readonly ok: boolean
   /** The HTTP status when a response head arrived. */
@@ -54,7 +55,7 @@ export interface WebhookSendResult {
 }
 
 /** A send that got no HTTP answer: refused before sending, no connection, or no response head in time. */
-export const noAnswer = (durationMs: number, error: string | null, address: string | null): WebhookSendResult => ({
+export const noAnswer = (durationMs: number, error: string | null, address: string | null): SendResult => ({
   ok: error === null,
   status: null,
   durationMs: Math.round(durationMs),
@@ -64,7 +65,7 @@ export const noAnswer = (durationMs: number, error: string | null, address: stri
   address,
 })
 
-export const DEFAULT_WEBHOOK_TIMEOUT_MS = 5000
+export const DEFAULT_SEND_TIMEOUT_MS = 5000
 export const DEFAULT_MAX_RESPONSE_BYTES = 65536
 
 /** Headers the sender owns; same-named caller headers (any case) are dropped. */
@@ -228,15 +229,15 @@ const positiveOr = (value: number | undefined, fallback: number, allowZero: bool
   value !== undefined && Number.isFinite(value) && (allowZero ? value >= 0 : value > 0) ? value : fallback
 
 /**
- * Sends one webhook POST (D17, D18) and reports what happened; never rejects. The URL is checked and its host resolved
+ * Sends one HTTPS POST (D17, D18) and reports what happened; never rejects. The URL is checked and its host resolved
  * again here: one refused address refuses the send, with no connection made. The checked addresses are tried in
  * resolver order, the next one only when connecting to the previous failed before anything was sent; TLS verifies the
  * URL's host name (system roots plus `ca`). Redirects are never followed; a non-2xx is a failure. `timeoutMs` bounds
  * everything, DNS included; when it runs out the socket is destroyed.
  */
-export const sendWebhook = async (request: WebhookSendRequest): Promise<WebhookSendResult> => {
+export const sendHttps = async (request: HttpsSendRequest): Promise<SendResult> => {
   const started = performance.now()
-  const budgetMs = positiveOr(request.timeoutMs, DEFAULT_WEBHOOK_TIMEOUT_MS, false)
+  const budgetMs = positiveOr(request.timeoutMs, DEFAULT_SEND_TIMEOUT_MS, false)
   const maxResponseBytes = Math.floor(positiveOr(request.maxResponseBytes, DEFAULT_MAX_RESPONSE_BYTES, true))
   const remaining = () => started + budgetMs - performance.now()
   const failed = (error: string, address: string | null = null) => noAnswer(performance.now() - started, error, address)

@@ -20,7 +20,7 @@
 import { isIP } from "node:net"
 import tls from "node:tls"
 import { clip, errorCode, errorMessage, NOTHING_SENT, secureContextFor, TIMED_OUT, withDeadline } from "./connection.ts"
-import { noAnswer, type WebhookSendResult } from "./send.ts"
+import { noAnswer, type SendResult } from "./send.ts"
 import { type AddressPolicy, checkWebhookUrl, resolveAndCheck, systemLookup } from "./urlRule.ts"
 
 export const SYSLOG_SCHEME = "syslog+tls://"
@@ -225,11 +225,11 @@ const deliver = (
   })
 
 /**
- * Sends one syslog message (D46, D18) and reports what happened in the webhook sender's shape (`status` always null,
+ * Sends one syslog message (D46, D18) and reports what happened in the HTTPS send's shape (`status` always null,
  * `responseBody` ""); never rejects. The destination is checked and resolved again here; the checked addresses are
  * tried in resolver order, the next only when connecting to the previous failed before anything was sent.
  */
-export const sendSyslog = async (request: SyslogSendRequest): Promise<WebhookSendResult> => {
+export const sendSyslog = async (request: SyslogSendRequest): Promise<SendResult> => {
   const started = performance.now()
   const budgetMs =
     request.timeoutMs !== undefined && Number.isFinite(request.timeoutMs) && request.timeoutMs > 0
