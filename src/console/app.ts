@@ -4,17 +4,16 @@ import { DatabaseError } from "../platform/db/errors.ts"
 import { ASSETS } from "./assets.ts"
 import { eventRoutes } from "./events/routes.tsx"
 import { checkRequest, redactPath } from "./http.ts"
+import { ignoreRoutes } from "./ignore/routes.tsx"
 import { incidentRoutes } from "./incidents/routes.tsx"
 import { makeKit } from "./kit.ts"
 import { overviewRoutes } from "./overview/routes.tsx"
 import { badRequest, notFound, serverError, tooLarge } from "./responses.tsx"
 import { alertRoutes } from "./routes/alerts.tsx"
 import { authRoutes } from "./routes/auth.tsx"
-import { ignoreRoutes } from "./routes/ignore.tsx"
-import { judgementRoutes } from "./routes/judgement.tsx"
-import { settingsRoutes } from "./routes/settings.tsx"
 import { sensorRoutes } from "./sensors/routes.tsx"
 import { request, type SignedIn } from "./session.ts"
+import { settingsRoutes } from "./settings/routes.tsx"
 import { sourceRoutes } from "./sources/routes.tsx"
 
 /**
@@ -46,7 +45,6 @@ export const makeConsoleApp = Effect.gen(function* () {
     yield* eventRoutes(kit),
     yield* settingsRoutes(kit),
     yield* ignoreRoutes(kit),
-    yield* judgementRoutes(kit),
     yield* sourceRoutes(kit),
     yield* alertRoutes(kit),
     yield* sensorRoutes(kit),

@@ -23,13 +23,13 @@ export const OptionalText = Schema.transform(Schema.UndefinedOr(Schema.String), 
   encode: (s) => s,
 })
 
-/** A checkbox: true when the form sends its `value`, false when it sends nothing. */
-export const Checkbox = <V extends string>(value: V, notice: string) =>
+/** A checkbox: true when the form sends its `value`, false for anything else (nothing sent: not ticked). */
+export const Checkbox = <V extends string>(value: V) =>
   Schema.optionalWith(
-    Schema.transform(Schema.Literal(value).annotations({ message: () => notice }), Schema.Boolean, {
+    Schema.transform(Schema.String, Schema.Boolean, {
       strict: true,
-      decode: () => true,
-      encode: () => value,
+      decode: (sent) => sent === value,
+      encode: (ticked) => (ticked ? value : ""),
     }),
     { default: () => false },
   )

@@ -3,10 +3,11 @@ import { Effect } from "effect"
 import { ChannelAdmin } from "../../admin/ChannelAdmin.ts"
 import { Invalid } from "../../admin/errors.ts"
 import { type ChannelKind, kindSpec } from "../../domain/channels/registry.ts"
+import { AlertsPage } from "../alerts/alertsPage.tsx"
+import { DeliveryLogPage } from "../alerts/deliveryLogPage.tsx"
 import type { Flash } from "../components.tsx"
 import { html } from "../http.ts"
 import type { Kit } from "../kit.ts"
-import { AlertsPage, DeliveryLogPage } from "../pages/settings.tsx"
 import { notFound } from "../responses.tsx"
 
 /**

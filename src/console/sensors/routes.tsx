@@ -17,12 +17,12 @@ const HeartbeatForm = Schema.Struct({ heartbeatInterval: Text })
 /** Rotate the token: the old one's grace period (empty: none), and whether to rotate again within a grace period. */
 const RotateForm = Schema.Struct({
   grace: OptionalText,
-  force: Checkbox("yes", "“End the earlier grace now” is a box to tick or leave."),
+  force: Checkbox("yes"),
 })
 type Fields = Record<string, string>
 
 /** Revoke: only with its box ticked. */
-const RevokeForm = Schema.Struct({ confirm: Checkbox("yes", "Tick the box to confirm the revocation.") })
+const RevokeForm = Schema.Struct({ confirm: Checkbox("yes") })
 
 /** Settings → Sensors: every user reads; administrators change, through SensorAdmin (tokens shown once). */
 export const sensorRoutes = (kit: Kit) =>

@@ -1,0 +1,344 @@
+import { HttpRouter } from "@effect/platform"
+import { Effect, Schema } from "effect"
+import { ApiKeyAdmin } from "../../admin/ApiKeyAdmin.ts"
+import { JudgementAdmin } from "../../admin/JudgementAdmin.ts"
+import { OrgAdmin } from "../../admin/OrgAdmin.ts"
+import { UserAdmin } from "../../admin/UserAdmin.ts"
+import { formatNetworkList, parseNetworkList } from "../../domain/networks.ts"
+import { AppConfig } from "../../platform/config.ts"
+import { AuditRepo } from "../../repos/AuditRepo.ts"
+import { Blank, decodeForm, Text } from "../forms.ts"
+import { formEntries, html, seeOther } from "../http.ts"
+import type { Kit } from "../kit.ts"
+import { PAGE_SIZE } from "../listFilters.ts"
+import { notFound } from "../responses.tsx"
+import { query, type SignedIn } from "../session.ts"
+import { ApiSettingsPage, RevokeKeyPage } from "./apiPage.tsx"
+import { AuditPage } from "./auditPage.tsx"
+import { BaitPage, RemoveBaitPage } from "./baitPage.tsx"
+import { type NetworksError, NetworksPage } from "./networksPage.tsx"
+import { RetentionPage } from "./retentionPage.tsx"
+import { UsersPage } from "./usersPage.tsx"
+
+/** A key's last day, as the date field sends it, is valid to its end (UTC); empty: the key does not expire. */
+const EndOfDay = Schema.transform(Schema.UndefinedOr(Schema.String), Schema.UndefinedOr(Schema.String), {
+  strict: true,
+  decode: (day) => (day ? `${day}T23:59:59.999Z` : undefined),
+  encode: (time) => time?.slice(0, 10),
+})
+/** Create an API key: its name, its scopes (one checkbox each) and its last day. */
+const ApiKeyForm = Schema.Struct({ name: Text, scope: Schema.Array(Schema.String), expires: EndOfDay })
+const UserForm = Schema.Struct({ email: Blank, role: Blank })
+const RetentionForm = Schema.Struct({ days: Text })
+const NetworksForm = Schema.Struct({ networks: Blank })
+const BaitForm = Schema.Struct({ username: Text, password: Text, label: Text })
+
+/** The longest piece of a refused line the error notice quotes back. */
+const QUOTED_LINE_MAX = 300
+
+const count = (n: number, one: string, many: string) => `${n.toLocaleString("en-US")} ${n === 1 ? one : many}`
+
+/** What a save or a reset of the networks did, in the notice after it. */
+const savedText = (done: { readonly networks: ReadonlyArray<unknown>; readonly rejudged: number }, reset: boolean) =>
+  `${reset ? "Reset to the private ranges" : "Saved"}: ${count(done.networks.length, "network", "networks")}. ` +
+  (done.rejudged === 0
+    ? "No incident's source moved inside or outside, so none was judged again."
+    : `${count(done.rejudged, "incident was", "incidents were")} judged again.`)
+
+const sentence = (text: string) => `${text.charAt(0).toUpperCase()}${text.slice(1)}`
+
+/**
+ * Settings → API and export (keys), Users, Retention, the Audit log, Networks and Bait credentials: every change
+ * through the admin services (audited). Networks and bait credentials are how the service judges incidents: a change
+ * of the networks judges the incidents again, and a list that cannot be read comes back on the same page, the line
+ * named and the text kept as typed, nothing saved. Analysts read the networks; bait credentials are for
+ * administrators only (where bait is planted is for those who plant it). Alerts, Sensors and Ignore rules are
+ * settings tabs with areas of their own.
+ */
+export const settingsRoutes = (kit: Kit) =>
+  Effect.gen(function* () {
+    const config = yield* AppConfig
+    const keyAdmin = yield* ApiKeyAdmin
+    const userAdmin = yield* UserAdmin
+    const orgAdmin = yield* OrgAdmin
+    const judgement = yield* JudgementAdmin
+    const audit = yield* AuditRepo
+    const { page, action, flashTo, readFlash, refused } = kit
+    const apiUrl = config.baseUrl ?? `http://localhost:${config.port}`
+
+    // --- API and export ---------------------------------------------------------------------------------------------
+
+    const showApi = page((s) =>
+      Effect.gen(function* () {
+        const keys = yield* keyAdmin.list(s.orgId)
+        return html(
+          <ApiSettingsPage
+            viewer={s.viewer}
+            keys={keys}
+            flash={yield* readFlash(s)}
+            now={new Date()}
+            apiUrl={apiUrl}
+          />,
+        )
+      }),
+    )
+
+    const createKey = action((s, fields) =>
+      Effect.gen(function* () {
+        const scope = (yield* formEntries).filter(([k]) => k === "scope").map(([, v]) => v)
+        const form = yield* decodeForm(ApiKeyForm)({ ...fields, scope })
+        const created = yield* keyAdmin.create(s.orgId, {
+          name: form.name,
+          scopes: form.scope.join(","),
+          expires: form.expires,
+        })
+        return yield* flashTo(s, "/settings/api", {
+          kind: "ok",
+          text: `Key ${created.id} created.`,
+          secret: { label: "The new API key.", value: created.key },
+        })
+      }).pipe(refused(s, "/settings/api")),
+    )
+
+    const confirmRevokeKey = page(
+      (s) =>
+        Effect.gen(function* () {
+          const { id } = yield* HttpRouter.params
+          const key = (yield* keyAdmin.list(s.orgId)).find((k) => k.id === id && k.revokedAt === null)
+          if (key === undefined) return notFound(s.viewer)
+          return html(<RevokeKeyPage viewer={s.viewer} key_={key} />)
+        }),
+      true,
+    )
+
+    const revokeKey = action((s) =>
+      Effect.gen(function* () {
+        const { id } = yield* HttpRouter.params
+        const done = yield* keyAdmin.revoke(id ?? "")
+        return yield* flashTo(s, "/settings/api", { kind: "ok", text: `Key ${done.id} revoked.` })
+      }).pipe(refused(s, "/settings/api")),
+    )
+
+    // --- Users ------------------------------------------------------------------------------------------------------
+
+    const listUsers = page((s) =>
+      Effect.gen(function* () {
+        const list = yield* userAdmin.list(s.orgId)
+        return html(<UsersPage viewer={s.viewer} users={list} flash={yield* readFlash(s)} now={new Date()} />)
+      }),
+    )
+
+    const createUser = action((s, fields) =>
+      Effect.gen(function* () {
+        const form = yield* decodeForm(UserForm)(fields)
+        const created = yield* userAdmin.create({ orgId: s.orgId, email: form.email, role: form.role })
+        return yield* flashTo(s, "/settings/users", {
+          kind: "ok",
+          text: `User ${created.email} created. Send them this link (valid 24 h, once) to set a password.`,
+          secret: { label: "Set-password link.", value: created.link },
+        })
+      }).pipe(refused(s, "/settings/users")),
+    )
+
+    /** POST /settings/users/<id>/disable or /reset; another verb is the 404 page. */
+    const changeUser = action((s) =>
+      Effect.gen(function* () {
+        const { id = "", verb } = yield* HttpRouter.params
+        if (verb === "disable") {
+          yield* userAdmin.disable(id)
+          return yield* flashTo(s, "/settings/users", { kind: "ok", text: "User disabled; their sessions ended." })
+        }
+        if (verb === "reset") {
+          const reset = yield* userAdmin.reset(id)
+          return yield* flashTo(s, "/settings/users", {
+            kind: "ok",
+            text: `New link for ${reset.email}; their sessions ended.`,
+            secret: { label: "Set-password link.", value: reset.link },
+          })
+        }
+        return notFound(s.viewer)
+      }).pipe(refused(s, "/settings/users")),
+    )
+
+    // --- Retention --------------------------------------------------------------------------------------------------
+
+    const showRetention = page((s) =>
+      Effect.gen(function* () {
+        const org = yield* orgAdmin.require(s.orgId)
+        return html(
+          <RetentionPage
+            viewer={s.viewer}
+            flash={yield* readFlash(s)}
+            days={org.retentionDays}
+            defaultDays={config.retentionDays}
+            feedDays={config.feedRetentionDays}
+          />,
+        )
+      }),
+    )
+
+    const setRetention = action((s, fields) =>
+      Effect.gen(function* () {
+        const form = yield* decodeForm(RetentionForm)(fields)
+        const done = yield* orgAdmin.setRetention(s.orgId, form.days)
+        return yield* flashTo(s, "/settings/retention", {
+          kind: "ok",
+          text:
+            done.retentionDays === null
+              ? `Events are kept for the default ${config.retentionDays} days.`
+              : `Events are kept for ${done.retentionDays} days.`,
+        })
+      }).pipe(refused(s, "/settings/retention")),
+    )
+
+    // --- Audit log --------------------------------------------------------------------------------------------------
+
+    const showAudit = page(
+      (s) =>
+        Effect.gen(function* () {
+          const before = (yield* query).get("before") ?? undefined
+          const rows = yield* audit.list(s.orgId, PAGE_SIZE + 1, before)
+          const shown = rows.slice(0, PAGE_SIZE)
+          const actors = Object.fromEntries((yield* userAdmin.list(s.orgId)).map((u) => [u.id, u.email]))
+          const last = shown[shown.length - 1]
+          return html(
+            <AuditPage
+              viewer={s.viewer}
+              rows={shown}
+              actors={actors}
+              next={rows.length > PAGE_SIZE && last ? `/settings/audit?before=${last.id}` : undefined}
+              now={new Date()}
+            />,
+          )
+        }),
+      true,
+    )
+
+    // --- Networks ---------------------------------------------------------------------------------------------------
+
+    /** The networks page with what was sent and why it was not saved (400: nothing changed). */
+    const networksNotSaved = (s: SignedIn, text: string, error: NetworksError) =>
+      Effect.map(judgement.networks(s.orgId), (view) =>
+        html(
+          <NetworksPage
+            viewer={s.viewer}
+            flash={undefined}
+            networks={view.networks}
+            custom={view.custom}
+            text={text}
+            error={error}
+          />,
+          400,
+        ),
+      )
+
+    const showNetworks = page((s) =>
+      Effect.gen(function* () {
+        const view = yield* judgement.networks(s.orgId)
+        return html(
+          <NetworksPage
+            viewer={s.viewer}
+            flash={yield* readFlash(s)}
+            networks={view.networks}
+            custom={view.custom}
+            text={formatNetworkList(view.networks)}
+          />,
+        )
+      }),
+    )
+
+    const saveNetworks = action((s, fields) =>
+      Effect.gen(function* () {
+        const text = (yield* decodeForm(NetworksForm)(fields)).networks
+        // Read here first to name the line and keep the text; the service reads it again and decides.
+        const read = parseNetworkList(text)
+        if ("problem" in read) {
+          const line = text.split("\n")[read.problem.line - 1] ?? ""
+          return yield* networksNotSaved(s, text, {
+            line: read.problem.line,
+            reason: sentence(read.problem.reason),
+            text: line.length > QUOTED_LINE_MAX ? `${line.slice(0, QUOTED_LINE_MAX)}…` : line,
+          })
+        }
+        const done = yield* judgement
+          .setNetworks(s.orgId, text)
+          .pipe(Effect.catchTag("Invalid", (e) => Effect.succeed({ refused: e.message })))
+        if ("refused" in done) {
+          return yield* networksNotSaved(s, text, { message: done.refused.replace(/^--networks /, "The list's ") })
+        }
+        return yield* flashTo(s, "/settings/networks", { kind: "ok", text: savedText(done, false) })
+      }).pipe(refused(s, "/settings/networks")),
+    )
+
+    const resetNetworks = action((s) =>
+      Effect.gen(function* () {
+        const done = yield* judgement.setNetworks(s.orgId, null)
+        return yield* flashTo(s, "/settings/networks", { kind: "ok", text: savedText(done, true) })
+      }).pipe(refused(s, "/settings/networks")),
+    )
+
+    // --- Bait credentials (administrators only) ---------------------------------------------------------------------
+
+    const listBait = page(
+      (s) =>
+        Effect.gen(function* () {
+          const baits = yield* judgement.baitList(s.orgId)
+          return html(<BaitPage viewer={s.viewer} flash={yield* readFlash(s)} baits={baits} now={new Date()} />)
+        }),
+      true,
+    )
+
+    const addBait = action((s, fields) =>
+      Effect.gen(function* () {
+        const form = yield* decodeForm(BaitForm)(fields)
+        const added = yield* judgement.baitAdd(s.orgId, form)
+        return yield* flashTo(s, "/settings/bait", {
+          kind: "ok",
+          text: `Bait credential ${JSON.stringify(added.username)} added: a login with it makes its incident critical. Its password is not kept.`,
+        })
+      }).pipe(refused(s, "/settings/bait")),
+    )
+
+    const confirmRemoveBait = page(
+      (s) =>
+        Effect.gen(function* () {
+          const { id } = yield* HttpRouter.params
+          const bait = (yield* judgement.baitList(s.orgId)).find((b) => b.id === id)
+          if (bait === undefined) return notFound(s.viewer)
+          return html(<RemoveBaitPage viewer={s.viewer} bait={bait} />)
+        }),
+      true,
+    )
+
+    const removeBait = action((s) =>
+      Effect.gen(function* () {
+        const { id = "" } = yield* HttpRouter.params
+        yield* judgement.baitRemove(id)
+        return yield* flashTo(s, "/settings/bait", {
+          kind: "ok",
+          text: "Bait credential removed: later logins with it are no longer marked as bait.",
+        })
+      }).pipe(refused(s, "/settings/bait")),
+    )
+
+    return HttpRouter.empty.pipe(
+      HttpRouter.get("/settings", Effect.succeed(seeOther("/settings/api"))),
+      HttpRouter.get("/settings/api", showApi),
+      HttpRouter.post("/settings/api/keys", createKey),
+      HttpRouter.get("/settings/api/keys/:id/revoke", confirmRevokeKey),
+      HttpRouter.post("/settings/api/keys/:id/revoke", revokeKey),
+      HttpRouter.get("/settings/users", listUsers),
+      HttpRouter.post("/settings/users", createUser),
+      HttpRouter.post("/settings/users/:id/:verb", changeUser),
+      HttpRouter.get("/settings/retention", showRetention),
+      HttpRouter.post("/settings/retention", setRetention),
+      HttpRouter.get("/settings/audit", showAudit),
+      HttpRouter.get("/settings/networks", showNetworks),
+      HttpRouter.post("/settings/networks", saveNetworks),
+      HttpRouter.post("/settings/networks/reset", resetNetworks),
+      HttpRouter.get("/settings/bait", listBait),
+      HttpRouter.post("/settings/bait", addBait),
+      HttpRouter.get("/settings/bait/:id/remove", confirmRemoveBait),
+      HttpRouter.post("/settings/bait/:id/remove", removeBait),
+    )
+  })

@@ -1,0 +1,74 @@
+import { Csrf, DataTable, type Flash, Time, type Viewer } from "../components.tsx"
+import { isAdmin, SettingsLayout } from "../layout.tsx"
+
+export interface UserView {
+  readonly id: string
+  readonly email: string
+  readonly role: string
+  readonly status: string
+  readonly createdAt: string
+}
+
+export const UsersPage = (props: {
+  viewer: Viewer & { readonly userId: string }
+  users: ReadonlyArray<UserView>
+  flash: Flash | undefined
+  now: Date
+}) => (
+  <SettingsLayout viewer={props.viewer} tab="users" title="Users" flash={props.flash}>
+    {isAdmin(props.viewer) && (
+      <form class="panel" method="post" action="/settings/users">
+        <h2>Invite a user</h2>
+        <Csrf token={props.viewer.csrfToken} />
+        <div class="field">
+          <label for="user-email">Email</label>
+          <input id="user-email" name="email" type="email" required />
+        </div>
+        <div class="field">
+          <label for="user-role">Role</label>
+          <select id="user-role" name="role">
+            <option value="analyst">analyst (reads, closes incidents)</option>
+            <option value="admin">admin (everything)</option>
+          </select>
+        </div>
+        <button type="submit">Create user and link</button>
+      </form>
+    )}
+    {/* No empty message: the list holds at least the viewer. */}
+    <DataTable columns={["Email", "Role", "State", "Created", "Actions"]} rows={props.users}>
+      {(u) => (
+        <tr>
+          <td>
+            {u.email}
+            <div class="mono small muted">{u.id}</div>
+          </td>
+          <td>{u.role}</td>
+          <td>{u.status}</td>
+          <td>
+            <Time at={u.createdAt} now={props.now} />
+          </td>
+          <td>
+            {isAdmin(props.viewer) && u.id !== props.viewer.userId && (
+              <>
+                <form class="inline" method="post" action={`/settings/users/${u.id}/reset`}>
+                  <Csrf token={props.viewer.csrfToken} />
+                  <button type="submit" class="secondary">
+                    New link
+                  </button>
+                </form>{" "}
+                {u.status !== "disabled" && (
+                  <form class="inline" method="post" action={`/settings/users/${u.id}/disable`}>
+                    <Csrf token={props.viewer.csrfToken} />
+                    <button type="submit" class="danger">
+                      Disable
+                    </button>
+                  </form>
+                )}
+              </>
+            )}
+          </td>
+        </tr>
+      )}
+    </DataTable>
+  </SettingsLayout>
+)
