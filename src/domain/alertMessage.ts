@@ -49,7 +49,7 @@ export interface AlertIncidentSource extends SourceColumns {
 
 /**
  * The alert message: the native message the outbox stores for every channel kind, which a webhook channel sends as it
- * is and every other kind renders from (spec "Webhook incident", "Webhook delivery", D15, D20), field for field in the
+ * is and every other kind renders from (spec "Webhook incident", "Webhook delivery"), field for field in the
  * spec's order. Pure: the message is built once, when the delivery is queued, and its exact bytes are what every
  * attempt sends and signs (the same `id` and `createdAt` on every retry).
  */
@@ -113,16 +113,16 @@ export type AlertType = (typeof ALERT_TYPES)[number]
 export const INCIDENT_MESSAGE_TYPES = [...ALERT_TYPES, "incident.closed"] as const
 export type IncidentMessageType = (typeof INCIDENT_MESSAGE_TYPES)[number]
 
-/** D15: `{id, type, createdAt, incident}`. */
+/** `{id, type, createdAt, incident}`; `id` is stable across retries. */
 export const AlertMessage = Schema.Struct({
   id: Schema.String,
   type: Schema.Literal(...INCIDENT_MESSAGE_TYPES),
   createdAt: Timestamp,
   incident: AlertIncident,
   /**
-   * Only when something was cut for size beyond D20's 256 code points per string: an event's attackerInput was cut
-   * for the message (it then carries the cut mark, member "…"), or events were left out (incident.eventsLeftOut), or
-   * the incident's texts were shortened.
+   * Only when something was cut for size beyond the 256 code points per string every message allows: an event's
+   * attackerInput was cut for the message (it then carries the cut mark, member "…"), or events were left out
+   * (incident.eventsLeftOut), or the incident's texts were shortened.
    */
   truncated: Schema.optional(Schema.Literal(true)),
 }).annotations({ identifier: "AlertMessage" })
@@ -159,8 +159,9 @@ export const alertEvent = (row: AlertEventSource): typeof AlertEvent.Type => ({
   confidence: row.confidence,
   tags: row.tags,
   summary: row.summary,
-  // D20: any stored value read as a valid one (as the API does), shortened for messages: every string (keys too) cut
-  // to 256 code points, and the whole bounded in depth, members, items, masked secrets and bytes (with a cut mark).
+  // Any stored value read as a valid one, so no stored row can fail a message (as the API does), shortened for
+  // messages: every string (keys too) cut to 256 code points, and the whole bounded in depth, members, items, masked
+  // secrets and bytes (with a cut mark).
   attackerInput: messageInput(row.attackerInput),
 })
 
@@ -293,7 +294,7 @@ export const serializeAlertMessage = (input: AlertMessage): string => {
 }
 
 /**
- * D15 `webhook.test` ("the Send test action; carries a sample incident"): an obviously fictitious incident in the
+ * `webhook.test` ("the Send test action; carries a sample incident"): an obviously fictitious incident in the
  * real shape, so a receiver can test its parsing end to end. The ids say `sample`.
  */
 export const sampleIncident = (now: Date, appUrl: string): AlertIncident => {

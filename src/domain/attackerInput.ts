@@ -1,11 +1,11 @@
 /**
- * D19/D20: the ingestion step for an event's attackerInput (what the attacker sent to the decoy).
+ * Masking and cleaning at ingestion for an event's attackerInput (what the attacker sent to the decoy).
  *
  * Pure computation, no I/O (node:crypto's HMAC is used only as a function). Captured secrets are replaced by
  * `{masked, length, fingerprint}` before anything is stored, so the raw value never reaches the database, the API or
  * a webhook; secrets inside attacker text (URL and form parameters, header lines) become `*`s; every other string is
- * sanitized (D20) and the whole value is bounded in depth and size. The same rules read any stored value back as a
- * valid API value (readableAttackerInput), so no stored row can make a read fail (D20).
+ * cleaned of invisible characters and the whole value is bounded in depth and size. The same rules read any stored
+ * value back as a valid API value (readableAttackerInput), so no stored row can make a read fail.
  */
 import { createHmac } from "node:crypto"
 import { isRecord } from "./json.ts"
@@ -25,9 +25,9 @@ import {
 } from "./sanitize.ts"
 
 /**
- * D19: the words that make a member name password-like (after splitting the name into words): any of these, `api` or
- * `private` followed by `key`, or a name that is the one word `key`. A few plurals are included; `apikey` and
- * `privatekey` written as one word count too.
+ * The words that make a member name password-like, so its value is masked (after splitting the name into words): any of
+ * these, `api` or `private` followed by `key`, or a name that is the one word `key`. A few plurals are included;
+ * `apikey` and `privatekey` written as one word count too.
  */
 export const PASSWORD_LIKE_WORDS: ReadonlyArray<string> = [
   "password",
@@ -59,8 +59,8 @@ const PASSWORD_LIKE_SET: ReadonlySet<string> = new Set(PASSWORD_LIKE_WORDS)
 const WORD = /\p{Lu}+(?=\p{Lu}\p{Ll})|\p{Lu}?\p{Ll}+|\p{Lu}+|\p{Lo}+|\p{N}+/gu
 
 /**
- * D19: a member name split into lowercase words, on case changes and on anything that is not a letter or digit
- * (`_`, `-`, `.`, spaces, ...), after removing invisible characters (D20) and NFKC normalization (full-width
+ * A member name split into lowercase words, on case changes and on anything that is not a letter or digit
+ * (`_`, `-`, `.`, spaces, ...), after removing invisible characters and NFKC normalization (full-width
  * look-alikes): `access_token` → access, token; `APIKey` → api, key; `VNC Password` → vnc, password.
  */
 export const nameWords = (name: string): ReadonlyArray<string> =>
@@ -73,12 +73,12 @@ const PRINTABLE_ASCII = /^[\x20-\x7e]*$/
 const SECRET_HINT = /pass|pwd|secret|token|credential|authorization|cookie|pin|otp|key/i
 
 /**
- * D19: whether a member name holds a secret: one of its words is password-like (PASSWORD_LIKE_WORDS), it has `api` or
- * `private` followed by `key`, or it is the single word `key`. "PASSWORD", "access_token", "x-api-key", "userPIN" and
- * "VNC Password" match; "username", "keyboard", "compass" and "hostKey" do not.
+ * Whether a member name holds a secret to mask: one of its words is password-like (PASSWORD_LIKE_WORDS), it has `api`
+ * or `private` followed by `key`, or it is the single word `key`. "PASSWORD", "access_token", "x-api-key", "userPIN"
+ * and "VNC Password" match; "username", "keyboard", "compass" and "hostKey" do not.
  */
 export const isPasswordLikeKey = (name: string): boolean => {
-  // Most names are printable ASCII (unchanged by D20 cleaning and NFKC) without any of the words: answered at once.
+  // Most names are printable ASCII (unchanged by cleaning and NFKC) without any of the words: answered at once.
   if (PRINTABLE_ASCII.test(name) && !SECRET_HINT.test(name)) return false
   const hit = passwordLikeCache.get(name)
   if (hit !== undefined) return hit
@@ -95,7 +95,7 @@ export const isPasswordLikeKey = (name: string): boolean => {
   return result
 }
 
-/** D19: what is stored instead of a captured secret. */
+/** What is stored instead of a captured secret, so no credential sits in the database. */
 export interface MaskedSecret {
   /** "*" repeated min(length, 32). */
   readonly masked: string
@@ -109,7 +109,7 @@ const MASK_MAX = 32
 const FINGERPRINT_HEX_LENGTH = 32
 
 /**
- * D19: masks a captured secret. `masked` is "*" repeated min(length, 32); `length` is the number of code points of the
+ * Masks a captured secret. `masked` is "*" repeated min(length, 32); `length` is the number of code points of the
  * raw value (not sanitized); `fingerprint` is the first 32 lowercase hex characters of
  * HMAC-SHA256(orgFingerprintKey, raw value as UTF-8), so equal secrets can be correlated within one organization but
  * not across organizations. (A lone surrogate is encoded as U+FFFD for the HMAC, as UTF-8 cannot represent it.)
@@ -134,7 +134,7 @@ export const ATTACKER_INPUT_MAX_STRING = 4096
 /**
  * The UTF-8 size of an event's stored attackerInput as compact JSON, cut mark included.
  * Masking makes a short secret about 7 times larger (`{"pwd":"1"}` becomes an 80-byte object), so the bound applies
- * after masking. 16 KiB keeps a single incident (200 events, D8) under the API's 4 MiB page bound.
+ * after masking. 16 KiB keeps a single incident (its first 200 events) under the API's 4 MiB page bound.
  */
 export const ATTACKER_INPUT_MAX_BYTES = 16 * 1024
 /** At most this many masked secrets per event; the rest is cut. */
@@ -142,14 +142,14 @@ export const ATTACKER_INPUT_MAX_MASKED = 64
 /** Room kept for the cut mark: the content is cut at ATTACKER_INPUT_MAX_BYTES minus this. */
 const CUT_MARK_ROOM = 96
 
-/** Webhook bounds of one event's attackerInput (D20: strings at 256 code points; a body always under 256 KiB). */
+/** Webhook bounds of one event's attackerInput (strings cut at 256 code points; a body always under 256 KiB). */
 export const WEBHOOK_INPUT_MAX_BYTES = 4 * 1024
 export const WEBHOOK_INPUT_MAX_MASKED = 16
 export const WEBHOOK_INPUT_MAX_DEPTH = 6
 export const WEBHOOK_INPUT_MAX_KEYS = 32
 export const WEBHOOK_INPUT_MAX_ITEMS = 32
 
-/** D20: the compact JSON text of a non-string value (its String form for what JSON cannot encode). */
+/** The compact JSON text of a non-string value, so consumers get a string (String() for what JSON cannot encode). */
 const jsonText = (value: unknown): string => {
   try {
     const json: unknown = JSON.stringify(value)
@@ -163,7 +163,7 @@ const jsonText = (value: unknown): string => {
 /** `*` for each code point of `value` (at most 32): a value masked inside text. */
 const stars = (value: string): string => "*".repeat(Math.min(codePointLength(value), MASK_MAX))
 
-/** A parameter name as written in a URL or form body, decoded for the D19 check ("pass%77ord" is "password"). */
+/** A parameter name as written in a URL or form body, decoded for masking ("pass%77ord" is "password"). */
 const paramName = (raw: string): string => {
   try {
     return decodeURIComponent(raw.replace(/\+/g, " "))
@@ -172,7 +172,7 @@ const paramName = (raw: string): string => {
   }
 }
 
-/** A member name as written inside JSON text, its escapes decoded for the D19 check ("p\\u0061ssword"). */
+/** A member name as written inside JSON text, its escapes decoded for masking ("p\\u0061ssword"). */
 const jsonName = (raw: string): string => {
   if (!raw.includes("\\")) return raw
   try {
@@ -209,7 +209,7 @@ const maskParams = (text: string): string =>
   })
 
 /**
- * D19 inside attacker text: the value of a password-like parameter in a URL, path, query string or form body
+ * Masking inside attacker text: the value of a password-like parameter in a URL, path, query string or form body
  * (`/login?password=hunter2` → `/login?password=*******`), of a password-like header line (`Authorization: Bearer x`
  * → `Authorization: Bearer *`), of a password-like member of JSON text, and the password of URL credentials become
  * `*`s (one per code point, at most 32); names and the rest of the text are kept. Idempotent.
@@ -239,7 +239,7 @@ export const maskSecretsInText = (text: string): string => {
 }
 
 /**
- * An attacker string as stored: secrets inside it masked (D19), invisible characters removed (D20), bounded. Masked
+ * An attacker string as stored: secrets inside it masked, invisible characters removed, bounded. Masked
  * before cleaning (header lines are still lines) and again after (a name with an invisible character in it).
  */
 const storedText = (s: string): string =>
@@ -289,9 +289,9 @@ interface WalkState {
 }
 
 /**
- * D19/D20 for one member: a password-like member becomes a MaskedSecret (a non-string through its compact JSON text;
- * null or absent leaves it out); the root's `username` becomes a string (its JSON text unless it is one; null leaves
- * it out). Anything else is walked as usual (undefined).
+ * Masking and typing of one member: a password-like member becomes a MaskedSecret (a non-string through its compact
+ * JSON text; null or absent leaves it out); the root's `username` becomes a string (its JSON text unless it is one;
+ * null leaves it out). Anything else is walked as usual (undefined).
  */
 const entryRule =
   (rules: EntryRules, state: WalkState) =>
@@ -314,8 +314,8 @@ const entryRule =
   }
 
 /**
- * D19 for headers or fields captured as pairs: the value of a `[name, value]` pair (an item of a list of pairs) or of
- * a `{name, value}` object (HAR) whose name is password-like (Authorization, Proxy-Authorization, Cookie, password,
+ * Masking of headers or fields captured as pairs: the value of a `[name, value]` pair (an item of a list of pairs) or
+ * of a `{name, value}` object (HAR) whose name is password-like (Authorization, Proxy-Authorization, Cookie, password,
  * ...) is masked like a password-like member's value.
  */
 const pairRule =
@@ -441,7 +441,8 @@ const walkAttackerInput = (input: unknown, rules: EntryRules, bounds: Bounds): R
   walkWithCut(input, rules, bounds).value
 
 /**
- * D19/D20: the ingestion step for an attackerInput object. Returns a new object (the input is never mutated) where:
+ * The ingestion step (masking, cleaning, typing) for an attackerInput object. Returns a new object (the input is never
+ * mutated) where:
  * - the value of every password-like member (isPasswordLikeKey) at any depth is replaced by maskSecret(...) of its
  *   text: a string as it is, anything else (number, boolean, array, object, even one shaped like a masked secret,
  *   which an attacker could forge) as its compact JSON text; a null leaves the member out;
@@ -461,14 +462,15 @@ export const prepareAttackerInput = (input: unknown, orgFingerprintKey: Uint8Arr
     .value
 
 /**
- * D19/D20 for a stored attackerInput (the repair of rows written by older versions): as prepareAttackerInput, except
- * that a masked secret already stored is kept as it is (its fingerprint was computed at ingestion).
+ * The same masking and cleaning for a stored attackerInput (the repair of rows written by older versions): as
+ * prepareAttackerInput, except that a masked secret already stored is kept as it is (its fingerprint was computed at
+ * ingestion).
  */
 export const repairAttackerInput = (stored: unknown, orgFingerprintKey: Uint8Array): Record<string, unknown> =>
   walkAttackerInput(stored, { mask: (raw) => maskSecret(raw, orgFingerprintKey), trustMasked: true }, READ_BOUNDS)
 
 /**
- * D20 on read: any stored attackerInput (any jsonb) as a valid API value, so no stored row can make a read fail. As
+ * On read: any stored attackerInput (any jsonb) as a valid API value, so no stored row can make a read fail. As
  * repairAttackerInput, but with no key at hand: a secret still stored in clear (a row the repair has not reached) is
  * masked with an empty fingerprint. On a row in the stored shape it changes nothing.
  */
@@ -499,7 +501,7 @@ const WEBHOOK_BOUNDS: Bounds = {
 }
 
 /**
- * D20 for webhooks: any stored attackerInput as readableAttackerInput reads it, shortened: every string and member
+ * For webhooks: any stored attackerInput as readableAttackerInput reads it, shortened: every string and member
  * name cut to 256 code points (ending in "…"), at most 6 levels, 32 members per object and 32 items per array, 16
  * masked secrets and 4 KiB of compact JSON, past which the rest is cut with the CUT_MEMBER mark. With at most 20
  * events, this keeps a webhook body far under 256 KiB whatever was stored. `cut` says whether this walk cut

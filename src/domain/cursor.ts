@@ -2,10 +2,11 @@ import { sha256 } from "./crypto.ts"
 import { openToken, sealToken } from "./signedToken.ts"
 
 /**
- * D7: opaque, signed keyset cursors. The body holds the position (time in ms and id) and a digest of what the
- * cursor is valid for (endpoint, organization, filters); an HMAC under a key derived from SECRET_KEY covers it.
- * A cursor that is malformed, tampered with, or issued for other filters, another endpoint or another
- * organization is refused (400 invalid_request, D5), so replaying one can never widen what a caller sees.
+ * Opaque, signed keyset cursors (no OFFSET: a deep page costs what the first costs). The body holds the position (time
+ * in ms and id) and a digest of what the cursor is valid for (endpoint, organization, filters); an HMAC under a key
+ * derived from SECRET_KEY covers it. A cursor that is malformed, tampered with, or issued for other filters, another
+ * endpoint or another organization is refused (400 invalid_request), so replaying one can never widen what a caller
+ * sees.
  */
 export interface CursorScope {
   readonly endpoint: "incidents" | "events"

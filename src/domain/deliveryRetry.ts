@@ -5,7 +5,7 @@ export const DeliveryStatus = Schema.Literal("pending", "failed", "succeeded", "
 export type DeliveryStatus = typeof DeliveryStatus.Type
 
 /**
- * D17, pure: what a delivery becomes after one attempt. A 2xx is success; a 410 stops retries (dead at once);
+ * Pure: what a delivery becomes after one attempt. A 2xx is success; a 410 stops retries (dead at once);
  * any other failure waits the next step of the schedule (5 s, 30 s, 2 min, … 24 h by default) plus up to 10 %
  * jitter, so receivers coming back after an outage are not hit by every sender in the same second; when the
  * schedule is used up the delivery is dead (kept, visible and re-drivable by an admin).

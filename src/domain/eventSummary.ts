@@ -1,8 +1,8 @@
 /**
- * D14, D20: how the service words one event, and how it shows attacker text inside its own words.
+ * How the service (never a model) words one event, and how it shows attacker text inside its own words.
  *
- * Attacker text never reaches a template raw: the caller sanitizes it first (D20), and the templates only ever show it
- * quoted (`quoteAttackerText`), so it reads as data and cannot pose as the service's own words.
+ * Attacker text never reaches a template raw: the caller cleans it of invisible characters first, and the templates
+ * only ever show it quoted (`quoteAttackerText`), so it reads as data and cannot pose as the service's own words.
  */
 import { truncateCodePoints } from "./sanitize.ts"
 

@@ -2,11 +2,11 @@ import { sha256 } from "./crypto.ts"
 import { openToken, sealToken } from "./signedToken.ts"
 
 /**
- * D32/D33: the opaque `nextToken` of a change feed. It holds a feed position (the writer's transaction id and a
+ * The opaque `nextToken` of a change feed. It holds a feed position (the writer's transaction id and a
  * sequence number, see sql/0015_change_feeds.sql) and, until the follower has caught up once, the `from` time of
  * its first call; a digest of (endpoint, organization) binds it to one feed of one organization; an HMAC under a
  * key derived from SECRET_KEY covers it all, so it survives restarts and works on every replica. A token that is
- * malformed, tampered with, or issued for another endpoint or organization is refused (400, D5).
+ * malformed, tampered with, or issued for another endpoint or organization is refused (400).
  */
 export type FeedEndpoint = "incidents/changes" | "events/changes"
 

@@ -2,9 +2,9 @@ import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto"
 import { deriveKey, sha256 } from "./crypto.ts"
 
 /**
- * Secrets at rest (D16 webhook signing secrets, D19 fingerprint keys): AES-256-GCM under a key derived from
- * SECRET_KEY. Text form `v1.<key id>.<iv>.<ciphertext+tag>` (base64url); the key id names the master key, so a
- * rotated SECRET_KEY can tell old ciphertexts from new ones.
+ * Secrets the service must use again (webhook signing secrets, fingerprint keys), at rest: AES-256-GCM under a key
+ * derived from SECRET_KEY. Text form `v1.<key id>.<iv>.<ciphertext+tag>` (base64url); the key id names the master key,
+ * so a rotated SECRET_KEY can tell old ciphertexts from new ones.
  */
 export interface Sealer {
   readonly keyId: string

@@ -3,7 +3,7 @@ import { constantTimeEqual, sha256 } from "./crypto.ts"
 import { ID_PREFIXES, isId, newId } from "./ids.ts"
 
 /**
- * D9 (API keys) and D22 (sensor tokens): `<prefix>_<record id>_<secret>`, the secret 32 random bytes
+ * API keys and sensor tokens: `<prefix>_<record id>_<secret>`, the secret 32 random bytes
  * (256 bits) in base64url. The record id makes lookup a primary-key read; only SHA-256 of the secret is stored,
  * and the comparison is constant-time. The recognisable prefix lets secret scanners find leaked keys.
  */

@@ -3,10 +3,10 @@ import { Timestamp, TimestampSeconds } from "./models.ts"
 import { truncateCodePoints } from "./sanitize.ts"
 
 /**
- * D43 sensor-health webhooks: `sensor.silent` (a sensor that expects a heartbeat missed three) and
- * `sensor.recovered` (it was heard from again). The envelope is the incident webhooks' (D15: a delivery-stable `id`,
- * `type`, `createdAt`), with `sensor` where they have `incident`. Pure: built once when the delivery is queued; every
- * attempt sends and signs these exact bytes.
+ * Sensor-health webhooks (a silent decoy is a blind spot, so its silence is an alert): `sensor.silent` (a sensor that
+ * expects a heartbeat missed three) and `sensor.recovered` (it was heard from again). The envelope is the incident
+ * webhooks' (a delivery-stable `id`, `type`, `createdAt`), with `sensor` where they have `incident`. Pure: built once
+ * when the delivery is queued; every attempt sends and signs these exact bytes.
  */
 
 export const SENSOR_WEBHOOK_TYPES = ["sensor.silent", "sensor.recovered"] as const

@@ -5,8 +5,8 @@ export interface TextPart {
 }
 
 /**
- * Splits a text the service wrote from its templates (titles, narratives, recommended actions, event summaries;
- * D14) into its own words and the values it quotes. The templates show attacker text only as JSON string literals
+ * Splits a text the service wrote from its templates (titles, narratives, recommended actions, event summaries)
+ * into its own words and the values it quotes. The templates show attacker text only as JSON string literals
  * (`quoteAttackerText`), whose inner quotes are escaped, so a literal is read from its opening quote to the first
  * unescaped one; an unterminated literal (a text cut mid-quote) is quoted to the end. Nothing outside a literal comes
  * from an attacker; every literal is treated as attacker text.

@@ -2,9 +2,9 @@ import { createHmac } from "node:crypto"
 import { constantTimeEqual } from "./crypto.ts"
 
 /**
- * The envelope of the API's opaque tokens (list cursors, D7; feed tokens, D33): a JSON array as base64url, a full
- * stop, and a 128-bit HMAC-SHA256 of that text under a key derived from SECRET_KEY. Each token kind decides what its
- * array holds; this module only seals it and opens it again.
+ * The envelope of the API's opaque tokens (list cursors and feed tokens, signed so clients cannot forge positions): a
+ * JSON array as base64url, a full stop, and a 128-bit HMAC-SHA256 of that text under a key derived from SECRET_KEY.
+ * Each token kind decides what its array holds; this module only seals it and opens it again.
  */
 const mac = (key: Uint8Array, body: string): Buffer => createHmac("sha256", key).update(body).digest().subarray(0, 16)
 

@@ -1,5 +1,5 @@
 /**
- * Webhook signing for the service's sender (spec "Webhook signature", D16).
+ * Webhook signing for the service's sender (spec "Webhook signature"; Stripe-style, so any such verifier works).
  *
  * Deliberately does not share code with `verify.ts`: the two are independent implementations of the same spec, so
  * the round-trip tests between them actually test something.
@@ -11,10 +11,10 @@ const SECRET_BYTES = 32
 
 /**
  * The `X-Service-Signature` value `t=<t>,v1=<hex>[,v1=<hex>]`: one `v1` per secret, in the given order (the current
- * secret first, then the previous one while a rotation grace period lasts, D16). Duplicate secrets are signed once.
- * Each `v1` is the lowercase-hex HMAC-SHA256, keyed with the secret's exact UTF-8 bytes, of `${t}.` + raw body bytes.
- * Throws on programming errors: no secret, an empty secret, or a timestamp that is not a non-negative integer of at
- * most 12 digits (what verifiers accept).
+ * secret first, then the previous one while a rotation grace period lasts, so receivers can switch). Duplicate secrets
+ * are signed once. Each `v1` is the lowercase-hex HMAC-SHA256, keyed with the secret's exact UTF-8 bytes, of `${t}.` +
+ * raw body bytes. Throws on programming errors: no secret, an empty secret, or a timestamp that is not a non-negative
+ * integer of at most 12 digits (what verifiers accept).
  */
 export const signatureHeader = (
   secrets: ReadonlyArray<string>,
@@ -38,5 +38,5 @@ export const signatureHeader = (
   return parts.join(",")
 }
 
-/** A new signing secret: `whsec_` followed by 32 random bytes in unpadded base64url (43 characters), D16. */
+/** A new signing secret: `whsec_` followed by 32 random bytes in unpadded base64url (43 characters). */
 export const generateSigningSecret = (): string => `${SECRET_PREFIX}${randomBytes(SECRET_BYTES).toString("base64url")}`

@@ -2,14 +2,14 @@ import type { AlertMessage } from "../alertMessage.ts"
 import { splitServiceText, type TextPart } from "../serviceText.ts"
 
 /**
- * D46: how chat messages (Slack, Teams) show text. Pure.
+ * How chat messages (Slack, Teams) show text, so attacker text can never become markup, a mention or a link. Pure.
  *
  * Service-written text (titles, narratives, event summaries) quotes attacker text in double quotes, as JSON string
  * literals (`SSH login attempt as "root" from 203.0.113.7`). Chat messages split it at its quotes and show every quoted
  * part as code (Slack: an inline code span; Teams: a monospace TextRun), never as markup, and bounded in length with a
  * cut mark that sits outside the code, where attacker text never is, so it cannot be forged.
  *
- * Decisions (to be documented with D46):
+ * The rules:
  * - Every character is shown: controls become their Control Pictures (line feed "␊"), invisible and format characters
  *   (zero-width, bidi overrides) become `[U+XXXX]`, a lone surrogate becomes U+FFFD. Text was sanitized when stored;
  *   this is the formatter's own guarantee, so nothing can reorder or hide the text around it.

@@ -2,7 +2,7 @@ import type { ChannelKindSpec, ChannelMessage, FormatContext } from "./kinds.ts"
 import { payloadOf } from "./ocsf.ts"
 
 /**
- * D46 `splunk_hec` formatter: the JSON body of one `POST /services/collector/event` (Splunk's HEC event protocol),
+ * The `splunk_hec` formatter: the JSON body of one `POST /services/collector/event` (Splunk's HEC event protocol),
  * pure. The transport is the webhook's (send.ts) with `Authorization: Splunk <token>`.
  *
  * HEC's rules the body follows: `event` present and not empty (HEC answers code 12 "Event field is required" or 13
@@ -74,7 +74,7 @@ export const hecEvent = (
 /** Splunk HEC's JSON event endpoint, given to a collector URL that has no path. */
 export const HEC_EVENT_PATH = "/services/collector/event"
 
-/** D46: the `splunk_hec` kind: the collector URL, and its token (sealed) in `Authorization: Splunk <token>`. */
+/** The `splunk_hec` kind: the collector URL, and its token (sealed) in `Authorization: Splunk <token>`. */
 export const splunkHecKind: ChannelKindSpec<"splunk_hec"> = {
   name: "splunk_hec",
   label: "Splunk HEC",

@@ -2,14 +2,14 @@ import type { AlertMessage } from "../alertMessage.ts"
 import type { SensorWebhookBody } from "../sensorHealthPayload.ts"
 
 /**
- * D46: a channel has a kind. A kind is one descriptor (`ChannelKindSpec`, one module per kind in this folder, listed
+ * A channel has a kind. A kind is one descriptor (`ChannelKindSpec`, one module per kind in this folder, listed
  * in registry.ts): its formatter (pure: the stored message in, the receiver's bytes out), the transport it uses (in
  * platform/outbound), the credential it takes, its address rule and its wording. The outbox stores every delivery in
  * the native shape (the spec's webhook body, or a sensor-health body); the kind's formatter renders it at send time,
  * so a retry renders the same bytes from the same stored row.
  */
 
-/** D47: the body a channel may send: the native shape, or OCSF Detection Finding. */
+/** The body a channel may send: the native shape, or OCSF Detection Finding (for SIEMs). */
 export const CHANNEL_FORMATS = ["native", "ocsf"] as const
 export type ChannelFormat = (typeof CHANNEL_FORMATS)[number]
 
@@ -53,7 +53,7 @@ export interface SigningInput {
 }
 
 /**
- * What a channel keeps secret (D16, D46), stored sealed under SECRET_KEY:
+ * What a channel keeps secret, stored sealed under SECRET_KEY (the service must use it again to sign or send):
  * - `none`: nothing (the transport checks the server's certificate); nothing to rotate.
  * - `signingSecret`: made by the service, shown once; rotating makes a new one, the old one also signing during a
  *   grace period.
@@ -109,7 +109,7 @@ export const defaultSettleSeconds = (settle: ChannelSettle): number =>
 /** One piece of a hint: text, or text shown as code. */
 export type HintPart = string | { readonly code: string }
 
-/** A channel kind (D46): everything the sender, the admin service, the CLI and the console need to know of it. */
+/** A channel kind: everything the sender, the admin service, the CLI and the console need to know of it. */
 export interface ChannelKindSpec<Name extends string = string> {
   /** As stored, and as `--kind` and the form's `kind` take it. */
   readonly name: Name
@@ -117,7 +117,7 @@ export interface ChannelKindSpec<Name extends string = string> {
   readonly label: string
   /** How refusals and lists in a sentence name it ("Teams"). */
   readonly shortLabel: string
-  /** What it may send (D47). */
+  /** What it may send: native, and OCSF for machine receivers. */
   readonly formats: ReadonlyArray<ChannelFormat>
   /** The console's Format fact when it is always the same ("Adaptive Card"); otherwise the format's own. */
   readonly formatLabel?: string
@@ -133,9 +133,9 @@ export interface ChannelKindSpec<Name extends string = string> {
   /** Whether its channels wait a settle window before an incident's first message, and how long by default. */
   readonly settle: ChannelSettle
   /**
-   * Where it sends (D18: every address passes the same rule): `https` URLs or `syslog+tls://host[:port]`, how texts
-   * name it, the path given to a URL without one, and who sees it whole in the console (`admins`: analysts see the
-   * origin only; `everyone`: nothing in it is secret; a sealed URL's origin is all anyone sees).
+   * Where it sends (every address passes the same public-address rule): `https` URLs or `syslog+tls://host[:port]`, how
+   * texts name it, the path given to a URL without one, and who sees it whole in the console (`admins`: analysts see
+   * the origin only; `everyone`: nothing in it is secret; a sealed URL's origin is all anyone sees).
    */
   readonly address: {
     readonly scheme: "https" | "syslog+tls"

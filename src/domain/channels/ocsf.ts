@@ -7,7 +7,7 @@ import { TACTICS_BY_NAME } from "../techniques.ts"
 import type { ChannelFormat, ChannelMessage, FormatContext } from "./kinds.ts"
 
 /**
- * D47: an incident message as an OCSF Detection Finding (class_uid 2004), for `webhook`, `syslog` and `splunk_hec`
+ * An incident message as an OCSF Detection Finding (class_uid 2004), for `webhook`, `syslog` and `splunk_hec`
  * channels in the `ocsf` format. Pure, like every formatter: the same stored message renders the same object.
  * The target is OCSF 1.8.0 with no profile applied; test/fixtures/ocsf holds the schema the tests validate against.
  */
@@ -16,7 +16,7 @@ export const OCSF_VERSION = "1.8.0"
 const CLASS_UID = 2004
 const CATEGORY_UID = 2
 
-/** D47: creation (and the test message, which imitates one) 1, escalation and re-open 2 (Update), close 3. */
+/** OCSF activity: creation (and the test message, which imitates one) 1, escalation and re-open 2 (Update), close 3. */
 const ACTIVITIES = {
   "incident.created": { id: 1, name: "Create", statusId: 1, status: "New" },
   "webhook.test": { id: 1, name: "Create", statusId: 1, status: "New" },
@@ -26,7 +26,7 @@ const ACTIVITIES = {
   "incident.closed": { id: 3, name: "Close", statusId: 4, status: "Resolved" },
 } as const satisfies Record<AlertMessage["type"], { id: number; name: string; statusId: number; status: string }>
 
-/** D3 severities onto OCSF severity_id (2 Low … 5 Critical), with OCSF's caption. */
+/** Our severities (low … critical) onto OCSF severity_id (2 Low … 5 Critical), with OCSF's caption. */
 const SEVERITY_IDS: Record<Severity, { readonly id: number; readonly name: string }> = {
   low: { id: 2, name: "Low" },
   medium: { id: 3, name: "Medium" },
@@ -180,7 +180,7 @@ const withoutEvents = (incident: Record<string, unknown>): Record<string, unknow
 }
 
 /**
- * D47: what a `webhook`, `syslog` or `splunk_hec` channel carries: the native body exactly as stored (`stored`, the
+ * What a `webhook`, `syslog` or `splunk_hec` channel carries: the native body exactly as stored (`stored`, the
  * parsed JSON, so its values read as the webhook's do), or for an incident message in the OCSF format its Detection
  * Finding. A sensor-health message is not a finding: it stays native (channels in the OCSF format cannot opt in to
  * it; this covers one that did before).

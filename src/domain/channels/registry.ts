@@ -6,7 +6,7 @@ import { teamsKind } from "./teams.ts"
 import { webhookKind } from "./webhook.ts"
 
 /**
- * D46: every channel kind, in the order the console offers them. A new kind is its descriptor module in this folder
+ * Every channel kind, in the order the console offers them. A new kind is its descriptor module in this folder
  * and one line here (and a migration widening the database's check on `webhook_channels.kind`, kept as a safety net).
  */
 export const CHANNEL_KIND_SPECS = [webhookKind, slackKind, teamsKind, syslogKind, splunkHecKind] as const
@@ -35,5 +35,5 @@ export function kindSpec(kind: string): ChannelKindSpec<ChannelKind> | undefined
 export const kindsWhere = (test: (spec: ChannelKindSpec<ChannelKind>) => boolean): ReadonlyArray<ChannelKind> =>
   CHANNEL_KIND_SPECS.filter(test).map((spec) => spec.name)
 
-/** The kinds that may send OCSF (D47; chat kinds render a message for people). */
+/** The kinds that may send OCSF (chat kinds render a message for people). */
 export const OCSF_KINDS: ReadonlyArray<ChannelKind> = kindsWhere((spec) => spec.formats.includes("ocsf"))

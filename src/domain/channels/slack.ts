@@ -15,7 +15,7 @@ import {
 import { type ChannelKindSpec, type ChannelMessage, type FormatContext, isSensorMessage } from "./kinds.ts"
 
 /**
- * D46: a `slack` channel posts a Block Kit message to an incoming-webhook URL. Attacker text is only in code spans,
+ * A `slack` channel posts a Block Kit message to an incoming-webhook URL. Attacker text is only in code spans,
  * every mrkdwn text is escaped and sent `verbatim` (see chatText.ts), and the one link is the incident's console page.
  * Sizes stay within Slack's documented limits (https://api.slack.com/reference/block-kit/blocks): at most 50 blocks,
  * section text 3000 characters, header 150, 10 fields of 2000, 10 context elements, button url 3000, action_id 255.
@@ -161,7 +161,7 @@ const fallbackText = (message: ChannelMessage): string => {
   return `${INCIDENT_LEADS[message.type]} (${slackPlain(i.severity)}): ${title}`
 }
 
-/** D46: the JSON payload a `slack` channel posts to its incoming webhook. */
+/** The JSON payload a `slack` channel posts to its incoming webhook. */
 export const slackMessage = (message: ChannelMessage, ctx: FormatContext): object => {
   const blocks = isSensorMessage(message) ? sensorBlocks(message) : incidentBlocks(message, ctx)
   return {
@@ -172,7 +172,7 @@ export const slackMessage = (message: ChannelMessage, ctx: FormatContext): objec
   }
 }
 
-/** D46: the `slack` kind. Its incoming-webhook URL is the credential: sealed, with only its origin kept in view. */
+/** The `slack` kind. Its incoming-webhook URL is the credential: sealed, with only its origin kept in view. */
 export const slackKind: ChannelKindSpec<"slack"> = {
   name: "slack",
   label: "Slack",

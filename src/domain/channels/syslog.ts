@@ -4,7 +4,7 @@ import type { ChannelKindSpec, ChannelMessage, FormatContext } from "./kinds.ts"
 import { payloadOf } from "./ocsf.ts"
 
 /**
- * D46 `syslog` formatter: one RFC 5424 message (no framing; the transport adds RFC 5425's octet count), pure.
+ * The `syslog` formatter: one RFC 5424 message (no framing; the transport adds RFC 5425's octet count), pure.
  *
  *   <PRI>1 TIMESTAMP HOSTNAME APP-NAME - MSGID [decoyIncident@32473 k="v" …] BOM{"id":…}
  *
@@ -249,7 +249,7 @@ export const syslogMessage = (
   ])
 }
 
-/** D46: the `syslog` kind, RFC 5424 over TLS (RFC 5425). It has no secret: the server's certificate is checked. */
+/** The `syslog` kind, RFC 5424 over TLS (RFC 5425). It has no secret: the server's certificate is checked. */
 export const syslogKind: ChannelKindSpec<"syslog"> = {
   name: "syslog",
   label: "Syslog over TLS",

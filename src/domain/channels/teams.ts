@@ -17,7 +17,7 @@ import {
 import { type ChannelKindSpec, type ChannelMessage, type FormatContext, isSensorMessage } from "./kinds.ts"
 
 /**
- * D46: a `teams` channel posts to a Teams Workflows webhook an Adaptive Card 1.5 in the Workflows message envelope.
+ * A `teams` channel posts to a Teams Workflows webhook an Adaptive Card 1.5 in the Workflows message envelope.
  * Attacker text is only in monospace TextRuns (no markdown), defanged; TextBlock and Fact texts carry service, admin
  * or catalog text, markdown-escaped (see chatText.ts). The one link is an Action.OpenUrl to the incident's console page.
  */
@@ -150,7 +150,7 @@ const sensorCard = (body: SensorWebhookBody) => {
   }
 }
 
-/** D46: the JSON payload a `teams` channel posts to its Workflows webhook. */
+/** The JSON payload a `teams` channel posts to its Workflows webhook. */
 export const teamsMessage = (message: ChannelMessage, ctx: FormatContext): object => {
   const { items, actions } = isSensorMessage(message) ? sensorCard(message) : incidentCard(message, ctx)
   const card = {
@@ -166,7 +166,7 @@ export const teamsMessage = (message: ChannelMessage, ctx: FormatContext): objec
   }
 }
 
-/** D46: the `teams` kind. Its Workflows URL is the credential: sealed, with only its origin kept in view. */
+/** The `teams` kind. Its Workflows URL is the credential: sealed, with only its origin kept in view. */
 export const teamsKind: ChannelKindSpec<"teams"> = {
   name: "teams",
   label: "Microsoft Teams",

@@ -3,7 +3,7 @@ import type { ChannelKindSpec } from "./kinds.ts"
 import { payloadOf } from "./ocsf.ts"
 
 /**
- * D15, D16, D46: the `webhook` kind, the spec's signed webhook: an HTTPS POST of the stored body (or, in the OCSF
+ * The `webhook` kind, the spec's signed webhook: an HTTPS POST of the stored body (or, in the OCSF
  * format, its Detection Finding), signed at send time over the exact bytes sent with the channel's secret, which the
  * service makes and shows once.
  */
