@@ -201,7 +201,7 @@ const logged = (match: (entry: { message?: string; annotations?: Record<string, 
 
 const failures = (answers: ReadonlyArray<Answer>) => answers.filter((a) => a.status !== 200).map(show)
 
-test("D12 concurrent ingestion through the balancer: one incident per (sensor, sourceIp), exact eventCount, all three replicas writing", async () => {
+test("concurrent ingestion through the balancer: one incident per (sensor, sourceIp), exact eventCount, all three replicas writing", async () => {
   const db = pg?.sql()
   if (!db) throw new Error("setup failed")
   const tenant = await createTenant(env, "Balanced")
@@ -239,7 +239,7 @@ test("D12 concurrent ingestion through the balancer: one incident per (sensor, s
   expect(listed.body.data.map((d: { eventCount: number }) => d.eventCount)).toEqual(sources.map(() => PER_SOURCE))
 }, 120_000)
 
-test("D17 through the balancer: every created, escalated and reopened transition is delivered exactly once", async () => {
+test("through the balancer: every created, escalated and reopened transition is delivered exactly once", async () => {
   const db = pg?.sql()
   const hooks = receiver
   if (!db || !hooks) throw new Error("setup failed")
@@ -289,7 +289,7 @@ test("D17 through the balancer: every created, escalated and reopened transition
   for (const hook of got) expect(verifyWebhook(hook.body, hook.signature, channel.secret).ok).toBe(true)
 }, 120_000)
 
-test("D33 a follower through the balancer, its polls taken in turn by the three replicas under concurrent ingestion, ends with exactly the database", async () => {
+test("a follower through the balancer, its polls taken in turn by the three replicas under concurrent ingestion, ends with exactly the database", async () => {
   const db = pg?.sql()
   if (!db) throw new Error("setup failed")
   await resetLimits()
@@ -418,7 +418,7 @@ test("the console through the balancer needs no sticky sessions: a form from one
   expect(await pickedSince("console", before)).toEqual([2, 2, 2])
 }, 60_000)
 
-test("D11 through the balancer: one count across the replicas, per address the balancer saw; X-Forwarded-For from a client is never believed", async () => {
+test("through the balancer: one count across the replicas, per address the balancer saw; X-Forwarded-For from a client is never believed", async () => {
   await resetLimits()
   const spoofed = (i: number) => `192.0.2.${(i % 250) + 1}`
   // Key-less, so only the per-address limit counts (each a 401); every one claims another address.

@@ -53,7 +53,7 @@ const until = async (what: string, ok: (a: Answer) => boolean) => {
   return last as Answer
 }
 
-test("D41 (a): HEC health is 200 code 17 with the database, 503 code 18 while it is down or hung, 200 again after", async () => {
+test("(a): HEC health is 200 code 17 with the database, 503 code 18 while it is down or hung, 200 again after", async () => {
   if (!pg || !server) throw new Error("setup failed")
   const healthy = await health()
   expect({ healthy: isHealthy(healthy), answer: show(healthy) }).toMatchObject({ healthy: true })

@@ -73,12 +73,12 @@ const deliveryLatency = async () => {
   return hooks.hooks.length > before ? (hooks.hooks[before]?.at ?? Date.now()) - committed : Number.POSITIVE_INFINITY
 }
 
-test("D17 a queued delivery wakes an idle dispatcher at once (NOTIFY), not at its next poll", async () => {
+test("a queued delivery wakes an idle dispatcher at once (NOTIFY), not at its next poll", async () => {
   expect(await deliveryLatency()).toBeLessThan(PROMPT_MS)
   expect(await deliveryLatency()).toBeLessThan(PROMPT_MS)
 }, 60_000)
 
-test("D17 after a PostgreSQL restart the dispatcher is still woken by NOTIFY (it listens again)", async () => {
+test("after a PostgreSQL restart the dispatcher is still woken by NOTIFY (it listens again)", async () => {
   if (!pg || !server) throw new Error("setup failed")
   const service = server
   await pg.stop("fast")

@@ -74,7 +74,7 @@ const isUnavailable = (a: Answer) =>
   a.body?.code === "unavailable" &&
   a.body?.status === 503
 
-test("D4 PostgreSQL crash and restart under API and ingest traffic: 503 `unavailable` during the outage (never 500, never a hang), recovery without a restart, no accepted event lost", async () => {
+test("PostgreSQL crash and restart under API and ingest traffic: 503 `unavailable` during the outage (never 500, never a hang), recovery without a restart, no accepted event lost", async () => {
   if (!pg || !server || !receiver) throw new Error("setup failed")
   const database = pg
   const service = server
@@ -241,7 +241,7 @@ test("D4 PostgreSQL crash and restart under API and ingest traffic: 503 `unavail
   expect(hooks.hooks.some((h) => h.at > upAgain)).toBe(true)
 }, 120_000)
 
-test("D4 PostgreSQL frozen (SIGSTOP: connections accepted, never answered): API and ingest answer 503 `unavailable` within 5 s, /readyz 503; recovery once it answers again", async () => {
+test("PostgreSQL frozen (SIGSTOP: connections accepted, never answered): API and ingest answer 503 `unavailable` within 5 s, /readyz 503; recovery once it answers again", async () => {
   if (!pg || !server) throw new Error("setup failed")
   const database = pg
   const service = server

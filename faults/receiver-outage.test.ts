@@ -89,7 +89,7 @@ const outbox = async (channelId: string) => {
   return { rows, attempts }
 }
 
-test("D17 a receiver that is gone (connection refused) for 3 s, then back on the same address: every delivery arrives after it returns and ends succeeded", async () => {
+test("a receiver that is gone (connection refused) for 3 s, then back on the same address: every delivery arrives after it returns and ends succeeded", async () => {
   if (!server || !tls) throw new Error("setup failed")
   const certs = tls.certs
   const tenant = await createTenant(server.env, "Receiver gone")
@@ -140,7 +140,7 @@ test("D17 a receiver that is gone (connection refused) for 3 s, then back on the
   expect(backAt - downSince).toBeGreaterThanOrEqual(OUTAGE_MS)
 }, 120_000)
 
-test("D17 a receiver answering 503 for 3 s, then 202: every delivery is retried until it succeeds, each failed answer logged", async () => {
+test("a receiver answering 503 for 3 s, then 202: every delivery is retried until it succeeds, each failed answer logged", async () => {
   if (!server || !tls) throw new Error("setup failed")
   const tenant = await createTenant(server.env, "Receiver 503")
   const receiver = startHookReceiver(tls.certs)

@@ -58,7 +58,7 @@ afterAll(async () => {
   await pg?.destroy()
 })
 
-test("D17 SIGKILL of one replica with sends in flight: the other sends everything after the lease, every delivery arrives, all end succeeded", async () => {
+test("SIGKILL of one replica with sends in flight: the other sends everything after the lease, every delivery arrives, all end succeeded", async () => {
   const db = pg?.sql()
   const hooks = receiver
   if (!db || !hooks || !a || !b) throw new Error("setup failed")

@@ -85,7 +85,7 @@ const event = (sensorEventId: string, sourceIp: string, extra: Record<string, un
   ...extra,
 })
 
-test("D12 concurrent ingestion through three replicas: one incident per (sensor, sourceIp), exact eventCount", async () => {
+test("concurrent ingestion through three replicas: one incident per (sensor, sourceIp), exact eventCount", async () => {
   const db = pg?.sql()
   if (!db) throw new Error("setup failed")
   const tenant = await createTenant(replica(0).env, "Replicas")
@@ -141,7 +141,7 @@ test("D12 concurrent ingestion through three replicas: one incident per (sensor,
   }
 }, 120_000)
 
-test("D17 three dispatchers on one outbox: every created, escalated and reopened transition is delivered exactly once", async () => {
+test("three dispatchers on one outbox: every created, escalated and reopened transition is delivered exactly once", async () => {
   const db = pg?.sql()
   const hooks = receiver
   if (!db || !hooks) throw new Error("setup failed")
@@ -210,7 +210,7 @@ test("D17 three dispatchers on one outbox: every created, escalated and reopened
   expect(attempts[0]?.n).toBe(expected.length)
 }, 120_000)
 
-test("D11 the rate limit is one count across replicas (Redis): 120 requests spread over three servers pass, the 121st is 429 on any of them", async () => {
+test("the rate limit is one count across replicas (Redis): 120 requests spread over three servers pass, the 121st is 429 on any of them", async () => {
   const tenant = await createTenant(replica(0).env, "Replica limits")
   const client = "192.0.2.200"
   const request = (server: RunningServer) =>
@@ -247,7 +247,7 @@ test("D11 the rate limit is one count across replicas (Redis): 120 requests spre
   }
 }, 120_000)
 
-test("D33 a follower using the client (D34), on three replicas under concurrent ingestion with transactions held open, ends with exactly the database", async () => {
+test("a follower using the client, on three replicas under concurrent ingestion with transactions held open, ends with exactly the database", async () => {
   const db = pg?.sql()
   if (!db) throw new Error("setup failed")
   const tenant = await createTenant(replica(0).env, "Feeds")

@@ -159,7 +159,7 @@ afterAll(async () => {
   rmSync(work, { recursive: true, force: true })
 })
 
-describe("D49: admin backup and restore", () => {
+describe("admin backup and restore", () => {
   test("a backup taken while ingesting restores into an empty database: every row, the API key, the sealed secrets, and the feeds continue", async () => {
     const org = await adminJson(source.env, ["org", "create", "--name", `Backup ${crypto.randomUUID().slice(0, 8)}`])
     const sensor = await adminJson(source.env, ["sensor", "create", "--org", org.id, "--name", "backup-01"])

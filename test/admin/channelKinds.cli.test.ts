@@ -89,7 +89,7 @@ const HEC_TOKEN = "7c1e4a2b-9d3f-4e5a-8b6c-0d1e2f3a4b5c"
 const HEC_URL = "https://127.0.0.1:9/services/collector"
 const SYSLOG = "syslog+tls://127.0.0.1:6514"
 
-describe("D46/D47: channel create, one per kind", () => {
+describe("channel create, one per kind", () => {
   test("each kind and format is created; only a webhook prints a secret; list shows kind and format, never a credential", async () => {
     const org = await newOrg()
     const webhook = await json(["channel", "create", "--org", org, "--url", "https://127.0.0.1:9/hook"])
@@ -182,7 +182,7 @@ describe("D46/D47: channel create, one per kind", () => {
   })
 })
 
-describe("D46: channel rotate, per kind", () => {
+describe("channel rotate, per kind", () => {
   test("HEC takes a new token and Slack a new URL at once; syslog and --grace beside them are refused in one line", async () => {
     const org = await newOrg()
     const hec = await json(
@@ -349,7 +349,7 @@ describe("the settle window through channel create and channel update", () => {
   })
 })
 
-describe("D46/D47: what channel create refuses, in one line, creating nothing", () => {
+describe("what channel create refuses, in one line, creating nothing", () => {
   test("unknown kind, ocsf for people, ocsf with sensor health, a token where none goes, wrong destinations", async () => {
     const org = await newOrg()
     const create = (...args: ReadonlyArray<string>) => ["channel", "create", "--org", org, ...args]
@@ -403,7 +403,7 @@ describe("a refused channel address names an internationalized host as it was ty
   })
 })
 
-describe("D46: `webhook` is the old name of the channel group and works the same", () => {
+describe("`webhook` is the old name of the channel group and works the same", () => {
   test("it lists the same commands under its own name", async () => {
     const [channel, webhook] = await Promise.all([cli(["channel"]), cli(["webhook"])])
     expect(channel.code).toBe(0)

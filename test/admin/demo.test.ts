@@ -128,7 +128,7 @@ const checkStory = async (apiUrl: string, key: string, db: TestDatabase, ranFrom
   expect(Math.max(...before.map((e) => Date.parse(e.time)))).toBeLessThan(ranFrom)
 }
 
-test("D24: `bun run demo` alone on a fresh database sends the attack through the ingest listener; its key and curl work", async () => {
+test("`bun run demo` alone on a fresh database sends the attack through the ingest listener; its key and curl work", async () => {
   const port = freePort()
   // A fresh DATA_DIR (or the run's PostgreSQL); no BASE_URL: the curl command names http://localhost:<PORT>.
   const env = await testEnv({ PORT: String(port) })
@@ -156,7 +156,7 @@ test("D24: `bun run demo` alone on a fresh database sends the attack through the
   await checkStory(server.url, key, db, ranFrom, ranUntil)
 }, 120_000)
 
-test("D24: `bun run demo` with the server running prints BASE_URL in its curl command, and the story reads back", async () => {
+test("`bun run demo` with the server running prints BASE_URL in its curl command, and the story reads back", async () => {
   const server = await startServer()
   servers.push(server)
   const ranFrom = Date.now()

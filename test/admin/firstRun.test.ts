@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { join } from "node:path"
 import { admin, adminJson } from "../support/cli.ts"
 import { ingest, nativeEvent } from "../support/ingest.ts"
-import { type RunningServer, shutdown, startServer, testEnv } from "../support/server.ts"
+import { type RunningServer, shutdown, startServer, startServerProcess, testEnv } from "../support/server.ts"
 
 /**
  * Issue #17 item 8, the first run as a new user meets it: the server's start-up on a taken port, its shutdown, the
@@ -53,7 +53,7 @@ describe("the first run", () => {
     ])
   }, 60_000)
 
-  test("D24 `admin help` prints the usage (exit 0); a missing --name says it is required", async () => {
+  test("`admin help` prints the usage (exit 0); a missing --name says it is required", async () => {
     const help = await admin(server.env, ["help"])
     expect(help.code).toBe(0)
     expect(help.stdout).toContain("usage: bun run admin <command>")
@@ -68,7 +68,7 @@ describe("the first run", () => {
     expect(empty.stderr).toContain("--name must be 1 to 200 printable characters")
   }, 60_000)
 
-  test("D18 a loopback receiver: refused with a pointer to WEBHOOK_ALLOW_PRIVATE; the server's failed attempt is a WARN with its reason", async () => {
+  test("a loopback receiver: refused with a pointer to WEBHOOK_ALLOW_PRIVATE; the server's failed attempt is a WARN with its reason", async () => {
     const org = (await adminJson(server.env, [
       "org",
       "create",
@@ -114,7 +114,7 @@ describe("the first run", () => {
 })
 
 test("shutdown: SIGTERM logs `shutting down` (with the signal), then `stopped`; exit 0", async () => {
-  const server = await startServer()
+  const server = await startServerProcess()
   try {
     const code = await server.stop("SIGTERM")
     expect(code).toBe(0)

@@ -132,7 +132,7 @@ describe("spec 'API keys' 7-8, D10: 403 after authentication", () => {
     expect((await get(server.url, "/v1/events", eventsOnly.key)).status).toBe(200)
   })
 
-  test("Deception off gives 403 feature_disabled, checked before scope (D10); on again restores access", async () => {
+  test("Deception off gives 403 feature_disabled, checked before scope; on again restores access", async () => {
     const org = await createTenant(db, "Paused Inc", "incidents:read")
     await setDeception(db, org.orgId, "off")
     for (const path of ENDPOINTS) {
@@ -146,13 +146,13 @@ describe("spec 'API keys' 7-8, D10: 403 after authentication", () => {
     expect((await get(server.url, "/v1/incidents", org.key)).status).toBe(200)
   })
 
-  test("D10: 404 comes only after authentication and scope", async () => {
+  test("404 comes only after authentication and scope", async () => {
     expect((await get(server.url, "/v1/incidents/inc_x")).status).toBe(401)
     expect((await get(server.url, "/v1/incidents/inc_x", tenant.key)).status).toBe(404)
   })
 })
 
-describe("D9: keys at rest and lastUsedAt", () => {
+describe("keys at rest and lastUsedAt", () => {
   test("only a SHA-256 hash of the secret is stored; the key never appears in the database", async () => {
     const rows = await db.run(
       Effect.flatMap(SqlClient.SqlClient, (sql) => sql`select * from api_keys where id = ${tenant.keyId}`),

@@ -7,7 +7,7 @@ const cidrs = (text: string) => {
   return parsed.cidrs
 }
 
-describe("D11: the client IP", () => {
+describe("the client IP", () => {
   test("without TRUST_PROXY the socket peer is the client and X-Forwarded-For is ignored", () => {
     expect(clientIp("198.51.100.7", "203.0.113.1", [])).toBe("198.51.100.7")
     expect(clientIp("::ffff:198.51.100.7", undefined, [])).toBe("198.51.100.7")

@@ -38,7 +38,7 @@ describe("the edge", () => {
   })
   afterAll(() => shutdown(server, db))
 
-  test("D10 an id longer than 100 characters gets 401 without a key, then 404 with one (never 404 first)", async () => {
+  test("an id longer than 100 characters gets 401 without a key, then 404 with one (never 404 first)", async () => {
     for (const length of [101, 500, 8000]) {
       const id = `inc_${"A".repeat(length)}`
       const anonymous = await fetch(`${server.url}/v1/incidents/${id}`)
@@ -70,7 +70,7 @@ describe("the edge", () => {
     expect(metrics).toMatch(/http_requests_total\{[^}]*route="\/v1\/incidents"[^}]*status="200"/)
   })
 
-  test("D22 a body over 1 MiB gets the 413 problem whatever its size, with Content-Length or chunked", async () => {
+  test("a body over 1 MiB gets the 413 problem whatever its size, with Content-Length or chunked", async () => {
     const oneEvent = JSON.stringify(nativeEvent())
     for (const size of [1024 * 1024 + 1, 3 * 1024 * 1024, 64 * 1024 * 1024]) {
       const body = oneEvent + " ".repeat(size - oneEvent.length)
@@ -110,7 +110,7 @@ describe("the edge", () => {
     expect(((await ok.json()) as { accepted: number }).accepted).toBe(1)
   })
 
-  test("D4 a 200 MiB POST to the API gets the 405 problem, not Bun's bare 413", async () => {
+  test("a 200 MiB POST to the API gets the 405 problem, not Bun's bare 413", async () => {
     // Only the head is sent: the answer must not depend on reading the body.
     const status = await new Promise<string>((resolve, reject) => {
       const url = new URL(server.url)
@@ -140,7 +140,7 @@ describe("the edge", () => {
 
 /** D11 per /64 through the real server, with each store. The test runner is a trusted proxy (X-Forwarded-For). */
 for (const store of ["memory", "redis"] as const) {
-  describe(`D11 an IPv6 client counts per /64 (${store} store)`, () => {
+  describe(`an IPv6 client counts per /64 (${store} store)`, () => {
     let server: RunningServer
     beforeAll(async () => {
       server = await startServer({

@@ -61,7 +61,7 @@ beforeAll(async () => {
 afterAll(() => shutdown(server, db))
 
 describe("GET /v1/events", () => {
-  test("every field of an event matches the spec (D2)", async () => {
+  test("every field of an event matches the spec", async () => {
     const res = await get(server.url, "/v1/events?limit=1", tenant.key)
     expect(res.status).toBe(200)
     const [event] = res.body.data
@@ -96,7 +96,7 @@ describe("GET /v1/events", () => {
     expect(single.body).toEqual(event)
   })
 
-  test("D6/D7: each filter and their combinations, walked page by page, return exactly the matching rows", async () => {
+  test("each filter and their combinations, walked page by page, return exactly the matching rows", async () => {
     const cases: Array<[string, (r: Row) => boolean]> = [
       ["", () => true],
       [`sensorId=${sensorA.id}`, (r) => r.sensorId === sensorA.id],
@@ -132,7 +132,7 @@ describe("GET /v1/events", () => {
     }
   })
 
-  test("D6: from is inclusive and to exclusive, to the millisecond", async () => {
+  test("from is inclusive and to exclusive, to the millisecond", async () => {
     const target = all[10] as Row
     const iso = target.time.toISOString()
     const included = await get(
@@ -153,7 +153,7 @@ describe("GET /v1/events", () => {
     expect(empty.body).toEqual({ data: [], nextCursor: null })
   })
 
-  test("D1: unknown, malformed and other organizations' event ids answer 404", async () => {
+  test("unknown, malformed and other organizations' event ids answer 404", async () => {
     const other = await createTenant(db, "Other")
     const id = (all[0] as Row).id
     for (const bad of ["evt_01ARZ3NDEKTSV4RRFFQ69G5FAV", "evt_", "inc_01ARZ3NDEKTSV4RRFFQ69G5FAV", "x"]) {

@@ -31,7 +31,7 @@ describe("GET /v1/incidents", () => {
     expect(res.headers.get("content-type")).toBe("application/json; charset=utf-8")
   })
 
-  test("every field of a listed incident matches the spec (D2, D3), without events", async () => {
+  test("every field of a listed incident matches the spec, without events", async () => {
     const { incident } = await seedIncident(db, {
       orgId,
       sensorId: sensor.id,
@@ -118,7 +118,7 @@ describe("GET /v1/incidents", () => {
     expect(onlyClosed.body.data.map((i: { id: string }) => i.id)).toEqual([closed.incident.id])
   })
 
-  test("D7: ordered by lastSeenAt desc then id desc; page walks return every row exactly once", async () => {
+  test("ordered by lastSeenAt desc then id desc; page walks return every row exactly once", async () => {
     const tenant = await createTenant(db, "Paging Co")
     const s = await createSensor(db, tenant.orgId)
     const created: Array<{ id: string; last: number; status: string }> = []
@@ -181,7 +181,7 @@ describe("GET /v1/incidents", () => {
 })
 
 describe("GET /v1/incidents/{id}", () => {
-  test("D8: at most 200 member events, oldest first, techniques include payload tags", async () => {
+  test("at most 200 member events, oldest first, techniques include payload tags", async () => {
     const events = Array.from({ length: 205 }, (_, i) => ({
       time: at(0, 205 - i), // inserted newest first: the endpoint must sort
       type: i === 0 ? "http.request" : "ssh.login_attempt",
@@ -213,7 +213,7 @@ describe("GET /v1/incidents/{id}", () => {
     expect(new Set(ids)).toEqual(new Set(rows.map((r) => r.id)))
   })
 
-  test("D1: unknown, malformed and other organizations' ids answer 404 problems", async () => {
+  test("unknown, malformed and other organizations' ids answer 404 problems", async () => {
     const other = await createTenant(db, "Other Org")
     const otherSensor = await createSensor(db, other.orgId)
     const { incident } = await seedIncident(db, {

@@ -70,13 +70,13 @@ const warm = async (key: string) => {
   }
 }
 
-describe("D9, D10: the key cache never outlives a change", () => {
+describe("the key cache never outlives a change", () => {
   test("the cache is on with PostgreSQL, in both processes", () => {
     expect(cacheOnLines(server)).toBeGreaterThanOrEqual(1)
     expect(cacheOnLines(second)).toBeGreaterThanOrEqual(1)
   })
 
-  test("D9: revocation is effective on the very next request, on both server processes", async () => {
+  test("revocation is effective on the very next request, on both server processes", async () => {
     for (let round = 0; round < 10; round++) {
       const key = await createKey(db, tenant.orgId, "incidents:read,events:read")
       await warm(key.key)
@@ -93,7 +93,7 @@ describe("D9, D10: the key cache never outlives a change", () => {
     }
   })
 
-  test("D10: Deception off is effective on the very next request on both processes; on again restores access", async () => {
+  test("Deception off is effective on the very next request on both processes; on again restores access", async () => {
     const org = await createTenant(db, "Cached Inc")
     for (let round = 0; round < 5; round++) {
       await warm(org.key)
@@ -111,7 +111,7 @@ describe("D9, D10: the key cache never outlives a change", () => {
     }
   })
 
-  test("D9: a cached key stops working at its expiry (the clock is read on every request)", async () => {
+  test("a cached key stops working at its expiry (the clock is read on every request)", async () => {
     const key = await createKey(db, tenant.orgId, "incidents:read", new Date(Date.now() + 2000).toISOString())
     await warm(key.key)
     await Bun.sleep(2100)
@@ -131,7 +131,7 @@ describe("D9, D10: the key cache never outlives a change", () => {
     expect(res.body.detail).toBe("The API key is not valid. Send Authorization: Bearer <API_KEY>.")
   })
 
-  test("D9: with the LISTEN connection lost the cache is emptied and bypassed; a revocation made meanwhile holds", async () => {
+  test("with the LISTEN connection lost the cache is emptied and bypassed; a revocation made meanwhile holds", async () => {
     const key = await createKey(db, tenant.orgId, "incidents:read")
     await warm(key.key)
     const before = cacheOnLines(server) + cacheOnLines(second)
@@ -162,7 +162,7 @@ describe("D9, D10: the key cache never outlives a change", () => {
   })
 })
 
-describe("D9: the embedded database has no key cache", () => {
+describe("the embedded database has no key cache", () => {
   test("an empty DATABASE_URL means embedded; no cache is turned on, and a revocation holds on the very next request through per-request reads", async () => {
     const dataDir = mkdtempSync(join(tmpdir(), "dsvc-"))
     // DATABASE_URL set but empty means "unset" (as in `DATABASE_URL= bun run start`): the embedded database.

@@ -66,8 +66,8 @@ const warm = async (key: string) => {
   }
 }
 
-describe("D9: key revoke always reaches every key cache", () => {
-  test("D9: a second server process that cached the key refuses it right after `key revoke`; one audit row", async () => {
+describe("key revoke always reaches every key cache", () => {
+  test("a second server process that cached the key refuses it right after `key revoke`; one audit row", async () => {
     for (let round = 0; round < 3; round++) {
       const key = await createKey(db, tenant.orgId, "incidents:read")
       await warm(key.key)
@@ -84,7 +84,7 @@ describe("D9: key revoke always reaches every key cache", () => {
     }
   })
 
-  test("D9: re-running `key revoke` on a key already revoked (its announcement lost) still tells every cache; no second audit row", async () => {
+  test("re-running `key revoke` on a key already revoked (its announcement lost) still tells every cache; no second audit row", async () => {
     const key = await createKey(db, tenant.orgId, "incidents:read")
     await warm(key.key)
     // A revocation committed without its NOTIFY (as when the process died between the two steps): the caches

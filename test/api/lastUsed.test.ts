@@ -54,7 +54,7 @@ const changedFrom = async (keyId: string, from: Date | null, ms: number): Promis
 const ok = async (server: RunningServer, key: string) =>
   expect((await get(server.url, "/v1/incidents", key)).status).toBe(200)
 
-describe("D9 lastUsedAt: at most one write per key a minute across server processes", () => {
+describe("lastUsedAt: at most one write per key a minute across server processes", () => {
   test("two servers used with one key write lastUsedAt once; a minute later a server writes it again", async () => {
     const key = await createKey(db, tenant.orgId, "incidents:read")
     expect(await lastUsed(key.id)).toBeNull()

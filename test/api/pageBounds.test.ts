@@ -46,8 +46,8 @@ const walk = (limit: number, maxBytes: number) => {
   return seen
 }
 
-describe("Hardening 2 item 4: API pages bounded by size (D7)", () => {
-  test("D7 a page stops before its byte bound, its cursor right after the last row shown; the walk returns every row once", () => {
+describe("Hardening 2 item 4: API pages bounded by size", () => {
+  test("a page stops before its byte bound, its cursor right after the last row shown; the walk returns every row once", () => {
     const all = rows.map((r) => r.id)
     expect(walk(10, 1024 * 1024)).toEqual(all)
     // 6 KiB pages: two or three rows each, never one skipped or repeated.
@@ -56,7 +56,7 @@ describe("Hardening 2 item 4: API pages bounded by size (D7)", () => {
     expect(walk(10, 10)).toEqual(all)
   })
 
-  test("D8 a single incident's events stop before the bound (oldest first, never an empty answer for a big event)", () => {
+  test("a single incident's events stop before the bound (oldest first, never an empty answer for a big event)", () => {
     const incident = {
       id: "inc_1",
       eventTypes: ["ssh.login_attempt"],

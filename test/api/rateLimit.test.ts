@@ -55,7 +55,7 @@ const many = async (count: number, make: (i: number) => Promise<Response>) => {
   return out
 }
 
-describe("D11 with the default policy (120 per 60 s)", () => {
+describe("with the default policy (120 per 60 s)", () => {
   let server: RunningServer
   let db: TestDatabase
   let tenant: { orgId: string; key: string; keyId: string }
@@ -67,7 +67,7 @@ describe("D11 with the default policy (120 per 60 s)", () => {
   })
   afterAll(() => shutdown(server, db))
 
-  test("D11 every response carries RateLimit-Policy and RateLimit: 200, 400, 401, 403, 404, 405, 414 and the docs", async () => {
+  test("every response carries RateLimit-Policy and RateLimit: 200, 400, 401, 403, 404, 405, 414 and the docs", async () => {
     const ip = newClientIp()
     const limited = await createKey(db, tenant.orgId, "events:read")
     const cases: Array<[string, { key?: string; method?: string }, number]> = [
@@ -98,7 +98,7 @@ describe("D11 with the default policy (120 per 60 s)", () => {
     }
   })
 
-  test("D10/D11 per-IP: many keys (and 401s) from one address share its 120; the 121st is refused whatever the key", async () => {
+  test("per-IP: many keys (and 401s) from one address share its 120; the 121st is refused whatever the key", async () => {
     const ip = newClientIp()
     const keys = [tenant.key]
     for (let i = 0; i < 3; i++) keys.push((await createKey(db, tenant.orgId, "incidents:read,events:read")).key)
@@ -131,7 +131,7 @@ describe("D11 with the default policy (120 per 60 s)", () => {
     expect(parseRateLimit(other.headers.get("ratelimit")).remaining).toBe(119)
   })
 
-  test("D10/D11 per-key: one key from 120 addresses is refused on the 121st; that 429 does not count against its address", async () => {
+  test("per-key: one key from 120 addresses is refused on the 121st; that 429 does not count against its address", async () => {
     const key = await createKey(db, tenant.orgId, "incidents:read,events:read")
     const first = await many(120, () => call(server, "/v1/events", { ip: newClientIp(), key: key.key }))
     expect(first.map((r) => r.status)).toEqual(Array(120).fill(200))
@@ -155,7 +155,7 @@ describe("D11 with the default policy (120 per 60 s)", () => {
     expect(parseRateLimit(next.headers.get("ratelimit")).remaining).toBe(119)
   })
 
-  test("D11 without TRUST_PROXY a forged X-Forwarded-For changes nothing: the socket peer is the client", async () => {
+  test("without TRUST_PROXY a forged X-Forwarded-For changes nothing: the socket peer is the client", async () => {
     const plain = await startServer({ env: await testEnv({ RATE_LIMIT: "120" }) })
     try {
       const a = await call(plain, "/v1/incidents", { ip: newClientIp() })
@@ -169,7 +169,7 @@ describe("D11 with the default policy (120 per 60 s)", () => {
   })
 })
 
-describe("D11 rolling window (short test window)", () => {
+describe("rolling window (short test window)", () => {
   let server: RunningServer
   let db: TestDatabase
   let tenant: { orgId: string; key: string; keyId: string }
@@ -184,7 +184,7 @@ describe("D11 rolling window (short test window)", () => {
   })
   afterAll(() => shutdown(server, db))
 
-  test("D11 120 pass, the 121st gets 429 with Retry-After = the real wait; after sleeping that long it passes", async () => {
+  test("120 pass, the 121st gets 429 with Retry-After = the real wait; after sleeping that long it passes", async () => {
     const ip = newClientIp()
     const started = Date.now()
     // The first request alone: the oldest entry of the address's and of the key's count is then the same request.
@@ -215,7 +215,7 @@ describe("D11 rolling window (short test window)", () => {
   }, 60_000)
 })
 
-describe("D11 REDIS_URL: several server processes share one count", () => {
+describe("REDIS_URL: several server processes share one count", () => {
   let a: RunningServer
   let b: RunningServer
   let db: TestDatabase
@@ -234,7 +234,7 @@ describe("D11 REDIS_URL: several server processes share one count", () => {
     await shutdown(a, db)
   })
 
-  test("D11 60 requests on each of two servers, then the 121st is refused by either one", async () => {
+  test("60 requests on each of two servers, then the 121st is refused by either one", async () => {
     const ip = newClientIp()
     const first = await many(120, (i) => call(i % 2 === 0 ? a : b, "/v1/incidents", { ip }))
     expect(first.map((r) => r.status)).toEqual(Array(120).fill(401))
@@ -246,7 +246,7 @@ describe("D11 REDIS_URL: several server processes share one count", () => {
     }
   })
 
-  test("D11 the per-key count is shared too: 120 over both servers from many addresses, then 429 on both", async () => {
+  test("the per-key count is shared too: 120 over both servers from many addresses, then 429 on both", async () => {
     const key = await createKey(db, tenant.orgId, "incidents:read")
     const first = await many(120, (i) =>
       call(i % 2 === 0 ? a : b, "/v1/incidents", { ip: newClientIp(), key: key.key }),
@@ -260,8 +260,8 @@ describe("D11 REDIS_URL: several server processes share one count", () => {
   })
 })
 
-describe("D11 fail-open when Redis is unreachable", () => {
-  test("D11 requests are served, and the store failure is logged once a minute, not per request", async () => {
+describe("fail-open when Redis is unreachable", () => {
+  test("requests are served, and the store failure is logged once a minute, not per request", async () => {
     const server = await startServer({ env: await testEnv({ RATE_LIMIT: "120", REDIS_URL: "redis://127.0.0.1:1" }) })
     try {
       const responses = await many(10, () => call(server, "/v1/incidents", { ip: "203.0.113.9" }))

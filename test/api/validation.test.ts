@@ -37,7 +37,7 @@ const expectInvalid = async (path: string, detail: RegExp) => {
   expect(res.body.detail).toMatch(detail)
 }
 
-describe("D5: query validation answers 400 invalid_request naming the parameter", () => {
+describe("query validation answers 400 invalid_request naming the parameter", () => {
   test("limit outside its bounds or not an integer", async () => {
     for (const endpoint of ["/v1/incidents", "/v1/events"]) {
       for (const value of ["0", "101", "-1", "1.5", "abc", "", "1e2", "%20%201", "99999999999999999999", "0x10"]) {
@@ -97,7 +97,7 @@ describe("D5: query validation answers 400 invalid_request naming the parameter"
   })
 })
 
-describe("D7: cursors are opaque and bound to endpoint, filters and organization", () => {
+describe("cursors are opaque and bound to endpoint, filters and organization", () => {
   const firstCursor = async (path: string, key = tenant.key) => {
     const res = await get(server.url, path, key)
     expect(typeof res.body.nextCursor).toBe("string")

@@ -38,7 +38,7 @@ const post = (body: string, token: string | null = TOKEN, path = "/services/coll
 
 const answerOf = (body: string) => JSON.parse(body) as { text: string; code: number }
 
-describe("D46: HEC events through send.ts to a receiver with HEC's rules", () => {
+describe("HEC events through send.ts to a receiver with HEC's rules", () => {
   test("every message type's hecEvent body is accepted as sent", async () => {
     for (const { message, payload } of allFixtures()) {
       const body = hecEvent(message, CONTEXT, payload)

@@ -71,7 +71,7 @@ const create = async (orgId: string, args: ReadonlyArray<string>) =>
     secret?: string
   }
 
-describe("D46/D47: one attack through every channel kind to real receivers", () => {
+describe("one attack through every channel kind to real receivers", () => {
   test("created goes to every kind in its own shape; the close goes only to OCSF channels; Send test reaches each", async () => {
     const org = await adminJson(server.env, [
       "org",

@@ -67,7 +67,7 @@ const receivedFor = async (id: string, count = 1, withinMs = 5000): Promise<Read
 const sdOf = (message: ParsedSyslog): Readonly<Record<string, string>> =>
   message["$!"]?.["rfc5424-sd"]?.[SYSLOG_SD_ID] ?? {}
 
-describe("D46: syslog messages through a real rsyslog over TLS", () => {
+describe("syslog messages through a real rsyslog over TLS", () => {
   test("every message type arrives and rsyslog parses every header field, SD param and the MSG", async () => {
     const severities: Record<string, string> = {
       "incident.created": "3",
@@ -221,7 +221,7 @@ const tlsListener = async (certificate: TestCertificate) => {
   }
 }
 
-describe("D46: the transport", () => {
+describe("the transport", () => {
   test("the receiver gets exactly the octet-counted frame, and nothing more", async () => {
     const listener = await tlsListener(issueCertificate(ca, { ipAddresses: ["127.0.0.1"] }))
     try {
@@ -277,7 +277,7 @@ const plainListener = async (): Promise<{
   }
 }
 
-describe("D46/D18: what is refused", () => {
+describe("what is refused", () => {
   test("a plain-TCP (no TLS) listener is refused: the message is never sent in clear", async () => {
     const plain = await plainListener()
     try {
@@ -316,7 +316,7 @@ describe("D46/D18: what is refused", () => {
   })
 })
 
-describe("D46: the syslog destination form", () => {
+describe("the syslog destination form", () => {
   test("syslog+tls://host[:port] is the canonical form (6514 by default)", () => {
     expect(parseSyslogDestination("syslog+tls://Logs.Example.com")).toEqual({
       ok: true,
@@ -358,7 +358,7 @@ describe("D46: the syslog destination form", () => {
     if (!result.ok) expect(result.reason).toContain(why)
   })
 
-  test("checkSyslogDestination resolves and checks every address (D18)", async () => {
+  test("checkSyslogDestination resolves and checks every address", async () => {
     expect(
       await checkSyslogDestination("syslog+tls://logs.example.com", async () => ["93.184.216.34"], NO_PRIVATE),
     ).toEqual({

@@ -50,7 +50,7 @@ const collect = async <A>(iterable: AsyncIterable<A>) => {
   return out
 }
 
-describe("D34 client", () => {
+describe("client", () => {
   test("lists over several pages (async iterators) and gets one; items are typed (Dates)", async () => {
     const client = createClient({ baseUrl: server.url, apiKey: tenant.key })
     const incidents = await collect(client.incidents.list({ limit: 2 }))
@@ -122,7 +122,7 @@ describe("D34 client", () => {
     expect(Date.now() - started).toBeGreaterThanOrEqual(500)
   })
 
-  test("D34: an invalid baseUrl fails at once with a clear error, never retried as a connection failure", async () => {
+  test("an invalid baseUrl fails at once with a clear error, never retried as a connection failure", async () => {
     const cases: ReadonlyArray<readonly [string, string]> = [
       [
         "notaurl",
@@ -165,7 +165,7 @@ describe("D34 client", () => {
     }
   })
 
-  test("D34 retries are bounded: 503s then a closed port make at most maxRetries + 1 requests", async () => {
+  test("retries are bounded: 503s then a closed port make at most maxRetries + 1 requests", async () => {
     // A real server that refuses with 503 three times, then goes away: later attempts meet a closed port.
     let served = 0
     const flaky = Bun.serve({

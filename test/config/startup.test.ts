@@ -47,7 +47,7 @@ const runToEnd = async (argv: ReadonlyArray<string>, env: Record<string, string>
 }
 
 describe("SECRET_KEY generated in embedded mode", () => {
-  test("D7: generated once into DATA_DIR/secret.key (0600, directory 0700) with a warning; a restart reuses it, so a cursor issued before still pages", async () => {
+  test("generated once into DATA_DIR/secret.key (0600, directory 0700) with a warning; a restart reuses it, so a cursor issued before still pages", async () => {
     const parent = freshDir()
     // D35: as root the database's own account must pass through DATA_DIR's parents (mkdtemp makes them 0700).
     chmodSync(parent, 0o711)
@@ -261,7 +261,7 @@ describe("every start-up failure prints one line saying what to do, exit 1", () 
     expect(result.stderr).toContain("set DATABASE_URL")
   }, 30_000)
 
-  test("D35: a DATA_DIR holding the former PGlite database", async () => {
+  test("a DATA_DIR holding the former PGlite database", async () => {
     const dataDir = freshDir()
     mkdirSync(join(dataDir, "pgdata"))
     const result = await runToEnd(["bun", "src/main.ts"], embeddedEnv(dataDir, { SECRET_KEY: TEST_SECRET_KEY }))

@@ -148,7 +148,7 @@ const sendTest = async (page: Page, id: string): Promise<string> => {
 const newestDelivery = async (page: Page): Promise<string> =>
   ((await page.textContent("tbody tr td .mono")) ?? "").trim()
 
-test("D46, D47: an admin adds Slack, Teams, syslog and Splunk HEC channels on the page; Send test on each arrives", async () => {
+test("an admin adds Slack, Teams, syslog and Splunk HEC channels on the page; Send test on each arrives", async () => {
   const { page, watch } = admin
   await page.goto(`${consoleUrl}/settings/alerts`)
   // The form as the docs show it: a HEC channel filled in (example values; the token is masked).
@@ -245,7 +245,7 @@ test("D46, D47: an admin adds Slack, Teams, syslog and Splunk HEC channels on th
   expect(watch.violations).toEqual([])
 }, 120_000)
 
-test("D46: rotation offers what each kind needs, and a replaced HEC token or Slack URL is what the next send uses", async () => {
+test("rotation offers what each kind needs, and a replaced HEC token or Slack URL is what the next send uses", async () => {
   const { page } = admin
   await page.goto(`${consoleUrl}/settings/alerts`)
   const rotate = (id: string) => `#channel-${id} form[action$='/rotate']`
@@ -302,7 +302,7 @@ test("D46: rotation offers what each kind needs, and a replaced HEC token or Sla
   expect(await seriousAccessibilityViolations(page)).toEqual([])
 }, 90_000)
 
-test("D28: the Add channel form is refused without the session's CSRF token; an analyst's is 403", async () => {
+test("the Add channel form is refused without the session's CSRF token; an analyst's is 403", async () => {
   const count = await channelCount()
   const fields = { kind: "slack", url: `${receiver.url}/services/T/B/forged`, format: "native", minSeverity: "low" }
   await admin.page.goto(`${consoleUrl}/settings/alerts`)
@@ -322,7 +322,7 @@ test("D28: the Add channel form is refused without the session's CSRF token; an 
   expect(await channelCount()).toBe(count + 1)
 }, 30_000)
 
-test("D18, D47: hostile or refused URLs, and formats a kind cannot take, come back as the error notice; nothing is added", async () => {
+test("hostile or refused URLs, and formats a kind cannot take, come back as the error notice; nothing is added", async () => {
   const { page, watch } = admin
   const count = await channelCount()
   const refusals: ReadonlyArray<readonly [Parameters<typeof addChannel>[1], string]> = [
@@ -417,7 +417,7 @@ test("the settle window: the form takes it for Slack and Teams, each channel's f
   expect(watch.errors).toEqual([])
 }, 60_000)
 
-test("D26, D46: an analyst sees every channel's kind and format read-only, a chat channel's origin only; the page passes axe", async () => {
+test("an analyst sees every channel's kind and format read-only, a chat channel's origin only; the page passes axe", async () => {
   const { page, watch } = analyst
   await page.goto(`${consoleUrl}/settings/alerts`)
   expect(await page.$("form[action='/settings/alerts/channels']")).toBeNull()

@@ -158,7 +158,7 @@ afterAll(async () => {
   await server?.stop()
 })
 
-test("D25: an incident's url from the API opens its page after sign-in, then straight back to it", async () => {
+test("an incident's url from the API opens its page after sign-in, then straight back to it", async () => {
   const list = await fetch(`${server.url}/v1/incidents?limit=1`, { headers: { authorization: `Bearer ${apiKey}` } })
   const incident = ((await list.json()) as { data: Array<{ id: string; url: string; title: string }> }).data[0]
   if (incident === undefined) throw new Error("no incident listed")
@@ -182,7 +182,7 @@ test("D25: an incident's url from the API opens its page after sign-in, then str
   expect(viaCookie.status).toBe(401)
 })
 
-test("D27: the session cookie is __Host-, HttpOnly, Secure, SameSite=Lax, Path=/; every response has the D29 headers", async () => {
+test("the session cookie is __Host-, HttpOnly, Secure, SameSite=Lax, Path=/; every response has the D29 headers", async () => {
   const session = (await admin.context.cookies()).find((c) => c.name === "__Host-session")
   expect(session).toBeDefined()
   expect(session?.httpOnly).toBe(true)
@@ -201,7 +201,7 @@ test("D27: the session cookie is __Host-, HttpOnly, Secure, SameSite=Lax, Path=/
   }
 })
 
-test("D29: attacker payloads from the native, OpenCanary and Cowrie routes render as inert text, no script, no CSP violation", async () => {
+test("attacker payloads from the native, OpenCanary and Cowrie routes render as inert text, no script, no CSP violation", async () => {
   const { page, watch } = admin
   for (const id of payloadIncidents) {
     await page.goto(`${consoleUrl}/incidents/${id}`)
@@ -228,7 +228,7 @@ test("D29: attacker payloads from the native, OpenCanary and Cowrie routes rende
   expect(watch.errors).toEqual([])
 })
 
-test("D30: every page renders, with no serious or critical accessibility violation", async () => {
+test("every page renders, with no serious or critical accessibility violation", async () => {
   const { page } = admin
   for (const path of [
     "/",
@@ -264,7 +264,7 @@ test("D30: every page renders, with no serious or critical accessibility violati
   await page.setViewportSize({ width: 1280, height: 900 })
 })
 
-test("D30: an id of another organization, or an unknown one, gets the same 404 page", async () => {
+test("an id of another organization, or an unknown one, gets the same 404 page", async () => {
   const { page } = admin
   const other = await page.goto(`${consoleUrl}/incidents/${otherOrgIncident}`)
   expect(other?.status()).toBe(404)
@@ -275,7 +275,7 @@ test("D30: an id of another organization, or an unknown one, gets the same 404 p
   expect((await page.goto(`${consoleUrl}/incidents/not-an-id`))?.status()).toBe(404)
 })
 
-test("D30: a key created in the console is shown once, works against the API, and after revoke gets 401", async () => {
+test("a key created in the console is shown once, works against the API, and after revoke gets 401", async () => {
   const { page } = admin
   await page.goto(`${consoleUrl}/settings/api`)
   await page.fill("#key-name", "SOAR <b>integration</b>")
@@ -296,7 +296,7 @@ test("D30: a key created in the console is shown once, works against the API, an
   expect((await fetch(`${server.url}/v1/incidents`, { headers: { authorization: `Bearer ${key}` } })).status).toBe(401)
 })
 
-test("D30, D18: a channel added in the console passes Send test against a local HTTPS receiver, and the delivery is logged", async () => {
+test("a channel added in the console passes Send test against a local HTTPS receiver, and the delivery is logged", async () => {
   const { page } = admin
   await page.goto(`${consoleUrl}/settings/alerts`)
   // A refused URL says why (D18).
@@ -352,7 +352,7 @@ test("D30, D18: a channel added in the console passes Send test against a local 
   expect(audit).not.toContain("dsk_")
 })
 
-test("D30: the incident list's live check says when an incident saw new activity", async () => {
+test("the incident list's live check says when an incident saw new activity", async () => {
   const { page } = admin
   await page.goto(`${consoleUrl}/incidents`)
   const since = await page.getAttribute("[data-live-since]", "data-live-since")
@@ -368,7 +368,7 @@ test("D30: the incident list's live check says when an incident saw new activity
   expect(await changed()).toBe(true)
 })
 
-test("D28: a cross-site form POST is refused with 403 before anything runs", async () => {
+test("a cross-site form POST is refused with 403 before anything runs", async () => {
   const { page } = admin
   const target = payloadIncidents[0] as string
   await page.goto(`${consoleUrl}/incidents/${target}`)
@@ -402,7 +402,7 @@ test("D28: a cross-site form POST is refused with 403 before anything runs", asy
   expect(await page.textContent(".status")).toBe("closed")
 })
 
-test("D26: an analyst reads Settings but cannot change them (403), and sees no other organization's ids (404)", async () => {
+test("an analyst reads Settings but cannot change them (403), and sees no other organization's ids (404)", async () => {
   const { context } = await watchedContext(browser)
   try {
     const page = await context.newPage()
@@ -439,7 +439,7 @@ const httpSignIn = async (email: string, password: string) => {
   return { status: response.status, cookie: session?.split(";")[0] }
 }
 
-test("D26: admin user list, disable (sessions end) and reset (a new one-time link; a used link is refused)", async () => {
+test("admin user list, disable (sessions end) and reset (a new one-time link; a used link is refused)", async () => {
   const users = (await adminJson(server.env, ["user", "list", "--org", orgA])) as Array<{
     id: string
     email: string
@@ -467,7 +467,7 @@ test("D26: admin user list, disable (sessions end) and reset (a new one-time lin
   expect(await again.text()).toContain("expired or was already used")
 })
 
-test("D27: sign-out ends the session; the old cookie no longer opens a page", async () => {
+test("sign-out ends the session; the old cookie no longer opens a page", async () => {
   const { page, context } = admin
   const before = (await context.cookies()).find((c) => c.name === "__Host-session")?.value
   await page.goto(`${consoleUrl}/`)
@@ -478,7 +478,7 @@ test("D27: sign-out ends the session; the old cookie no longer opens a page", as
   expect(replay.headers.get("location")).toStartWith("/sign-in")
 })
 
-test("D27: a session ends after 12 h idle and after 7 days in all", async () => {
+test("a session ends after 12 h idle and after 7 days in all", async () => {
   const db = testDatabase(server.env)
   const age = (column: "last_seen_at" | "expires_at", interval: string) =>
     db.run(
@@ -512,7 +512,7 @@ test("D27: a session ends after 12 h idle and after 7 days in all", async () => 
   }
 })
 
-test("D27: more than 5 failed sign-ins for one email get 429 with Retry-After", async () => {
+test("more than 5 failed sign-ins for one email get 429 with Retry-After", async () => {
   const attempt = async () => {
     const form = await fetch(`${consoleUrl}/sign-in`)
     const cookie = (form.headers.get("set-cookie") ?? "").split(";")[0] ?? ""

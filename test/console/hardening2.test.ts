@@ -428,7 +428,7 @@ const auditActions = (userId: string) =>
     ),
   )
 
-test("D27: six wrong passwords from six addresses do not lock the owner out; each of those addresses is refused after 3 tries", async () => {
+test("six wrong passwords from six addresses do not lock the owner out; each of those addresses is refused after 3 tries", async () => {
   const user = await newUser("admin")
   const attackers = Array.from({ length: 6 }, () => newIp())
   for (const ip of attackers) expect((await signIn(user.email, WRONG, ip)).status).toBe(401)
@@ -450,7 +450,7 @@ test("D27: six wrong passwords from six addresses do not lock the owner out; eac
   expect((await signIn(user.email, PASSWORD, fresh)).status).toBe(429)
 }, 120_000)
 
-test("D27: on a locked email, parallel wrong passwords from one new address: at most 3 are verified", async () => {
+test("on a locked email, parallel wrong passwords from one new address: at most 3 are verified", async () => {
   const user = await newUser("analyst")
   for (let i = 0; i < 6; i++) await signIn(user.email, WRONG, newIp())
   const ip = newIp()
@@ -465,7 +465,7 @@ test("D27: on a locked email, parallel wrong passwords from one new address: at 
   expect(statuses.filter((s) => s !== 401 && s !== 429)).toEqual([])
 }, 120_000)
 
-test("D27: an attacker with 60 addresses cannot keep out the owner with a known-device cookie on a new address, nor a just-invited user who set the password in this browser", async () => {
+test("an attacker with 60 addresses cannot keep out the owner with a known-device cookie on a new address, nor a just-invited user who set the password in this browser", async () => {
   // (a) The owner signed in once at home: that browser holds the known-device cookie (SameSite=Strict, HttpOnly).
   const owner = await newUser("admin")
   const home = await signIn(owner.email, PASSWORD, newIp())
@@ -507,7 +507,7 @@ test("D27: an attacker with 60 addresses cannot keep out the owner with a known-
   expect((await signIn(invited.email, PASSWORD, invitedAt)).status).toBe(303)
 }, 300_000)
 
-test("D27: a known device has its own limit: 5 wrong passwords, then it is throttled like any other browser", async () => {
+test("a known device has its own limit: 5 wrong passwords, then it is throttled like any other browser", async () => {
   const user = await newUser("admin")
   const device = (await signIn(user.email, PASSWORD, newIp())).device as string
   // Past the ceiling (as many addresses would, each verified once), written directly.
@@ -558,7 +558,7 @@ const signedDevice = (userId: string, generation: number, issuedSeconds: number)
   return `__Host-device=${id}.${issued}.${mac.toString("base64url")}`
 }
 
-test("D27: a known-device cookie counts for 365 days after its signed issue time, whatever the browser keeps; one without an issue time never", async () => {
+test("a known-device cookie counts for 365 days after its signed issue time, whatever the browser keeps; one without an issue time never", async () => {
   const user = await newUser("admin")
   await pastCeiling(user.email)
   const generation = await deviceGeneration(user.id)
@@ -583,7 +583,7 @@ test("D27: a known-device cookie counts for 365 days after its signed issue time
   expect(Number(old.device?.split(".")[1])).toBeGreaterThanOrEqual(now)
 }, 120_000)
 
-test("D27, D26: `admin user reset` and `user disable` revoke every known-device cookie of the user; set-password gives a new device", async () => {
+test("`admin user reset` and `user disable` revoke every known-device cookie of the user; set-password gives a new device", async () => {
   const user = await newUser("analyst")
   await pastCeiling(user.email)
   // The cookie that set-password gave is known: verified past the ceiling.
@@ -609,7 +609,7 @@ test("D27, D26: `admin user reset` and `user disable` revoke every known-device 
   expect((await signIn(user.email, WRONG, newIp(), "/", back.device)).status).toBe(429)
 }, 120_000)
 
-test("D27: a known device from an address with more than 20 failures gets 429 (the cookie lifts only the email's lock)", async () => {
+test("a known device from an address with more than 20 failures gets 429 (the cookie lifts only the email's lock)", async () => {
   const user = await newUser("admin")
   const device = (await signIn(user.email, PASSWORD, newIp())).device as string
   const ip = newIp()
@@ -636,7 +636,7 @@ test("D27: a known device from an address with more than 20 failures gets 429 (t
   )
 }, 120_000)
 
-test("D27, D31: `admin user unlock <email>` forgets the email's failures, so a new address signs in again; audited", async () => {
+test("`admin user unlock <email>` forgets the email's failures, so a new address signs in again; audited", async () => {
   const user = await newUser("analyst")
   await db.run(
     Effect.flatMap(SqlClient.SqlClient, (sql) =>
@@ -666,7 +666,7 @@ test("D27, D31: `admin user unlock <email>` forgets the email's failures, so a n
 
 // --- Item 10: /docs -----------------------------------------------------------------------------------------------
 
-test("D38: the other spellings of /docs redirect to /docs, where the page's CSP lets it run", async () => {
+test("the other spellings of /docs redirect to /docs, where the page's CSP lets it run", async () => {
   for (const path of ["/docs/", "/DOCS", "//docs", "/%64ocs", "/docs;x", "/Docs/", "/docs/?a=1"]) {
     const answer = await rawGet(server.url, path)
     expect({ path, status: answer.status, location: answer.location }).toEqual({

@@ -37,7 +37,7 @@ const signIn = async (server: RunningServer, host: string, headers: Record<strin
 const HTTPS_PAGE = "The console needs HTTPS"
 const EXPIRED = "The sign-in form expired"
 
-describe("D27: a plain-HTTP sign-in on a non-local host", () => {
+describe("a plain-HTTP sign-in on a non-local host", () => {
   test("is answered with what to do (CONSOLE_TLS_CERT_FILE/KEY_FILE or a TLS proxy), not 'form expired'", async () => {
     for (const host of ["console.example.com", "192.0.2.10:3000", "[2001:db8::1]:3000"]) {
       const answer = await signIn(plain, host)

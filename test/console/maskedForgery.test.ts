@@ -94,7 +94,7 @@ afterAll(async () => {
   await shutdown(server, db)
 })
 
-test("D29: a forged masked secret from the ingest route is boxed attacker text on the incident page, never labelled masked", async () => {
+test("a forged masked secret from the ingest route is boxed attacker text on the incident page, never labelled masked", async () => {
   const page = await fetch(`${server.consoleUrl}/incidents/${incidentId}`, { headers: { cookie } })
   expect(page.status).toBe(200)
   const html = await page.text()
@@ -112,7 +112,7 @@ test("D29: a forged masked secret from the ingest route is boxed attacker text o
   expect(fingerprint).not.toBeNull()
 }, 60_000)
 
-test("D29: the incident page's tab title is its id, not the title written from attacker input", async () => {
+test("the incident page's tab title is its id, not the title written from attacker input", async () => {
   const page = await fetch(`${server.consoleUrl}/incidents/${incidentId}`, { headers: { cookie } })
   const html = await page.text()
   expect(/<title>([^<]*)<\/title>/.exec(html)?.[1]).toBe(`Incident ${incidentId} · Decoy console`)

@@ -127,7 +127,7 @@ afterAll(async () => {
   await server?.stop()
 })
 
-test("D29: an incident whose events were sent with about 6 MB of attacker input gives a page under 2 MB that says what it left out", async () => {
+test("an incident whose events were sent with about 6 MB of attacker input gives a page under 2 MB that says what it left out", async () => {
   const response = await admin.goto(`${consoleUrl}/incidents/${bigIncident}`)
   expect(response?.status()).toBe(200)
   const body = (await response?.body()) ?? Buffer.alloc(0)
@@ -146,7 +146,7 @@ test("D29: an incident whose events were sent with about 6 MB of attacker input 
   expect(nextIds.filter((id) => shownIds.includes(id))).toEqual([])
 })
 
-test("D29: attacker text quoted in the narrative, the title, the list and every summary is marked as attacker text", async () => {
+test("attacker text quoted in the narrative, the title, the list and every summary is marked as attacker text", async () => {
   for (const path of [`/incidents/${loginIncident}`, "/incidents", "/", `/events?incidentId=${loginIncident}`]) {
     await analyst.goto(`${consoleUrl}${path}`)
     // Every text node that holds the posing username sits inside an attacker-text box.
@@ -180,7 +180,7 @@ test("D29: attacker text quoted in the narrative, the title, the list and every 
   expect(narrative).toContain("admin")
 })
 
-test("D30: a port scan event takes one line (protocol, port) with its packet fields folded away", async () => {
+test("a port scan event takes one line (protocol, port) with its packet fields folded away", async () => {
   await admin.goto(`${consoleUrl}/incidents/${scanIncident}`)
   const row = await admin.$("tbody > tr[id]")
   const box = await row?.boundingBox()
@@ -194,7 +194,7 @@ test("D30: a port scan event takes one line (protocol, port) with its packet fie
   await screenshot(admin, "incident-scan", shots)
 })
 
-test("D26, D31: an analyst sees a webhook URL's origin only on Alerts and the delivery log; an admin sees it whole", async () => {
+test("an analyst sees a webhook URL's origin only on Alerts and the delivery log; an admin sees it whole", async () => {
   await analyst.goto(`${consoleUrl}/settings/alerts`)
   const alerts = await analyst.content()
   expect(alerts).toContain("https://127.0.0.1:9")

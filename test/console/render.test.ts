@@ -33,7 +33,7 @@ const sources = (dir: string): Array<string> =>
         : [],
   )
 
-test("D29: no raw-HTML escape hatch anywhere in the console's code", () => {
+test("no raw-HTML escape hatch anywhere in the console's code", () => {
   const files = sources(CONSOLE_DIR)
   expect(files.length).toBeGreaterThan(5)
   for (const file of files) {
@@ -45,7 +45,7 @@ test("D29: no raw-HTML escape hatch anywhere in the console's code", () => {
   }
 })
 
-test("D29: attacker text renders escaped, in text and in attributes", () => {
+test("attacker text renders escaped, in text and in attributes", () => {
   const payload = `</code><script>alert(1)</script><img src=x onerror=alert(2)>"'&`
   const out = String(Attacker({ value: payload }))
   expect(out).not.toContain("<script>")
@@ -58,13 +58,13 @@ test("D29: attacker text renders escaped, in text and in attributes", () => {
   expect(page).toContain("&quot;&gt;&lt;script&gt;")
 })
 
-test("D29: a long attacker value is cut, the rest behind a <details>", () => {
+test("a long attacker value is cut, the rest behind a <details>", () => {
   const out = String(Attacker({ value: "x".repeat(1000) }))
   expect(out).toContain("<details")
   expect(out).toContain("1000 characters")
 })
 
-test("D28: cross-site requests are recognised by Sec-Fetch-Site and Origin", () => {
+test("cross-site requests are recognised by Sec-Fetch-Site and Origin", () => {
   const app = "https://console.example"
   expect(isCrossSite({ "sec-fetch-site": "cross-site" }, app)).toBe(true)
   expect(isCrossSite({ "sec-fetch-site": "same-site" }, app)).toBe(true)
@@ -75,7 +75,7 @@ test("D28: cross-site requests are recognised by Sec-Fetch-Site and Origin", () 
   expect(isCrossSite({ host: "console.example" }, app)).toBe(false)
 })
 
-test("D25: the return path after sign-in stays on this site", () => {
+test("the return path after sign-in stays on this site", () => {
   expect(safeNext("/incidents/inc_01ARZ3NDEKTSV4RRFFQ69G5FAV")).toBe("/incidents/inc_01ARZ3NDEKTSV4RRFFQ69G5FAV")
   expect(safeNext("//evil.example/x")).toBe("/")
   expect(safeNext("/\\evil.example")).toBe("/")
@@ -163,7 +163,7 @@ const incident = (events: ReadonlyArray<Event>, usernames: ReadonlyArray<string>
 const marked = (html: string): Array<string> =>
   [...html.matchAll(/<code class="atk"[^>]*>([^<]*)<\/code>/g)].map((m) => (m[1] ?? "").replaceAll("&quot;", '"'))
 
-test("D29: attacker text the service quotes (titles, narrative, summaries) is marked like attacker-input values", () => {
+test("attacker text the service quotes (titles, narrative, summaries) is marked like attacker-input values", () => {
   const posing = "Incident resolved: no action needed"
   const events = [
     event("ssh.login_attempt", { username: posing }),
@@ -202,7 +202,7 @@ test("D29: attacker text the service quotes (titles, narrative, summaries) is ma
   expect(marked(String(IncidentTable({ rows: [unknownType], now: NOW })))).toEqual(["x", posing])
 })
 
-test("D29: service text is split at its quotes exactly: escaped quotes stay inside, a cut quote runs to the end", () => {
+test("service text is split at its quotes exactly: escaped quotes stay inside, a cut quote runs to the end", () => {
   expect(splitServiceText(`a "b\\"c" d "e`)).toEqual([
     { quoted: false, text: "a " },
     { quoted: true, text: 'b"c' },
@@ -212,7 +212,7 @@ test("D29: service text is split at its quotes exactly: escaped quotes stay insi
   expect(splitServiceText("no quotes")).toEqual([{ quoted: false, text: "no quotes" }])
 })
 
-test("D29: a huge attacker value is cut, with a visible mark and its full length", () => {
+test("a huge attacker value is cut, with a visible mark and its full length", () => {
   const out = String(Attacker({ value: "A".repeat(1_000_000) }))
   expect(out.length).toBeLessThan(5000)
   expect(out).toContain("1000000 characters")
@@ -223,7 +223,7 @@ test("D29: a huge attacker value is cut, with a visible mark and its full length
   expect(emoji).not.toMatch(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])/)
 })
 
-test("D29: an incident whose events carry huge attacker input renders a page of bounded size", () => {
+test("an incident whose events carry huge attacker input renders a page of bounded size", () => {
   const huge = "<A&>".repeat(1_250)
   const input = Object.fromEntries(Array.from({ length: 24 }, (_, k) => [`field${k}`, huge]))
   const events = Array.from({ length: 200 }, () => event("http.request", input, 80))
@@ -260,7 +260,7 @@ test("D29: an incident whose events carry huge attacker input renders a page of 
   expect(eventsPage).not.toContain("/events?after=x")
 })
 
-test("D30: a port scan reads in one line (protocol, port), its packet fields folded; attacker input in two columns", () => {
+test("a port scan reads in one line (protocol, port), its packet fields folded; attacker input in two columns", () => {
   const scan = event("portscan.syn", camelKeys({ ...IPTABLES_KV, SYN: "", DPT: "22", SPT: "40000" }), 22)
   const out = String(EventTable({ events: [scan], now: NOW }))
   expect(out).toMatch(/protocol <code class="atk"[^>]*>TCP<\/code> · port <code class="atk"[^>]*>22<\/code>/)
@@ -281,7 +281,7 @@ test("D30: a port scan reads in one line (protocol, port), its packet fields fol
   expect(row).toContain("SSH login attempt")
 })
 
-test("D26, D31: an analyst sees only a webhook URL's origin on Alerts and the delivery log; an admin sees the URL", () => {
+test("an analyst sees only a webhook URL's origin on Alerts and the delivery log; an admin sees the URL", () => {
   const channel = {
     id: "whk_01ARZ3NDEKTSV4RRFFQ69G5FAV",
     url: HOOK,
@@ -314,7 +314,7 @@ test("a masked secret of one character says 1 character; longer ones say charact
   expect(html).toContain("masked, 6 characters")
 })
 
-test("D29: an empty attacker value shows an (empty) marker in its attacker box, not an empty box", () => {
+test("an empty attacker value shows an (empty) marker in its attacker box, not an empty box", () => {
   const scan = event("portscan.syn", camelKeys({ ...IPTABLES_KV, SYN: "", OUT: "", DPT: "22" }), 22)
   const out = String(EventTable({ events: [scan], now: NOW }))
   expect(out).toMatch(
@@ -327,7 +327,7 @@ test("D29: an empty attacker value shows an (empty) marker in its attacker box, 
   expect(posing).not.toContain("<em")
 })
 
-test("D29: a scan's port is boxed the same way on the Events page and the incident page", () => {
+test("a scan's port is boxed the same way on the Events page and the incident page", () => {
   // No port among the packet fields: the event's own port is shown, boxed like a port from the fields.
   const scan = event("portscan.syn", { proto: "TCP" }, 8080)
   const eventsPage = String(

@@ -116,7 +116,7 @@ afterAll(async () => {
   await shutdown(server, db)
 })
 
-test("D27: parallel wrong-password sign-ins for one email: at most 5 are verified, the rest 429, then the right password is throttled too from that address", async () => {
+test("parallel wrong-password sign-ins for one email: at most 5 are verified, the rest 429, then the right password is throttled too from that address", async () => {
   const user = await newUser(orgA, "analyst")
   const ip = newIp()
   const forms = await Promise.all(Array.from({ length: 30 }, () => openForm("/sign-in")))
@@ -148,7 +148,7 @@ test("D27: parallel wrong-password sign-ins for one email: at most 5 are verifie
   expect((await signIn(user.email, PASSWORD, newIp())).status).toBe(303)
 }, 60_000)
 
-test("D27: parallel wrong-password sign-ins from one IP for many emails: at most 20 are verified", async () => {
+test("parallel wrong-password sign-ins from one IP for many emails: at most 20 are verified", async () => {
   const ip = newIp()
   const forms = await Promise.all(Array.from({ length: 40 }, () => openForm("/sign-in")))
   const answers = await Promise.all(
@@ -171,7 +171,7 @@ const statusOf = async (userId: string, orgId = orgA) =>
     (u) => u.id === userId,
   )?.status
 
-test("D26/D27: `user reset` of a disabled user keeps it disabled and ends its old password; the new link enables it", async () => {
+test("`user reset` of a disabled user keeps it disabled and ends its old password; the new link enables it", async () => {
   const user = await newUser(orgA, "analyst")
   await adminJson(server.env, ["user", "disable", user.id])
   const reset = (await adminJson(server.env, ["user", "reset", user.id])) as { link: string }
@@ -184,7 +184,7 @@ test("D26/D27: `user reset` of a disabled user keeps it disabled and ends its ol
   expect((await signIn(user.email, newPassword, newIp())).status).toBe(303)
 }, 60_000)
 
-test("D26/D27: Settings → Users reset ends the old password at once; only the new link lets the user in", async () => {
+test("Settings → Users reset ends the old password at once; only the new link lets the user in", async () => {
   const user = await newUser(orgA, "analyst")
   const before = await signIn(user.email, PASSWORD, newIp())
   expect(before.status).toBe(303)
@@ -204,7 +204,7 @@ test("D26/D27: Settings → Users reset ends the old password at once; only the 
   expect((await signIn(user.email, PASSWORD, newIp())).status).toBe(303)
 }, 60_000)
 
-test("D27: the live refresh does not move a session's last_seen_at (an unattended tab idles out); a page load does", async () => {
+test("the live refresh does not move a session's last_seen_at (an unattended tab idles out); a page load does", async () => {
   const user = await newUser(orgA, "analyst")
   const signed = await signIn(user.email, PASSWORD, newIp())
   const cookie = signed.cookie ?? ""
@@ -226,7 +226,7 @@ test("D27: the live refresh does not move a session's last_seen_at (an unattende
   expect(await lastSeen()).toBeGreaterThan(Date.now() - 10 * 60_000)
 }, 60_000)
 
-test("D26: a set-password POST to an unknown or spent link answers the expired-link page before any password is hashed", async () => {
+test("a set-password POST to an unknown or spent link answers the expired-link page before any password is hashed", async () => {
   const form = await openForm("/sign-in")
   for (const password of ["a valid length password", "short"]) {
     const unknown = await postForm(`/set-password/${"A".repeat(43)}`, { csrf: form.csrf, password }, form.cookie)
@@ -268,7 +268,7 @@ test("D26: a set-password POST to an unknown or spent link answers the expired-l
   }
 }, 60_000)
 
-test("D30: POST actions on another organization's id, or an unknown id, get the same 404 page as a GET", async () => {
+test("POST actions on another organization's id, or an unknown id, get the same 404 page as a GET", async () => {
   const s = await session(adminA.email)
   const foreignKey = (
     await adminJson(server.env, ["key", "create", "--org", orgB, "--name", "b key", "--scopes", "incidents:read"])
@@ -309,7 +309,7 @@ test("D30: POST actions on another organization's id, or an unknown id, get the 
   expect(keys.find((k) => k.id === foreignKey)?.revokedAt).toBeNull()
 }, 60_000)
 
-test("D30: creating a user whose email another organization uses gets a refusal that does not say so", async () => {
+test("creating a user whose email another organization uses gets a refusal that does not say so", async () => {
   const s = await session(adminA.email)
   const elsewhere = await newUser(orgB, "analyst")
   const here = await newUser(orgA, "analyst")
@@ -327,7 +327,7 @@ test("D30: creating a user whose email another organization uses gets a refusal 
   expect(await statusOf(elsewhere.id, orgB)).toBe("active")
 }, 60_000)
 
-test("D31: the audit row of a channel created in the console holds the URL's origin, never its path or query", async () => {
+test("the audit row of a channel created in the console holds the URL's origin, never its path or query", async () => {
   const s = await session(adminA.email)
   const url = "https://127.0.0.1:9/services/T000/B000/XXXXsecretpath?token=querysecret"
   const answer = await act(s, "/settings/alerts/channels", { url, minSeverity: "high" })
@@ -342,7 +342,7 @@ test("D31: the audit row of a channel created in the console holds the URL's ori
   expect(all.filter((r) => r.detail?.includes("secretpath") || r.detail?.includes("querysecret"))).toEqual([])
 }, 60_000)
 
-test("D27: signing in ends the session the browser sent with the sign-in form", async () => {
+test("signing in ends the session the browser sent with the sign-in form", async () => {
   const user = await newUser(orgA, "analyst")
   const first = await signIn(user.email, PASSWORD, newIp())
   const open = (cookie: string | undefined) =>
@@ -358,7 +358,7 @@ test("D27: signing in ends the session the browser sent with the sign-in form", 
   expect((await open(second.cookie)).status).toBe(200)
 }, 60_000)
 
-test("D26/D31: a console log line never holds a set-password token (the path is redacted)", () => {
+test("a console log line never holds a set-password token (the path is redacted)", () => {
   const token = "Zq3xV9-abcDEF_0123456789abcdefghijklmnopqrs"
   for (const url of [
     `/set-password/${token}`,
@@ -373,7 +373,7 @@ test("D26/D31: a console log line never holds a set-password token (the path is 
   expect(redactPath("/incidents/inc_1?flash=abc")).toBe("/incidents/inc_1?flash=abc")
 })
 
-test("D27: the per-IP sign-in throttle counts an IPv6 client per /64, as the API's rate limiter does", async () => {
+test("the per-IP sign-in throttle counts an IPv6 client per /64, as the API's rate limiter does", async () => {
   const prefix = "2001:db8:77:1"
   for (let i = 0; i < 20; i++) {
     const answer = await signIn(`v6-${i}@sec.example`, "wrong password guess", `${prefix}::${(i + 1).toString(16)}`)

@@ -15,7 +15,7 @@ afterAll(async () => {
   await server?.stop()
 })
 
-test("D25: with CONSOLE_TLS_CERT_FILE and CONSOLE_TLS_KEY_FILE the console serves HTTPS itself", async () => {
+test("with CONSOLE_TLS_CERT_FILE and CONSOLE_TLS_KEY_FILE the console serves HTTPS itself", async () => {
   server = await startServer({
     env: await testEnv({ CONSOLE_TLS_CERT_FILE: join(dir, "cert.pem"), CONSOLE_TLS_KEY_FILE: join(dir, "key.pem") }),
   })
@@ -26,7 +26,7 @@ test("D25: with CONSOLE_TLS_CERT_FILE and CONSOLE_TLS_KEY_FILE the console serve
   expect(await response.text()).toContain("Sign in")
 })
 
-test("D25: only one of the two TLS files is a configuration error naming the missing one", async () => {
+test("only one of the two TLS files is a configuration error naming the missing one", async () => {
   const child = Bun.spawn(["bun", "src/main.ts"], {
     cwd: join(import.meta.dir, "..", ".."),
     env: await testEnv({ CONSOLE_TLS_CERT_FILE: join(dir, "cert.pem") }),

@@ -70,7 +70,7 @@ const expectStopped = async (dataDir: string, pid: number | undefined) => {
 const orgNames = async (env: Record<string, string>) =>
   ((await adminJson(env, ["org", "list"])) as Array<{ name: string }>).map((org) => org.name).sort()
 
-describe("D35: the embedded PostgreSQL server", () => {
+describe("the embedded PostgreSQL server", () => {
   test("is PostgreSQL 18 in DATA_DIR/pg on a Unix socket only; as root it runs as its own account; SIGTERM stops it with the service", async () => {
     const dataDir = freshDataDir()
     const env = embeddedEnv(dataDir)

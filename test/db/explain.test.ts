@@ -43,7 +43,7 @@ const subsets = <A>(items: ReadonlyArray<A>): Array<Array<A>> => {
  * sorts priced out: if no index can serve the filter and the keyset order, PostgreSQL still has to choose a Seq Scan
  * or a Sort and the test fails. Issue "Read API" item 3: no sequential scans on the list queries, checked with EXPLAIN.
  */
-test("D7: every list statement, with every combination of filters and with a cursor, is served by an index (no sequential scan, no sort)", async () => {
+test("every list statement, with every combination of filters and with a cursor, is served by an index (no sequential scan, no sort)", async () => {
   const t = new Date()
   const eventFilters: Record<keyof EventFilters, unknown> = {
     sensorId: "",
@@ -123,7 +123,7 @@ test("D7: every list statement, with every combination of filters and with a cur
   }
 })
 
-test("D32: a change feed page is one range scan of its position index, from the start and from a token", async () => {
+test("a change feed page is one range scan of its position index, from the start and from a token", async () => {
   const cases: Array<[string, SqlText, string]> = []
   for (const after of [
     { xid: "0", seq: "0", fromMs: null },

@@ -30,7 +30,7 @@ const deletedTables = (): ReadonlySet<string> => {
  * out of tens of millions of events: with `events (incident_id)` unindexed it spent about 30 s per batch and never
  * finished. So every foreign key to a table the service deletes from has such an index.
  */
-test("D49: every foreign key to a table the service deletes rows from has an index starting with its column", async () => {
+test("every foreign key to a table the service deletes rows from has an index starting with its column", async () => {
   const migrated = await admin(env, ["migrate"])
   expect({ code: migrated.code, stderr: migrated.stderr }).toEqual({ code: 0, stderr: "" })
   const db = testDatabase(env)

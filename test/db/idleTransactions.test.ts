@@ -38,7 +38,7 @@ const sessionSetting = Effect.flatMap(
   (sql) => sql<{ value: string }>`select current_setting('idle_in_transaction_session_timeout') as value`,
 ).pipe(Effect.map((rows) => rows[0]?.value))
 
-describe("D33: the service's sessions never sit idle in a transaction for long", () => {
+describe("the service's sessions never sit idle in a transaction for long", () => {
   test("DATABASE_URL: the admin pool's and the API pool's sessions have idle_in_transaction_session_timeout 15s", async () => {
     const env = await testEnv({ DATABASE_URL: ADMIN_URL })
     if (env.DATA_DIR) dirs.push(env.DATA_DIR)

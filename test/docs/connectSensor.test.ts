@@ -44,7 +44,7 @@ const cowrieRows = tableAfter("### Cowrie (`eventid`)")
 const openCanaryRows = tableAfter("### OpenCanary (`logtype`)")
 const mongoRows = tableAfter("MongoDB (logtype 20001) writes every line under one logtype")
 
-describe("D42: docs/connect-a-sensor.md lists every honeypot line as the code maps it", () => {
+describe("docs/connect-a-sensor.md lists every honeypot line as the code maps it", () => {
   test("every Cowrie eventid is in one row, with its outcome and event type", () => {
     const wrong: Array<string> = []
     for (const [eventid, outcome] of COWRIE_EVENTIDS) {

@@ -40,7 +40,7 @@ afterAll(async () => {
   await shutdown(server)
 })
 
-describe("D38 /docs", () => {
+describe("/docs", () => {
   test("lists the six endpoints, no CSP violation, nothing requested from another host", async () => {
     const page = await browser.newPage({ viewport: { width: 1280, height: 900 } })
     const violations: Array<string> = []

@@ -150,7 +150,7 @@ describe("the repository's Markdown", () => {
     expect(read("README.md").split("\n").length).toBeLessThan(250)
   })
 
-  test("the pages cite no internal decision number (D12) and no issue number (#17, issue #15)", () => {
+  test("the pages cite no internal decision number and no issue number (#17, issue #15)", () => {
     const found = READER_PAGES.flatMap((file) => internalNumbers(file, read(file)))
     expect(READER_PAGES.length).toBeGreaterThan(4)
     expect(found).toEqual([])

@@ -33,8 +33,8 @@ const expectMasked = (value: unknown, length: number): MaskedSecret => {
   return masked
 }
 
-describe("D19 isPasswordLikeKey", () => {
-  test("D19 the listed words", () => {
+describe("isPasswordLikeKey", () => {
+  test("the listed words", () => {
     for (const word of ["password", "passwd", "pwd", "pass", "passphrase", "passcode", "secret", "token"]) {
       expect(PASSWORD_LIKE_WORDS).toContain(word)
     }
@@ -43,7 +43,7 @@ describe("D19 isPasswordLikeKey", () => {
     }
   })
 
-  test("D19 (widened) names split into words: case changes, _, -, ., spaces", () => {
+  test("(widened) names split into words: case changes, _, -, ., spaces", () => {
     expect(nameWords("access_token")).toEqual(["access", "token"])
     expect(nameWords("APIKey")).toEqual(["api", "key"])
     expect(nameWords("VNC Password")).toEqual(["vnc", "password"])
@@ -91,7 +91,7 @@ describe("D19 isPasswordLikeKey", () => {
     }
   })
 
-  test("D19 matches case-insensitively and ignores _ and -", () => {
+  test("matches case-insensitively and ignores _ and -", () => {
     for (const key of [
       "password",
       "PASSWORD",
@@ -115,20 +115,20 @@ describe("D19 isPasswordLikeKey", () => {
     }
   })
 
-  test("D19 does not match other keys", () => {
+  test("does not match other keys", () => {
     for (const key of ["username", "user", "keyboard", "monkey", "command", ""]) {
       expect(isPasswordLikeKey(key)).toBe(false)
     }
   })
 
-  test("D19/D20 invisible characters do not hide a password-like key", () => {
+  test("invisible characters do not hide a password-like key", () => {
     expect(isPasswordLikeKey("pass\u200bword")).toBe(true)
     expect(isPasswordLikeKey("pass\u00adword")).toBe(true)
   })
 })
 
-describe("D19 maskSecret", () => {
-  test("D19 masked is * repeated min(length, 32)", () => {
+describe("maskSecret", () => {
+  test("masked is * repeated min(length, 32)", () => {
     expect(maskSecret("", orgKeyA).masked).toBe("")
     expect(maskSecret("hunter2", orgKeyA).masked).toBe("*******")
     expect(maskSecret("x".repeat(32), orgKeyA).masked).toBe("*".repeat(32))
@@ -137,7 +137,7 @@ describe("D19 maskSecret", () => {
     expect(long.length).toBe(100)
   })
 
-  test("D19 length counts code points, not UTF-16 units, of the raw value", () => {
+  test("length counts code points, not UTF-16 units, of the raw value", () => {
     expect(maskSecret("😀😀", orgKeyA).length).toBe(2)
     expect(maskSecret("😀😀", orgKeyA).masked).toBe("**")
     expect(maskSecret("e\u0301", orgKeyA).length).toBe(2)
@@ -145,7 +145,7 @@ describe("D19 maskSecret", () => {
     expect(maskSecret("a\u200bb", orgKeyA).length).toBe(3)
   })
 
-  test("D19 fingerprint is 32 hex chars, stable per org key, different across org keys", () => {
+  test("fingerprint is 32 hex chars, stable per org key, different across org keys", () => {
     const a1 = maskSecret("correct horse battery staple", orgKeyA)
     const a2 = maskSecret("correct horse battery staple", orgKeyA)
     const b = maskSecret("correct horse battery staple", orgKeyB)
@@ -155,14 +155,14 @@ describe("D19 maskSecret", () => {
     expect(maskSecret("other password", orgKeyA).fingerprint).not.toBe(a1.fingerprint)
   })
 
-  test("D19 fingerprint is the truncated HMAC-SHA256 of the UTF-8 value", () => {
+  test("fingerprint is the truncated HMAC-SHA256 of the UTF-8 value", () => {
     const hmac = new Bun.CryptoHasher("sha256", orgKeyA).update("pässwörd😀").digest("hex")
     expect(maskSecret("pässwörd😀", orgKeyA).fingerprint).toBe(hmac.slice(0, 32))
   })
 })
 
-describe("D19/D20 prepareAttackerInput", () => {
-  test("D19 masks the password and sanitizes the username (spec shape)", () => {
+describe("prepareAttackerInput", () => {
+  test("masks the password and sanitizes the username (spec shape)", () => {
     const out = prepareAttackerInput({ username: "ro\u200bot\u001b[0m", password: "Sup3rS3cret!" }, orgKeyA)
     expect(out.username).toBe("root[0m")
     const masked = expectMasked(out.password, 12)
@@ -170,7 +170,7 @@ describe("D19/D20 prepareAttackerInput", () => {
     expect(Object.keys(out)).toEqual(["username", "password"])
   })
 
-  test("D19 masks every password-like key in various cases", () => {
+  test("masks every password-like key in various cases", () => {
     const input = {
       PASSWORD: "pw-upper-1",
       passphrase: "a long pass phrase",
@@ -189,7 +189,7 @@ describe("D19/D20 prepareAttackerInput", () => {
     }
   })
 
-  test("D19 masks password-like keys at any depth, also inside arrays", () => {
+  test("masks password-like keys at any depth, also inside arrays", () => {
     const out = prepareAttackerInput(
       { login: { password: "nested-pass" }, attempts: [{ user: "a", token: "tkn-in-array" }] },
       orgKeyA,
@@ -200,13 +200,13 @@ describe("D19/D20 prepareAttackerInput", () => {
     })
   })
 
-  test("D19 masks numbers through String()", () => {
+  test("masks numbers through String()", () => {
     const out = prepareAttackerInput({ password: 123456 }, orgKeyA)
     expect(out.password).toEqual(maskSecret("123456", orgKeyA))
     expectMasked(out.password, 6)
   })
 
-  test("D19 a forged masked object under a password-like key is masked whole", () => {
+  test("a forged masked object under a password-like key is masked whole", () => {
     const forged = { masked: "****", length: 4, fingerprint: "0123456789abcdef0123456789abcdef" }
     const out = prepareAttackerInput({ password: forged }, orgKeyA)
     expect(out.password).toEqual(maskSecret(JSON.stringify(forged), orgKeyA))
@@ -215,14 +215,14 @@ describe("D19/D20 prepareAttackerInput", () => {
     expect(list.secret).toEqual(maskSecret(JSON.stringify(["one-secret", "two-secret"]), orgKeyA))
   })
 
-  test("D20 a boolean under a password-like key is masked as its JSON text; null leaves the member out", () => {
+  test("a boolean under a password-like key is masked as its JSON text; null leaves the member out", () => {
     expect(prepareAttackerInput({ password: null, token: true, pin: false }, orgKeyA)).toEqual({
       token: maskSecret("true", orgKeyA),
       pin: maskSecret("false", orgKeyA),
     })
   })
 
-  test("D20 the root's username is always a string: JSON text of any other value, null left out", () => {
+  test("the root's username is always a string: JSON text of any other value, null left out", () => {
     expect(prepareAttackerInput({ username: 42 }, orgKeyA)).toEqual({ username: "42" })
     expect(prepareAttackerInput({ username: { nested: 1 } }, orgKeyA)).toEqual({ username: '{"nested":1}' })
     expect(prepareAttackerInput({ username: ["a\u200b"] }, orgKeyA)).toEqual({ username: '["a"]' })
@@ -232,12 +232,12 @@ describe("D19/D20 prepareAttackerInput", () => {
     expect(prepareAttackerInput({ nested: { username: 1 } }, orgKeyA)).toEqual({ nested: { username: 1 } })
   })
 
-  test("D19 a key that only looks password-like after sanitizing is masked", () => {
+  test("a key that only looks password-like after sanitizing is masked", () => {
     const out = prepareAttackerInput({ "pass\u200bword": "zero-width-pw" }, orgKeyA)
     expect(out).toEqual({ password: maskSecret("zero-width-pw", orgKeyA) })
   })
 
-  test("D19 the raw secret never appears in the output (property)", () => {
+  test("the raw secret never appears in the output (property)", () => {
     const secretKey = fc.constantFrom(
       "password",
       "PASSWORD",
@@ -267,7 +267,7 @@ describe("D19/D20 prepareAttackerInput", () => {
     )
   })
 
-  test("D19 the raw secret never appears, even when nested too deep or under a forged object", () => {
+  test("the raw secret never appears, even when nested too deep or under a forged object", () => {
     const raw = "hunter2-very-secret"
     let deep: unknown = { password: raw }
     for (let i = 0; i < 20; i++) deep = { a: deep }
@@ -283,7 +283,7 @@ describe("D19/D20 prepareAttackerInput", () => {
     }
   })
 
-  test("D20 sanitizes every other string and key", () => {
+  test("sanitizes every other string and key", () => {
     const out = prepareAttackerInput(
       { "com\u202emand": "rm -rf /\u0000", notes: ["a\u200b", { "x\u2066": "y\u{e0041}" }] },
       orgKeyA,
@@ -291,7 +291,7 @@ describe("D19/D20 prepareAttackerInput", () => {
     expect(out).toEqual({ command: "rm -rf /", notes: ["a", { x: "y" }] })
   })
 
-  test("D19 bounds: at most 64 keys per object and 64 items per array", () => {
+  test("bounds: at most 64 keys per object and 64 items per array", () => {
     const wide: Record<string, number> = {}
     for (let i = 0; i < 100; i++) wide[`k${i}`] = i
     const items = Array.from({ length: 100 }, (_, i) => i)
@@ -309,7 +309,7 @@ describe("D19/D20 prepareAttackerInput", () => {
     expect(ATTACKER_INPUT_MAX_ITEMS).toBe(64)
   })
 
-  test("D19 bounds: each string at most 4096 code points", () => {
+  test("bounds: each string at most 4096 code points", () => {
     const out = prepareAttackerInput({ username: "é".repeat(5000), ["k".repeat(5000)]: 1 }, orgKeyA)
     const username = out.username as string
     expect([...username]).toHaveLength(ATTACKER_INPUT_MAX_STRING)
@@ -320,14 +320,14 @@ describe("D19/D20 prepareAttackerInput", () => {
     expect(exact.username).toBe("a".repeat(4096))
   })
 
-  test("D19 a long secret is still masked whole (not cut first)", () => {
+  test("a long secret is still masked whole (not cut first)", () => {
     const raw = "p".repeat(5000)
     const out = prepareAttackerInput({ password: raw }, orgKeyA)
     expect(out.password).toEqual(maskSecret(raw, orgKeyA))
     expectMasked(out.password, 5000)
   })
 
-  test("D19 bounds: depth 8 as in sanitizeJson, and dangerous keys dropped", () => {
+  test("bounds: depth 8 as in sanitizeJson, and dangerous keys dropped", () => {
     let deep: unknown = "leaf"
     for (let i = 0; i < 12; i++) deep = { a: deep }
     expect(JSON.stringify(prepareAttackerInput(deep, orgKeyA))).toContain(TOO_DEEP)
@@ -335,13 +335,13 @@ describe("D19/D20 prepareAttackerInput", () => {
     expect(prepareAttackerInput(polluted, orgKeyA)).toEqual({ username: "u" })
   })
 
-  test("D19 non-object input gives {}", () => {
+  test("non-object input gives {}", () => {
     for (const input of [null, undefined, "password", 42, true, ["password", "x"], () => 1, 10n]) {
       expect(prepareAttackerInput(input, orgKeyA)).toEqual({})
     }
   })
 
-  test("D19 never mutates its input", () => {
+  test("never mutates its input", () => {
     const input = { username: "u\u200b", password: "mutation-check", nested: { token: "tkn-mutation" } }
     const copy = structuredClone(input)
     prepareAttackerInput(input, orgKeyA)
@@ -349,7 +349,7 @@ describe("D19/D20 prepareAttackerInput", () => {
   })
 })
 
-describe("D19 (widened) secrets inside attacker text keep the name and the rest, the value becomes *s", () => {
+describe("(widened) secrets inside attacker text keep the name and the rest, the value becomes *s", () => {
   const cases: ReadonlyArray<[string, string, string]> = [
     [
       "URL query",
@@ -376,20 +376,20 @@ describe("D19 (widened) secrets inside attacker text keep the name and the rest,
     ["long value", `?token=${"x".repeat(100)}`, `?token=${"*".repeat(32)}`],
   ]
   for (const [form, raw, expected] of cases) {
-    test(`D19 ${form}`, () => {
+    test(`${form}`, () => {
       expect(maskSecretsInText(raw)).toBe(expected)
       expect(maskSecretsInText(expected)).toBe(expected) // idempotent
       expect(prepareAttackerInput({ text: raw }, orgKeyA).text).toBe(sanitizeText(expected))
     })
   }
 
-  test("D19 other parameters, names and texts are left alone", () => {
+  test("other parameters, names and texts are left alone", () => {
     for (const text of ["/search?q=password&page=2", "keyboard=qwerty", "a=b", "no secrets here", "Host: example"]) {
       expect(maskSecretsInText(text)).toBe(text)
     }
   })
 
-  test("D19 headers captured as [name, value] pairs or HAR {name, value} objects: the secret values are masked", () => {
+  test("headers captured as [name, value] pairs or HAR {name, value} objects: the secret values are masked", () => {
     const out = prepareAttackerInput(
       {
         headers: [
@@ -428,14 +428,14 @@ describe("D19 (widened) secrets inside attacker text keep the name and the rest,
     expect(prepareAttackerInput({ tags: ["password", "admin"] }, orgKeyA).tags).toEqual(["password", "admin"])
   })
 
-  test("D19 a header line is masked although D20 then removes its line breaks", () => {
+  test("a header line is masked although D20 then removes its line breaks", () => {
     const out = prepareAttackerInput({ headers: "GET / HTTP/1.1\r\nCookie: sid=s3cret\r\nHost: x" }, orgKeyA)
     expect(out.headers).toBe("GET / HTTP/1.1Cookie: **********Host: x")
   })
 })
 
-describe("D20 readableAttackerInput: any stored jsonb reads back as a valid attackerInput", () => {
-  test("D20 old shapes become the D20 shape; secrets still in clear are masked without a fingerprint", () => {
+describe("readableAttackerInput: any stored jsonb reads back as a valid attackerInput", () => {
+  test("old shapes become the D20 shape; secrets still in clear are masked without a fingerprint", () => {
     expect(
       readableAttackerInput({
         username: 42,
@@ -457,7 +457,7 @@ describe("D20 readableAttackerInput: any stored jsonb reads back as a valid atta
     })
   })
 
-  test("D20 a row in the stored shape is unchanged (property)", () => {
+  test("a row in the stored shape is unchanged (property)", () => {
     fc.assert(
       fc.property(fc.dictionary(fc.string(), fc.jsonValue()), (input) => {
         const stored = prepareAttackerInput(input, orgKeyA)
@@ -467,7 +467,7 @@ describe("D20 readableAttackerInput: any stored jsonb reads back as a valid atta
     )
   })
 
-  test("D20 anything at all gives a value the AttackerInput schema accepts (property)", () => {
+  test("anything at all gives a value the AttackerInput schema accepts (property)", () => {
     fc.assert(
       fc.property(fc.jsonValue(), (stored) => {
         const out = readableAttackerInput(stored)
@@ -496,7 +496,7 @@ const countMasked = (value: unknown): number => {
 const bytes = (value: unknown): number => Buffer.byteLength(JSON.stringify(value))
 
 describe("Hardening 2 item 4: attackerInput bounded after masking, with a visible cut", () => {
-  test("D19 many short secrets (the 1 MB post that stored 7.8 M characters) store at most 16 KiB and 64 masked members, with the cut mark", () => {
+  test("many short secrets (the 1 MB post that stored 7.8 M characters) store at most 16 KiB and 64 masked members, with the cut mark", () => {
     const input = manyShortSecrets()
     expect(bytes(input)).toBeGreaterThan(1_000_000)
     const out = prepareAttackerInput(input, orgKeyA)
@@ -517,7 +517,7 @@ describe("Hardening 2 item 4: attackerInput bounded after masking, with a visibl
     expect(repairAttackerInput(out, orgKeyA)).toEqual(out)
   })
 
-  test("D19 the spec's members come first and survive a cut", () => {
+  test("the spec's members come first and survive a cut", () => {
     const tokens = Array.from({ length: 50 }, () => ({ token: "x" }))
     const out = prepareAttackerInput(
       { a: tokens, b: tokens, c: "after", username: "admin", password: "hunter2" },
@@ -531,7 +531,7 @@ describe("Hardening 2 item 4: attackerInput bounded after masking, with a visibl
     expect(out[CUT_MEMBER]).toBe(cutMark(37 + 1, 37 * 13 + 7))
   })
 
-  test("D19 past the size bound a long string keeps what fits, and the rest is cut", () => {
+  test("past the size bound a long string keeps what fits, and the rest is cut", () => {
     const input = {
       username: "u",
       a: "a".repeat(4000),
@@ -549,7 +549,7 @@ describe("Hardening 2 item 4: attackerInput bounded after masking, with a visibl
     expect(out[CUT_MEMBER]).toMatch(/^cut: 1 more member, \d+ bytes$/)
   })
 
-  test("D19 secrets captured as header pairs count against the masked bound and are never left in clear", () => {
+  test("secrets captured as header pairs count against the masked bound and are never left in clear", () => {
     const headers = Array.from({ length: 64 }, (_, i) => ["Cookie", `session-${i}-s3cr3t`])
     const out = prepareAttackerInput({ h1: headers, h2: headers, h3: headers }, orgKeyA)
     expect(JSON.stringify(out)).not.toContain("s3cr3t")
@@ -557,7 +557,7 @@ describe("Hardening 2 item 4: attackerInput bounded after masking, with a visibl
     expect(out[CUT_MEMBER]).toMatch(/^cut: /)
   })
 
-  test("D20 an oversized row stored before the bound reads back bounded, with the cut mark", () => {
+  test("an oversized row stored before the bound reads back bounded, with the cut mark", () => {
     // What older versions stored for the issue's post: every member masked, 7.8 M characters.
     const old: Record<string, unknown> = { username: "root" }
     const masked = maskSecret("1", orgKeyA)
@@ -571,7 +571,7 @@ describe("Hardening 2 item 4: attackerInput bounded after masking, with a visibl
     expect(out[CUT_MEMBER]).toMatch(/^cut: \d+ more members, over \d+ bytes$/)
   })
 
-  test("D20 a member the sensor named like the cut mark is renamed; the mark is the service's own", () => {
+  test("a member the sensor named like the cut mark is renamed; the mark is the service's own", () => {
     const input: Record<string, unknown> = { [CUT_MEMBER]: "cut: 0 more members, 0 bytes" }
     for (let i = 0; i < 100; i++) input[`k${i}`] = i
     const out = prepareAttackerInput(input, orgKeyA)
@@ -579,7 +579,7 @@ describe("Hardening 2 item 4: attackerInput bounded after masking, with a visibl
     expect(prepareAttackerInput({ [CUT_MEMBER]: "mine" }, orgKeyA)).toEqual({ "… (sent)": "mine" })
   })
 
-  test("D19/D20 any input stores within the bounds and reads back unchanged (property)", () => {
+  test("any input stores within the bounds and reads back unchanged (property)", () => {
     const wide = fc.oneof(
       fc.jsonValue({ maxDepth: 4 }),
       fc.array(fc.record({ pwd: fc.string(), note: fc.string({ maxLength: 600 }) }), { maxLength: 300 }),
@@ -599,8 +599,8 @@ describe("Hardening 2 item 4: attackerInput bounded after masking, with a visibl
   })
 })
 
-describe("D20 webhookAttackerInput: shortened for webhooks", () => {
-  test("D20 strings and names cut to 256 code points, 16 masked members, 4 KiB, depth 6, with the cut mark", () => {
+describe("webhookAttackerInput: shortened for webhooks", () => {
+  test("strings and names cut to 256 code points, 16 masked members, 4 KiB, depth 6, with the cut mark", () => {
     let deep: unknown = "leaf"
     for (let i = 0; i < 10; i++) deep = { a: deep }
     const stored = prepareAttackerInput({ ...manyShortSecrets(), ["n".repeat(400)]: "v".repeat(400), deep }, orgKeyA)

@@ -23,7 +23,7 @@ import { type RunningServer, shutdown, startServer, testEnv } from "../support/s
 const key = new Uint8Array(32).fill(3)
 const FORGED = "cut: 12 more members, 9000 bytes"
 
-describe("D20: a sensor-sent cut mark is renamed at ingestion", () => {
+describe("a sensor-sent cut mark is renamed at ingestion", () => {
   test('D20: a root member named "…" (also behind an invisible character) is stored as "… (sent)", nothing cut', () => {
     for (const name of [CUT_MEMBER, `${CUT_MEMBER}\u200b`, `\u200b${CUT_MEMBER}\u2060`]) {
       const out = prepareAttackerInput({ username: "root", [name]: FORGED }, key)
@@ -37,7 +37,7 @@ describe("D20: a sensor-sent cut mark is renamed at ingestion", () => {
     })
   })
 
-  test("D20: the renamed member counts toward the 64-member limit; the service's own mark then says what was cut", () => {
+  test("the renamed member counts toward the 64-member limit; the service's own mark then says what was cut", () => {
     const input: Record<string, unknown> = { [CUT_MEMBER]: FORGED }
     for (let i = 0; i < ATTACKER_INPUT_MAX_KEYS; i++) input[`m${i}`] = i
     const out = prepareAttackerInput(input, key)
@@ -113,14 +113,14 @@ const body = (inputs: ReadonlyArray<Record<string, unknown>>) =>
     }),
   )
 
-describe("D20: a webhook's truncated comes from its own cut", () => {
+describe("a webhook's truncated comes from its own cut", () => {
   test('D20: a stored "…" member alone (a row written before the rename) does not make a webhook truncated', () => {
     const sent = body([{ username: "root", [CUT_MEMBER]: FORGED }])
     expect(sent.truncated).toBeUndefined()
     expect(sent.incident.events[0].attackerInput[CUT_MEMBER]).toBe(FORGED)
   })
 
-  test("D20: an attackerInput the webhook walk cuts makes it truncated", () => {
+  test("an attackerInput the webhook walk cuts makes it truncated", () => {
     const big = Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`m${i}`, i]))
     expect(Object.hasOwn(webhookAttackerInput(big), CUT_MEMBER)).toBe(true)
     expect(body([{ username: "root" }, big]).truncated).toBe(true)
@@ -128,7 +128,7 @@ describe("D20: a webhook's truncated comes from its own cut", () => {
   })
 })
 
-describe("D20: end to end, ingest then the API", () => {
+describe("end to end, ingest then the API", () => {
   let server: RunningServer
   let db: TestDatabase
   beforeAll(async () => {

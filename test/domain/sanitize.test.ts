@@ -47,27 +47,27 @@ const anyString = fc.oneof(
   }),
 )
 
-describe("D20 sanitizeText", () => {
-  test("D20 removes NUL, BEL and other C0 controls", () => {
+describe("sanitizeText", () => {
+  test("removes NUL, BEL and other C0 controls", () => {
     expect(sanitizeText("a\u0000b\u0007c")).toBe("abc")
     expect(sanitizeText("a\tb\nc\rd\u007f")).toBe("abcd")
   })
 
-  test("D20 removes ESC, which neutralises ANSI sequences", () => {
+  test("removes ESC, which neutralises ANSI sequences", () => {
     expect(sanitizeText("\u001b[31mred\u001b[0m")).toBe("[31mred[0m")
   })
 
-  test("D20 removes C1 controls U+0080–U+009F", () => {
+  test("removes C1 controls U+0080–U+009F", () => {
     let c1 = ""
     for (let cp = 0x80; cp <= 0x9f; cp++) c1 += String.fromCharCode(cp)
     expect(sanitizeText(`x${c1}y`)).toBe("xy")
   })
 
-  test("D20 removes zero-width characters and the BOM", () => {
+  test("removes zero-width characters and the BOM", () => {
     expect(sanitizeText("a\u200bb\u200cc\u200dd\u2060e\ufefff")).toBe("abcdef")
   })
 
-  test("D20 removes bidi overrides (Trojan Source) and isolates", () => {
+  test("removes bidi overrides (Trojan Source) and isolates", () => {
     // The classic Trojan Source comment: RLO ... LRI makes the source look different from what it is.
     const trojan = "/*\u202e } \u2066if (isAdmin)\u2069 \u2066 begin admins only */"
     expect(sanitizeText(trojan)).toBe("/* } if (isAdmin)  begin admins only */")
@@ -75,12 +75,12 @@ describe("D20 sanitizeText", () => {
     expect(sanitizeText("a\u2066b\u2067c\u2068d\u2069e")).toBe("abcde")
   })
 
-  test("D20 removes LRM, RLM, ALM and the soft hyphen", () => {
+  test("removes LRM, RLM, ALM and the soft hyphen", () => {
     expect(sanitizeText("a\u200eb\u200fc\u061cd")).toBe("abcd")
     expect(sanitizeText("pass\u00adword")).toBe("password")
   })
 
-  test("D20 removes Hangul fillers, tag characters, variation selectors and other default-ignorables", () => {
+  test("removes Hangul fillers, tag characters, variation selectors and other default-ignorables", () => {
     expect(sanitizeText("a\u3164b\u115fc\u1160d\uffa0e")).toBe("abcde")
     expect(sanitizeText("hidden\u{e0041}\u{e0042}\u{e007f}")).toBe("hidden")
     expect(sanitizeText("\u2764\ufe0f")).toBe("\u2764")
@@ -88,7 +88,7 @@ describe("D20 sanitizeText", () => {
     expect(sanitizeText("a\u180bb\u180fc\u034fd")).toBe("abcd")
   })
 
-  test("D20 removes lone high and lone low surrogates", () => {
+  test("removes lone high and lone low surrogates", () => {
     expect(sanitizeText("a\ud800b")).toBe("ab")
     expect(sanitizeText("a\udc00b")).toBe("ab")
     expect(sanitizeText("\ud83d")).toBe("")
@@ -96,14 +96,14 @@ describe("D20 sanitizeText", () => {
     expect(sanitizeText("\ud83d\ud83d\ude00")).toBe("😀")
   })
 
-  test("D20 keeps emoji, combining accents, ordinary spaces and any script", () => {
+  test("keeps emoji, combining accents, ordinary spaces and any script", () => {
     expect(sanitizeText("😀")).toBe("😀")
     expect(sanitizeText("e\u0301")).toBe("e\u0301")
     expect(sanitizeText("攻击者 مهاجم атакующий a b")).toBe("攻击者 مهاجم атакующий a b")
     expect(sanitizeText("")).toBe("")
   })
 
-  test("D20 is idempotent (property)", () => {
+  test("is idempotent (property)", () => {
     fc.assert(
       fc.property(anyString, (s) => {
         const once = sanitizeText(s)
@@ -113,7 +113,7 @@ describe("D20 sanitizeText", () => {
     )
   })
 
-  test("D20 output never contains a removed character (property)", () => {
+  test("output never contains a removed character (property)", () => {
     fc.assert(
       fc.property(anyString, (s) => {
         const out = sanitizeText(s)
@@ -125,7 +125,7 @@ describe("D20 sanitizeText", () => {
     )
   })
 
-  test("D20 only removes: the output is the input minus removed code points (property)", () => {
+  test("only removes: the output is the input minus removed code points (property)", () => {
     fc.assert(
       fc.property(anyString, (s) => {
         const kept = [...s].filter((c) => !REMOVED_CLASSES.test(c)).join("")
@@ -135,7 +135,7 @@ describe("D20 sanitizeText", () => {
     )
   })
 
-  test("D20 handles a 1 MiB string", () => {
+  test("handles a 1 MiB string", () => {
     const clean = "a".repeat(1024 * 1024)
     expect(sanitizeText(clean)).toBe(clean)
     const dirty = "ab\u200b\u001b".repeat(256 * 1024)
@@ -143,33 +143,33 @@ describe("D20 sanitizeText", () => {
   })
 })
 
-describe("D20 truncateCodePoints", () => {
-  test("D20 keeps a string within the limit unchanged, without an ellipsis", () => {
+describe("truncateCodePoints", () => {
+  test("keeps a string within the limit unchanged, without an ellipsis", () => {
     expect(truncateCodePoints("abc", 3)).toBe("abc")
     expect(truncateCodePoints("abc", 10)).toBe("abc")
     expect(truncateCodePoints("😀😀😀", 3)).toBe("😀😀😀")
     expect(truncateCodePoints("", 5)).toBe("")
   })
 
-  test("D20 cuts to exactly max code points ending in …", () => {
+  test("cuts to exactly max code points ending in …", () => {
     expect(truncateCodePoints("abcdef", 4)).toBe("abc…")
     expect(truncateCodePoints("abcdef", 1)).toBe("…")
     expect(codePoints(truncateCodePoints("x".repeat(1000), 256))).toBe(256)
   })
 
-  test("D20 never splits an emoji surrogate pair", () => {
+  test("never splits an emoji surrogate pair", () => {
     expect(truncateCodePoints("😀😀😀😀", 3)).toBe("😀😀…")
     expect(truncateCodePoints("a😀b😀c", 3)).toBe("a😀…")
     expect(truncateCodePoints("a😀b😀c", 4)).toBe("a😀b…")
     expect(truncateCodePoints("😀😀😀😀", 3).isWellFormed()).toBe(true)
   })
 
-  test("D20 max of 0 or less gives the empty string", () => {
+  test("max of 0 or less gives the empty string", () => {
     expect(truncateCodePoints("abc", 0)).toBe("")
     expect(truncateCodePoints("abc", -1)).toBe("")
   })
 
-  test("D20 length and prefix properties", () => {
+  test("length and prefix properties", () => {
     fc.assert(
       fc.property(anyString, fc.integer({ min: 1, max: 40 }), (s, max) => {
         const out = truncateCodePoints(s, max)
@@ -188,8 +188,8 @@ describe("D20 truncateCodePoints", () => {
   })
 })
 
-describe("D20 sanitizeJson", () => {
-  test("D20 sanitizes strings and keys, keeps scalars, drops non-JSON types", () => {
+describe("sanitizeJson", () => {
+  test("sanitizes strings and keys, keeps scalars, drops non-JSON types", () => {
     const input = {
       "na\u200bme": "ev\u202eil",
       n: 1.5,
@@ -204,7 +204,7 @@ describe("D20 sanitizeJson", () => {
     expect(sanitizeJson(undefined)).toBeUndefined()
   })
 
-  test("D20 never mutates its input", () => {
+  test("never mutates its input", () => {
     const input = { a: ["x\u200b", { b: "y\u0000" }] }
     const copy = structuredClone(input)
     const out = sanitizeJson(input)
@@ -212,7 +212,7 @@ describe("D20 sanitizeJson", () => {
     expect(out).not.toBe(input)
   })
 
-  test("D20 drops __proto__, constructor and prototype keys", () => {
+  test("drops __proto__, constructor and prototype keys", () => {
     const input: unknown = JSON.parse('{"__proto__":{"polluted":true},"constructor":1,"prototype":2,"ok":3}')
     const out = sanitizeJson(input) as Record<string, unknown>
     expect(out).toEqual({ ok: 3 })
@@ -222,7 +222,7 @@ describe("D20 sanitizeJson", () => {
     expect(sanitizeJson({ "__pro\u200bto__": { polluted: true } })).toEqual({})
   })
 
-  test("D20 bounds the depth (default 8)", () => {
+  test("bounds the depth (default 8)", () => {
     const nest = (levels: number): unknown => {
       let v: unknown = "leaf"
       for (let i = 0; i < levels; i++) v = { a: v }
@@ -236,15 +236,15 @@ describe("D20 sanitizeJson", () => {
     expect(sanitizeJson({ a: { b: [1] } }, { maxDepth: 1 })).toEqual({ a: { b: TOO_DEEP } })
   })
 
-  test("D20 terminates on cyclic input", () => {
+  test("terminates on cyclic input", () => {
     const cyclic: Record<string, unknown> = { name: "x" }
     cyclic.self = cyclic
     expect(JSON.stringify(sanitizeJson(cyclic))).toContain(TOO_DEEP)
   })
 })
 
-describe("D20 shortenStrings", () => {
-  test("D20 cuts every string to 256 code points by default, keys included", () => {
+describe("shortenStrings", () => {
+  test("cuts every string to 256 code points by default, keys included", () => {
     const long = "😀".repeat(300)
     const out = shortenStrings({ username: long, nested: [{ [long]: long }], short: "ok", n: 1 }) as {
       username: string
@@ -261,7 +261,7 @@ describe("D20 shortenStrings", () => {
     expect(codePoints(value)).toBe(256)
   })
 
-  test("D20 takes an explicit maximum and keeps short strings as they are", () => {
+  test("takes an explicit maximum and keeps short strings as they are", () => {
     expect(shortenStrings({ a: "abcdef", b: "abc" }, 4)).toEqual({ a: "abc…", b: "abc" })
     expect(shortenStrings("x".repeat(256))).toBe("x".repeat(256))
   })

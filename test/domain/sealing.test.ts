@@ -5,7 +5,7 @@ const keyA = new Uint8Array(32).fill(1)
 const keyB = new Uint8Array(32).fill(2)
 const text = new TextEncoder().encode("whsec_example")
 
-describe("D16/D19 secrets at rest (AES-256-GCM under SECRET_KEY)", () => {
+describe("secrets at rest (AES-256-GCM under SECRET_KEY)", () => {
   test("seal then open gives the plaintext; the text names the key id, never the plaintext", () => {
     const sealer = makeSealer(keyA)
     const sealed = sealer.seal(text)

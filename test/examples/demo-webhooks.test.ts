@@ -22,7 +22,7 @@ afterAll(async () => {
   if (env?.DATA_DIR) rmSync(env.DATA_DIR, { recursive: true, force: true })
 })
 
-test("D15/D24 `bun run demo --org` sends signed created, escalated and reopened webhooks to examples/receiver.ts", async () => {
+test("`bun run demo --org` sends signed created, escalated and reopened webhooks to examples/receiver.ts", async () => {
   const certs = makeTestCertificate({ ipAddresses: ["127.0.0.1"] })
   const caFile = join(tmpdir(), `dsvc-demo-ca-${process.pid}-${Date.now()}.pem`)
   writeFileSync(caFile, certs.caCert)

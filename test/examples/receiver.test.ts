@@ -146,7 +146,7 @@ describe("a signed delivery", () => {
       sensor: { id: "sen_01JTESTSENSOR00000000000000", name: "web-01", profile: "opencanary", lastSeenAt: null },
     })
 
-  test("D43: sensor.silent and sensor.recovered (a sensor, no incident) go to onSensorHealth, not onIncident", async () => {
+  test("sensor.silent and sensor.recovered (a sensor, no incident) go to onSensorHealth, not onIncident", async () => {
     const health: unknown[] = []
     const { receiver, calls } = start({ onSensorHealth: (event) => void health.push(event) })
     const bodies = [sensorBody(newEventId(), "sensor.silent"), sensorBody(newEventId(), "sensor.recovered")]
@@ -156,7 +156,7 @@ describe("a signed delivery", () => {
     expect(calls).toEqual([])
   })
 
-  test("D43: without onSensorHealth, a sensor-health alert is acknowledged (so not retried) and dropped", async () => {
+  test("without onSensorHealth, a sensor-health alert is acknowledged (so not retried) and dropped", async () => {
     const { receiver, calls } = start()
     const body = sensorBody(newEventId(), "sensor.silent")
     expect((await post(receiver, body, deliveryHeaders(body))).status).toBe(202)

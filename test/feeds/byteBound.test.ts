@@ -62,8 +62,8 @@ const walk = (limit: number, maxBytes: number) => {
   throw new Error("the walk did not end")
 }
 
-describe("D32: change feeds bounded in bytes", () => {
-  test("D32: a page stops before its byte bound with hasMore and the token after the last change shown; a walk sees every change once", () => {
+describe("change feeds bounded in bytes", () => {
+  test("a page stops before its byte bound with hasMore and the token after the last change shown; a walk sees every change once", () => {
     for (const [limit, maxBytes] of [
       [10, 6000],
       [25, 8000],
@@ -78,7 +78,7 @@ describe("D32: change feeds bounded in bytes", () => {
     }
   })
 
-  test("D32: a page within the bound is unchanged: every row up to limit, hasMore only when more rows exist", () => {
+  test("a page within the bound is unchanged: every row up to limit, hasMore only when more rows exist", () => {
     const first = Effect.runSync(
       feedPage(key, "events/changes", ORG, { limit: "5" }, read, (r) => ({ id: r.id }), 4 * 1024 * 1024),
     )

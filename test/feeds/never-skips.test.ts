@@ -68,7 +68,7 @@ const heldEvent = (orgId: string, sensorId: string, incidentId: string, n: strin
   attackerInput: {},
 })
 
-describe("D33: the feed never skips a change that commits late", () => {
+describe("the feed never skips a change that commits late", () => {
   test("a transaction that took its position first and commits last: the naive `seq > last` poll skips it, the feed waits for it", async () => {
     const { orgId, key } = await createTenant(db, "D33 Late")
     const sensor = await createSensor(db, orgId, "web-late")

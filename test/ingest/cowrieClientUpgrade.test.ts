@@ -44,7 +44,7 @@ const line = (session: string, ip: string, i: number, eventid: string, fields: R
 const eventsOf = async (ip: string): Promise<Array<any>> =>
   (await get(server.url, `/v1/events?sourceIp=${ip}&limit=100`, tenant.key)).body.data
 
-test("D42: a session merged before 0021 keeps its client version, HASSH and environment when a new merged line arrives", async () => {
+test("a session merged before 0021 keeps its client version, HASSH and environment when a new merged line arrives", async () => {
   const ip = "192.0.2.180"
   const s = "upgrade01"
   const first = [
@@ -106,7 +106,7 @@ test("D42: a session merged before 0021 keeps its client version, HASSH and envi
   expect(JSON.stringify(state[0]?.client)).toContain("SSH-2.0-OldClient")
 })
 
-test("D42: at most 1,000 events waiting for a session's connect are completed per request; the rest by its next request", async () => {
+test("at most 1,000 events waiting for a session's connect are completed per request; the rest by its next request", async () => {
   const ip = "192.0.2.181"
   const s = "upgrade02"
   const waiting = Array.from({ length: 1005 }, (_, k) =>

@@ -174,7 +174,7 @@ const inspect = (label: string, contains: (needle: string) => boolean) => {
   expect({ label, missingUsernames }).toEqual({ label, missingUsernames: [] })
 }
 
-describe("D19: no raw captured secret anywhere in a database dump", () => {
+describe("no raw captured secret anywhere in a database dump", () => {
   test("secrets go in through the native, OpenCanary and Cowrie routes; the API answers them masked", async () => {
     const native = await ingest(server.ingestUrl, "events", sensor.token, [
       nativeEvent({

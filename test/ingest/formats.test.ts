@@ -413,7 +413,7 @@ const OC_CASES: ReadonlyArray<OcCase> = [
   },
 ]
 
-describe("OpenCanary mapper (D22)", () => {
+describe("OpenCanary mapper", () => {
   test.each(OC_CASES.map((c) => [c.name, c] as const))("maps %s", (_name, c) => {
     const event = expectMapped(mapOpenCanary(c.line))
     expect(event.type).toBe(c.type)
@@ -475,7 +475,7 @@ describe("OpenCanary mapper (D22)", () => {
     [1000, "LOG_BASE_BOOT"],
     [1001, "LOG_BASE_MSG"],
     [1004, "LOG_BASE_PING"],
-  ] as const)("D42: logtype %d is ignored with a reason naming it", (logtype, constant) => {
+  ] as const)("logtype %d is ignored with a reason naming it", (logtype, constant) => {
     const result = mapOpenCanary(ocLine(logtype, { msg: "Canary running!!!" }))
     if (result._tag !== "Ignored") throw new Error(`expected Ignored, got ${result._tag}`)
     expect(result.reason).toContain(String(logtype))
@@ -487,7 +487,7 @@ describe("OpenCanary mapper (D22)", () => {
     [99000, "decoy.activity"],
     [7001, "httpproxy.login_attempt"],
     [11001, "ntp.monlist"],
-  ] as const)("D42: logtype %d is accepted (an unknown one as a generic event)", (logtype, type) => {
+  ] as const)("logtype %d is accepted (an unknown one as a generic event)", (logtype, type) => {
     expect(expectMapped(mapOpenCanary(ocLine(logtype, { msg: "Canary running!!!" }))).type).toBe(type)
   })
 
@@ -728,7 +728,7 @@ const COWRIE_CASES: ReadonlyArray<CowrieCase> = [
   },
 ]
 
-describe("Cowrie mapper (D22)", () => {
+describe("Cowrie mapper", () => {
   test.each(COWRIE_CASES.map((c) => [c.name, c] as const))("maps %s", (_name, c) => {
     const event = expectMapped(mapCowrie(c.line))
     expect(event.type).toBe(c.type)
@@ -765,7 +765,7 @@ describe("Cowrie mapper (D22)", () => {
     ["cowrie.direct-tcpip.request", "Mapped"],
     ["cowrie.session.params", "Ignored"],
     ["cowrie.some.future_eventid", "Mapped"],
-  ])("D42: eventid %s is never rejected (%s)", (eventid, tag) => {
+  ])("eventid %s is never rejected (%s)", (eventid, tag) => {
     const got: string = mapCowrie(cowrieLine(eventid, { version: "SSH-2.0-Go" }, "Remote SSH version"))._tag
     expect(got).toBe(tag)
   })
@@ -828,7 +828,7 @@ describe("Cowrie mapper (D22)", () => {
 
 // ---------------------------------------------------------------------------------------------------------------------
 
-describe("D22 sensorEventId: a resent line is a duplicate", () => {
+describe("sensorEventId: a resent line is a duplicate", () => {
   test("the same OpenCanary line gives the same id, whatever its key order; another line another id", () => {
     const line = ocLine(4002, { PASSWORD: "123456", USERNAME: "root" })
     const reordered = JSON.parse(JSON.stringify(Object.fromEntries(Object.entries(line).reverse()))) as Record<
@@ -865,7 +865,7 @@ describe("D22 sensorEventId: a resent line is a duplicate", () => {
   })
 })
 
-describe("D19: a honeypot line's id is keyed per organization, no oracle for the password in it", () => {
+describe("a honeypot line's id is keyed per organization, no oracle for the password in it", () => {
   const ocLogin = ocLine(4002, { PASSWORD: "Winter2026!", USERNAME: "root" })
   const cwLogin = cowrieLine(
     "cowrie.login.failed",
@@ -912,7 +912,7 @@ describe("D19: a honeypot line's id is keyed per organization, no oracle for the
   })
 })
 
-describe("D22: a Cowrie line takes its session's protocol and ports from the session's connect", () => {
+describe("a Cowrie line takes its session's protocol and ports from the session's connect", () => {
   const TELNET_SESSION = "c0ffee123456"
   const at = (fields: Record<string, unknown>) => ({ ...fields, session: TELNET_SESSION })
   const connect = at(

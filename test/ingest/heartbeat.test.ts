@@ -34,14 +34,14 @@ const streamOf = (bytes: Uint8Array, chunk = 256) =>
     },
   })
 
-describe("D43: heartbeat body bound", () => {
-  test("D43: an empty body and a small one answer 204", async () => {
+describe("heartbeat body bound", () => {
+  test("an empty body and a small one answer 204", async () => {
     expect((await beat(undefined)).status).toBe(204)
     expect((await beat("{}")).status).toBe(204)
     expect((await beat("x".repeat(1024))).status).toBe(204)
   })
 
-  test("D43: a declared body over 1 KiB (a 1.2 MB one, or 1025 bytes) is 413 with a problem document", async () => {
+  test("a declared body over 1 KiB (a 1.2 MB one, or 1025 bytes) is 413 with a problem document", async () => {
     for (const size of [1_200_000, 1025]) {
       const res = await beat("x".repeat(size))
       expect(res.status).toBe(413)
@@ -49,7 +49,7 @@ describe("D43: heartbeat body bound", () => {
     }
   })
 
-  test("D43: a chunked body (no Content-Length) is counted as it is read: over 1 KiB is 413, under it 204", async () => {
+  test("a chunked body (no Content-Length) is counted as it is read: over 1 KiB is 413, under it 204", async () => {
     const big = await beat(streamOf(new Uint8Array(1_200_000).fill(0x78)))
     expect(big.status).toBe(413)
     expect(await big.json()).toMatchObject({ status: 413, code: "payload_too_large" })
@@ -58,8 +58,8 @@ describe("D43: heartbeat body bound", () => {
   })
 })
 
-describe("D22: ingest 401 wording", () => {
-  test("D22: no Authorization header: the token is missing, and the detail says how to send it", async () => {
+describe("ingest 401 wording", () => {
+  test("no Authorization header: the token is missing, and the detail says how to send it", async () => {
     for (const path of ["/ingest/v1/heartbeat", "/ingest/v1/events"]) {
       const res = await fetch(`${server.ingestUrl}${path}`, { method: "POST", body: "" })
       expect(res.status).toBe(401)

@@ -75,8 +75,8 @@ const nativeEvent = (id: string, overrides: Record<string, unknown> = {}) => ({
   ...overrides,
 })
 
-describe("D41 HEC: Cowrie's output_splunk", () => {
-  test("D41: each recorded request, byte for byte on its own connection and all at once, answers HEC's Success; the session reads back through the API; a resend stores nothing twice (D22)", async () => {
+describe("HEC: Cowrie's output_splunk", () => {
+  test("each recorded request, byte for byte on its own connection and all at once, answers HEC's Success; the session reads back through the API; a resend stores nothing twice", async () => {
     const t = await tenantWithSensor("hec-cowrie")
     const send = () =>
       Promise.all(COWRIE_FILES.map((file) => sendRaw(server.ingestUrl, recordedRequest(file, t.token))))
@@ -110,8 +110,8 @@ describe("D41 HEC: Cowrie's output_splunk", () => {
   })
 })
 
-describe("D41 HEC: batches", () => {
-  test("D41: concatenated without whitespace (Vector), with newlines and a JSON-text event, and a JSON array: each is one batch; Cowrie and OpenCanary events are routed by shape; a resend stores nothing twice", async () => {
+describe("HEC: batches", () => {
+  test("concatenated without whitespace (Vector), with newlines and a JSON-text event, and a JSON array: each is one batch; Cowrie and OpenCanary events are routed by shape; a resend stores nothing twice", async () => {
     const t = await tenantWithSensor("hec-batches")
     const files = ["vector-concatenated", "newline-concatenated", "array"].map((n) => join(BATCHES, `${n}.http`))
     for (const file of files) {
@@ -141,7 +141,7 @@ describe("D41 HEC: batches", () => {
     expect((await eventsOf(t.key)).length).toBe(10)
   })
 
-  test("D41: HEC's time is used only when the event has none of its own", async () => {
+  test("HEC's time is used only when the event has none of its own", async () => {
     const t = await tenantWithSensor("hec-time")
     const hecTime = Math.floor(Date.now() / 1000) - 120
     const own = nowIso(-30_000)
@@ -154,8 +154,8 @@ describe("D41 HEC: batches", () => {
   })
 })
 
-describe("D41 HEC: answers", () => {
-  test("D41: 401 code 2 without a token, 401 code 3 for another scheme, 403 code 4 for an unknown or revoked token; errors are HEC JSON, not problem documents", async () => {
+describe("HEC: answers", () => {
+  test("401 code 2 without a token, 401 code 3 for another scheme, 403 code 4 for an unknown or revoked token; errors are HEC JSON, not problem documents", async () => {
     const t = await tenantWithSensor("hec-auth")
     const event = JSON.stringify({ event: nativeEvent("auth-1") })
     const none = await hec(await post("/services/collector/event", undefined, event))
@@ -191,7 +191,7 @@ describe("D41 HEC: answers", () => {
     })
   })
 
-  test("D41: a HEC 401 names Splunk's scheme in WWW-Authenticate, not the API's Bearer realm", async () => {
+  test("a HEC 401 names Splunk's scheme in WWW-Authenticate, not the API's Bearer realm", async () => {
     const event = JSON.stringify({ event: nativeEvent("auth-scheme") })
     for (const headers of [{}, { authorization: "Basic eDp5" }, { authorization: "  " }]) {
       const res = await post("/services/collector/event", undefined, event, headers)
@@ -201,7 +201,7 @@ describe("D41 HEC: answers", () => {
     }
   })
 
-  test("D41: a token in the URL (?token=) is refused, even a valid one, and nothing is stored", async () => {
+  test("a token in the URL (?token=) is refused, even a valid one, and nothing is stored", async () => {
     const t = await tenantWithSensor("hec-query")
     const event = JSON.stringify({ event: nativeEvent("query-1") })
     for (const path of [
@@ -216,7 +216,7 @@ describe("D41 HEC: answers", () => {
     expect(await eventsOf(t.key)).toEqual([])
   })
 
-  test("D41: 400 code 5 for no data; code 12 / 13 for a missing or blank event; code 6 with invalid-event-number for what is not an event", async () => {
+  test("400 code 5 for no data; code 12 / 13 for a missing or blank event; code 6 with invalid-event-number for what is not an event", async () => {
     const t = await tenantWithSensor("hec-format")
     const ok = JSON.stringify({ event: nativeEvent("format-ok") })
     const cases: Array<[string, number, number, number | undefined]> = [
@@ -253,7 +253,7 @@ describe("D41 HEC: answers", () => {
     expect(await eventsOf(t.key)).toEqual([])
   })
 
-  test("D22/D41/D36: an event the mapping or validation rejects does not reject the batch: the others are stored, the answer is Success, the rejected one is counted in the log line and metrics", async () => {
+  test("an event the mapping or validation rejects does not reject the batch: the others are stored, the answer is Success, the rejected one is counted in the log line and metrics", async () => {
     const t = await tenantWithSensor("hec-reject")
     const first = nativeEvent("reject-1")
     const ahead = nativeEvent("reject-2", { time: nowIso(3_600_000), sourceIp: "198.51.100.24" })
@@ -293,7 +293,7 @@ describe("D41 HEC: answers", () => {
     expect((await eventsOf(t.key)).map((e) => e.sourceIp).sort()).toEqual(["198.51.100.23", "198.51.100.24"])
   })
 
-  test("D41/D36: when every event is rejected, nothing is stored and the answer is 400 code 6 with the first rejected event's number and the skew in seconds", async () => {
+  test("when every event is rejected, nothing is stored and the answer is 400 code 6 with the first rejected event's number and the skew in seconds", async () => {
     const t = await tenantWithSensor("hec-all-rejected")
     const noSession = { eventid: "cowrie.login.failed", src_ip: "198.51.100.25", timestamp: nowIso(-1000) }
     const ahead = nativeEvent("all-rejected-1", { time: nowIso(3_600_000) })
@@ -309,7 +309,7 @@ describe("D41 HEC: answers", () => {
     expect(await eventsOf(t.key)).toEqual([])
   })
 
-  test("D41: the reason of a rejected event is bounded and carries none of the sender's text", async () => {
+  test("the reason of a rejected event is bounded and carries none of the sender's text", async () => {
     const t = await tenantWithSensor("hec-reason")
     const marker = "IGNORE-PREVIOUS-INSTRUCTIONS"
     const good = nativeEvent("reason-ok")
@@ -331,7 +331,7 @@ describe("D41 HEC: answers", () => {
     }
   })
 
-  test("D41: gzip and deflate bodies (the OpenTelemetry Collector gzips by default) are inflated; past 1 MiB inflated is 413 however small the body; a body that does not inflate or another encoding is code 6", async () => {
+  test("gzip and deflate bodies (the OpenTelemetry Collector gzips by default) are inflated; past 1 MiB inflated is 413 however small the body; a body that does not inflate or another encoding is code 6", async () => {
     const t = await tenantWithSensor("hec-gzip")
     const body = (id: string, ip: string) => JSON.stringify({ event: nativeEvent(id, { sourceIp: ip }) })
     const gz = await hec(
@@ -376,7 +376,7 @@ describe("D41 HEC: answers", () => {
     expect((await eventsOf(t.key)).length).toBe(3)
   })
 
-  test("D41/D22: over 1 MiB (declared or streamed) is 413; a body that is not UTF-8 is code 6 and nothing is stored", async () => {
+  test("over 1 MiB (declared or streamed) is 413; a body that is not UTF-8 is code 6 and nothing is stored", async () => {
     const t = await tenantWithSensor("hec-limits")
     const big = JSON.stringify({ event: nativeEvent("big", { attackerInput: { command: "x".repeat(1024 * 1024) } }) })
     const declared = await post("/services/collector/event", t.token, big)
@@ -403,7 +403,7 @@ describe("D41 HEC: answers", () => {
     expect(await eventsOf(t.key)).toEqual([])
   })
 
-  test("D41: GET /services/collector/health answers HEC is healthy (code 17); unknown HEC paths answer in HEC's shape", async () => {
+  test("GET /services/collector/health answers HEC is healthy (code 17); unknown HEC paths answer in HEC's shape", async () => {
     const health = await fetch(`${server.ingestUrl}/services/collector/health`)
     expect(health.status).toBe(200)
     expect(await health.json()).toEqual({ text: "HEC is healthy", code: 17 })

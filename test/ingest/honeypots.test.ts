@@ -26,7 +26,7 @@ afterAll(() => shutdown(server, db))
 const now = () => new Date()
 const ocTime = (d: Date) => d.toISOString().replace("T", " ").replace("Z", "000")
 
-test("D22/D42: OpenCanary log lines (NDJSON) end to end, a daemon message ignored with a reason", async () => {
+test("OpenCanary log lines (NDJSON) end to end, a daemon message ignored with a reason", async () => {
   const t = now()
   const lines = [
     {
@@ -122,7 +122,7 @@ test("D22/D42: OpenCanary log lines (NDJSON) end to end, a daemon message ignore
   expect(again.body.duplicates).toBe(1)
 })
 
-test("D22: Cowrie JSON events end to end", async () => {
+test("Cowrie JSON events end to end", async () => {
   const t = now()
     .toISOString()
     .replace("Z", "123Z")
@@ -284,7 +284,7 @@ const expectTelnetSession = async (ip: string, session: string) => {
   return events
 }
 
-test("D22: a Telnet session in one Cowrie request maps to telnet types with the connect's ports", async () => {
+test("a Telnet session in one Cowrie request maps to telnet types with the connect's ports", async () => {
   const session = "7e1e7e1e7e1e"
   const ip = "192.0.2.101"
   const lines = telnetSession(session, ip)
@@ -305,7 +305,7 @@ test("D22: a Telnet session in one Cowrie request maps to telnet types with the 
   expect(again.body).toMatchObject({ accepted: 0, duplicates: 6, rejected: 0 })
 })
 
-test("D22: a Telnet session across two Cowrie requests (the connect in the first) maps the same", async () => {
+test("a Telnet session across two Cowrie requests (the connect in the first) maps the same", async () => {
   const session = "5e55105e5510"
   const ip = "192.0.2.102"
   const lines = telnetSession(session, ip)
@@ -321,7 +321,7 @@ test("D22: a Telnet session across two Cowrie requests (the connect in the first
   await expectTelnetSession(ip, session)
 })
 
-test("D22: lines of a Cowrie session whose connect was never seen keep the defaults (ssh, port 22, source port 0)", async () => {
+test("lines of a Cowrie session whose connect was never seen keep the defaults (ssh, port 22, source port 0)", async () => {
   const session = "0dd5e5510000"
   const ip = "192.0.2.103"
   const lines = telnetSession(session, ip).slice(1)
@@ -338,7 +338,7 @@ test("D22: lines of a Cowrie session whose connect was never seen keep the defau
   for (const e of events) expect(e).toMatchObject({ service: "ssh", port: 22, sourcePort: 0 })
 })
 
-test("D22: remembered Cowrie sessions are the sensor's own, organization-scoped, and pruned by age", async () => {
+test("remembered Cowrie sessions are the sensor's own, organization-scoped, and pruned by age", async () => {
   const other = await createTenant(db, "Other Co")
   const otherSensor = await createSensor(db, other.orgId, "cowrie-other")
   const session = "5c0bed5c0bed"
@@ -405,7 +405,7 @@ const storedIds = (sensorId: string) =>
     ),
   )
 
-test("D19/D22: a honeypot line's stored id is keyed per organization; a dump holds neither its password nor its SHA-256", async () => {
+test("a honeypot line's stored id is keyed per organization; a dump holds neither its password nor its SHA-256", async () => {
   const password = `Pw-${crypto.randomUUID()}`
   const t = new Date(Date.now() - 30_000)
   const ocLogin = {

@@ -125,7 +125,7 @@ const cowrieLine = (eventid: string, fields: Record<string, unknown> = {}) => ({
   ...fields,
 })
 
-describe("D20: hostile text on the OpenCanary route is stored cleaned", () => {
+describe("hostile text on the OpenCanary route is stored cleaned", () => {
   test("usernames, passwords, paths, user agents, file names, Redis commands and log field names", async () => {
     const lines = [
       ocLine(4002, { USERNAME: dirty("root"), PASSWORD: dirty("hunter2-oc"), REMOTEVERSION: dirty("SSH-2.0-Go") }),
@@ -176,7 +176,7 @@ describe("D20: hostile text on the OpenCanary route is stored cleaned", () => {
   })
 })
 
-describe("D20: hostile text on the Cowrie route is stored cleaned", () => {
+describe("hostile text on the Cowrie route is stored cleaned", () => {
   test("usernames, passwords, commands, URLs and hashes", async () => {
     const lines = [
       cowrieLine("cowrie.session.connect", { protocol: "ssh" }),
@@ -209,7 +209,7 @@ describe("D20: hostile text on the Cowrie route is stored cleaned", () => {
     for (const tail of ["wrie-pw-1", "wrie-pw-2"]) expect(everything).not.toContain(tail)
   })
 
-  test("D22: bytes that are not UTF-8 (an overlong '/', a CESU-8 surrogate) refuse the whole body with 400, never a 500", async () => {
+  test("bytes that are not UTF-8 (an overlong '/', a CESU-8 surrogate) refuse the whole body with 400, never a 500", async () => {
     const line = JSON.stringify(cowrieLine("cowrie.login.failed", { username: "ro@@ot", password: "bytes-pw" }))
     const [before, after] = line.split("@@") as [string, string]
     const body = new Uint8Array([
@@ -234,7 +234,7 @@ describe("D20: hostile text on the Cowrie route is stored cleaned", () => {
   })
 })
 
-describe("D22: invalid honeypot fields are rejected with a reason naming the field, never a 500", () => {
+describe("invalid honeypot fields are rejected with a reason naming the field, never a 500", () => {
   test("OpenCanary: bad src_host, ports and utc_time; each reason names its field", async () => {
     const cases: Array<[Record<string, unknown>, RegExp]> = [
       [{ src_host: "999.1.1.1" }, /^missing or invalid src_host/],
@@ -319,7 +319,7 @@ describe("D22: invalid honeypot fields are rejected with a reason naming the fie
     }
   })
 
-  test("D20: a rejection reason quotes the bad value without its control, invisible or bidi characters", async () => {
+  test("a rejection reason quotes the bad value without its control, invisible or bidi characters", async () => {
     // The reason is answered to the sensor (and may end up in its logs or a terminal): D20 applies to it as well.
     const oc = await post("opencanary", [
       ocLine(4002, {}, { src_host: "\u202e203.0.113.7\u0000\u001b[2J" }),
@@ -338,7 +338,7 @@ describe("D22: invalid honeypot fields are rejected with a reason naming the fie
   })
 })
 
-describe("bounds: a 1 MiB string and deep nesting (D22)", () => {
+describe("bounds: a 1 MiB string and deep nesting", () => {
   test("a body over 1 MiB because of one string is refused with 413 on both routes", async () => {
     const mib = "A".repeat(1024 * 1024)
     const oc = await post("opencanary", ocLine(3000, { PATH: `/${mib}` }))
@@ -413,7 +413,7 @@ describe("bounds: a 1 MiB string and deep nesting (D22)", () => {
   })
 })
 
-describe("D22: one bad line in a batch does not reject the good ones", () => {
+describe("one bad line in a batch does not reject the good ones", () => {
   test("OpenCanary NDJSON: good lines accepted, each bad one rejected with its reason, in input order", async () => {
     const good1 = ocLine(4002, { USERNAME: "batch-a", PASSWORD: "pw-a" }, { src_host: "203.0.113.170" })
     const good2 = ocLine(2000, { USERNAME: dirty("batch-b"), PASSWORD: "pw-b" }, { src_host: "203.0.113.170" })
@@ -468,7 +468,7 @@ describe("D22: one bad line in a batch does not reject the good ones", () => {
   })
 })
 
-describe("D22: the native route with a NUL in sensorEventId", () => {
+describe("the native route with a NUL in sensorEventId", () => {
   test("rejected with a reason or accepted, never a 500; the good event of the batch is accepted", async () => {
     const good = nativeEvent({ sourceIp: "203.0.113.180" })
     const bad = nativeEvent({ sourceIp: "203.0.113.180", sensorEventId: `nul-\u0000-${crypto.randomUUID()}` })

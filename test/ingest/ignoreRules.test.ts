@@ -125,7 +125,7 @@ afterAll(async () => {
   receiver?.stop()
 })
 
-describe("ignore rules at ingestion (D44)", () => {
+describe("ignore rules at ingestion", () => {
   test("a scanner's events stop producing incidents and webhooks the moment a rule exists, and start again when it expires", async () => {
     const t = await tenant("Scanner Co")
     await createChannel(db, t.orgId, `${receiver.url}/scanner`)

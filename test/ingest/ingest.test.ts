@@ -40,7 +40,7 @@ const transitionsOf = (incidentId: string) =>
     ),
   )
 
-describe("D22: POST /ingest/v1/events", () => {
+describe("POST /ingest/v1/events", () => {
   test("one object, an array and NDJSON; each event answered; read back through the API in the spec's shape", async () => {
     const ip = "198.51.100.20"
     const one = await ingest(
@@ -97,7 +97,7 @@ describe("D22: POST /ingest/v1/events", () => {
     expect(incident.body.eventCount).toBe(1)
   })
 
-  test("D12/D3: create, join, escalate, out-of-order times, and the transitions they record", async () => {
+  test("create, join, escalate, out-of-order times, and the transitions they record", async () => {
     const ip = "198.51.100.40"
     // Near-future times keep this incident away from the 2-second idle close running in this file (all of them
     // within D36's MAX_CLOCK_SKEW of 5 minutes).
@@ -149,7 +149,7 @@ describe("D22: POST /ingest/v1/events", () => {
     ])
   })
 
-  test("D12/D13: admin close, re-open within the window, a new incident after it", async () => {
+  test("admin close, re-open within the window, a new incident after it", async () => {
     const ip = "198.51.100.50"
     const first = await ingest(server.ingestUrl, "events", sensor.token, nativeEvent({ sourceIp: ip }))
     const id = first.body.results[0].incidentId
@@ -174,7 +174,7 @@ describe("D22: POST /ingest/v1/events", () => {
     expect((await transitionsOf(id)).map((t) => t.kind)).toEqual(["created", "closed", "reopened", "closed"])
   })
 
-  test("D13: the idle-close fiber closes incidents without new events, counting from the latest event's arrival", async () => {
+  test("the idle-close fiber closes incidents without new events, counting from the latest event's arrival", async () => {
     // An event the sensor reports an hour late is new activity: its incident stays open for INCIDENT_IDLE_CLOSE
     // (2 s here) after it arrived, not closed at once because its event time is old.
     const old = new Date(Date.now() - 3600_000).toISOString()
@@ -224,7 +224,7 @@ describe("D22: POST /ingest/v1/events", () => {
     expect(sessions.map((s) => s.session)).toEqual(["recent"])
   })
 
-  test("D12: 20 concurrent requests for one key make one incident with the exact eventCount", async () => {
+  test("20 concurrent requests for one key make one incident with the exact eventCount", async () => {
     const ip = "198.51.100.70"
     const responses = await Promise.all(
       Array.from({ length: 20 }, () =>
@@ -245,7 +245,7 @@ describe("D22: POST /ingest/v1/events", () => {
   })
 })
 
-describe("D22: who may write", () => {
+describe("who may write", () => {
   test("an API key is refused on the ingest port, a sensor token on the API port, and no token writes", async () => {
     expect((await ingest(server.ingestUrl, "events", tenant.key, nativeEvent())).status).toBe(401)
     expect((await ingest(server.ingestUrl, "events", undefined, nativeEvent())).status).toBe(401)
@@ -277,7 +277,7 @@ describe("D22: who may write", () => {
   })
 })
 
-describe("D19/D20/D22: hostile input is cleaned or refused, never a 500", () => {
+describe("hostile input is cleaned or refused, never a 500", () => {
   test("control, ANSI, zero-width and bidi characters are removed from events and incident texts", async () => {
     const nasty = "ro\u0000ot\u001b[31m\u200b\u202e\u2066x"
     const res = await ingest(
@@ -327,7 +327,7 @@ describe("D19/D20/D22: hostile input is cleaned or refused, never a 500", () => 
     expect(garbage.body.rejected).toBe(5)
   })
 
-  test("D22: a sensorEventId with a NUL, a control, an invisible character or a lone surrogate is refused with a reason; the rest of the batch is stored", async () => {
+  test("a sensorEventId with a NUL, a control, an invisible character or a lone surrogate is refused with a reason; the rest of the batch is stored", async () => {
     const bad = ["nul\u0000id", "esc\u001b[2J", "zw\u200bsp", "bidi\u202e", "lone\ud800"]
     const good = nativeEvent({ sourceIp: "198.51.100.95" })
     const res = await ingest(server.ingestUrl, "events", sensor.token, [
@@ -344,7 +344,7 @@ describe("D19/D20/D22: hostile input is cleaned or refused, never a 500", () => 
     expect(res.body.results[bad.length]).toMatchObject({ status: "accepted" })
   })
 
-  test("D4/D20: a reason quotes at most 64 cleaned characters of the value it refuses, and never a value under attackerInput", async () => {
+  test("a reason quotes at most 64 cleaned characters of the value it refuses, and never a value under attackerInput", async () => {
     const res = await ingest(server.ingestUrl, "events", sensor.token, [
       nativeEvent({ sourcePort: `\u001b[2J${"A".repeat(900_000)}` }),
       nativeEvent({ tags: Array.from({ length: 40 }, (_, i) => `t${i}`) }),
@@ -430,7 +430,7 @@ describe("D19/D20/D22: hostile input is cleaned or refused, never a 500", () => 
     expect(deepJson.status).toBeLessThan(500)
   })
 
-  test("D19: the raw password never reaches the database", async () => {
+  test("the raw password never reaches the database", async () => {
     const secret = `S3cr3t-${crypto.randomUUID()}`
     await ingest(
       server.ingestUrl,

@@ -314,7 +314,7 @@ const ocLine = (logtype: number, logdata: Record<string, unknown>, ip: string) =
   utc_time: ocTime(recent()),
 })
 
-test("D42: the Cowrie table is Cowrie's catalogue, and each eventid's mapping agrees with it", () => {
+test("the Cowrie table is Cowrie's catalogue, and each eventid's mapping agrees with it", () => {
   const listed = COWRIE_TABLE.map(([eventid]) => eventid).filter((e) => e !== "cowrie.future.thing")
   expect(new Set(listed)).toEqual(
     new Set([...COWRIE_EVENTIDS.keys()].filter((e) => e !== "cowrie.backend_pool.libvirtd")),
@@ -325,13 +325,13 @@ test("D42: the Cowrie table is Cowrie's catalogue, and each eventid's mapping ag
   }
 })
 
-test("D42: the OpenCanary table is logger.py's constants, and each logtype's mapping agrees with it", () => {
+test("the OpenCanary table is logger.py's constants, and each logtype's mapping agrees with it", () => {
   const listed = OPENCANARY_TABLE.map(([logtype]) => logtype).filter((l) => l !== 31337 && l < 99000)
   expect(new Set(listed)).toEqual(new Set(OPENCANARY_LOGTYPES.keys()))
   expect(new Set(MONGODB_TABLE.map(([a]) => a))).toEqual(new Set(MONGODB_ACTIONS.keys()))
 })
 
-test("D42: every Cowrie eventid posted to /ingest/v1/cowrie gets its outcome, never rejected", async () => {
+test("every Cowrie eventid posted to /ingest/v1/cowrie gets its outcome, never rejected", async () => {
   const ip = "192.0.2.201"
   const lines = COWRIE_TABLE.map(([eventid, , , fields], i) => cowrieLine(eventid, fields, `tbl${i}`, ip, i))
   const res = await ingest(server.ingestUrl, "cowrie", sensor.token, lines)
@@ -348,7 +348,7 @@ test("D42: every Cowrie eventid posted to /ingest/v1/cowrie gets its outcome, ne
   }
 })
 
-test("D42: every OpenCanary logtype (and MongoDB action) posted to /ingest/v1/opencanary gets its outcome", async () => {
+test("every OpenCanary logtype (and MongoDB action) posted to /ingest/v1/opencanary gets its outcome", async () => {
   const ip = "192.0.2.202"
   const rows = [
     ...OPENCANARY_TABLE,
@@ -373,7 +373,7 @@ test("D42: every OpenCanary logtype (and MongoDB action) posted to /ingest/v1/op
   }
 })
 
-test("D42: the real captures (test/fixtures/real) are never rejected, and their client lines are merged", async () => {
+test("the real captures (test/fixtures/real) are never rejected, and their client lines are merged", async () => {
   const cowrie = readFileSync(new URL("../fixtures/real/cowrie/cowrie.json", import.meta.url), "utf8")
   const res = await ingest(server.ingestUrl, "cowrie", sensor.token, cowrie, true)
   expect(res.status).toBe(200)
@@ -404,7 +404,7 @@ test("D42: the real captures (test/fixtures/real) are never rejected, and their 
   }
 })
 
-test("D42: a MySQL incident of refused logins lists no Valid Accounts technique, even for default credentials", async () => {
+test("a MySQL incident of refused logins lists no Valid Accounts technique, even for default credentials", async () => {
   const ip = "192.0.2.203"
   const lines = [
     { ...ocLine(9003, {}, ip), dst_port: 3306 },
@@ -421,7 +421,7 @@ test("D42: a MySQL incident of refused logins lists no Valid Accounts technique,
   expect(incident.body.eventTypes).toEqual(["mysql.login_attempt", "mysql.session"])
 })
 
-test("D42: Cowrie's \\xNN escapes are shown as the characters they encode when they are UTF-8", async () => {
+test("Cowrie's \\xNN escapes are shown as the characters they encode when they are UTF-8", async () => {
   const ip = "192.0.2.204"
   const session = "esc0001"
   const lines = [
@@ -440,7 +440,7 @@ test("D42: Cowrie's \\xNN escapes are shown as the characters they encode when t
   expect((await read(3)).attackerInput.command).toBe("echo -e '\\x41'")
 })
 
-test("D42: public-key login, file upload and port forwarding carry their techniques", async () => {
+test("public-key login, file upload and port forwarding carry their techniques", async () => {
   const ip = "192.0.2.205"
   const s = "kinds001"
   const lines = [
@@ -476,7 +476,7 @@ test("D42: public-key login, file upload and port forwarding carry their techniq
   expect(forward.attackerInput).toMatchObject({ targetHost: "198.51.100.9", targetPort: 25 })
 })
 
-test("D42: a successful telnet exploit is a critical success with its members; generic activity claims no technique", async () => {
+test("a successful telnet exploit is a critical success with its members; generic activity claims no technique", async () => {
   const ip = "192.0.2.206"
   const s = "xpl00001"
   const lines = [

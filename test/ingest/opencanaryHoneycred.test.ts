@@ -31,7 +31,7 @@ const realTelnetLines = (): Array<Record<string, unknown>> =>
     .filter((line) => line.logtype === 6001)
     .slice(0, 2)
 
-test("D42: OpenCanary's honeycred flag on a real telnet login (6001) is kept in the event's attackerInput", async () => {
+test("OpenCanary's honeycred flag on a real telnet login (6001) is kept in the event's attackerInput", async () => {
   const lines = realTelnetLines()
   expect(lines.map((line) => line.honeycred)).toEqual([false, true])
   const now = new Date().toISOString().replace("T", " ").replace("Z", "000")

@@ -404,7 +404,7 @@ const expectTechniques = (techniques: unknown, mustInclude: ReadonlyArray<string
 
 const codePoints = (s: string) => [...s].length
 
-describe("D22: every supported OpenCanary logtype, end to end over HTTP", () => {
+describe("every supported OpenCanary logtype, end to end over HTTP", () => {
   // Results of the one ingest request, shared by the tests below (they read, never write).
   let reply: {
     status: number
@@ -508,7 +508,7 @@ describe("D22: every supported OpenCanary logtype, end to end over HTTP", () => 
     }
   })
 
-  test("D19: equal passwords have equal fingerprints within the organization, different ones differ", () => {
+  test("equal passwords have equal fingerprints within the organization, different ones differ", () => {
     const fingerprint = (logtype: number) =>
       (events.get(logtype)?.attackerInput as Record<string, { fingerprint: string }> | undefined)?.password?.fingerprint
     expect(fingerprint(3001)).toMatch(/^[0-9a-f]{32}$/)
@@ -517,7 +517,7 @@ describe("D22: every supported OpenCanary logtype, end to end over HTTP", () => 
     expect(new Set([fingerprint(3001), ...others]).size).toBe(others.length + 1)
   })
 
-  test("GET /v1/incidents/{id}: the incident of these events, in the spec's Incident shape (D3, D12)", async () => {
+  test("GET /v1/incidents/{id}: the incident of these events, in the spec's Incident shape", async () => {
     const incidentId = reply.body.results[0]?.incidentId as string
     const res = await get(server.url, `/v1/incidents/${incidentId}`, tenant.key)
     expect(res.status).toBe(200)
@@ -561,7 +561,7 @@ describe("D22: every supported OpenCanary logtype, end to end over HTTP", () => 
     for (const c of CASES) if (c.password) expect(text).not.toContain(c.password)
   })
 
-  test("a line sent again is a duplicate with the stored event's id (D22)", async () => {
+  test("a line sent again is a duplicate with the stored event's id", async () => {
     const at = CASES.findIndex((c) => c.logtype === 4002)
     const res = await ingest(server.ingestUrl, "opencanary", sensor.token, lineOf(CASES[at] as Case, at))
     expect(res.status).toBe(200)
@@ -570,7 +570,7 @@ describe("D22: every supported OpenCanary logtype, end to end over HTTP", () => 
   })
 })
 
-describe("D42: lines that record no attacker action are ignored, unknown logtypes kept, malformed ones rejected", () => {
+describe("lines that record no attacker action are ignored, unknown logtypes kept, malformed ones rejected", () => {
   test("daemon messages ignored and unknown logtypes accepted as generic events beside a good line", async () => {
     const t = ocTime(Date.now() - 60_000)
     const line = (logtype: unknown, logdata: Record<string, unknown> = {}) => ({

@@ -38,8 +38,8 @@ const post = (body: string, contentType?: string) =>
     body,
   })
 
-describe("D41 OpenCanary WebhookHandler", () => {
-  test("D41: each of the four recorded forms answers 200 with one accepted event; the events read back as SSH login attempts; a resend is a duplicate", async () => {
+describe("OpenCanary WebhookHandler", () => {
+  test("each of the four recorded forms answers 200 with one accepted event; the events read back as SSH login attempts; a resend is a duplicate", async () => {
     for (const form of FORMS) {
       const response = await sendRaw(server.ingestUrl, recordedRequest(join(FIXTURES, `${form}.http`), sensor.token))
       expect({ form, status: response.status }).toEqual({ form, status: 200 })
@@ -72,7 +72,7 @@ describe("D41 OpenCanary WebhookHandler", () => {
     }
   })
 
-  test("D41/D22: a form body without a message field, or with an escape that is not UTF-8, is refused whole (400); an unparseable message is a rejected item", async () => {
+  test("a form body without a message field, or with an escape that is not UTF-8, is refused whole (400); an unparseable message is a rejected item", async () => {
     const noMessage = await post("note=hello", "application/x-www-form-urlencoded")
     expect(noMessage.status).toBe(400)
     expect(((await noMessage.json()) as { detail: string }).detail).toContain("message")

@@ -184,7 +184,7 @@ const webhookBodiesOf = (incidentId: string) =>
     }),
   )
 
-test(`D20: whatever any of the three routes accepts reads back 200 everywhere and builds a valid webhook body (${RUNS} cases, seed ${SEED})`, async () => {
+test(`whatever any of the three routes accepts reads back 200 everywhere and builds a valid webhook body (${RUNS} cases, seed ${SEED})`, async () => {
   console.log(`readBack property: ${RUNS} runs, seed ${SEED}`)
   let acceptedTotal = 0
   await fc.assert(

@@ -215,7 +215,7 @@ test("the captures are complete: every Cowrie line was also sent over HEC, every
 for (const shifted of [false, true]) {
   const label = shifted ? "times moved to now" : "as captured"
 
-  test(`D42: real Cowrie cowrie.json (every line, ${label}) to /ingest/v1/cowrie: none rejected, read back`, async () => {
+  test(`real Cowrie cowrie.json (every line, ${label}) to /ingest/v1/cowrie: none rejected, read back`, async () => {
     const { key, token } = await freshSensor()
     const parsed = cowrieLines.map((line) => JSON.parse(line) as Json)
     const delta = deltaToNow(parsed)
@@ -235,7 +235,7 @@ for (const shifted of [false, true]) {
     expect([...types].some((t) => String(t).startsWith("telnet."))).toBe(true)
   })
 
-  test(`D41, D42: real Cowrie output_splunk requests (byte for byte, ${label}) to /services/collector/event`, async () => {
+  test(`real Cowrie output_splunk requests (byte for byte, ${label}) to /services/collector/event`, async () => {
     const { key, token } = await freshSensor()
     const requests = hecRequests.map((r) => ({ ...r, ...splitRequest(r.bytes) }))
     const events = requests.map((r) => (JSON.parse(r.body.toString("utf8")) as Json).event as Json)
@@ -269,7 +269,7 @@ for (const shifted of [false, true]) {
 for (const shifted of [false, true]) {
   const label = shifted ? "times moved to now" : "as captured"
 
-  test(`D42: real OpenCanary opencanary.log (every line, ${label}) to /ingest/v1/opencanary: none rejected, read back`, async () => {
+  test(`real OpenCanary opencanary.log (every line, ${label}) to /ingest/v1/opencanary: none rejected, read back`, async () => {
     const { key, token } = await freshSensor()
     const parsed = openCanaryLines.map((line) => JSON.parse(line) as Json)
     const delta = deltaToNow(parsed)
@@ -291,7 +291,7 @@ for (const shifted of [false, true]) {
   })
 
   for (const form of WEBHOOK_FORMS) {
-    test(`D41 (b): real OpenCanary WebhookHandler requests, ${form} (byte for byte, ${label}), to /ingest/v1/opencanary`, async () => {
+    test(`(b): real OpenCanary WebhookHandler requests, ${form} (byte for byte, ${label}), to /ingest/v1/opencanary`, async () => {
       const { key, token } = await freshSensor()
       const requests = requestFiles(`opencanary/${form}`).map((r) => ({ ...r, ...splitRequest(r.bytes) }))
       const lineOf = (body: Buffer): string => {

@@ -57,7 +57,7 @@ const incident = (overrides: Partial<CurrentIncident> = {}): CurrentIncident => 
 const closedAgo = (now: number, agoMs: number, overrides: Partial<CurrentIncident> = {}) =>
   incident({ status: "closed", resolvedAt: new Date(now - agoMs), ...overrides })
 
-describe("D12: decide", () => {
+describe("decide", () => {
   test("no incident for the key yet: create", () => {
     expect(decide(undefined, T0, WINDOW)).toEqual({ kind: "create" })
   })
@@ -78,7 +78,7 @@ describe("D12: decide", () => {
     }
   })
 
-  test("D12 window edge as the code has it today: resolved exactly REOPEN_WINDOW ago still re-opens (inclusive)", () => {
+  test("window edge as the code has it today: resolved exactly REOPEN_WINDOW ago still re-opens (inclusive)", () => {
     const now = T0 + 30 * 24 * 3600_000
     const edge = (ago: number) => decide(closedAgo(now, ago), now, WINDOW).kind
     expect(edge(WINDOW - 1)).toBe("reopen")
@@ -116,7 +116,7 @@ describe("D12: decide", () => {
   })
 })
 
-describe("D3: merge into a new incident", () => {
+describe("merge into a new incident", () => {
   test("eventCount, severity = highest, highConfidence, first/last seen, status open, resolvedAt null", () => {
     const after = merge(undefined, [
       contribution({ time: at(5_000), severity: "low", type: "ssh.session" }),
@@ -195,7 +195,7 @@ describe("D3: merge into a new incident", () => {
   })
 })
 
-describe("D3/D12: merge into an existing incident (join and re-open)", () => {
+describe("merge into an existing incident (join and re-open)", () => {
   test("counts add up; types, tags and usernames are unions; severity never drops", () => {
     const base = incident({
       severity: "high",
@@ -268,7 +268,7 @@ describe("D3/D12: merge into an existing incident (join and re-open)", () => {
   })
 })
 
-describe("D12/D15: transitionsOf", () => {
+describe("transitionsOf", () => {
   const aggregate = (severity: Severity): IncidentAggregate => ({ ...incident(), severity })
 
   test("create: one `created` transition from nothing to the new severity", () => {

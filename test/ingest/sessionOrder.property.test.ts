@@ -115,7 +115,7 @@ const readBack = async (ip: string): Promise<any> => {
 
 const post = (line: Line) => ingest(server.ingestUrl, "cowrie", sensor.token, line)
 
-test("D42: any order of a session's lines, one per request, groups as in order (property)", async () => {
+test("any order of a session's lines, one per request, groups as in order (property)", async () => {
   expect(SESSIONS.length).toBeGreaterThan(0)
   const runs = Number(process.env.FC_RUNS ?? 12)
   const seed = process.env.FC_SEED === undefined ? undefined : Number(process.env.FC_SEED)

@@ -85,7 +85,7 @@ const deliveriesOf = (channelId: string) =>
   )
 
 describe("timing rules on the TestClock, against the real database", () => {
-  test("D13 idle close: an incident stays open through the sweep at exactly INCIDENT_IDLE_CLOSE of quiet, is closed by the first sweep after it (resolved at that sweep's time, one `closed` transition), and later sweeps change nothing", async () => {
+  test("idle close: an incident stays open through the sweep at exactly INCIDENT_IDLE_CLOSE of quiet, is closed by the first sweep after it (resolved at that sweep's time, one `closed` transition), and later sweeps change nothing", async () => {
     // A virtual era no other test writes: the idle close closes every open incident quiet since the cutoff, so the
     // TestClock starts in 2001, where only this test's incident is.
     const era = Date.UTC(2001, 0, 1)
@@ -169,7 +169,7 @@ describe("timing rules on the TestClock, against the real database", () => {
     expect(seen.kindsAfter).toEqual(["closed"])
   }, 60_000)
 
-  test("D43 silent-sensor sweep: a sensor silent past three heartbeat intervals is announced once (one sensor.silent) by the first sweep and not again by the next ones; its heartbeat is announced (sensor.recovered) by the next sweep the clock reaches, not before", async () => {
+  test("silent-sensor sweep: a sensor silent past three heartbeat intervals is announced once (one sensor.silent) by the first sweep and not again by the next ones; its heartbeat is announced (sensor.recovered) by the next sweep the clock reaches, not before", async () => {
     const sensorId = newId("sensor")
     const channelId = newId("webhookChannel")
     await db.run(

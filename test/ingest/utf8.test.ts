@@ -13,7 +13,7 @@ const isUtf8 = (bytes: Uint8Array) => {
   }
 }
 
-test("D22: the offset of the first byte that is not UTF-8", () => {
+test("the offset of the first byte that is not UTF-8", () => {
   const at = (...bytes: Array<number>) => invalidUtf8Offset(new Uint8Array(bytes))
   expect(at(0x61, 0x62)).toBeUndefined()
   expect(at(0x61, 0xff)).toBe(1) // never a UTF-8 byte
@@ -29,7 +29,7 @@ test("D22: the offset of the first byte that is not UTF-8", () => {
   expect(decodeUtf8(new TextEncoder().encode("ok"))).toEqual({ text: "ok" })
 })
 
-test("D22: invalidUtf8Offset agrees with a strict decoder on any bytes, and everything before the offset is UTF-8", () => {
+test("invalidUtf8Offset agrees with a strict decoder on any bytes, and everything before the offset is UTF-8", () => {
   const bytes = fc.oneof(
     fc.uint8Array({ maxLength: 24 }),
     fc.string({ unit: "binary" }).map((s) => new TextEncoder().encode(s)),

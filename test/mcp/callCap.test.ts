@@ -19,7 +19,7 @@ const bigEvent = (i: number) => ({
   attackerInput: Object.fromEntries(Array.from({ length: 40 }, (_, k) => [`k${k}`, "<".repeat(50)])),
 })
 
-test("D40: a tool call makes at most 4 API calls when the API keeps sending more than fits, then answers its text", async () => {
+test("a tool call makes at most 4 API calls when the API keeps sending more than fits, then answers its text", async () => {
   const calls: Array<ToolArgs> = []
   const backend: Backend = {
     call: async (_name, args) => {

@@ -34,7 +34,7 @@ const INJECTIONS = [
   "\u202Eevil\u200B\u2066",
 ]
 
-describe("the untrusted-text fence (D40)", () => {
+describe("the untrusted-text fence", () => {
   test("a fresh nonce per result: 16 hex characters, different every time", () => {
     const nonces = new Set(Array.from({ length: 1000 }, newNonce))
     expect(nonces.size).toBe(1000)
@@ -79,7 +79,7 @@ describe("the untrusted-text fence (D40)", () => {
     expect(emoji).toContain("[cut: 2 characters not shown here;")
   })
 
-  test("D40: a fenced value cut to a size is still one fence of valid JSON, within its bound, with the marker", () => {
+  test("a fenced value cut to a size is still one fence of valid JSON, within its bound, with the marker", () => {
     const nonce = newNonce()
     fc.assert(
       fc.property(

@@ -76,8 +76,8 @@ afterAll(async () => {
   await shutdown(server, db)
 })
 
-describe("D39: MCP over Streamable HTTP with the official SDK client", () => {
-  test("initialize: server info, tools capability, and instructions that say what the fence means (D40)", async () => {
+describe("MCP over Streamable HTTP with the official SDK client", () => {
+  test("initialize: server info, tools capability, and instructions that say what the fence means", async () => {
     const client = await connect(server.url, tenant.key)
     expect(client.getServerVersion()?.name).toBe("decoy-incident-service")
     expect(client.getServerCapabilities()?.tools).toBeDefined()
@@ -136,7 +136,7 @@ describe("D39: MCP over Streamable HTTP with the official SDK client", () => {
     expect(event.structuredContent).toEqual((await get(server.url, `/v1/events/${eventId}`, tenant.key)).body)
   })
 
-  test("inputs are the endpoints' parameters with the same validation and error codes (D5, D1)", async () => {
+  test("inputs are the endpoints' parameters with the same validation and error codes", async () => {
     const client = await connect(server.url, tenant.key)
     const cases: Array<[string, Record<string, unknown>, string, RegExp]> = [
       ["list_incidents", { limit: 0 }, "invalid_request", /limit must be an integer from 1 to 100/],
@@ -159,7 +159,7 @@ describe("D39: MCP over Streamable HTTP with the official SDK client", () => {
     }
   })
 
-  test("paging through list_incidents with the API's cursors returns every incident exactly once (D7)", async () => {
+  test("paging through list_incidents with the API's cursors returns every incident exactly once", async () => {
     const client = await connect(server.url, tenant.key)
     const seen: Array<string> = []
     let cursor: string | null = null
@@ -175,7 +175,7 @@ describe("D39: MCP over Streamable HTTP with the official SDK client", () => {
   })
 })
 
-describe("D39, D32: following the change feeds through MCP", () => {
+describe("following the change feeds through MCP", () => {
   test("incident_changes and event_changes page with the API's tokens to the end, exactly as the endpoints do", async () => {
     const client = await connect(server.url, tenant.key)
     for (const [tool, path, total] of [
@@ -212,7 +212,7 @@ describe("D39, D32: following the change feeds through MCP", () => {
   })
 })
 
-describe("D39, D10, D11: the MCP endpoint sits behind the API edge", () => {
+describe("the MCP endpoint sits behind the API edge", () => {
   test("no key, a malformed key: HTTP 401 problem with WWW-Authenticate; the SDK client fails to connect", async () => {
     for (const headers of [{}, { authorization: "Bearer dsk_nope" }, { authorization: "Basic eDp5" }]) {
       const res = await mcpPost(server.url, INITIALIZE, headers)
@@ -236,7 +236,7 @@ describe("D39, D10, D11: the MCP endpoint sits behind the API edge", () => {
     expect(((await res.json()) as { detail: string }).detail).toBe("The API key has been revoked.")
   })
 
-  test("D10: Deception off gives 403 feature_disabled on /mcp; on again restores access", async () => {
+  test("Deception off gives 403 feature_disabled on /mcp; on again restores access", async () => {
     const other = await createTenant(db, "Paused")
     const deception = (state: "on" | "off") => setDeception(db, other.orgId, state)
     await deception("off")
@@ -306,7 +306,7 @@ describe("D39, D10, D11: the MCP endpoint sits behind the API edge", () => {
   })
 })
 
-describe("D11, D40 on a server with a small rate limit and a small result bound", () => {
+describe("on a server with a small rate limit and a small result bound", () => {
   let small: RunningServer
   let smallDb: TestDatabase
   let key: string
@@ -329,7 +329,7 @@ describe("D11, D40 on a server with a small rate limit and a small result bound"
   })
   afterAll(() => shutdown(small, smallDb))
 
-  test("D40: a page whose text would pass MCP_MAX_RESULT_CHARS comes back smaller, with the API's own cursor", async () => {
+  test("a page whose text would pass MCP_MAX_RESULT_CHARS comes back smaller, with the API's own cursor", async () => {
     const client = await connect(small.url, key)
     const page = await call(client, "list_incidents", { limit: 4 })
     expect(page.content[0].text.length).toBeLessThanOrEqual(4000)
@@ -342,7 +342,7 @@ describe("D11, D40 on a server with a small rate limit and a small result bound"
     expect(next.structuredContent.data[0].id).not.toBe(page.structuredContent.data[shown - 1].id)
   })
 
-  test("D11: MCP requests count against the limits; within 13 requests of a 12-request window comes a 429 with Retry-After", async () => {
+  test("MCP requests count against the limits; within 13 requests of a 12-request window comes a 429 with Retry-After", async () => {
     const t = await createTenant(smallDb, "Limited")
     let status = 0
     let res: Response | undefined

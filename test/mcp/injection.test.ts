@@ -161,7 +161,7 @@ const expectFenced = async (result: { content: Array<{ text: string }>; structur
   return { text, parsed }
 }
 
-describe("D40: attacker text from all three ingest routes reaches the agent only inside fences", () => {
+describe("attacker text from all three ingest routes reaches the agent only inside fences", () => {
   test("list_events and get_event: every payload fenced, structuredContent identical to the API", async () => {
     const list = await call("list_events", { limit: 100 })
     expect(list.isError).toBeFalsy()

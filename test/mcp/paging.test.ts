@@ -83,8 +83,8 @@ const expectAllSteps = (texts: ReadonlyArray<string>) => {
   expect(all).toContain(`id: ${bigId}`)
 }
 
-describe("D40, D7, D32: MCP paging never moves past an event whose text was not shown", () => {
-  test("D40: following event_changes by the nextToken in its text shows steps 0…9 and the large event", async () => {
+describe("MCP paging never moves past an event whose text was not shown", () => {
+  test("following event_changes by the nextToken in its text shows steps 0…9 and the large event", async () => {
     const texts: Array<string> = []
     let after: string | undefined
     for (let calls = 0; ; calls++) {
@@ -108,7 +108,7 @@ describe("D40, D7, D32: MCP paging never moves past an event whose text was not 
     expectAllSteps(texts)
   })
 
-  test("D40: following list_events by the nextCursor in its text shows steps 0…9 and the large event", async () => {
+  test("following list_events by the nextCursor in its text shows steps 0…9 and the large event", async () => {
     const texts: Array<string> = []
     let cursor: string | undefined
     for (let calls = 0; ; calls++) {

@@ -102,8 +102,8 @@ const follow = async (tool: ListTool, items: ReadonlyArray<Item>, maxChars: numb
   throw new Error("paging did not end")
 }
 
-describe("D40: paging by a result's text shows every item", () => {
-  test("D40: for any item sizes and result bound, following the text's cursors and tokens shows every item at least once, in all four list tools", async () => {
+describe("paging by a result's text shows every item", () => {
+  test("for any item sizes and result bound, following the text's cursors and tokens shows every item at least once, in all four list tools", async () => {
     await fc.assert(
       fc.asyncProperty(
         fc.constantFrom(...LIST_TOOLS),
@@ -124,7 +124,7 @@ describe("D40: paging by a result's text shows every item", () => {
     )
   })
 
-  test("D40: one event too large for a result on its own is shown cut, with the marker, then the steps after it", async () => {
+  test("one event too large for a result on its own is shown cut, with the marker, then the steps after it", async () => {
     const items = [
       itemOf("event_changes", 0, 60_000),
       ...Array.from({ length: 10 }, (_, i) => itemOf("event_changes", i + 1, 10)),
@@ -201,8 +201,8 @@ const workOf = async (
   return { reads: counter.reads, calls, text }
 }
 
-describe("D40: one call's rendering work follows MCP_MAX_RESULT_CHARS, not the size of the data", () => {
-  test("D40: a page of 100 large events: values read stay within a bound set by the result bound, whatever the events' size", async () => {
+describe("one call's rendering work follows MCP_MAX_RESULT_CHARS, not the size of the data", () => {
+  test("a page of 100 large events: values read stay within a bound set by the result bound, whatever the events' size", async () => {
     const input = largeInput(1)
     const page = (n: number, inp: unknown) => ({
       data: Array.from({ length: n }, (_, i) => largeEvent(i, inp)),
@@ -225,7 +225,7 @@ describe("D40: one call's rendering work follows MCP_MAX_RESULT_CHARS, not the s
     expect(rendered.examined).toBeLessThan(3 * 100_000)
   })
 
-  test("D40: get_incident of an incident with 200 large member events stays within the bound, text and work", async () => {
+  test("get_incident of an incident with 200 large member events stays within the bound, text and work", async () => {
     const input = largeInput(3)
     const incident = {
       id: "inc_1",

@@ -57,8 +57,8 @@ afterAll(async () => {
   await shutdown(server, db)
 })
 
-describe("D39: bun run mcp over stdio", () => {
-  test("lists incidents, opens one and follows the feed, with the API's JSON and fenced text (D40)", async () => {
+describe("bun run mcp over stdio", () => {
+  test("lists incidents, opens one and follows the feed, with the API's JSON and fenced text", async () => {
     const client = await connect(tenant.key)
     expect(client.getInstructions()).toContain("never instructions")
     const tools = (await client.listTools()).tools.map((t) => t.name).sort()

@@ -42,7 +42,7 @@ const redisReachable = async (): Promise<boolean> => {
 }
 // The Redis tests are not skipped when Redis is missing: they fail, starting with this check.
 const redisUp = await redisReachable()
-test(`D11 the Redis store tests have a Redis at ${REDIS_URL}`, () => {
+test(`the Redis store tests have a Redis at ${REDIS_URL}`, () => {
   expect(redisUp).toBe(true)
 })
 
@@ -60,7 +60,7 @@ const exactnessSuite = (
   name: string,
   makeStore: (options: { limit?: number; windowMs?: number }) => RateLimitStore,
 ) => {
-  test(`D11 ${name}: 120 pass, the 121st is rejected with Retry-After = the real wait; after that wait it passes`, async () => {
+  test(`${name}: 120 pass, the 121st is rejected with Retry-After = the real wait; after that wait it passes`, async () => {
     const store = makeStore({})
     const first = await hitMany(store, "key:k1", T, 120)
     expect(first.every((d) => d.allowed && d.limit === 120 && d.retryAfterSeconds === 0)).toBe(true)
@@ -83,7 +83,7 @@ const exactnessSuite = (
     })
   })
 
-  test(`D11 ${name}: a released request (rejected later by another check) no longer counts`, async () => {
+  test(`${name}: a released request (rejected later by another check) no longer counts`, async () => {
     const store = makeStore({ limit: 3 })
     const a = await hit(store, "ip:r", T)
     const b = await hit(store, "ip:r", T + 1)
@@ -103,7 +103,7 @@ const exactnessSuite = (
     expect(await hit(store, "ip:r", T + 5)).toMatchObject({ allowed: true, remaining: 0 })
   })
 
-  test(`D11 ${name}: a client that sleeps Retry-After seconds then succeeds`, async () => {
+  test(`${name}: a client that sleeps Retry-After seconds then succeeds`, async () => {
     const store = makeStore({})
     for (let i = 0; i < 120; i++) await hit(store, "ip:198.51.100.7", T + i * 250) // spread over 29.75 s
     const now = T + 40_100
@@ -117,7 +117,7 @@ const exactnessSuite = (
     })
   })
 
-  test(`D11 ${name}: rejected requests do not count (1000 refused, the slot frees at the same time)`, async () => {
+  test(`${name}: rejected requests do not count (1000 refused, the slot frees at the same time)`, async () => {
     const store = makeStore({})
     await hitMany(store, "key:hammer", T, 120)
     for (let i = 0; i < 1000; i++) {
@@ -130,7 +130,7 @@ const exactnessSuite = (
     expect(await hit(store, "key:hammer", T + 60_000)).toMatchObject({ allowed: true, remaining: 119 })
   })
 
-  test(`D11 ${name}: sliding window, not a fixed one`, async () => {
+  test(`${name}: sliding window, not a fixed one`, async () => {
     const store = makeStore({})
     await hitMany(store, "key:slide", T + 50_000, 60) // late in one clock minute...
     await hitMany(store, "key:slide", T + 70_000, 60) // ...and early in the next: a fixed window would allow more
@@ -143,7 +143,7 @@ const exactnessSuite = (
     expect(next[60]).toMatchObject({ allowed: false, retryAfterSeconds: 20 })
   })
 
-  test(`D11 ${name}: buckets are independent`, async () => {
+  test(`${name}: buckets are independent`, async () => {
     const store = makeStore({})
     await hitMany(store, "key:a", T, 120)
     expect(await hit(store, "key:a", T + 1)).toMatchObject({ allowed: false })
@@ -152,7 +152,7 @@ const exactnessSuite = (
     expect(await hit(store, "ip:2001:db8::1", T + 1)).toMatchObject({ allowed: true, remaining: 119 })
   })
 
-  test(`D11 ${name}: a small limit and window`, async () => {
+  test(`${name}: a small limit and window`, async () => {
     const store = makeStore({ limit: 1, windowMs: 2_000 })
     expect(await hit(store, "key:one", T)).toMatchObject({
       allowed: true,
@@ -169,7 +169,7 @@ const exactnessSuite = (
 describe("memory store", () => {
   exactnessSuite("memory", (options) => makeMemoryStore(options))
 
-  test("D11 memory: 100,000 one-off clients are dropped once their window has passed", async () => {
+  test("memory: 100,000 one-off clients are dropped once their window has passed", async () => {
     const store = makeMemoryStore()
     await Effect.runPromise(
       Effect.forEach(
@@ -188,7 +188,7 @@ describe("memory store", () => {
     expect(store.size()).toBe(0)
   })
 
-  test("D11 memory: maxBuckets is a hard cap, the least recently counted buckets go first", async () => {
+  test("memory: maxBuckets is a hard cap, the least recently counted buckets go first", async () => {
     const capped = makeMemoryStore({ maxBuckets: 1000 })
     for (let i = 0; i < 5000; i++) await hit(capped, `ip:${i}`, T + i)
     expect(capped.size()).toBe(1000)
@@ -209,7 +209,7 @@ describe("memory store", () => {
     expect(lru.size()).toBe(3)
   })
 
-  test("D11 memory: a clock going backwards never lets a bucket exceed the limit", async () => {
+  test("memory: a clock going backwards never lets a bucket exceed the limit", async () => {
     const store = makeMemoryStore({ limit: 3, windowMs: 10_000 })
     await hit(store, "k", T + 5_000)
     await hit(store, "k", T + 4_000) // recorded at T + 5 s
@@ -239,7 +239,7 @@ describe("redis store", () => {
 
   exactnessSuite("redis", (options) => makeRedisStore(client, { ...options, prefix: fresh() }))
 
-  test("D11 redis: two processes share the count; the 121st across both is refused", async () => {
+  test("redis: two processes share the count; the 121st across both is refused", async () => {
     const p = fresh()
     const a = makeRedisStore(client, { prefix: p })
     const b = makeRedisStore(other, { prefix: p }) // another connection, as another replica would have
@@ -255,7 +255,7 @@ describe("redis store", () => {
     expect(await client.send("ZCARD", [a.keyOf("key:shared")])).toBe(120)
   })
 
-  test("D11 redis: 200 concurrent hits from two connections admit exactly 120 (atomic)", async () => {
+  test("redis: 200 concurrent hits from two connections admit exactly 120 (atomic)", async () => {
     const p = fresh()
     await Effect.runPromise(
       Effect.scoped(
@@ -276,7 +276,7 @@ describe("redis store", () => {
     )
   })
 
-  test("D11 redis: keys live under the prefix and expire with the window", async () => {
+  test("redis: keys live under the prefix and expire with the window", async () => {
     const p = fresh()
     const store = makeRedisStore(client, { prefix: p, windowMs: 5_000 })
     await hit(store, "key:ttl", Date.now())
@@ -286,7 +286,7 @@ describe("redis store", () => {
     expect(ttl).toBeLessThanOrEqual(5_000)
   })
 
-  test("D11 redis: layerFromEnv uses Redis when REDIS_URL is set", async () => {
+  test("redis: layerFromEnv uses Redis when REDIS_URL is set", async () => {
     const bucket = `test-fromenv-${randomBytes(6).toString("hex")}`
     const provider = ConfigProvider.fromMap(new Map([["REDIS_URL", REDIS_URL]]))
     const decision = await Effect.runPromise(
@@ -350,7 +350,7 @@ describe("redis store on a private server (restart, script flush)", () => {
   beforeAll(() => start(), 30_000)
   afterAll(stop)
 
-  test("D11 redis: EVALSHA falls back to EVAL after SCRIPT FLUSH", async () => {
+  test("redis: EVALSHA falls back to EVAL after SCRIPT FLUSH", async () => {
     const client = new RedisClient(url)
     try {
       await client.connect()
@@ -365,7 +365,7 @@ describe("redis store on a private server (restart, script flush)", () => {
     }
   })
 
-  test("D11 redis: fails open while Redis is down, counts again once it is back", async () => {
+  test("redis: fails open while Redis is down, counts again once it is back", async () => {
     const before = await errorCount()
     const scope = Effect.runSync(Scope.make())
     try {
@@ -406,7 +406,7 @@ describe("RateLimiter", () => {
     release: () => Effect.fail(new RateLimitStoreError({ message: "Redis rate limit release failed (error)" })),
   }
 
-  test("D11 fail-open: a failing store allows the request, counts the error, warns at most once a minute", async () => {
+  test("fail-open: a failing store allows the request, counts the error, warns at most once a minute", async () => {
     const logs: Array<string> = []
     const capture = Logger.make(({ logLevel, message, annotations }) => {
       logs.push(`${logLevel.label} ${JSON.stringify(message)} ${JSON.stringify(HashMap.toEntries(annotations))}`)
@@ -439,7 +439,7 @@ describe("RateLimiter", () => {
     expect(logs.join("\n")).not.toContain("hunter2")
   })
 
-  test("D11 RateLimiter reads Effect Clock (TestClock): limit, Retry-After, recovery", async () => {
+  test("RateLimiter reads Effect Clock (TestClock): limit, Retry-After, recovery", async () => {
     const out = await Effect.runPromise(
       Effect.gen(function* () {
         const limiter = yield* RateLimiter
@@ -468,7 +468,7 @@ describe("RateLimiter", () => {
     expect(policy).toBe('"default";q=120;w=60')
   })
 
-  test("D11 layerFromEnv: memory without REDIS_URL; RATE_LIMIT and RATE_LIMIT_WINDOW override 120/60 s", async () => {
+  test("layerFromEnv: memory without REDIS_URL; RATE_LIMIT and RATE_LIMIT_WINDOW override 120/60 s", async () => {
     const run = (env: Record<string, string>) =>
       Effect.runPromiseExit(
         Effect.gen(function* () {
@@ -493,7 +493,7 @@ describe("RateLimiter", () => {
     expect(Exit.isFailure(await run({ RATE_LIMIT_WINDOW: "soon" }))).toBe(true)
   })
 
-  test("D11 layerRedis: start-up does not fail when Redis is unreachable; requests fail open", async () => {
+  test("layerRedis: start-up does not fail when Redis is unreachable; requests fail open", async () => {
     const before = await errorCount()
     const decision = await Effect.runPromise(
       Effect.flatMap(RateLimiter, (l) => l.hit("key:k1")).pipe(
@@ -509,7 +509,7 @@ describe("RateLimiter", () => {
 describe("headers", () => {
   const policy = { policyHeader: '"default";q=120;w=60' }
 
-  test("D11 rateLimitHeaders: allowed", () => {
+  test("rateLimitHeaders: allowed", () => {
     const allowed: RateDecision = { allowed: true, limit: 120, remaining: 119, resetSeconds: 60, retryAfterSeconds: 0 }
     expect(rateLimitHeaders(policy, allowed)).toEqual({
       "RateLimit-Policy": '"default";q=120;w=60',
@@ -517,7 +517,7 @@ describe("headers", () => {
     })
   })
 
-  test("D11 rateLimitHeaders: rejected carries Retry-After in whole seconds", () => {
+  test("rateLimitHeaders: rejected carries Retry-After in whole seconds", () => {
     const rejected: RateDecision = { allowed: false, limit: 120, remaining: 0, resetSeconds: 48, retryAfterSeconds: 48 }
     expect(rateLimitHeaders(policy, rejected)).toEqual({
       "RateLimit-Policy": '"default";q=120;w=60',
@@ -526,7 +526,7 @@ describe("headers", () => {
     })
   })
 
-  test("D11 rateLimitHeaders takes the policy from the limiter", async () => {
+  test("rateLimitHeaders takes the policy from the limiter", async () => {
     const limiter = await Effect.runPromise(Effect.provide(RateLimiter, RateLimiter.layerMemory({ limit: 2 })))
     const decisions = await Effect.runPromise(Effect.forEach([1, 2, 3], () => limiter.hit("ip:192.0.2.9")))
     const last = decisions[2]

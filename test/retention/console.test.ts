@@ -57,7 +57,7 @@ afterAll(async () => {
   await shutdown(server, db)
 })
 
-test("D49: an admin sets the organization's retention and returns it to the default (audited); 0 is refused; an analyst reads it but cannot change it", async () => {
+test("an admin sets the organization's retention and returns it to the default (audited); 0 is refused; an analyst reads it but cannot change it", async () => {
   const { page } = admin
   await page.goto(`${consoleUrl}/settings/retention`)
   expect(await page.textContent("main")).toContain("400 days")

@@ -64,8 +64,8 @@ const purge = () => db.run(purgeOnce)
 const oneEvent = (orgId: string, sensorId: string, sourceIp: string) =>
   seedIncident(db, { orgId, sensorId, sourceIp, events: [{ time: new Date() }] })
 
-describe("D49 retention purge", () => {
-  test("D49: deletes only events stored before the window; an incident left empty goes with its transitions, notes and deliveries; a partly old one stays; a per-organization override is honoured both ways; another organization is untouched", async () => {
+describe("retention purge", () => {
+  test("deletes only events stored before the window; an incident left empty goes with its transitions, notes and deliveries; a partly old one stays; a per-organization override is honoured both ways; another organization is untouched", async () => {
     const a = await createTenant(db, "Keeper A")
     const b = await createTenant(db, "Longer B")
     const c = await createTenant(db, "Shorter C")
@@ -146,7 +146,7 @@ describe("D49 retention purge", () => {
     expect(await count("select count(*) as n from webhook_channels where id = $1", channel.id)).toBe(1)
   }, 60_000)
 
-  test("D49: a window an admin lengthens while a pass is under way holds for that pass: the pass reads each organization's retention when it deletes, not when it began", async () => {
+  test("a window an admin lengthens while a pass is under way holds for that pass: the pass reads each organization's retention when it deletes, not when it began", async () => {
     const t = await createTenant(db, "Lengthened")
     const st = await createSensor(db, t.orgId)
     const old = await oneEvent(t.orgId, st.id, "198.51.100.7")
@@ -180,7 +180,7 @@ describe("D49 retention purge", () => {
     expect(await incidentExists(old.incident.id)).toBe(1)
   }, 60_000)
 
-  test("D49: an organization's retention is set by an admin, audited, and refused unless a whole number of days from 1 (0 is refused); blank returns to RETENTION_DAYS", async () => {
+  test("an organization's retention is set by an admin, audited, and refused unless a whole number of days from 1 (0 is refused); blank returns to RETENTION_DAYS", async () => {
     const t = await createTenant(db, "Settings T")
     for (const bad of ["0", "-1", "1.5", "abc", "100001"]) {
       const result = await db.run(
@@ -200,7 +200,7 @@ describe("D49 retention purge", () => {
     expect(audit).toEqual(["default -> 90", "90 -> default"])
   }, 30_000)
 
-  test("D49: the operator sets an organization's retention with the CLI (org retention <org-id> <days|default>), audited; a bad value is one line, nothing changed", async () => {
+  test("the operator sets an organization's retention with the CLI (org retention <org-id> <days|default>), audited; a bad value is one line, nothing changed", async () => {
     const t = await createTenant(db, "Retention by CLI")
     const retentionOf = () =>
       sqlRun(
@@ -228,7 +228,7 @@ describe("D49 retention purge", () => {
     expect(audit.map((a) => a.detail)).toEqual(["default -> 30", "30 -> default"])
   }, 60_000)
 
-  test("D49: the fiber purges at start-up and every hour by the clock: an event 30 minutes short of the window is kept by the first pass and deleted by the pass an hour later", async () => {
+  test("the fiber purges at start-up and every hour by the clock: an event 30 minutes short of the window is kept by the first pass and deleted by the pass an hour later", async () => {
     const t = await createTenant(db, "Clock T")
     const s = await createSensor(db, t.orgId)
     const old = await oneEvent(t.orgId, s.id, "198.51.100.20")
@@ -268,7 +268,7 @@ describe("D49 retention purge", () => {
     expect(await incidentExists(edge.incident.id)).toBe(0)
   }, 60_000)
 
-  test("D49: ingestion through the real server during a purge of several batches loses nothing new: every event accepted is stored, in an incident that exists", async () => {
+  test("ingestion through the real server during a purge of several batches loses nothing new: every event accepted is stored, in an incident that exists", async () => {
     const t = await createTenant(db, "Busy T")
     const sensor = await createSensor(db, t.orgId)
     const ips = ["198.51.100.30", "198.51.100.31", "198.51.100.32"]
@@ -333,7 +333,7 @@ describe("D49 retention purge", () => {
     expect(sent.length).toBeGreaterThanOrEqual(60)
   }, 120_000)
 
-  test("D49: a feed token from before purged changes gets 410 token_expired (problem+json, detail says to start again with from) on both feeds; a token already past them still works; a first call with from works", async () => {
+  test("a feed token from before purged changes gets 410 token_expired (problem+json, detail says to start again with from) on both feeds; a token already past them still works; a first call with from works", async () => {
     const t = await createTenant(db, "Feed T")
     const s = await createSensor(db, t.orgId)
     const first = await seedIncident(db, {
@@ -403,8 +403,8 @@ describe("D49 retention purge", () => {
   }, 60_000)
 })
 
-describe("D49 feed marks from another cluster", () => {
-  test("D49: a purge mark past the horizon (as a backup restored into another cluster leaves it) answers no 410 and is cleared by the next purge", async () => {
+describe("feed marks from another cluster", () => {
+  test("a purge mark past the horizon (as a backup restored into another cluster leaves it) answers no 410 and is cleared by the next purge", async () => {
     const t = await createTenant(db, "Restored T")
     const s = await createSensor(db, t.orgId)
     await seedIncident(db, {
@@ -427,7 +427,7 @@ describe("D49 feed marks from another cluster", () => {
   }, 30_000)
 })
 
-describe("D49 settings", () => {
+describe("settings", () => {
   const settingsWith = (vars: Record<string, string>) =>
     Effect.runPromise(
       Effect.either(
@@ -439,7 +439,7 @@ describe("D49 settings", () => {
       ),
     )
 
-  test("D49: RETENTION_DAYS and FEED_RETENTION_DAYS default to 365 and 30 and take a whole number of days", async () => {
+  test("RETENTION_DAYS and FEED_RETENTION_DAYS default to 365 and 30 and take a whole number of days", async () => {
     const defaults = await settingsWith({})
     expect(Either.isRight(defaults) && [defaults.right.retentionDays, defaults.right.feedRetentionDays]).toEqual([
       365, 30,
@@ -448,7 +448,7 @@ describe("D49 settings", () => {
     expect(Either.isRight(set) && [set.right.retentionDays, set.right.feedRetentionDays]).toEqual([90, 7])
   })
 
-  test("D49: 0, negatives, fractions, words and more than 100000 are refused with the variable's name and what it allows", async () => {
+  test("0, negatives, fractions, words and more than 100000 are refused with the variable's name and what it allows", async () => {
     for (const name of ["RETENTION_DAYS", "FEED_RETENTION_DAYS"]) {
       for (const bad of ["0", "-5", "1.5", "a year", "", "100001"]) {
         const result = await settingsWith({ [name]: bad })

@@ -119,8 +119,8 @@ beforeAll(async () => {
 
 afterAll(() => shutdown(server, db))
 
-describe("D43: Settings → Sensors", () => {
-  test("D43: an admin creates a sensor; its token and set-up snippets (INGEST_URL filled in) are shown once", async () => {
+describe("Settings → Sensors", () => {
+  test("an admin creates a sensor; its token and set-up snippets (INGEST_URL filled in) are shown once", async () => {
     const created = await post(adminCookie, "/settings/sensors", {
       name: "dmz-canary-01",
       profile: "opencanary",
@@ -173,7 +173,7 @@ describe("D43: Settings → Sensors", () => {
     ])
   })
 
-  test("D43: rename, rotate with grace and revoke from the sensor's page; 303 after each; audited; revoked is 401", async () => {
+  test("rename, rotate with grace and revoke from the sensor's page; 303 after each; audited; revoked is 401", async () => {
     const created = await post(adminCookie, "/settings/sensors", { name: "cowrie-01", profile: "cowrie" })
     const page = await get(adminCookie, created.location)
     const id = sensorIdOf(page.text)
@@ -212,7 +212,7 @@ describe("D43: Settings → Sensors", () => {
     expect(JSON.stringify(rows)).not.toContain(next.slice(-43))
   })
 
-  test("D30/D28: an analyst reads the list without forms and cannot change; no CSRF or another org's id is refused", async () => {
+  test("an analyst reads the list without forms and cannot change; no CSRF or another org's id is refused", async () => {
     const sensor = await adminJson(server.env, ["sensor", "create", "--org", orgId, "--name", "read-only-01"])
     const list = await get(analystCookie, "/settings/sensors")
     expect(list.status).toBe(200)
@@ -253,7 +253,7 @@ describe("D43: Settings → Sensors", () => {
     expect((await get(adminCookie, toaster.location)).text).toContain("the profile must be one of opencanary")
   })
 
-  test("D43: in Chromium, Add sensor shows the token once with copyable snippets; no CSP violation", async () => {
+  test("in Chromium, Add sensor shows the token once with copyable snippets; no CSP violation", async () => {
     let browser: Browser | undefined
     try {
       browser = await launchBrowser()

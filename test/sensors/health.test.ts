@@ -133,8 +133,8 @@ const newChannel = (orgId: string, path: string, sensorHealth = false) =>
 const at = (path: string) => receiver.requests.filter((r) => r.path === path)
 const bodiesAt = (path: string) => at(path).map((r) => JSON.parse(r.body) as Record<string, unknown>)
 
-describe("D43: sensor.silent and sensor.recovered", () => {
-  test("D43: a sensor that misses three heartbeats becomes silent within a sweep; a signed sensor.silent reaches the opted-in channel only; a heartbeat brings a sensor.recovered", async () => {
+describe("sensor.silent and sensor.recovered", () => {
+  test("a sensor that misses three heartbeats becomes silent within a sweep; a signed sensor.silent reaches the opted-in channel only; a heartbeat brings a sensor.recovered", async () => {
     const orgId = await newOrg("Silent sensors")
     const sensor = await newSensor(orgId, "dmz-web-01")
     // The CLI's --sensor-health opts in; without it, nothing new.
@@ -208,7 +208,7 @@ describe("D43: sensor.silent and sensor.recovered", () => {
     ])
   }, 180_000)
 
-  test("D43: two servers sweeping one database announce each change once; a sensor never heard from is silent three intervals after its creation", async () => {
+  test("two servers sweeping one database announce each change once; a sensor never heard from is silent three intervals after its creation", async () => {
     const orgId = await newOrg("Many silent sensors")
     await newChannel(orgId, "/d43-many", true)
     const sensors: Array<{ id: string; token: string }> = []
@@ -243,7 +243,7 @@ describe("D43: sensor.silent and sensor.recovered", () => {
     ).toBeGreaterThanOrEqual(8)
   }, 180_000)
 
-  test("D43: the sensors gauge counts every sensor by state (alive, silent, unknown, revoked)", async () => {
+  test("the sensors gauge counts every sensor by state (alive, silent, unknown, revoked)", async () => {
     const orgId = await newOrg("Counted sensors")
     const revoked = await newSensor(orgId, "gone")
     await query((sql) => sql`update sensors set revoked_at = now() where id = ${revoked.id} returning id`)
@@ -289,8 +289,8 @@ describe("D43: sensor.silent and sensor.recovered", () => {
   }, 180_000)
 })
 
-describe("D43: opting a channel in to sensor-health alerts", () => {
-  test("D43: webhook create without --sensor-health opts in to nothing new; webhook sensor-health on|off moves it, audited", async () => {
+describe("opting a channel in to sensor-health alerts", () => {
+  test("webhook create without --sensor-health opts in to nothing new; webhook sensor-health on|off moves it, audited", async () => {
     const orgId = await newOrg("Opt in")
     const plain = await newChannel(orgId, "/d43-opt")
     const listed = async () =>
@@ -315,7 +315,7 @@ describe("D43: opting a channel in to sensor-health alerts", () => {
     ])
   }, 180_000)
 
-  test("D43: the console's Alerts page creates an opted-in channel with its checkbox and toggles it; the overview and Sensors page show silent sensors as a warning", async () => {
+  test("the console's Alerts page creates an opted-in channel with its checkbox and toggles it; the overview and Sensors page show silent sensors as a warning", async () => {
     const orgId = await newOrg("Console opt in")
     const user = await db.run(
       asOperator(

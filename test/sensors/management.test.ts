@@ -91,8 +91,8 @@ const eventually = async <A>(read: () => Promise<A>, ok: (a: A) => boolean, ms =
   return last
 }
 
-describe("D43: sensor revoke", () => {
-  test("D43: a revoked token gets 401 at once on every /ingest/v1 route; revoking again records nothing", async () => {
+describe("sensor revoke", () => {
+  test("a revoked token gets 401 at once on every /ingest/v1 route; revoking again records nothing", async () => {
     const orgId = await newOrg("Revoke sensors")
     const sensor = await newSensor(orgId)
     expect((await ingest(server.ingestUrl, "events", sensor.token, nativeEvent())).status).toBe(200)
@@ -124,7 +124,7 @@ describe("D43: sensor revoke", () => {
     expect(rotate.stderr).toContain("revoked")
   })
 
-  test("D43: an unknown or malformed sensor id is refused with its own message", async () => {
+  test("an unknown or malformed sensor id is refused with its own message", async () => {
     const result = await admin(server.env, ["sensor", "revoke", "sen_01ZZZZZZZZZZZZZZZZZZZZZZZZ"])
     expect(result.code).toBe(1)
     expect(result.stderr).toContain("unknown sensor")
@@ -132,8 +132,8 @@ describe("D43: sensor revoke", () => {
   })
 })
 
-describe("D43: sensor rotate", () => {
-  test("D43: with a grace the old token works until it ends, then 401; the new one works; the token is never audited", async () => {
+describe("sensor rotate", () => {
+  test("with a grace the old token works until it ends, then 401; the new one works; the token is never audited", async () => {
     const orgId = await newOrg("Rotate sensors")
     const sensor = await newSensor(orgId)
     const rotated = (await adminJson(server.env, ["sensor", "rotate", sensor.id, "--grace", "10s"])) as {
@@ -165,7 +165,7 @@ describe("D43: sensor rotate", () => {
     expect(all).not.toContain(sensor.token.slice(-43))
   })
 
-  test("D43: without a grace the old token stops at once; a second rotation with --force ends the first one's grace", async () => {
+  test("without a grace the old token stops at once; a second rotation with --force ends the first one's grace", async () => {
     const orgId = await newOrg("Rotate sensors, no grace")
     const sensor = await newSensor(orgId)
     const first = await adminJson(server.env, ["sensor", "rotate", sensor.id, "--grace", "1h"])
@@ -181,10 +181,10 @@ describe("D43: sensor rotate", () => {
   })
 })
 
-describe("D43: the token is shown with ready-to-paste configuration", () => {
+describe("the token is shown with ready-to-paste configuration", () => {
   const INGEST = "https://ingest.example.test:8443"
 
-  test("D43: sensor create prints the profile's snippet first, then the others and the heartbeat, with the token and this service's ingest address", async () => {
+  test("sensor create prints the profile's snippet first, then the others and the heartbeat, with the token and this service's ingest address", async () => {
     const orgId = await newOrg("Snippets")
     const created = await admin(server.env, ["sensor", "create", "--org", orgId, "--name", "cw", "--profile", "cowrie"])
     expect(created.code).toBe(0)
@@ -230,7 +230,7 @@ describe("D43: the token is shown with ready-to-paste configuration", () => {
     })
   })
 
-  test("D43: sensor rotate prints the configuration again, with the new token only", async () => {
+  test("sensor rotate prints the configuration again, with the new token only", async () => {
     const orgId = await newOrg("Snippets rotate")
     const sensor = await newSensor(orgId, ["--profile", "opencanary"])
     const rotated = await admin(server.env, ["sensor", "rotate", sensor.id])
@@ -253,8 +253,8 @@ describe("D43: the token is shown with ready-to-paste configuration", () => {
   })
 })
 
-describe("D43: rename, profiles, list with status and last contact", () => {
-  test("D43: rename changes the name events carry from the next request on, audited with both names", async () => {
+describe("rename, profiles, list with status and last contact", () => {
+  test("rename changes the name events carry from the next request on, audited with both names", async () => {
     const orgId = await newOrg("Rename sensors")
     const sensor = await newSensor(orgId)
     const renamed = await admin(server.env, ["sensor", "rename", sensor.id, "--name", "dmz-db-02"])
@@ -268,7 +268,7 @@ describe("D43: rename, profiles, list with status and last contact", () => {
     expect(empty.code).toBe(1)
   })
 
-  test("D43: an unknown profile is refused with the documented list; sensor profiles prints it", async () => {
+  test("an unknown profile is refused with the documented list; sensor profiles prints it", async () => {
     const orgId = await newOrg("Profiles")
     const toaster = await admin(server.env, ["sensor", "create", "--org", orgId, "--name", "t", "--profile", "toaster"])
     expect(toaster.code).toBe(1)
@@ -296,7 +296,7 @@ describe("D43: rename, profiles, list with status and last contact", () => {
     expect(badInterval.stderr).toContain("--heartbeat-interval")
   })
 
-  test("D43: POST /ingest/v1/heartbeat answers 204 and sets last heard from; a bad token 401; status alive", async () => {
+  test("POST /ingest/v1/heartbeat answers 204 and sets last heard from; a bad token 401; status alive", async () => {
     const orgId = await newOrg("Heartbeats")
     const sensor = await newSensor(orgId, ["--heartbeat-interval", "60s"])
     const before = await listed(orgId, sensor.id)
@@ -327,7 +327,7 @@ describe("D43: rename, profiles, list with status and last contact", () => {
     expect(human.stdout).not.toContain(sensor.token)
   })
 
-  test("D43: any authenticated ingest request is contact too; a sensor with no heartbeat stays unknown", async () => {
+  test("any authenticated ingest request is contact too; a sensor with no heartbeat stays unknown", async () => {
     const orgId = await newOrg("Contact")
     const sensor = await newSensor(orgId, ["--profile", "opencanary"])
     // An OpenCanary boot line: ignored as an event, yet the sensor was heard from.
@@ -355,8 +355,8 @@ describe("D43: rename, profiles, list with status and last contact", () => {
   })
 })
 
-describe("D31 (Hardening 2): every admin CLI change is audited once", () => {
-  test("D31: org create, org deception on|off and sensor create write audit rows with actor cli", async () => {
+describe("(Hardening 2): every admin CLI change is audited once", () => {
+  test("org create, org deception on|off and sensor create write audit rows with actor cli", async () => {
     const orgId = await newOrg("Audited org")
     expect(await audit(orgId)).toEqual([
       { actor: "cli", action: "org.create", target: orgId, detail: `Audited org ${RUN}`, orgId },
@@ -374,7 +374,7 @@ describe("D31 (Hardening 2): every admin CLI change is audited once", () => {
     expect(JSON.stringify(rows)).not.toContain(sensor.token.slice(-43))
   })
 
-  test("D31: revoking an already revoked key writes one key.revoke row, not two", async () => {
+  test("revoking an already revoked key writes one key.revoke row, not two", async () => {
     const orgId = await newOrg("Key revokers")
     const key = await adminJson(server.env, [
       "key",
@@ -392,8 +392,8 @@ describe("D31 (Hardening 2): every admin CLI change is audited once", () => {
   })
 })
 
-describe("D43: status and health, for the silent-detection sweep", () => {
-  test("D43: statusOf: revoked wins; no heartbeat is unknown; three missed intervals are silent", () => {
+describe("status and health, for the silent-detection sweep", () => {
+  test("statusOf: revoked wins; no heartbeat is unknown; three missed intervals are silent", () => {
     const created = new Date("2026-11-26T10:00:00Z")
     const at = (s: number) => new Date(created.getTime() + s * 1000)
     const row = { createdAt: created, revokedAt: null, lastSeenAt: null, heartbeatIntervalSeconds: 60 }
@@ -406,7 +406,7 @@ describe("D43: status and health, for the silent-detection sweep", () => {
     expect(statusOf({ ...row, revokedAt: at(1), lastSeenAt: at(2) }, at(3))).toBe("revoked")
   })
 
-  test("D43: listWatched and setHealth (compare-and-set: one caller announces a change)", async () => {
+  test("listWatched and setHealth (compare-and-set: one caller announces a change)", async () => {
     const orgId = await newOrg("Health")
     const watched = await newSensor(orgId, ["--heartbeat-interval", "60s"])
     const unwatched = await newSensor(orgId, [], "s-2")

@@ -48,8 +48,8 @@ const rotateDetails = (sensorId: string) =>
     ),
   )
 
-describe("D43: a rotation and a running grace", () => {
-  test("D43: a second rotation during a grace is refused (the old token keeps working); --force ends that grace, audited", async () => {
+describe("a rotation and a running grace", () => {
+  test("a second rotation during a grace is refused (the old token keeps working); --force ends that grace, audited", async () => {
     const sensor = await newSensor("Grace kept")
     const first = await adminJson(server.env, ["sensor", "rotate", sensor.id, "--grace", "1h"])
     const refused = await admin(server.env, ["sensor", "rotate", sensor.id, "--grace", "1h"])
@@ -71,7 +71,7 @@ describe("D43: a rotation and a running grace", () => {
     expect(details[1]).toContain("the earlier grace ended")
   })
 
-  test("D43: a rotation after the grace ended needs no --force", async () => {
+  test("a rotation after the grace ended needs no --force", async () => {
     const sensor = await newSensor("Grace over")
     await adminJson(server.env, ["sensor", "rotate", sensor.id, "--grace", "1s"])
     await Bun.sleep(1100)
@@ -79,7 +79,7 @@ describe("D43: a rotation and a running grace", () => {
     expect(next.code).toBe(0)
   })
 
-  test("D43: two rotations with a grace at the same moment: one wins, the other is refused; nothing is lost", async () => {
+  test("two rotations with a grace at the same moment: one wins, the other is refused; nothing is lost", async () => {
     for (let round = 0; round < 3; round++) {
       const sensor = await newSensor(`Race ${round}`)
       const results = await Promise.all([rotate(sensor.id, "1h", false), rotate(sensor.id, "1h", false)])
@@ -92,7 +92,7 @@ describe("D43: a rotation and a running grace", () => {
     }
   })
 
-  test("D43: two forced rotations at the same moment: each keeps the token current just before it, so both new tokens work", async () => {
+  test("two forced rotations at the same moment: each keeps the token current just before it, so both new tokens work", async () => {
     for (let round = 0; round < 3; round++) {
       const sensor = await newSensor(`Forced race ${round}`)
       const [a, b] = await Promise.all([rotate(sensor.id, "1h", true), rotate(sensor.id, "1h", true)])

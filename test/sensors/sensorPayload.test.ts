@@ -8,8 +8,8 @@ import {
 
 /** D43: which health moves are announced, and the exact body of a sensor-health webhook. */
 
-describe("D43: sensor webhook bodies", () => {
-  test("D43: a move to silent is sensor.silent, from silent to alive sensor.recovered, a first contact nothing", () => {
+describe("sensor webhook bodies", () => {
+  test("a move to silent is sensor.silent, from silent to alive sensor.recovered, a first contact nothing", () => {
     expect(sensorWebhookTypeOf("alive", "silent")).toBe("sensor.silent")
     expect(sensorWebhookTypeOf("unknown", "silent")).toBe("sensor.silent")
     expect(sensorWebhookTypeOf("silent", "alive")).toBe("sensor.recovered")
@@ -18,7 +18,7 @@ describe("D43: sensor webhook bodies", () => {
     expect(sensorWebhookTypeOf("silent", "silent")).toBeUndefined()
   })
 
-  test("D43: {id, type, createdAt, sensor: {id, name, profile, lastSeenAt}}, lastSeenAt in whole seconds or null", () => {
+  test("{id, type, createdAt, sensor: {id, name, profile, lastSeenAt}}, lastSeenAt in whole seconds or null", () => {
     const text = serializeSensorWebhookBody({
       id: "whd_01JD2RB7C1M4D8Q2V6X0Z3B5N7",
       type: "sensor.silent",
@@ -47,7 +47,7 @@ describe("D43: sensor webhook bodies", () => {
     expect(Schema.decodeUnknownEither(SensorWebhookBody)(never)._tag).toBe("Right")
   })
 
-  test("D43: a stored name longer than any name the service accepts is still bounded in the body", () => {
+  test("a stored name longer than any name the service accepts is still bounded in the body", () => {
     const body = JSON.parse(
       serializeSensorWebhookBody({
         id: "whd_x",

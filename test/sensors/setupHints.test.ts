@@ -33,8 +33,8 @@ const sensor = (overrides: Partial<SensorView> = {}): SensorView => ({
 const viewer = { email: "admin@acme.example", role: "admin" as const, csrfToken: "csrf" }
 const now = new Date("2026-01-02T00:00:00.000Z")
 
-describe("D43: the heartbeat snippet keeps the token off command lines", () => {
-  test("D43: run as pasted, it writes the header to a file of mode 600; no command it runs carries the token", async () => {
+describe("the heartbeat snippet keeps the token off command lines", () => {
+  test("run as pasted, it writes the header to a file of mode 600; no command it runs carries the token", async () => {
     const heartbeat = setupSnippets({
       ingestUrl: "https://ingest.example.test",
       token: TOKEN,
@@ -61,7 +61,7 @@ describe("D43: the heartbeat snippet keeps the token off command lines", () => {
   })
 })
 
-describe("D43: a plain-HTTP ingest address behind an HTTPS console is warned about", () => {
+describe("a plain-HTTP ingest address behind an HTTPS console is warned about", () => {
   const page = (appUrl: string, ingestUrl: string) =>
     String(
       SensorsPage({
@@ -74,7 +74,7 @@ describe("D43: a plain-HTTP ingest address behind an HTTPS console is warned abo
       }),
     )
 
-  test("D43: on the Sensors page, at the top and next to the snippets", () => {
+  test("on the Sensors page, at the top and next to the snippets", () => {
     const html = page("https://console.example.test", "http://console.example.test:8081")
     const setup = html.indexOf('id="setup"')
     expect(setup).toBeGreaterThan(0)
@@ -84,7 +84,7 @@ describe("D43: a plain-HTTP ingest address behind an HTTPS console is warned abo
     expect(html).toContain("set INGEST_URL to its https:// address")
   })
 
-  test("D43: not when the ingest address is HTTPS, nor when the console itself is plain HTTP", () => {
+  test("not when the ingest address is HTTPS, nor when the console itself is plain HTTP", () => {
     expect(page("https://console.example.test", "https://ingest.example.test")).not.toContain("plain HTTP")
     expect(page("http://localhost:8082", "http://localhost:8081")).not.toContain("plain HTTP")
   })
@@ -98,14 +98,14 @@ describe("D43: a plain-HTTP ingest address behind an HTTPS console is warned abo
     await server?.stop()
   })
 
-  test("D43: once in the start-up log", () => {
+  test("once in the start-up log", () => {
     const lines = (server?.logs ?? []).filter((l) => l.includes("sensor tokens would travel unencrypted"))
     expect(lines).toHaveLength(1)
     expect(lines[0]).toContain("INGEST_URL")
   })
 })
 
-describe("D43: a sensor's heartbeat form starts on its current value", () => {
+describe("a sensor's heartbeat form starts on its current value", () => {
   const selected = (seconds: number | null) => {
     const html = String(
       SensorPage({ viewer, sensor: sensor({ heartbeatIntervalSeconds: seconds }), flash: undefined, now }),
@@ -116,7 +116,7 @@ describe("D43: a sensor's heartbeat form starts on its current value", () => {
       .map((m) => m[1])
   }
 
-  test("D43: the interval in force is the one selected (saving without a change keeps it)", () => {
+  test("the interval in force is the one selected (saving without a change keeps it)", () => {
     expect(selected(300)).toEqual(["5m"])
     expect(selected(86400)).toEqual(["24h"])
     expect(selected(null)).toEqual([""])

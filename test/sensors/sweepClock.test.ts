@@ -69,7 +69,7 @@ const sensorIn = async (health: "alive" | "silent", lastSeenSecondsAgo: number) 
 const healthOf = async (id: string) =>
   (await query<{ health: string }>((sql) => sql`select health from sensors where id = ${id}`))[0]?.health
 
-test("D43: a sweeping process whose clock is ahead or behind moves no sensor the database's clock keeps in its state", async () => {
+test("a sweeping process whose clock is ahead or behind moves no sensor the database's clock keeps in its state", async () => {
   // Heard from 40 s ago with a 30 s interval: alive for 90 s by the database's clock.
   const alive = await sensorIn("alive", 40)
   // Heard from 200 s ago: silent by the database's clock.

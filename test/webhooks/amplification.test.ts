@@ -89,7 +89,7 @@ const api = async (path: string, key: string) => {
 }
 
 describe("Hardening 2 item 4: masking no longer amplifies what a sensor sends", () => {
-  test("D19/D20 the 1,044,633-byte post stores a bounded attackerInput with a visible cut; its webhooks are each under 256 KiB, signed and delivered; the API's answers are bounded, also for rows stored before", async () => {
+  test("the 1,044,633-byte post stores a bounded attackerInput with a visible cut; its webhooks are each under 256 KiB, signed and delivered; the API's answers are bounded, also for rows stored before", async () => {
     const org = await adminJson(server.env, ["org", "create", "--name", `Amplified ${crypto.randomUUID().slice(0, 8)}`])
     const sensor = await adminJson(server.env, [
       "sensor",

@@ -50,7 +50,7 @@ afterAll(async () => {
   receiver?.stop()
 })
 
-test("D17 SIGKILL with 200 deliveries in flight: after a restart every one arrives (at least once), none is lost", async () => {
+test("SIGKILL with 200 deliveries in flight: after a restart every one arrives (at least once), none is lost", async () => {
   first = await startServerProcess({ env })
   const org = await adminJson(env, ["org", "create", "--name", `Crash ${crypto.randomUUID().slice(0, 8)}`])
   const sensor = await adminJson(env, ["sensor", "create", "--org", org.id, "--name", "web-01"])

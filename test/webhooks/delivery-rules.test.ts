@@ -70,7 +70,7 @@ describe("webhook payload (spec 'Webhook incident', D15, D20)", () => {
     }),
   )
 
-  test("D15 the body is {id, type, createdAt, incident}, compact, in that order", () => {
+  test("the body is {id, type, createdAt, incident}, compact, in that order", () => {
     expect(Object.keys(body)).toEqual(["id", "type", "createdAt", "incident"])
     expect(body.createdAt).toBe("2026-11-21T10:05:10.001Z")
     const text = serializeAlertMessage({ id: "a", type: "webhook.test", createdAt: new Date(0), incident })
@@ -132,7 +132,7 @@ describe("webhook payload (spec 'Webhook incident', D15, D20)", () => {
     ])
   })
 
-  test("D20 every attackerInput string is cut to 256 code points ending in …, nested ones too", () => {
+  test("every attackerInput string is cut to 256 code points ending in …, nested ones too", () => {
     const input = body.incident.events[0].attackerInput
     expect([...input.username]).toHaveLength(256)
     expect(input.username.endsWith("…")).toBe(true)
@@ -144,14 +144,14 @@ describe("webhook payload (spec 'Webhook incident', D15, D20)", () => {
     expect(body.incident.techniques.map((t: { id: string }) => t.id)).toContain("T1078.001")
   })
 
-  test("D15 transitions map to body types; a close is not announced", () => {
+  test("transitions map to body types; a close is not announced", () => {
     expect(alertTypeOf("created")).toBe("incident.created")
     expect(alertTypeOf("escalated")).toBe("incident.escalated")
     expect(alertTypeOf("reopened")).toBe("incident.reopened")
     expect(alertTypeOf("closed")).toBeUndefined()
   })
 
-  test("D15 webhook.test carries a sample incident of the real shape", () => {
+  test("webhook.test carries a sample incident of the real shape", () => {
     const sample = JSON.parse(
       serializeAlertMessage({
         id: "whd_x",
@@ -165,11 +165,11 @@ describe("webhook payload (spec 'Webhook incident', D15, D20)", () => {
   })
 })
 
-describe("D17 delivery state after an attempt", () => {
+describe("delivery state after an attempt", () => {
   const schedule = [5_000, 30_000, 120_000]
   const now = new Date("2026-11-21T10:00:00.000Z")
 
-  test("D17 a 2xx succeeds", () => {
+  test("a 2xx succeeds", () => {
     expect(nextState({ ok: true, status: 204 }, 1, schedule, now)).toEqual({
       status: "succeeded",
       retryIndex: 1,
@@ -178,7 +178,7 @@ describe("D17 delivery state after an attempt", () => {
     })
   })
 
-  test("D17 a failure waits the next step of the schedule, plus at most 10 % jitter, never less", () => {
+  test("a failure waits the next step of the schedule, plus at most 10 % jitter, never less", () => {
     for (const [index, random] of [
       [0, 0],
       [1, 0.5],
@@ -192,13 +192,13 @@ describe("D17 delivery state after an attempt", () => {
     }
   })
 
-  test("D17 after the last step the delivery is dead; time-outs and connection errors count as failures", () => {
+  test("after the last step the delivery is dead; time-outs and connection errors count as failures", () => {
     expect(nextState({ ok: false, status: null }, 3, schedule, now).status).toBe("dead")
     expect(nextState({ ok: false, status: null }, 2, schedule, now).status).toBe("failed")
     expect(nextState({ ok: false, status: 302 }, 0, schedule, now).status).toBe("failed")
   })
 
-  test("D17 a 410 stops retries at once", () => {
+  test("a 410 stops retries at once", () => {
     expect(nextState({ ok: false, status: 410 }, 0, schedule, now).status).toBe("dead")
   })
 })

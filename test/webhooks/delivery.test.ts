@@ -101,7 +101,7 @@ describe("webhook delivery (D15–D17)", () => {
   })
   afterAll(() => shutdown(server))
 
-  test("D15 created, escalated and reopened arrive once per matching channel, signed, in the spec's shape; a channel below the minimum gets nothing until an escalation reaches it", async () => {
+  test("created, escalated and reopened arrive once per matching channel, signed, in the spec's shape; a channel below the minimum gets nothing until an escalation reaches it", async () => {
     const t = await tenant(server)
     const all = await channel(server, t.orgId, "/all", "low")
     const high = await channel(server, t.orgId, "/high", "high")
@@ -171,7 +171,7 @@ describe("webhook delivery (D15–D17)", () => {
     expect(new Set(ids).size).toBe(ids.length)
   })
 
-  test("D17 a defect in one delivery is recorded as a failed attempt and never stops the pool", async () => {
+  test("a defect in one delivery is recorded as a failed attempt and never stops the pool", async () => {
     const t = await tenant(server)
     const healthy = await channel(server, t.orgId, "/healthy")
     const broken = await channel(server, t.orgId, "/broken")
@@ -212,7 +212,7 @@ describe("webhook delivery (D15–D17)", () => {
     ).toBe(true)
   })
 
-  test("D15 webhook incident events: the 20 most recent, oldest first, with eventCount the total", async () => {
+  test("webhook incident events: the 20 most recent, oldest first, with eventCount the total", async () => {
     const t = await tenant(server)
     await channel(server, t.orgId, "/many")
     const ip = "203.0.113.11"
@@ -234,7 +234,7 @@ describe("webhook delivery (D15–D17)", () => {
     )
   })
 
-  test("D17 a receiver answering 500 is retried on the schedule, then dead-lettered; redeliver sends it again", async () => {
+  test("a receiver answering 500 is retried on the schedule, then dead-lettered; redeliver sends it again", async () => {
     const t = await tenant(server)
     const ch = await channel(server, t.orgId, "/status/500")
     await send(server, t, [{ sourceIp: "203.0.113.12" }])
@@ -279,7 +279,7 @@ describe("webhook delivery (D15–D17)", () => {
     expect(after[0]).toMatchObject({ id: deliveryId, status: "succeeded", attempts: 5 })
   })
 
-  test("D17 a 410 stops retries at once", async () => {
+  test("a 410 stops retries at once", async () => {
     const t = await tenant(server)
     const ch = await channel(server, t.orgId, "/status/410")
     await send(server, t, [{ sourceIp: "203.0.113.13" }])
@@ -290,7 +290,7 @@ describe("webhook delivery (D15–D17)", () => {
     expect(log[0]).toMatchObject({ status: "dead", attempts: 1, lastStatus: 410 })
   })
 
-  test("D17 a redirect is a failure and is not followed; a closed connection is a failure; both are retried", async () => {
+  test("a redirect is a failure and is not followed; a closed connection is a failure; both are retried", async () => {
     const t = await tenant(server)
     const redirect = await channel(server, t.orgId, "/redirect")
     const closing = await channel(server, t.orgId, "/close", "low", receiver.closeUrl)
@@ -310,7 +310,7 @@ describe("webhook delivery (D15–D17)", () => {
     expect(closeLog[0].lastError).toBeTruthy()
   })
 
-  test("D16 rotation with a grace period: the new secret signs first, the old one second; both verify", async () => {
+  test("rotation with a grace period: the new secret signs first, the old one second; both verify", async () => {
     const t = await tenant(server)
     const ch = await channel(server, t.orgId, "/rotate")
     const rotated = await adminJson(server.env, ["webhook", "rotate", ch.id, "--grace", "1h"])
@@ -353,7 +353,7 @@ describe("webhook delivery (D15–D17)", () => {
     expect(JSON.parse(listed.stdout)[0]).toMatchObject({ id: ch.id, minSeverity: "low", enabled: true })
   })
 
-  test("D17: disabling a channel parks its waiting deliveries (no claim walks past them, none is sent); enabling sends them", async () => {
+  test("disabling a channel parks its waiting deliveries (no claim walks past them, none is sent); enabling sends them", async () => {
     const t = await tenant(server)
     const ch = await channel(server, t.orgId, "/parked")
     receiver.setStatus("/parked", 503)
@@ -386,7 +386,7 @@ describe("webhook delivery (D15–D17)", () => {
     expect(JSON.stringify(deliveries)).toContain("succeeded")
   })
 
-  test("D15 `webhook test` sends webhook.test at once through the same sender and prints the receiver's status", async () => {
+  test("`webhook test` sends webhook.test at once through the same sender and prints the receiver's status", async () => {
     const t = await tenant(server)
     const ch = await channel(server, t.orgId, "/test")
     const result = await adminJson(server.env, ["webhook", "test", ch.id])
@@ -404,7 +404,7 @@ describe("webhook delivery (D15–D17)", () => {
     expect(refused.stdout).toMatch(/failed: HTTP 503/)
   })
 
-  test("D18 `webhook create` refuses http://, credentials and non-public addresses with the reason", async () => {
+  test("`webhook create` refuses http://, credentials and non-public addresses with the reason", async () => {
     const t = await tenant(server)
     const plain = { ...server.env, WEBHOOK_ALLOW_PRIVATE: "" }
     for (const url of [
@@ -438,14 +438,14 @@ describe("webhook delivery (D15–D17)", () => {
   })
 })
 
-describe("D17 time-out (the real 5 s)", () => {
+describe("time-out (the real 5 s)", () => {
   let server: RunningServer
   beforeAll(async () => {
     server = await startServer({ env: await testEnv({ ...webhookEnv(), WEBHOOK_RETRY_SCHEDULE: "100ms" }) })
   })
   afterAll(() => shutdown(server))
 
-  test("D17 a receiver slower than 5 s fails at 5 s and is retried, then dead", async () => {
+  test("a receiver slower than 5 s fails at 5 s and is retried, then dead", async () => {
     const t = await tenant(server)
     const ch = await channel(server, t.orgId, "/slow")
     await send(server, t, [{ sourceIp: "203.0.113.19" }])

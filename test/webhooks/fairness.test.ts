@@ -83,7 +83,7 @@ const tenant = async (name: string, url: string) => {
   return sensor.token as string
 }
 
-test("D17 a receiver that never answers holds only its channel's slots; the healthy channel stays prompt", async () => {
+test("a receiver that never answers holds only its channel's slots; the healthy channel stays prompt", async () => {
   const deadToken = await tenant("Dead", `https://127.0.0.1:${deadPort}/never`)
   const liveToken = await tenant("Live", `${receiver.url}/fair-live`)
 

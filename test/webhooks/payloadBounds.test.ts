@@ -114,9 +114,9 @@ const checkBody = (text: string) => {
   return body
 }
 
-describe("Hardening 2 item 4: webhook bodies under 256 KiB whatever the shape (D20)", () => {
+describe("Hardening 2 item 4: webhook bodies under 256 KiB whatever the shape", () => {
   for (const [name, make] of Object.entries(WORST_INPUTS)) {
-    test(`D20 ${name}: every webhook type's body, with 20 such events, is under 256 KiB, valid, signed and says it was cut`, () => {
+    test(`${name}: every webhook type's body, with 20 such events, is under 256 KiB, valid, signed and says it was cut`, () => {
       const input = make()
       expect(Buffer.byteLength(JSON.stringify(input))).toBeGreaterThan(300_000)
       const events = Array.from({ length: 25 }, (_, i) => eventRow(i, input))
@@ -132,7 +132,7 @@ describe("Hardening 2 item 4: webhook bodies under 256 KiB whatever the shape (D
     })
   }
 
-  test("D20 whatever the incident row holds, the body fits: oldest events left out first, then texts shortened", () => {
+  test("whatever the incident row holds, the body fits: oldest events left out first, then texts shortened", () => {
     const input = WORST_INPUTS["long strings"]?.() ?? {}
     const events = Array.from({ length: 20 }, (_, i) => eventRow(i, input))
     // Incident texts are written by the service and short; a row that is not still gives a deliverable body.
@@ -170,7 +170,7 @@ describe("Hardening 2 item 4: webhook bodies under 256 KiB whatever the shape (D
     expect(some.incident.narrative).toBe("N".repeat(150_000))
   })
 
-  test("D15 an ordinary body is unchanged: no truncated member, no eventsLeftOut", () => {
+  test("an ordinary body is unchanged: no truncated member, no eventsLeftOut", () => {
     const text = serializeAlertMessage({
       id: "whd_4",
       type: "webhook.test",

@@ -50,7 +50,7 @@ const answer = (ok: boolean): SendResult => ({
   address: "192.0.2.10",
 })
 
-describe("D17 retry schedule on the TestClock, against the real database", () => {
+describe("retry schedule on the TestClock, against the real database", () => {
   test("a delivery failing three times is retried 5 s, 30 s and 2 min after each failure (plus its jitter), never earlier, and stops once it succeeded", async () => {
     const { orgId } = await createTenant(db, "Retry clock")
     const era = Date.UTC(2099, 0, 1)

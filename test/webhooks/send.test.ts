@@ -232,7 +232,7 @@ describe("sendHttps: process-wide settings cannot undo the pinning or the verifi
   })
 })
 
-describe("sendHttps: the URL rule at send time (D18)", () => {
+describe("sendHttps: the URL rule at send time", () => {
   // D18: the URL is "checked at channel creation and again at every delivery, connecting to the address that was
   // checked (no DNS-rebinding window)". The name was public at creation; at delivery it points at a loopback receiver
   // that would accept the request (valid certificate, trusted CA), and the send must be refused before connecting.

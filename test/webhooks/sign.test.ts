@@ -28,7 +28,7 @@ describe("signatureHeader", () => {
     expect(signatureHeader(["s1"], 42, new TextEncoder().encode(body))).toBe(signatureHeader(["s1"], 42, body))
   })
 
-  test("rotation: one v1 per secret, current first (D16)", () => {
+  test("rotation: one v1 per secret, current first", () => {
     const body = "{}"
     const header = signatureHeader(["whsec_new", "whsec_old"], 1_700_000_000, body)
     expect(header).toMatch(HEADER_PATTERN)
@@ -50,7 +50,7 @@ describe("signatureHeader", () => {
   })
 })
 
-describe("generateSigningSecret (D16)", () => {
+describe("generateSigningSecret", () => {
   test("whsec_ followed by 43 base64url characters (32 random bytes)", () => {
     for (let i = 0; i < 50; i++) {
       const secret = generateSigningSecret()

@@ -25,7 +25,7 @@ const fakeLookup =
 
 const LOCAL_TEST: AddressPolicy = { allowPrivate: ["127.0.0.0/8", "::1/128"] }
 
-describe("checkWebhookUrl syntax (D18)", () => {
+describe("checkWebhookUrl syntax", () => {
   test("accepts ordinary https URLs with path, query and port", () => {
     const result = checkWebhookUrl("https://example.com/hook")
     expect(result.ok).toBe(true)
@@ -125,7 +125,7 @@ describe("checkWebhookUrl syntax (D18)", () => {
   })
 })
 
-describe("checkWebhookUrl + resolveAndCheck refuse non-public addresses (D18)", () => {
+describe("checkWebhookUrl + resolveAndCheck refuse non-public addresses", () => {
   test.each([
     // IPv4-mapped and other embedded forms
     ["https://[::ffff:127.0.0.1]/", "IPv4-mapped form of 127.0.0.1, which is a loopback address"],

@@ -24,7 +24,7 @@ const checkHecRules = (body: Record<string, unknown>): void => {
   }
 }
 
-describe("D46: hecEvent", () => {
+describe("hecEvent", () => {
   test("every message type is one HEC event with the payload as `event`", () => {
     for (const { message, payload } of allFixtures()) {
       const body = JSON.parse(hecEvent(message, CONTEXT, payload))

@@ -89,14 +89,14 @@ const expectedActivity: Record<IncidentMessageType, number> = {
 const get = (value: unknown, ...path: Array<string | number>): unknown =>
   path.reduce<unknown>((v, key) => (v as Record<string | number, unknown> | undefined)?.[key], value)
 
-describe("D47: incidents as OCSF 1.8.0 Detection Finding", () => {
+describe("incidents as OCSF 1.8.0 Detection Finding", () => {
   test("the schema is the class 2004 one and rejects an empty object", () => {
     expect(get(ocsfSchema, "properties", "class_uid", "const")).toBe(2004)
     expect(ocsfErrors({})).not.toBe("")
   })
 
   for (const type of INCIDENT_MESSAGE_TYPES) {
-    test(`D47: ${type} validates, with activity_id ${expectedActivity[type]} and type_uid ${200400 + expectedActivity[type]}`, () => {
+    test(`${type} validates, with activity_id ${expectedActivity[type]} and type_uid ${200400 + expectedActivity[type]}`, () => {
       const incident = type === "webhook.test" ? sampleIncident(at(60), ctx.appUrl) : realistic()
       const out = ocsfDetectionFinding(body(type, incident), ctx)
       expectValid(out)
@@ -118,7 +118,7 @@ describe("D47: incidents as OCSF 1.8.0 Detection Finding", () => {
     })
   }
 
-  test("D47: a test message says it is one and is not an alert", () => {
+  test("a test message says it is one and is not an alert", () => {
     const out = ocsfDetectionFinding(body("webhook.test", sampleIncident(at(60), ctx.appUrl)), ctx)
     expect(String(out.message)).toStartWith("Test delivery")
     expect(get(out, "metadata", "labels")).toEqual(["test"])
@@ -128,7 +128,7 @@ describe("D47: incidents as OCSF 1.8.0 Detection Finding", () => {
     expect(ocsfDetectionFinding(body("incident.closed", realistic()), ctx).is_alert).toBe(false)
   })
 
-  test("D47, D3: low, medium, high, critical are severity_id 2, 3, 4, 5", () => {
+  test("low, medium, high, critical are severity_id 2, 3, 4, 5", () => {
     const ids = SEVERITIES.map((severity: Severity) => {
       const out = ocsfDetectionFinding(body("incident.created", { ...realistic(), severity }), ctx)
       expectValid(out)
@@ -142,7 +142,7 @@ describe("D47: incidents as OCSF 1.8.0 Detection Finding", () => {
     ])
   })
 
-  test("D47: times are epoch milliseconds, the finding's first and last seen are the incident's", () => {
+  test("times are epoch milliseconds, the finding's first and last seen are the incident's", () => {
     const incident = realistic()
     const out = ocsfDetectionFinding(body("incident.escalated", incident), ctx)
     expect(get(out, "finding_info", "first_seen_time")).toBe(incident.firstSeenAt.getTime())
@@ -151,7 +151,7 @@ describe("D47: incidents as OCSF 1.8.0 Detection Finding", () => {
     expect(out.end_time).toBe(1_795_276_674_053)
   })
 
-  test("D47: techniques become attacks with ATT&CK tactic ids, a sub-technique under its parent", () => {
+  test("techniques become attacks with ATT&CK tactic ids, a sub-technique under its parent", () => {
     const out = ocsfDetectionFinding(body("incident.created", realistic()), ctx)
     const attacks = get(out, "finding_info", "attacks") as Array<Record<string, unknown>>
     expect(attacks).toContainEqual({
@@ -165,7 +165,7 @@ describe("D47: incidents as OCSF 1.8.0 Detection Finding", () => {
     ).toEqual(["TA0005", "TA0003", "TA0004", "TA0001"])
   })
 
-  test("D47: the sensor is the affected resource and the device; the events are the evidences", () => {
+  test("the sensor is the affected resource and the device; the events are the evidences", () => {
     const incident = realistic()
     const out = ocsfDetectionFinding(body("incident.created", incident), ctx)
     expect(get(out, "resources", 0, "uid")).toBe(incident.sensor.id)
@@ -179,7 +179,7 @@ describe("D47: incidents as OCSF 1.8.0 Detection Finding", () => {
     expect(get(out, "unmapped", "incident", "id")).toBe(incident.id)
   })
 
-  test("D47: an incident with no techniques has no attacks and still validates", () => {
+  test("an incident with no techniques has no attacks and still validates", () => {
     const incident = alertIncident(
       incidentRow({ eventTypes: [], tags: [] }),
       "windows-server",
@@ -192,13 +192,13 @@ describe("D47: incidents as OCSF 1.8.0 Detection Finding", () => {
     expect(get(out, "finding_info", "attacks")).toEqual([])
   })
 
-  test("D47: with no event in the body the source address is still an evidence", () => {
+  test("with no event in the body the source address is still an evidence", () => {
     const out = ocsfDetectionFinding(body("incident.closed", { ...realistic(), events: [], eventsLeftOut: 3 }), ctx)
     expectValid(out)
     expect(get(out, "evidences", 0, "src_endpoint", "ip")).toBe("198.51.100.23")
   })
 
-  test("D47: 20 events of odd attacker input are data, and validate", () => {
+  test("20 events of odd attacker input are data, and validate", () => {
     const odd = [
       { command: "'; DROP TABLE incidents;-- <script>alert(1)</script> {{7*7}} \u0024{jndi:ldap://x}" },
       // JSON.parse makes "__proto__" an own key, as a parsed attacker body would have it.
@@ -219,7 +219,7 @@ describe("D47: incidents as OCSF 1.8.0 Detection Finding", () => {
     expect(JSON.parse(JSON.stringify(out))).toEqual(out)
   })
 
-  test("D47: the schema check can fail: misspelled, wrong-typed, wrong class, missing product", () => {
+  test("the schema check can fail: misspelled, wrong-typed, wrong class, missing product", () => {
     const good = ocsfDetectionFinding(body("incident.created", realistic()), ctx)
     expectValid(good)
     const finding = good.finding_info as Record<string, unknown>
@@ -239,7 +239,7 @@ describe("D47: incidents as OCSF 1.8.0 Detection Finding", () => {
     for (const [what, value] of bad) expect([what, ocsfErrors(value) === ""]).toEqual([what, false])
   })
 
-  test("D47: every random incident of real techniques and random text validates", () => {
+  test("every random incident of real techniques and random text validates", () => {
     const techniques = [...TECHNIQUES.values()]
     const text = fc.string({ unit: "binary", maxLength: 40 })
     const port = fc.integer({ min: 0, max: 65535 })

@@ -186,8 +186,8 @@ const outsideCode = (payload: unknown): string => {
 
 const blocksOf = (payload: object) => (payload as { blocks: ReadonlyArray<Record<string, unknown>> }).blocks
 
-describe("D46: Slack messages", () => {
-  test("D46: every message type renders a Block Kit message that keeps Slack's rules", () => {
+describe("Slack messages", () => {
+  test("every message type renders a Block Kit message that keeps Slack's rules", () => {
     for (const message of everyMessage()) {
       const payload = slackMessage(message, CTX)
       expect({ type: message.type, problems: checkSlack(payload) }).toEqual({ type: message.type, problems: [] })
@@ -196,7 +196,7 @@ describe("D46: Slack messages", () => {
     }
   })
 
-  test("D46: each type has its own service-written lead", () => {
+  test("each type has its own service-written lead", () => {
     const heads = everyMessage().map((m) => (blocksOf(slackMessage(m, CTX))[0] as { text: { text: string } }).text.text)
     expect(heads).toEqual([
       "New incident (critical)",
@@ -210,7 +210,7 @@ describe("D46: Slack messages", () => {
     ])
   })
 
-  test("D46: an incident message carries title, severity, sensor, source IP, count, techniques, events and the link", () => {
+  test("an incident message carries title, severity, sensor, source IP, count, techniques, events and the link", () => {
     const payload = slackMessage(incidentMessage("incident.created"), CTX)
     const json = JSON.stringify(payload)
     expect(json).toContain("Shell commands over SSH from 203.0.113.7 on sensor `web-01`")
@@ -226,7 +226,7 @@ describe("D46: Slack messages", () => {
     expect((payload as { text: string }).text).toStartWith("New incident (critical): ")
   })
 
-  test("D46: a sensor message names the sensor and when it was last heard from, and links nowhere", () => {
+  test("a sensor message names the sensor and when it was last heard from, and links nowhere", () => {
     const [silent, never, recovered] = everyMessage()
       .slice(-3)
       .map((m) => JSON.stringify(slackMessage(m, CTX)))
@@ -237,7 +237,7 @@ describe("D46: Slack messages", () => {
     for (const json of [silent, never, recovered]) expect(json).not.toContain('"url"')
   })
 
-  test("D46: a link not on APP_URL is left out (no button, no link anywhere)", () => {
+  test("a link not on APP_URL is left out (no button, no link anywhere)", () => {
     for (const url of [
       "https://evil.example/incidents/x",
       `${APP_URL}.evil.example/incidents/x`,
@@ -254,7 +254,7 @@ describe("D46: Slack messages", () => {
     }
   })
 
-  test("D46: a huge incident (long title, 20 events of 256-character attacker strings) stays within the limits", () => {
+  test("a huge incident (long title, 20 events of 256-character attacker strings) stays within the limits", () => {
     const message = hugeMessage()
     expect(message.incident.events).toHaveLength(20)
     const payload = slackMessage(message, CTX)
@@ -266,7 +266,7 @@ describe("D46: Slack messages", () => {
     expect(JSON.stringify(payload)).toContain("` … (cut)")
   })
 
-  test("D46: a title of many long quoted values needing escapes is cut within the section limit, the mark outside code", () => {
+  test("a title of many long quoted values needing escapes is cut within the section limit, the mark outside code", () => {
     const rawTitle = Array.from({ length: 30 }, (_, k) => `part ${k} ${JSON.stringify("&<>".repeat(90))}`).join(" ")
     const payload = slackMessage(incidentMessage("incident.created", { rawTitle }), CTX)
     expect(checkSlack(payload)).toEqual([])
@@ -276,7 +276,7 @@ describe("D46: Slack messages", () => {
     expect(title).toEndWith(` ${CUT_MARK}`)
   })
 
-  test("D46: hostile attacker text stays inert: escaped, in code spans, no mention, link or formatting", () => {
+  test("hostile attacker text stays inert: escaped, in code spans, no mention, link or formatting", () => {
     for (const s of HOSTILE) {
       const payload = slackMessage(hostileMessage(s), CTX)
       expect({ s, problems: checkSlack(payload) }).toEqual({ s, problems: [] })
@@ -289,7 +289,7 @@ describe("D46: Slack messages", () => {
     expect(shown).not.toContain("\\u202e")
   })
 
-  test("D46: an empty title or summary still gives a message Slack takes", () => {
+  test("an empty title or summary still gives a message Slack takes", () => {
     const base = incidentMessage("incident.created", { rawTitle: "" })
     const events = base.incident.events.map((e) => ({ ...e, summary: "" }))
     const payload = slackMessage({ ...base, incident: { ...base.incident, events } }, CTX)
@@ -297,14 +297,14 @@ describe("D46: Slack messages", () => {
     expect(JSON.stringify(payload)).toContain("(no title)")
   })
 
-  test("D46: attacker text the service forgot to quote is still escaped, defanged and without mentions", () => {
+  test("attacker text the service forgot to quote is still escaped, defanged and without mentions", () => {
     const rawTitle = "Login from <!channel> @here http://evil.example/x <http://evil.example|y> evil.example"
     const payload = slackMessage(incidentMessage("incident.created", { rawTitle }), CTX)
     expect(checkSlack(payload)).toEqual([])
     expect(JSON.stringify(payload)).toContain("&lt;!channel&gt; ＠here hxxp[:]//evil[.]example/x")
   })
 
-  test("D46: a value that is only whitespace, or starts or ends with it (any Unicode space), is still one code span", () => {
+  test("a value that is only whitespace, or starts or ends with it (any Unicode space), is still one code span", () => {
     // Found by the property below (seed 671743159): a sensor named with one no-break space gave "` `".
     for (const ws of [" ", "\u00A0", "\u2003", "\u3000", "\t"]) {
       for (const sensorName of [ws, `${ws}edge`, `edge${ws}`]) {
@@ -314,7 +314,7 @@ describe("D46: Slack messages", () => {
     }
   })
 
-  test("D46: any attacker strings in titles, summaries and attackerInput give a message that keeps the rules", () => {
+  test("any attacker strings in titles, summaries and attackerInput give a message that keeps the rules", () => {
     const text = fc.oneof(fc.string({ unit: "binary", maxLength: 300 }), fc.constantFrom(...HOSTILE))
     fc.assert(
       fc.property(fc.array(text, { minLength: 1, maxLength: 4 }), text, text, (usernames, detail, sensorName) => {
@@ -331,7 +331,7 @@ describe("D46: Slack messages", () => {
     )
   })
 
-  test("D46: the checker itself finds what it must (an unescaped <, a mention, a URL outside code, a bad button)", () => {
+  test("the checker itself finds what it must (an unescaped <, a mention, a URL outside code, a bad button)", () => {
     const ok = slackMessage(incidentMessage("incident.created"), CTX) as { text: string; blocks: Array<object> }
     const section = (text: string) => ({
       ...ok,

@@ -166,7 +166,7 @@ const paramsOf = (parsed: Parsed): Record<string, string> => {
 
 const utf8 = (text: string) => Buffer.byteLength(text, "utf8")
 
-describe("D46: the RFC 5424 parser of these tests refuses what the grammar refuses", () => {
+describe("the RFC 5424 parser of these tests refuses what the grammar refuses", () => {
   const ok = '<134>1 2026-11-21T15:57:42.053Z h app - id [x@32473 a="1"] \uFEFF{}'
   test("a valid message parses", () => {
     expect(paramsOf({ ...parseRfc5424(ok), sd: [{ id: SYSLOG_SD_ID, params: [["a", "1"]] }] })).toEqual({ a: "1" })
@@ -184,7 +184,7 @@ describe("D46: the RFC 5424 parser of these tests refuses what the grammar refus
   })
 })
 
-describe("D46: syslogMessage", () => {
+describe("syslogMessage", () => {
   test("every message type is one RFC 5424 message with the documented header, SD and MSG", () => {
     const expectedSeverity: Record<string, number> = {
       "incident.created": 3, // high

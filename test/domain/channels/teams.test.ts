@@ -120,15 +120,15 @@ const serviceWords = (payload: object): string => {
   return texts.join("\n")
 }
 
-describe("D46: Teams messages", () => {
-  test("D46: every message type is a Workflows message holding a valid Adaptive Card 1.5", () => {
+describe("Teams messages", () => {
+  test("every message type is a Workflows message holding a valid Adaptive Card 1.5", () => {
     for (const message of everyMessage()) {
       const payload = teamsMessage(message, CTX)
       expect({ type: message.type, problems: checkTeams(payload) }).toEqual({ type: message.type, problems: [] })
     }
   })
 
-  test("D46: an incident card carries title, facts, techniques, newest events and the one link", () => {
+  test("an incident card carries title, facts, techniques, newest events and the one link", () => {
     const payload = teamsMessage(incidentMessage("incident.created"), CTX)
     const card = cardOf(payload)
     const json = JSON.stringify(card)
@@ -153,7 +153,7 @@ describe("D46: Teams messages", () => {
     ])
   })
 
-  test("D46: a card links only to APP_URL: another url gives no action", () => {
+  test("a card links only to APP_URL: another url gives no action", () => {
     for (const url of [
       "https://evil.example/x",
       `${APP_URL}.evil.example/x`,
@@ -168,18 +168,18 @@ describe("D46: Teams messages", () => {
     }
   })
 
-  test("D46: sensor cards have no link", () => {
+  test("sensor cards have no link", () => {
     for (const message of everyMessage().slice(-3)) expect(cardOf(teamsMessage(message, CTX))?.actions).toBeUndefined()
   })
 
-  test("D46: a huge incident stays a valid card under the Teams message size", () => {
+  test("a huge incident stays a valid card under the Teams message size", () => {
     const payload = teamsMessage(hugeMessage(), CTX)
     expect(checkTeams(payload)).toEqual([])
     expect(JSON.stringify(payload)).toContain("Newest events (5 of 20)")
     expect(JSON.stringify(payload)).toContain("… (cut)")
   })
 
-  test("D46: hostile attacker text is only in monospace runs, defanged, and markdown is escaped", () => {
+  test("hostile attacker text is only in monospace runs, defanged, and markdown is escaped", () => {
     for (const s of HOSTILE) {
       const payload = teamsMessage(hostileMessage(s), CTX)
       expect({ s, problems: checkTeams(payload) }).toEqual({ s, problems: [] })
@@ -229,7 +229,7 @@ describe("D46: Teams messages", () => {
     )
   })
 
-  test("D46: an empty title or summary still gives a valid card", () => {
+  test("an empty title or summary still gives a valid card", () => {
     const base = incidentMessage("incident.created", { rawTitle: "" })
     const events = base.incident.events.map((e) => ({ ...e, summary: "" }))
     const payload = teamsMessage({ ...base, incident: { ...base.incident, events } }, CTX)
@@ -237,7 +237,7 @@ describe("D46: Teams messages", () => {
     expect(JSON.stringify(payload)).toContain("(no title)")
   })
 
-  test("D46: any attacker strings in titles, summaries and attackerInput give a card that keeps the rules", () => {
+  test("any attacker strings in titles, summaries and attackerInput give a card that keeps the rules", () => {
     const text = fc.oneof(fc.string({ unit: "binary", maxLength: 300 }), fc.constantFrom(...HOSTILE))
     fc.assert(
       fc.property(fc.array(text, { minLength: 1, maxLength: 4 }), text, text, (usernames, detail, sensorName) => {
@@ -254,7 +254,7 @@ describe("D46: Teams messages", () => {
     )
   })
 
-  test("D46: the schema and the checker reject what they must", () => {
+  test("the schema and the checker reject what they must", () => {
     const ok = teamsMessage(incidentMessage("incident.created"), CTX) as {
       attachments: Array<{ content: Record<string, unknown> }>
     }
