@@ -23,9 +23,9 @@ export interface Settings {
   readonly ingestPort: number
   /** Operations listener (/healthz, /readyz, /metrics); never the public port. */
   readonly opsPort: number
-  /** D25: the web console's listener. */
+  /** The web console's own listener (no API key opens it, no console cookie opens the API). */
   readonly consolePort: number
-  /** D25: CONSOLE_TLS_CERT_FILE and CONSOLE_TLS_KEY_FILE (PEM): the console serves HTTPS itself. */
+  /** CONSOLE_TLS_CERT_FILE and CONSOLE_TLS_KEY_FILE (PEM): the console serves HTTPS itself. */
   readonly consoleTls: Option.Option<{ readonly cert: string; readonly key: string }>
   /** Unset: the embedded PostgreSQL server in dataDir/pg (src/platform/db/embedded.ts). */
   readonly databaseUrl: Option.Option<Redacted.Redacted<string>>
@@ -33,7 +33,7 @@ export interface Settings {
   readonly baseUrl: string
   readonly appUrl: string
   /**
-   * D43: the ingest listener's public address, as sensors reach it (INGEST_URL); filled into the set-up snippets
+   * The ingest listener's public address, as sensors reach it (INGEST_URL); filled into the set-up snippets
    * shown with a new sensor token. Unset: APP_URL's host name on INGEST_PORT, over plain http.
    */
   readonly ingestUrl: string
@@ -44,19 +44,19 @@ export interface Settings {
   readonly secretKey: Option.Option<Redacted.Redacted<Uint8Array>>
   /** Master keys being rotated out: sealed secrets still open under them until `admin secrets reseal`. */
   readonly secretKeyPrevious: ReadonlyArray<Redacted.Redacted<Uint8Array>>
-  /** D12: a closed incident resolved at most this long ago re-opens on new activity. */
+  /** A closed incident resolved at most this long ago re-opens on new activity. */
   readonly reopenWindow: Duration.Duration
-  /** D13: an open incident without a new event for this long is closed. */
+  /** An open incident without a new event for this long (counted from arrival) is closed. */
   readonly idleClose: Duration.Duration
   /** How often the idle-close sweep runs. */
   readonly idleCloseEvery: Duration.Duration
-  /** D43: how often the silent-detection sweep compares each sensor's last contact with its heartbeat interval. */
+  /** How often the silent-detection sweep compares each sensor's last contact with its heartbeat interval. */
   readonly sensorSweepEvery: Duration.Duration
-  /** D36: an event whose time is further ahead of the server's clock than this is rejected. */
+  /** An event whose time is further ahead of the server's clock than this is rejected, so the sensor learns it. */
   readonly maxClockSkew: Duration.Duration
-  /** D11: proxies whose X-Forwarded-For is believed (CIDRs); empty: the socket peer is the client. */
+  /** Proxies whose X-Forwarded-For is believed (CIDRs); empty: the socket peer is the client. */
   readonly trustProxy: ReadonlyArray<Cidr>
-  /** D11: REDIS_URL (shared counts across replicas), RATE_LIMIT (120) and RATE_LIMIT_WINDOW (60 s). */
+  /** REDIS_URL (shared counts across replicas), RATE_LIMIT (120) and RATE_LIMIT_WINDOW (60 s). */
   readonly rateLimit: RateLimitSettings
   readonly webhooks: WebhookSettings
   /** How long the server waits at start-up for a PostgreSQL still starting (DATABASE_STARTUP_WAIT). */
@@ -69,9 +69,9 @@ export interface Settings {
   readonly ingestInflightBytes: number
   /** The largest MCP tool result's text, in characters (MCP_MAX_RESULT_CHARS). */
   readonly mcpMaxResultChars: number
-  /** D49: events stored longer ago than this many days are deleted (RETENTION_DAYS; an organization may override). */
+  /** Events stored longer ago than this many days are deleted (RETENTION_DAYS; an organization may override). */
   readonly retentionDays: number
-  /** D49: change-feed rows older than this many days are deleted (FEED_RETENTION_DAYS). */
+  /** Change-feed rows older than this many days are deleted (FEED_RETENTION_DAYS). */
   readonly feedRetentionDays: number
   /** Enrichment of source addresses, off the ingest path (src/jobs/enrichment/). */
   readonly enrichment: EnrichmentSettings
@@ -98,15 +98,15 @@ export interface EnrichmentSettings {
 
 export type DatabaseDriver = "bun" | "pg"
 
-/** Webhook delivery (D15–D18). Defaults are the decisions'; tests shorten the schedule and the lease. */
+/** Webhook delivery. Defaults are the design's; tests shorten the schedule and the lease. */
 export interface WebhookSettings {
-  /** Test-only (D18): CIDRs a receiver may resolve to although they are not public. Empty by default. */
+  /** Test-only: CIDRs a receiver may resolve to although they are not public. Empty by default. */
   readonly allowPrivate: ReadonlyArray<string>
   /** WEBHOOK_CA_FILE: extra CA certificates (PEM) trusted besides the system roots, e.g. a private PKI. */
   readonly extraCa: ReadonlyArray<string>
-  /** SYSLOG_CA_FILE: the same for syslog channels' TLS servers (D46), which often have a private CA. */
+  /** SYSLOG_CA_FILE: the same for syslog channels' TLS servers, which often have a private CA. */
   readonly syslogCa: ReadonlyArray<string>
-  /** D17 back-off after each failed attempt; after the last one the delivery is dead. */
+  /** Back-off after each failed attempt; after the last one the delivery is dead. */
   readonly retrySchedule: ReadonlyArray<Duration.Duration>
   /** Sends in flight per process, and per channel. */
   readonly concurrency: number
@@ -115,7 +115,7 @@ export interface WebhookSettings {
   readonly lease: Duration.Duration
   /** The dispatcher looks for due deliveries at least this often (NOTIFY wakes it sooner). */
   readonly pollInterval: Duration.Duration
-  /** D17: the whole send (connect, TLS, request, response) must finish within this. */
+  /** The whole send (connect, TLS, request, response) must finish within this, or it failed. */
   readonly timeout: Duration.Duration
 }
 
@@ -180,7 +180,7 @@ const positiveInt = (name: string, fallback: number) =>
     Config.withDefault(fallback),
   )
 
-/** D49: a number of days, 1 to 100,000 (about 270 years: "keep"); 0 is refused. */
+/** A number of days, 1 to 100,000 (about 270 years: "keep"); 0 is refused. */
 export const RETENTION_DAYS_ALLOWED = "a whole number of days from 1 to 100000"
 const daysVar = (name: string, fallback: number) =>
   Config.string(name).pipe(
@@ -208,7 +208,10 @@ const parseHttpUrl = (raw: string): Either.Either<string, string> => {
   return Either.right(url.toString().replace(/\/+$/, ""))
 }
 
-/** D37: the connections of each listener's own database pool (the read API; the ingest listener and its workers). */
+/**
+ * The connections of each listener's own database pool (the read API; the ingest listener and its workers), so a
+ * flood on one cannot starve the other.
+ */
 export const databasePoolConfig = Config.all({
   api: positiveInt("DATABASE_POOL_API", 10),
   ingest: positiveInt("DATABASE_POOL_INGEST", 10),
@@ -235,7 +238,7 @@ export const decodeSecretKey = (raw: string): Uint8Array | undefined => {
   return undefined
 }
 
-/** D17: 5s,30s,2m,10m,30m,1h,3h,6h,12h,24h. */
+/** 5s,30s,2m,10m,30m,1h,3h,6h,12h,24h, then dead-lettered. */
 const DEFAULT_RETRY_SCHEDULE: ReadonlyArray<Duration.Duration> = [
   Duration.seconds(5),
   Duration.seconds(30),
@@ -314,7 +317,7 @@ export const databaseTarget = (url: string): string =>
         : `postgresql://${host.includes(":") && !host.startsWith("[") ? `[${host}]` : host}:${port}/${database}`,
   })
 
-// --- Rate limits (D10, D11) ---------------------------------------------------------------------------------------------
+// --- Rate limits -----------------------------------------------------------------------------------------------------
 
 /**
  * Settings read by `RateLimiter.layerFromEnv` and part of `Settings`:
@@ -338,7 +341,7 @@ export const rateLimitConfig = Config.all({
 
 export type RateLimitSettings = Config.Config.Success<typeof rateLimitConfig>
 
-// --- AI agents (D39, D40) ----------------------------------------------------------------------------------------------
+// --- AI agents (MCP) -------------------------------------------------------------------------------------------------
 
 /** MCP_MAX_RESULT_CHARS: the text of one MCP tool result stays under this many characters (default 100,000). */
 export const mcpMaxResultCharsConfig = positiveInt("MCP_MAX_RESULT_CHARS", 100_000)
@@ -476,7 +479,7 @@ export const settingsConfig = Config.all({
   }).pipe(Config.withDefault(Option.none<Redacted.Redacted<string>>())),
   dataDir: Config.string("DATA_DIR").pipe(Config.withDefault("./.data")),
   baseUrl: envVar("BASE_URL", parseHttpUrl).pipe(Config.option),
-  // D25: unset, the console's own address (CONSOLE_PORT, default 3000).
+  // Unset, the console's own address (CONSOLE_PORT, default 3000).
   appUrl: envVar("APP_URL", parseHttpUrl).pipe(Config.option),
   ingestUrl: envVar("INGEST_URL", parseHttpUrl).pipe(Config.option),
   secretKey: secretKeyConfig,
@@ -512,7 +515,7 @@ export const settingsConfig = Config.all({
   ).pipe(Config.withDefault<DatabaseDriver>("bun")),
   ingestInflightMiB: positiveInt("INGEST_INFLIGHT_MIB", 4),
   mcpMaxResultChars: mcpMaxResultCharsConfig,
-  // D49: 0 is refused (it would delete every event as it is stored); "keep forever" is a large number of days.
+  // 0 is refused (it would delete every event as it is stored); "keep forever" is a large number of days.
   retentionDays: daysVar("RETENTION_DAYS", 365),
   feedRetentionDays: daysVar("FEED_RETENTION_DAYS", 30),
   enrichment: Config.all({
@@ -574,7 +577,7 @@ const pemFile = (path: string, what: string): Either.Either<string, string> => {
   }
 }
 
-/** D25: both files or neither. */
+/** Console TLS: both files or neither. */
 const consoleTls = (cert: Option.Option<string>, key: Option.Option<string>) =>
   Option.isSome(cert) === Option.isSome(key)
     ? Effect.succeed(Option.zipWith(cert, key, (c, k) => ({ cert: c, key: k })))
@@ -590,7 +593,7 @@ export const loadSettings: Effect.Effect<Settings, ConfigError.ConfigError> = Ef
   const dataDir = resolve(raw.dataDir)
   const former = Option.isNone(raw.databaseUrl) ? formerEmbeddedDatabase(dataDir) : undefined
   if (former !== undefined) {
-    // D35: the PGlite database of earlier versions is not read by PostgreSQL 18; nothing is started over it.
+    // The PGlite database of earlier versions is not read by PostgreSQL 18; nothing is started over it.
     return yield* Effect.fail(
       ConfigError.InvalidData(
         ["DATA_DIR"],

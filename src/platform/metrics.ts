@@ -34,7 +34,7 @@ export const webhookOldestDueAge = Metric.gauge("webhook_oldest_due_age_seconds"
   description: "Age of the oldest due webhook delivery not yet sent (0 when none), read at scrape time",
 })
 
-/** D43: sensors of every organization by status, set by each silent-detection sweep (SENSOR_SWEEP_INTERVAL). */
+/** Sensors of every organization by status, set by each silent-detection sweep (SENSOR_SWEEP_INTERVAL). */
 export const sensorsByState = Metric.gauge("sensors", {
   description: "Sensors by state (alive, silent, unknown, revoked), as the last silent-detection sweep found them",
 })

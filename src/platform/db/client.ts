@@ -15,7 +15,7 @@ const naming = {
 } as const
 
 /**
- * D37: each listener has its own connection pool, so a flood of one (API requests, sensor posts) can never take the
+ * Each listener has its own connection pool, so a flood of one (API requests, sensor posts) can never take the
  * other's connections. `application_name` names the pool in pg_stat_activity. The admin tool uses one pool.
  */
 export type PoolName = "api" | "ingest" | "console" | "admin"
@@ -33,7 +33,7 @@ export const ADMIN_APPLICATION = applicationName(ADMIN_POOL)
 export const POOL_WAIT = "2 seconds"
 
 /**
- * The embedded PostgreSQL (D35): started by whichever process needs it first, reached over its Unix socket with the
+ * The embedded PostgreSQL: started by whichever process needs it first, reached over its Unix socket with the
  * very client and settings of DATABASE_URL (pool size, connect and query time-outs).
  */
 const embeddedClient = (
@@ -54,7 +54,7 @@ const embeddedClient = (
   )
 
 /**
- * D33: the feeds' horizon is the cluster's oldest open writing transaction, so none of the service's sessions may sit
+ * The change feeds' horizon is the cluster's oldest open writing transaction, so none of the service's sessions may sit
  * idle inside a transaction for long: PostgreSQL ends such a session after this long (every pool, also the admin
  * tool's). A transaction that is working (a long migration) is not idle and is never cut.
  */
@@ -152,7 +152,7 @@ const serverDatabase = (pool: PoolSettings, startupWait: Duration.Duration) =>
   )
 
 /**
- * D37: the server's database layer for one listener's pool (`api`: the read API; `ingest`: the ingest listener, the
+ * The server's database layer for one listener's own pool (`api`: the read API; `ingest`: the ingest listener, the
  * webhook dispatcher, the idle close and /readyz), sized by DATABASE_POOL_API / DATABASE_POOL_INGEST.
  */
 export const serverPool = (name: "api" | "ingest" | "console") =>

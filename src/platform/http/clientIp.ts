@@ -2,9 +2,9 @@ import ipaddr from "ipaddr.js"
 import { canonicalIp } from "../../domain/ip.ts"
 
 /**
- * D11: the client is the socket peer, unless the peer is a proxy named in TRUST_PROXY; then X-Forwarded-For is
- * read from the right, skipping trusted proxies, and the first untrusted address is the client. A forged
- * left-most entry is never believed, and without TRUST_PROXY the header is ignored entirely.
+ * The client (whose address is rate-limited) is the socket peer, unless the peer is a proxy named in TRUST_PROXY; then
+ * X-Forwarded-For is read from the right, skipping trusted proxies, and the first untrusted address is the client. A
+ * forged left-most entry is never believed, and without TRUST_PROXY the header is ignored entirely.
  */
 export type Cidr = readonly [ipaddr.IPv4 | ipaddr.IPv6, number]
 

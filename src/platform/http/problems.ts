@@ -9,9 +9,10 @@ import type { DatabaseError } from "../db/errors.ts"
 
 const CONNECTION_FAILURE = /ECONNREFUSED|ECONNRESET|ENOTFOUND|ETIMEDOUT|EPIPE|Connection terminated|connect|timeout/i
 /**
- * D37 "busy": pg-pool found no free connection within its wait (`timeout exceeded when trying to connect`), the pg
- * driver's query time-out fired (`Query read timeout`), or PostgreSQL cancelled a statement (57014) or has no
- * connection slot left (53300). Checked before CONNECTION_FAILURE, whose "timeout" would match them too.
+ * "Busy" (the 503's detail tells it from unreachable): pg-pool found no free connection within its wait (`timeout
+ * exceeded when trying to connect`), the pg driver's query time-out fired (`Query read timeout`), or PostgreSQL
+ * cancelled a statement (57014) or has no connection slot left (53300). Checked before CONNECTION_FAILURE, whose
+ * "timeout" would match them too.
  */
 const BUSY = /timeout exceeded when trying to connect|Query read timeout/
 const BUSY_SQLSTATES = new Set(["57014", "53300"])
@@ -34,9 +35,9 @@ export const databaseFailureKind = (error: DatabaseError): "busy" | "unreachable
 }
 
 /**
- * The edge's answer to a failed query (API and ingest): 503 when the database cannot be reached or is busy (D37: the
+ * The edge's answer to a failed query (API and ingest): 503 when the database cannot be reached or is busy (the
  * detail says which; Retry-After is added by the listener's secure() in platform/http/responses.ts), 500 otherwise. The cause is logged; neither SQL nor a stack
- * reaches the client (D4).
+ * reaches the client.
  */
 export const databaseProblem = (error: DatabaseError) => {
   const kind = databaseFailureKind(error)

@@ -13,7 +13,7 @@ import { systemLookup } from "./urlRule.ts"
 // Every kind sends with it; the header value is part of what receivers see, so it keeps its name.
 export const USER_AGENT = "DecoyIncidentService-Webhooks/1.0"
 
-/** What sending needs from a channel (D46): its kind, format and sealed secrets (D16). */
+/** What sending needs from a channel: its kind, format and sealed secrets. */
 export interface SendableChannel {
   readonly kind: ChannelKind
   readonly format: ChannelFormat
@@ -23,7 +23,7 @@ export interface SendableChannel {
   readonly previousSecretExpiresAt: Date | null
 }
 
-/** The sealed secrets of a channel (D16). */
+/** The sealed secrets of a channel (sealed because the service must use them again). */
 export type SealedSecrets = Pick<SendableChannel, "secretEnc" | "previousSecretEnc" | "previousSecretExpiresAt">
 
 export interface SentAttempt {
@@ -34,7 +34,7 @@ export interface SentAttempt {
 const failure = (error: string): SendResult => noAnswer(0, error, null)
 
 /**
- * Sends one delivery on its channel (D15–D18, D46, D47), as the kind's descriptor (domain/channels) says: its
+ * Sends one delivery on its channel, as the kind's descriptor (domain/channels) says: its
  * formatter (pure: the stored native message in, the receiver's bytes out), its credential and its transport (an
  * HTTPS POST through the URL rule and the pinned, checked address, or RFC 5425 syslog over TLS). Secrets are opened
  * here and nowhere else; a signature is made at send time over the exact bytes sent. Used by the dispatcher and by
@@ -59,7 +59,7 @@ export class ChannelSender extends Effect.Service<ChannelSender>()("ChannelSende
       return plain === undefined ? undefined : decoder.decode(plain)
     }
 
-    /** The secret, then the previous one while its rotation grace lasts (D16: the new one first). */
+    /** The secret, then the previous one while its rotation grace lasts (new first, so receivers can switch). */
     const secretsOf = (channel: SealedSecrets, now: Date): ReadonlyArray<string> | undefined => {
       const current = open(channel.secretEnc)
       if (current === undefined) return undefined

@@ -5,7 +5,7 @@ import { type ChannelKind, kindSpec } from "../../domain/channels/registry.ts"
 import { SensorWebhookBody } from "../../domain/sensorHealthPayload.ts"
 
 /**
- * The bytes a channel of this kind and format sends for a stored message (D46: the kind's formatter, from its
+ * The bytes a channel of this kind and format sends for a stored message (the kind's formatter, from its
  * descriptor in domain/channels): `message` is the stored body decoded, `stored` the same body as plain parsed JSON.
  */
 export const renderForKind = (

@@ -1,5 +1,5 @@
 /**
- * One HTTPS POST, for every channel kind that sends over HTTPS (D17, D18): the URL rule is applied again at send time
+ * One HTTPS POST, for every channel kind that sends over HTTPS: the URL rule is applied again at send time
  * (the host is resolved again and every address checked), then the POST goes to exactly one of the checked addresses,
  * so there is no DNS-rebinding window.
  *
@@ -229,7 +229,7 @@ const positiveOr = (value: number | undefined, fallback: number, allowZero: bool
   value !== undefined && Number.isFinite(value) && (allowZero ? value >= 0 : value > 0) ? value : fallback
 
 /**
- * Sends one HTTPS POST (D17, D18) and reports what happened; never rejects. The URL is checked and its host resolved
+ * Sends one HTTPS POST and reports what happened; never rejects. The URL is checked and its host resolved
  * again here: one refused address refuses the send, with no connection made. The checked addresses are tried in
  * resolver order, the next one only when connecting to the previous failed before anything was sent; TLS verifies the
  * URL's host name (system roots plus `ca`). Redirects are never followed; a non-2xx is a failure. `timeoutMs` bounds

@@ -1,5 +1,5 @@
 /**
- * One D46 syslog delivery: RFC 5424 messages over TLS (RFC 5425), octet-counted framing, under D18's address rule.
+ * One syslog delivery: RFC 5424 messages over TLS (RFC 5425), octet-counted framing, under the webhooks' address rule.
  *
  * Destination: the canonical form is `syslog+tls://host[:port]` (port 6514 by default, RFC 5425's). The host follows
  * the webhook URL's host rules (checkWebhookUrl: no credentials, dotted-decimal IPv4 or bracketed IPv6 literals, no
@@ -88,8 +88,8 @@ export const parseSyslogDestination = (raw: string): SyslogDestinationSyntax => 
 }
 
 /**
- * D18 for a syslog destination: the syntax rules, then every address of the host checked (one refused address refuses
- * it); `addresses` are the ones to connect to. Used when a channel is saved and again at every send.
+ * The address rule for a syslog destination: the syntax rules, then every address of the host checked (one refused
+ * address refuses it); `addresses` are the ones to connect to. Used when a channel is saved and again at every send.
  */
 export const checkSyslogDestination = async (
   raw: string,
@@ -193,7 +193,7 @@ const deliver = (
         port: target.port,
         ...(target.servername === undefined ? {} : { servername: target.servername }),
         secureContext: target.secureContext,
-        // D18: verification always on, whatever NODE_TLS_REJECT_UNAUTHORIZED says.
+        // Verification always on, whatever NODE_TLS_REJECT_UNAUTHORIZED says.
         rejectUnauthorized: true,
       })
     } catch (error) {
@@ -225,7 +225,7 @@ const deliver = (
   })
 
 /**
- * Sends one syslog message (D46, D18) and reports what happened in the HTTPS send's shape (`status` always null,
+ * Sends one syslog message and reports what happened in the HTTPS send's shape (`status` always null,
  * `responseBody` ""); never rejects. The destination is checked and resolved again here; the checked addresses are
  * tried in resolver order, the next only when connecting to the previous failed before anything was sent.
  */

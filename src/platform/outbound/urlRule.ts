@@ -1,7 +1,8 @@
 /**
- * The webhook URL rule (D18, spec "Webhook signature" 6): `https://` only, no credentials, and every address the host
- * resolves to must be public unicast. Pure parts only; DNS resolution is injected so callers (channel creation and
- * every delivery) can check the addresses and then connect to exactly the address that was checked.
+ * The webhook URL rule (spec "Webhook signature" 6), so a channel cannot turn the service against its own network:
+ * `https://` only, no credentials, and every address the host resolves to must be public unicast. Pure parts only; DNS
+ * resolution is injected so callers (channel creation and every delivery) can check the addresses and then connect to
+ * exactly the address that was checked.
  *
  * Usage: `checkWebhookUrl(raw)` (syntax and host-name rules), then `resolveAndCheck(result.host, systemLookup,
  * policy)` (addresses), or both at once with `checkAndResolveWebhookUrl`.
@@ -205,7 +206,7 @@ const classifyV6 = (address: IPv6, policy: AddressPolicy): string | undefined =>
 }
 
 /**
- * Whether one resolved address may receive webhooks (D18): only public unicast passes, unless the address lies in one
+ * Whether one resolved address may receive webhooks: only public unicast passes, unless the address lies in one
  * of `policy.allowPrivate` (test-only; cloud metadata addresses stay refused even then). Embedded IPv4 (mapped, translated, NAT64, IPv4-compatible, 6to4, Teredo) is
  * extracted and checked as IPv4. `address` must be strict IP text (dotted-quad IPv4 or IPv6, no zone id).
  */
@@ -216,7 +217,7 @@ export const isPublicAddress = (address: string, policy: AddressPolicy = NO_POLI
   if (parsed === undefined) return { ok: false, reason: `${shown} is not a valid IP address` }
   const description = parsed instanceof ipaddr.IPv4 ? classifyV4(parsed, policy) : classifyV6(parsed, policy)
   if (description === undefined) return { ok: true }
-  // A receiver on this machine or network is what a first local test uses: say how to allow it (test-only, D18).
+  // A receiver on this machine or network is what a first local test uses: say how to allow it (test-only).
   const hint = description.endsWith("a loopback address") ? LOCAL_TESTING_HINT : ""
   return { ok: false, reason: `${address} is ${description}${hint}` }
 }
@@ -314,7 +315,7 @@ export const checkWebhookUrl = (raw: string): UrlRuleResult => {
 /**
  * Checks the addresses of a host (as returned by {@link checkWebhookUrl}, brackets optional). An IP literal is checked
  * directly without lookup. Otherwise every address returned by `lookup` (A and AAAA) must pass
- * {@link isPublicAddress}: one refused address refuses the URL (D18). No address, or a failed lookup, refuses it too.
+ * {@link isPublicAddress}: one refused address refuses the URL. No address, or a failed lookup, refuses it too.
  * On success `addresses` holds the checked addresses (deduplicated, lookup order); connect to one of those.
  * Time-outs are the caller's business (wrap the lookup). `given` is the host as written (checkWebhookUrl's `given`),
  * which a refusal of a name names; without it, the message names `host`.

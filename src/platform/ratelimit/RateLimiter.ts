@@ -21,7 +21,7 @@ export {
 } from "./core.ts"
 
 /**
- * Rate limiting (D10, D11): at most `limit` (120) requests in any rolling window (60 s) per bucket, exact sliding log,
+ * Rate limiting: at most `limit` (120) requests in any rolling window (60 s) per bucket, exact sliding log,
  * rejected requests not counted. Buckets are named by the caller, e.g. `key:<apiKeyId>` or `ip:<address>`.
  *
  * The limiter reads the time from Effect `Clock` (tests can use TestClock) and FAILS OPEN: when the store fails
@@ -34,9 +34,9 @@ export interface RateLimiterService {
    * buckets, so the address's Retry-After also holds for the key's limit when the same requests filled both.
    */
   readonly hit: (bucket: string, atMs?: number) => Effect.Effect<RateDecision>
-  /** Un-counts an allowed hit whose request was then rejected with 429 by a later check (D11). Never fails. */
+  /** Un-counts an allowed hit whose request was then rejected with 429 by a later check (a 429 counts nowhere). */
   readonly release: (bucket: string, counted: RateDecision) => Effect.Effect<void>
-  /** `"default";q=<limit>;w=<window seconds>`, the `RateLimit-Policy` header value (D11: `"default";q=120;w=60`). */
+  /** `"default";q=<limit>;w=<window seconds>`, the `RateLimit-Policy` header value (default `"default";q=120;w=60`). */
   readonly policyHeader: string
 }
 
@@ -90,7 +90,7 @@ export const makeRateLimiter = (store: RateLimitStore, options: LimiterOptions =
 }
 
 /**
- * The headers of a response (IETF httpapi RateLimit headers draft, D11): `RateLimit-Policy` (taken from the limiter
+ * The headers of a response (IETF httpapi RateLimit headers draft): `RateLimit-Policy` (taken from the limiter
  * that made the decision), `RateLimit` and, when the request was rejected, `Retry-After` (whole seconds).
  */
 export const rateLimitHeaders = (
@@ -133,7 +133,7 @@ export class RateLimiter extends Context.Tag("RateLimiter")<RateLimiter, RateLim
     })
   }
 
-  /** Redis when `REDIS_URL` is set, memory otherwise; `RATE_LIMIT` and `RATE_LIMIT_WINDOW` override D11's 120/60 s. */
+  /** Redis when `REDIS_URL` is set, memory otherwise; `RATE_LIMIT` and `RATE_LIMIT_WINDOW` override 120/60 s. */
   static readonly layerFromEnv: Layer.Layer<RateLimiter, ConfigError.ConfigError> = Layer.unwrapEffect(
     Effect.map(rateLimitConfig, RateLimiter.layerFrom),
   )

@@ -2,7 +2,7 @@ import { Data, type Effect } from "effect"
 import ipaddr from "ipaddr.js"
 
 /**
- * The outcome of one request against one bucket (D11).
+ * The outcome of one request against one bucket.
  *
  * - `remaining`: requests still allowed in the window after this one (0 when rejected).
  * - `resetSeconds`: the IETF RateLimit `t` parameter. With a sliding log the quota never resets all at once; we report
@@ -25,8 +25,8 @@ export interface RateDecision {
 export interface RateLimitStore {
   readonly hit: (bucket: string, nowMs: number) => Effect.Effect<RateDecision, RateLimitStoreError>
   /**
-   * Takes back a counted request (D11: a request that ends up rejected with 429 by a later check, e.g. the per-key
-   * limit after the per-IP one, does not count). A no-op for rejected decisions.
+   * Takes back a counted request (a refused request counts nowhere: one that ends up rejected with 429 by a later
+   * check, e.g. the per-key limit after the per-IP one, does not count). A no-op for rejected decisions.
    */
   readonly release: (bucket: string, counted: RateDecision) => Effect.Effect<void, RateLimitStoreError>
 }
@@ -37,7 +37,7 @@ export class RateLimitStoreError extends Data.TaggedError("RateLimitStoreError")
   readonly cause?: unknown
 }> {}
 
-/** D11 defaults: 120 requests in any rolling 60 s window. */
+/** Defaults: 120 requests in any rolling 60 s window. */
 export const DEFAULT_LIMIT = 120
 export const DEFAULT_WINDOW_MS = 60_000
 
@@ -94,7 +94,7 @@ export const failOpenDecision = (limit: number): RateDecision => ({
   retryAfterSeconds: 0,
 })
 
-/** `"default";q=<limit>;w=<window seconds>` (D11: `"default";q=120;w=60`). */
+/** `"default";q=<limit>;w=<window seconds>` (by default `"default";q=120;w=60`). */
 export const policyHeaderValue = (limit: number, windowSecs: number): string => `"default";q=${limit};w=${windowSecs}`
 
 /**

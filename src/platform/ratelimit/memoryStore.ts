@@ -2,7 +2,7 @@ import { Effect } from "effect"
 import { decision, type RateDecision, type RateLimitStore, type WindowSettings, windowSettings } from "./core.ts"
 
 /**
- * In-process exact sliding log (D11) for a single replica.
+ * In-process exact sliding log (so a burst at a minute boundary cannot double the rate) for a single replica.
  *
  * Each bucket keeps the timestamps of its counted requests: a single timestamp is held inline as the Map value (no
  * object: a client seen once costs its Map entry and key string, ~120-160 heap bytes), two or more in a ring buffer (a

@@ -11,7 +11,7 @@ import {
 } from "./core.ts"
 
 /**
- * Shared exact sliding log (D11) for several replicas: one Redis sorted set per bucket, member = one counted request,
+ * Shared exact sliding log for several replicas: one Redis sorted set per bucket, member = one counted request,
  * score = its timestamp in ms. One Lua script does prune, count, record and read-oldest atomically, so concurrent
  * requests from any number of processes never over-admit.
  *
