@@ -8,10 +8,10 @@ import { type IncidentRow, SOURCE_COLUMNS } from "../repos/IncidentsRepo.ts"
 import type { SqlText } from "../repos/statement.ts"
 
 /**
- * D32/D33 change feeds (sql/0015_change_feeds.sql explains positions and the horizon). One statement reads the
- * horizon h = pg_snapshot_xmin(pg_current_snapshot()) and the page from the same snapshot: positions after the
- * token's, with change_xid < h (that part of the order is final), in position order, as one range scan of
- * (org_id, change_xid, change_seq). The horizon comes back even when no row does (a left join on it).
+ * Change feeds that never skip a committed change (sql/0015_change_feeds.sql explains positions and the horizon). One
+ * statement reads the horizon h = pg_snapshot_xmin(pg_current_snapshot()) and the page from the same snapshot:
+ * positions after the token's, with change_xid < h (that part of the order is final), in position order, as one range
+ * scan of (org_id, change_xid, change_seq). The horizon comes back even when no row does (a left join on it).
  */
 export interface ChangeQuery {
   readonly orgId: string
@@ -27,7 +27,7 @@ export interface ChangePage<Row> {
   readonly rows: ReadonlyArray<Positioned<Row>>
   /** xid8 as text: every position below (horizon, 0) is final. */
   readonly horizon: string
-  /** D49: the furthest position the retention purge has deleted from this feed, if any (read in the same snapshot). */
+  /** The furthest position the retention purge has deleted from this feed, if any (read in the same snapshot). */
   readonly purged?: { readonly xid: string; readonly seq: string } | undefined
 }
 
@@ -79,9 +79,9 @@ const pageStatement = (
 
 /**
  * The events feed: stored events in position order (events_org_change_idx). `from` is the time of storing. An event
- * an ignore rule ignored (D44) is never a change: the position index holds only the others, so a page's rows and its
- * token's position come from the same scan and nothing in between is skipped; an ignored event only lies between two
- * positions the feed hands out.
+ * an ignore rule ignored is never a change (ignored events stay hidden from the API): the position index holds only the
+ * others, so a page's rows and its token's position come from the same scan and nothing in between is skipped; an
+ * ignored event only lies between two positions the feed hands out.
  */
 export const eventChangesStatement = (q: ChangeQuery): SqlText =>
   pageStatement(

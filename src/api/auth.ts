@@ -10,9 +10,9 @@ import { authFailures } from "./problems.ts"
 import { requestFacts } from "./requestContext.ts"
 
 /**
- * The D10 checks of one request after the per-IP limit: key (401), Deception (403), scope (403), then the per-key
- * limit (429). KeyAuth's tagged errors become their 401/403 problems here (api/problems.ts authFailures), and
- * nowhere else. Used by each group's bearer middleware and by the MCP endpoint (mcp/http.ts), which takes any of
+ * The checks of one request after the per-IP limit, in the fixed order: key (401), Deception (403), scope (403), then
+ * the per-key limit (429). KeyAuth's tagged errors become their 401/403 problems here (api/problems.ts authFailures),
+ * and nowhere else. Used by each group's bearer middleware and by the MCP endpoint (mcp/http.ts), which takes any of
  * the read scopes.
  */
 export const authenticateRequest = (
@@ -26,7 +26,7 @@ export const authenticateRequest = (
     Effect.tap((caller) =>
       Effect.sync(() => Object.assign(requestFacts(request), { orgId: caller.orgId, keyId: caller.keyId })),
     ),
-    // D10: the per-key limit comes after key, Deception and scope. The edge turns the decision into headers.
+    // The per-key limit comes after key, Deception and scope. The edge turns the decision into headers.
     Effect.tap((caller) =>
       Effect.flatMap(limiter.hit(keyBucket(caller.keyId), requestFacts(request).arrivedMs), (decision) => {
         requestFacts(request).keyLimit = decision

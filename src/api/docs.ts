@@ -5,7 +5,7 @@ import { Effect } from "effect"
 import { IncidentApi } from "./contract/definition.ts"
 
 /**
- * D38: the API reference at /docs, working with no network beyond the service. It is the page of
+ * The API reference at /docs, working with no network beyond the service. It is the page of
  * @effect/platform's HttpApiScalar.layer (the Scalar bundle @effect/platform ships, inlined; nothing from a CDN),
  * with what that layer cannot say:
  * - `withDefaultFonts: false`: Scalar would otherwise load its 16 fonts from fonts.scalar.com, which a customer's

@@ -10,13 +10,14 @@ import { requestFacts } from "./requestContext.ts"
 
 /**
  * The outermost HTTP layer of the read API: what every response gets, whatever produced it.
- * - D21 headers on every response, errors included, so no browser renders attacker text as HTML.
- * - D4 problem documents for what the HttpApi does not answer itself: unknown paths (404), other methods than
+ * - Security headers (JSON, nosniff, CSP, no-store) on every response, errors included, so no browser renders attacker
+ *   text as HTML.
+ * - Problem documents for what the HttpApi does not answer itself: unknown paths (404), other methods than
  *   GET/HEAD (405: the API is read-only), and defects (500 without a stack or SQL).
  * - Errors carry `application/problem+json`, JSON successes `application/json; charset=utf-8`.
  */
 
-// The reference page at /docs (D38) runs the Scalar script and styles inlined by the service itself (nothing from
+// The reference page at /docs runs the Scalar script and styles inlined by the service itself (nothing from
 // another host); its WebAssembly needs 'wasm-unsafe-eval'. It shows no attacker data. Only that exact path gets it.
 const DOCS_CSP =
   "default-src 'none'; script-src 'self' 'unsafe-inline' 'wasm-unsafe-eval'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; font-src 'self' data:; connect-src 'self'; worker-src 'self' blob:; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
@@ -119,8 +120,8 @@ const durationHistogram = (route: string) => {
   return histogram
 }
 
-/** The bucket names of the two D11 limits. */
-/** D11 per client address; an IPv6 client counts per /64 (it can rotate through its /64 at will). */
+/** The bucket names of the two rate limits. */
+/** Per client address; an IPv6 client counts per /64 (it can rotate through its /64 at will). */
 export const ipBucket = (client: string) => `ip:${addressBucketKey(client)}`
 export const keyBucket = (keyId: string) => `key:${keyId}`
 
@@ -142,9 +143,9 @@ const tooManyFromAddress = (limiter: RateLimiterService, decision: RateDecision)
   )
 
 /**
- * The API edge, in D10 order: the per-IP limit first (every request counts, 401s and unknown paths included;
- * a 429 does not), then the URL and method checks; the HttpApi then runs key auth, scope and the per-key limit.
- * Every response leaves with the D21 headers and the D11 RateLimit headers.
+ * The API edge, in the fixed check order: the per-IP limit first, so unauthenticated floods are limited (every request
+ * counts, 401s and unknown paths included; a 429 does not), then the URL and method checks; the HttpApi then runs key
+ * auth, scope and the per-key limit. Every response leaves with the security headers and the RateLimit headers.
  */
 export const makeEdgeMiddleware =
   (trustProxy: ReadonlyArray<Cidr>, limiter: RateLimiterService) =>
@@ -176,7 +177,7 @@ export const makeEdgeMiddleware =
           ),
         )
       }
-      // POST /mcp is the one writing method (D39); the MCP route itself answers its other methods.
+      // POST /mcp is the one writing method (the MCP door); the MCP route itself answers its other methods.
       const mcp = (request.url.split("?")[0] ?? "") === "/mcp"
       if (request.method !== "GET" && request.method !== "HEAD" && !mcp) {
         return yield* answer(
@@ -195,7 +196,7 @@ export const makeEdgeMiddleware =
       return yield* HttpApp.withPreResponseHandler(app, (req, res) =>
         Effect.gen(function* () {
           const keyLimit = requestFacts(request).keyLimit
-          // Refused by the per-key limit: the request does not count against the address either (D11).
+          // Refused by the per-key limit: the request does not count against the address either (a 429 counts nowhere).
           if (keyLimit !== undefined && !keyLimit.allowed) yield* limiter.release(ipBucket(client), ipLimit)
           const final = withLimits(finalizeResponse(req, res, apiUnrouted, secure), tighter(ipLimit, keyLimit))
           yield* accessLog(request, final.status, started, client)

@@ -10,5 +10,5 @@ export class EventNotFound extends Data.TaggedError("EventNotFound")<{ readonly 
 /** The caller's organization has seen nothing from this address (no incident, no event). */
 export class SourceNotFound extends Data.TaggedError("SourceNotFound")<{ readonly ip: string }> {}
 export type LookupError = IncidentNotFound | EventNotFound
-/** D49: a feed token from before changes the retention purge has deleted (410 token_expired). */
+/** A feed token from before changes the retention purge has deleted (410 token_expired). */
 export class TokenExpired extends Data.TaggedError("TokenExpired")<{ readonly feed: string }> {}

@@ -15,7 +15,7 @@ import { fitPage, pageAnswer } from "./paging.ts"
 import { InvalidQuery, parseLimit, type QueryError, type RawParam, singleParam } from "./params.ts"
 
 /**
- * D32/D33: one page of a change feed. Query: `after` (a token) or, on a first call, `from` (RFC 3339), and `limit`.
+ * One page of a change feed. Query: `after` (a token) or, on a first call, `from` (RFC 3339), and `limit`.
  * The next token is the last change shown while the page is full (hasMore); once the feed has been read to its end it
  * moves on to the horizon the database gave with the rows: everything before it is final and has been shown (or
  * was before `from`), so a follower's next call scans only what is new.
@@ -87,7 +87,7 @@ export const feedPage = <Row extends { readonly id: string }, Out>(
   Effect.gen(function* () {
     const { after, limit, fromToken } = yield* parseFeedParams(key, endpoint, orgId, params)
     const page = yield* read({ orgId, after, fetch: limit + 1 })
-    // D49: the purge deleted a change after the token's position, which its follower has not seen: it cannot go on
+    // The retention purge deleted a change after the token's position, which its follower has not seen: it cannot go on
     // without a gap. A first call (no token) just reads what is kept.
     // A mark at or past the horizon cannot be this cluster's (its rows were committed, so their writers ended): it
     // came with a restored backup; the purge clears it, and until then it is not believed.

@@ -9,9 +9,10 @@ import { parseTimestamp } from "../domain/time.ts"
 import type { EventFilters } from "../repos/EventsRepo.ts"
 
 /**
- * D5 validation of query parameters. A parameter given twice is refused rather than guessed at; unknown parameters
- * are ignored. Failures are the tagged errors below, which say what was wrong; the API edge (api/problems.ts
- * queryProblem) answers them with a 400 whose detail names the parameter and its allowed values.
+ * Hand-written validation of query parameters, so every 400 can name the parameter. A parameter given twice is refused
+ * rather than guessed at; unknown parameters are ignored. Failures are the tagged errors below, which say what was
+ * wrong; the API edge (api/problems.ts queryProblem) answers them with a 400 whose detail names the parameter and its
+ * allowed values.
  */
 
 /** A query parameter was given more than once. */
@@ -24,9 +25,9 @@ export class InvalidQuery extends Data.TaggedError("InvalidQuery")<{
   /** What it accepts, in the words the client is told: "one of: open, closed, all (default all)". */
   readonly allowed: string
 }> {}
-/** `from` is later than `to` (D6). */
+/** `from` is later than `to`. */
 export class TimeRangeInverted extends Data.TaggedError("TimeRangeInverted") {}
-/** The cursor is not one this service issued ("malformed", or tampered with) or not for this query ("mismatch", D7). */
+/** The cursor is not one this service issued ("malformed", or tampered with) or not for this query ("mismatch"). */
 export class CursorInvalid extends Data.TaggedError("CursorInvalid")<{ readonly problem: CursorProblem }> {}
 
 export type QueryError = QueryParameterRepeated | InvalidQuery | TimeRangeInverted | CursorInvalid
@@ -131,7 +132,7 @@ export const parseEventListParams = (p: {
     }
   })
 
-/** The filters as the cursor digest sees them (D7: a cursor is bound to exactly these). */
+/** The filters as the cursor digest sees them (a cursor is bound to exactly these, never another query). */
 export const eventFilterDigestInput = (f: EventFilters): Record<string, string | undefined> => ({
   sensorId: f.sensorId,
   incidentId: f.incidentId,
@@ -142,7 +143,7 @@ export const eventFilterDigestInput = (f: EventFilters): Record<string, string |
   to: f.to?.toISOString(),
 })
 
-/** The position after which to read, from an optional cursor (D7): only a cursor issued for this very query. */
+/** The position after which to read, from an optional cursor: only a cursor issued for this very query. */
 export const readCursor = (
   key: Uint8Array,
   scope: CursorScope,

@@ -16,7 +16,7 @@ import type { QueryError } from "./params.ts"
 
 /**
  * The API edge's mapping of what went wrong (tagged errors of KeyAuth, params and the handlers) to the problem
- * documents of domain/problem.ts (D4). Only here does a failure get an HTTP status, a code and a detail text; the
+ * documents of domain/problem.ts. Only here does a failure get an HTTP status, a code and a detail text; the
  * auth middleware (api/auth.ts) and each handler (api/handlers.ts) apply it at their edge.
  */
 
@@ -56,7 +56,7 @@ export const authProblem = (error: KeyAuthError): Unauthorized | Forbidden => {
   }
 }
 
-/** D5/D7: a 400 whose detail names the parameter and what it accepts. */
+/** A 400 whose detail names the parameter and what it accepts. */
 export const queryProblem = (error: QueryError): InvalidRequest => {
   switch (error._tag) {
     case "QueryParameterRepeated":
@@ -74,7 +74,7 @@ export const queryProblem = (error: QueryError): InvalidRequest => {
   }
 }
 
-/** D10: a record that does not exist, or not in the caller's organization, is 404 (the two are one answer). */
+/** A record that does not exist, or not in the caller's organization, is 404: the two are one answer. */
 export const lookupProblem = (error: LookupError): NotFound =>
   error._tag === "IncidentNotFound" ? INCIDENT_NOT_FOUND : EVENT_NOT_FOUND
 
@@ -94,7 +94,7 @@ const atEdge =
 export const authFailures = atEdge(authProblem)
 /** The edge of a list handler: its query errors and database errors. */
 export const listFailures = atEdge(queryProblem)
-/** The edge of a change feed: its query errors, D49's expired token (410) and database errors. */
+/** The edge of a change feed: its query errors, a token the retention purge expired (410) and database errors. */
 export const feedFailures = atEdge((error: QueryError | TokenExpired): InvalidRequest | Gone =>
   error._tag === "TokenExpired" ? Gone.tokenExpired() : queryProblem(error),
 )

@@ -31,7 +31,7 @@ import { feedFailures, listFailures, lookupFailures, sourceFailures } from "./pr
 
 /** The cursor signing key, derived from SECRET_KEY so cursors survive restarts and work across replicas. */
 const cursorKey = Effect.map(Keys, (keys) => keys.derive("cursor-v1"))
-/** The feed token signing key (D33), derived from SECRET_KEY like the cursor key. */
+/** The feed token signing key, derived from SECRET_KEY like the cursor key. */
 const feedTokenKey = Effect.map(Keys, (keys) => keys.derive("feed-token-v1"))
 
 /**
@@ -121,7 +121,7 @@ export const makeReadQueries = Effect.gen(function* () {
       return encodeEvent(row.value)
     }).pipe(lookupFailures)
 
-  // D32: the change feeds.
+  // The change feeds.
   const incidentChanges = (caller: CallerInfo, urlParams: FeedParams) =>
     feedPage(tokenKey, "incidents/changes", caller.orgId, urlParams, changes.incidents, (r) =>
       encodeIncidentSummary(r, appUrl),

@@ -7,9 +7,9 @@ import type { RateDecision } from "../platform/ratelimit/RateLimiter.ts"
 export interface RequestFacts {
   orgId?: string
   keyId?: string
-  /** When the request arrived (Clock ms): it is counted at this time in both rate limits (D11). */
+  /** When the request arrived (Clock ms): it is counted at this time in both rate limits. */
   arrivedMs?: number
-  /** The per-key rate limit decision (D10: taken after the scope check). */
+  /** The per-key rate limit decision (taken after the scope check). */
   keyLimit?: RateDecision
 }
 

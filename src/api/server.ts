@@ -23,9 +23,9 @@ export const ApiLive = HttpApiBuilder.api(IncidentApi).pipe(
 )
 
 /**
- * The API listener on PORT (never the ingest port, D22), with `routes`: other routes served on the same router behind
- * the same edge (main.ts gives it the MCP door's POST /mcp). It needs the rate limiter and a database pool, given by
- * main.ts.
+ * The API listener on PORT (never the ingest port: sensors have their own listener), with `routes`: other routes served
+ * on the same router behind the same edge (main.ts gives it the MCP door's POST /mcp). It needs the rate limiter and a
+ * database pool, given by main.ts.
  */
 export const apiServer = <E, R>(routes: Layer.Layer<never, E, R>) =>
   Layer.unwrapEffect(
@@ -37,14 +37,15 @@ export const apiServer = <E, R>(routes: Layer.Layer<never, E, R>) =>
           // visible share of each request's CPU. The edge also turns the SQL spans off.
           HttpMiddleware.withTracerDisabledWhen(() => true),
           Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/openapi.json" })),
-          // D38: the reference page, served whole by the service (api/docs.ts).
+          // The reference page, served whole by the service so it works offline (api/docs.ts).
           Layer.provide(DocsLive),
           Layer.provide(routes),
           Layer.provide(ApiLive),
           // The feeds' statements: the API's own (the MCP door reads them through the same queries).
           Layer.provide(ChangesRepo.Default),
           // The router refuses path parameters over 100 characters by default: such an id would get 404 before
-          // authentication (D10 says 401 first). Any id up to the URL limit reaches the handler, which answers 404.
+          // authentication (401 must come first, so no path reveals whether a record exists). Any id up to the URL
+          // limit reaches the handler, which answers 404.
           Layer.provide(HttpRouter.setRouterConfig({ maxParamLength: MAX_URL_LENGTH })),
           Layer.provide(Layer.effectDiscard(listening("api"))),
           // A body of any size gets our 405 problem (the API is read-only), never Bun's bare 413.
