@@ -2,10 +2,8 @@ import { SqlClient } from "@effect/sql"
 import { SqlError } from "@effect/sql/SqlError"
 import { Clock, Duration, Effect } from "effect"
 import { prepareAttackerInput } from "../domain/attackerInput.ts"
-import { eventTypeSpec } from "../domain/eventTypes.ts"
 import { newId } from "../domain/ids.ts"
 import { classifySource, type OwnNetwork } from "../domain/networks.ts"
-import { sanitizeText } from "../domain/sanitize.ts"
 import { BAIT_CREDENTIAL_TAG } from "../domain/significance.ts"
 import { AppConfig } from "../platform/config.ts"
 import { DatabaseError, transactionErrors } from "../platform/db/errors.ts"
@@ -17,16 +15,14 @@ import { type IncidentRow, IncidentsRepo } from "../repos/IncidentsRepo.ts"
 import { NetworksRepo } from "../repos/NetworksRepo.ts"
 import { TransitionsRepo } from "../repos/TransitionsRepo.ts"
 import type { EventItem, EventOutcome, SensorIdentity } from "./batch.ts"
-import { CowrieSessionsRepo, type IncompleteCowrieEvent } from "./CowrieSessionsRepo.ts"
+import { CowrieSessionsRepo } from "./CowrieSessionsRepo.ts"
 import {
-  addClientDetails,
+  type CompletedCowrieEvent,
   type CowrieClientMembers,
-  clientMembersOf,
-  ownMembersOf,
-  readClientState,
-  withClientMembers,
-} from "./formats/cowrie.ts"
-import type { CowrieLink, CowrieMerge, CowrieSession } from "./formats/native.ts"
+  cowrieSessionCompletion,
+  withSessionClient,
+} from "./cowrieSessions.ts"
+import type { CowrieLink, CowrieMerge } from "./formats/native.ts"
 import { OrgKeys } from "./OrgKeys.ts"
 import {
   type CurrentIncident,
@@ -39,6 +35,7 @@ import {
   textsFor,
   transitionsOf,
 } from "./rules.ts"
+import { firstString, summaryOf } from "./summary.ts"
 import type { ValidEvent } from "./validate.ts"
 
 interface Prepared {
@@ -62,14 +59,6 @@ export const isDeadlock = (error: unknown): boolean => {
   if (!(sqlError instanceof SqlError)) return false
   const cause: unknown = sqlError.cause
   return typeof cause === "object" && cause !== null && (cause as { code?: unknown }).code === "40P01"
-}
-
-const firstString = (input: Record<string, unknown>, keys: ReadonlyArray<string>) => {
-  for (const key of keys) {
-    const value = input[key]
-    if (typeof value === "string" && value !== "") return value
-  }
-  return undefined
 }
 
 /** The members a login's password is captured under (the mappers' names), masked with its fingerprint by then. */
@@ -104,36 +93,12 @@ export class Ingestor extends Effect.Service<Ingestor>()("Ingestor", {
     const transitions = yield* TransitionsRepo
     const outbox = yield* AlertOutbox
     const cowrieSessions = yield* CowrieSessionsRepo
+    const cowrie = yield* cowrieSessionCompletion
     const ignoreRules = yield* IgnoreRulesRepo
     const networksRepo = yield* NetworksRepo
     const baitCredentials = yield* BaitCredentialsRepo
     const config = yield* AppConfig
     const reopenWindowMs = Duration.toMillis(config.reopenWindow)
-    const DETAIL_KEYS = [
-      "command",
-      "path",
-      "url",
-      "fileName",
-      "query",
-      "userAgent",
-      "remoteVersion",
-      "targetHost",
-    ] as const
-    const summaryOf = (
-      e: { readonly type: string; readonly sourceIp: string; readonly port: number; readonly service: string },
-      attackerInput: Record<string, unknown>,
-    ) =>
-      sanitizeText(
-        eventTypeSpec(e.type)?.summary({
-          sourceIp: e.sourceIp,
-          port: e.port,
-          service: e.service,
-          username: firstString(attackerInput, ["username", "user", "login"]),
-          // The member the type's detailNoun names, under the mappers' names (OpenCanary FILENAME → fileName,
-          // REMOTEVERSION → remoteVersion).
-          detail: firstString(attackerInput, DETAIL_KEYS),
-        }) ?? `${e.type} from ${e.sourceIp}`,
-      )
     const prepare = (
       sensor: SensorIdentity,
       key: Uint8Array,
@@ -145,9 +110,9 @@ export class Ingestor extends Effect.Service<Ingestor>()("Ingestor", {
       const own = prepareAttackerInput(e.attackerInput, key)
       const username = firstString(own, ["username", "user", "login"])
       const summary = summaryOf(e, own)
-      // D42: the session's client members (already prepared and bounded) join the event's own, which come first and
+      // The session's client members (already prepared and bounded) join the event's own, which come first and
       // are never hidden nor pushed out: the whole stays within the attackerInput bound.
-      const attackerInput = withClientMembers(own, client)
+      const attackerInput = withSessionClient(own, client)
       return {
         index,
         username,
@@ -173,10 +138,6 @@ export class Ingestor extends Effect.Service<Ingestor>()("Ingestor", {
         },
       }
     }
-
-    /** D42: the event type of a Cowrie action under the session's protocol (ssh-only actions keep their type). */
-    const cowrieType = (protocol: "ssh" | "telnet", action: string, current: string) =>
-      eventTypeSpec(`${protocol}.${action}`) ?? eventTypeSpec(current)
 
     /**
      * D14/D42: writes again the event types and texts of incidents whose events changed type (a Cowrie session's
@@ -343,19 +304,7 @@ export class Ingestor extends Effect.Service<Ingestor>()("Ingestor", {
      * Each rule's hit count follows the events it ignores (returned as deltas, written with the request's own hits,
      * the transaction's last write).
      */
-    const rejudgeCompleted = (
-      sensor: SensorIdentity,
-      completed: ReadonlyArray<{
-        readonly eventId: string
-        readonly type: string
-        readonly service: string
-        readonly sourcePort: number
-        readonly port: number
-        readonly summary: string
-        readonly was: IncompleteCowrieEvent
-      }>,
-      now: Date,
-    ) =>
+    const rejudgeCompleted = (sensor: SensorIdentity, completed: ReadonlyArray<CompletedCowrieEvent>, now: Date) =>
       Effect.gen(function* () {
         const hits = new Map<string, number>()
         const rejoin: Array<Prepared> = []
@@ -414,17 +363,8 @@ export class Ingestor extends Effect.Service<Ingestor>()("Ingestor", {
       })
 
     /**
-     * D42, inside the ingest transaction and under the advisory locks of the sessions' source addresses (every line
-     * of a Cowrie session has the same one), so lines of one session in concurrent requests take turns:
-     * - reads what is known of the request's sessions in one statement (connect, client state, and the stored events
-     *   still waiting for a known or taught connect, at most 1,000 per session); a session merged before 0021 gets its
-     *   client state from its old details there (CowrieSessionsRepo.load), so `before` below already holds them;
-     * - writes a session's row only when this request teaches its connect or changes its client state;
-     * - completes the session's events stored before its connect was known (type, ports, summary) and writes their
-     *   incidents' event types and texts again;
-     * - sets the session's client members on its stored events only when they changed;
-     * - returns this request's events completed the same way, and each session's client members for them.
-     * Whatever order a session's lines arrive in, its events end up the same.
+     * The request's Cowrie sessions completed (cowrieSessions.ts); the stored events they complete are judged again by
+     * the ignore rules here, and their incidents' event types and texts written again.
      */
     const completeCowrieSessions = (
       sensor: SensorIdentity,
@@ -434,120 +374,28 @@ export class Ingestor extends Effect.Service<Ingestor>()("Ingestor", {
       now: Date,
     ) =>
       Effect.gen(function* () {
-        const clients = new Map<string, CowrieClientMembers>()
-        const sessions = [
-          ...new Set([
-            ...items.flatMap((i) => (i.cowrie === undefined ? [] : [i.cowrie.session])),
-            ...merges.map((m) => m.session),
-          ]),
-        ]
-        if (sessions.length === 0) return { items, clients, rejoin: [] as ReadonlyArray<Prepared>, hits: new Map() }
-        const { orgId, sensorId } = sensor
-        // The earliest connect of each session in this request (a session has one).
-        const taught = new Map<string, { readonly at: string; readonly session: CowrieSession }>()
-        for (const item of items) {
-          const teaches = item.cowrie?.teaches
-          if (item.cowrie === undefined || teaches === undefined) continue
-          const at = `${item.event.time.toISOString()} ${item.event.sensorEventId}`
-          const seen = taught.get(item.cowrie.session)
-          if (seen === undefined || at < seen.at) taught.set(item.cowrie.session, { at, session: teaches })
-        }
-        const stored = yield* cowrieSessions.load(orgId, sensorId, sessions, [...taught.keys()])
-
-        // Each session's connect: the one stored first, else the one this request teaches.
-        const known = new Map<string, CowrieSession>()
-        const writes = new Map<string, { session: string; connect?: CowrieSession; client?: unknown }>()
-        for (const session of sessions) {
-          const connect = stored.get(session)?.connect
-          const teaches = taught.get(session)?.session
-          if (connect !== undefined) known.set(session, connect)
-          else if (teaches !== undefined) {
-            known.set(session, teaches)
-            writes.set(session, { session, connect: teaches })
-          }
-        }
-
-        // Client state: this request's merged lines added; members rewritten on stored events only when they changed.
-        const linesBySession = new Map<string, Array<{ at: string; details: Record<string, unknown> }>>()
-        for (const m of merges) {
-          const line = {
-            at: `${new Date(m.time).toISOString()} ${m.lineId}`,
-            details: prepareAttackerInput(m.details, key),
-          }
-          const list = linesBySession.get(m.session)
-          if (list) list.push(line)
-          else linesBySession.set(m.session, [line])
-        }
-        const changedClients = new Map<string, CowrieClientMembers>()
-        for (const session of sessions) {
-          const before = readClientState(stored.get(session)?.client)
-          const lines = linesBySession.get(session)
-          const after = lines === undefined ? before : addClientDetails(before, lines)
-          const members = clientMembersOf(after)
-          if (Object.keys(members.members).length > 0) clients.set(session, members)
-          if (lines === undefined || JSON.stringify(after) === JSON.stringify(before)) continue
-          writes.set(session, { ...writes.get(session), session, client: after })
-          if (JSON.stringify(members) !== JSON.stringify(clientMembersOf(before))) changedClients.set(session, members)
-        }
-        yield* cowrieSessions.save(orgId, sensorId, [...writes.values()], now)
-
-        // Stored events that waited for their session's connect.
-        const completed = [...stored.values()].flatMap((row) => {
-          const session = known.get(row.session)
-          if (session === undefined) return []
-          return row.waiting.map((w) => {
-            const spec = w.ownProtocol ? eventTypeSpec(w.type) : cowrieType(session.protocol, w.action, w.type)
-            const type = spec?.type ?? w.type
-            const service = spec?.service ?? session.protocol
-            const port = w.ownPort ? w.port : session.port
-            const sourcePort = w.ownSourcePort ? w.sourcePort : session.sourcePort
-            const summary = summaryOf({ type, sourceIp: w.sourceIp, port, service }, ownMembersOf(w.attackerInput))
-            return { eventId: w.eventId, session: w.session, type, service, sourcePort, port, summary, was: w }
-          })
-        })
-        yield* cowrieSessions.complete(orgId, sensorId, completed)
-        const judged = yield* rejudgeCompleted(sensor, completed, now)
-        yield* refreshIncidents(sensor, [
-          ...new Set(
-            completed
-              .filter((c) => c.type !== c.was.type)
-              // An event an ignore rule ignored has no incident to refresh; one its events left was recounted.
-              .flatMap((c) =>
-                c.was.incidentId === null || judged.left.has(c.was.incidentId) ? [] : [c.was.incidentId],
+        const done = yield* cowrie.complete(sensor, key, items, merges, now, (completed) =>
+          Effect.gen(function* () {
+            const judged = yield* rejudgeCompleted(sensor, completed, now)
+            yield* refreshIncidents(sensor, [
+              ...new Set(
+                completed
+                  .filter((c) => c.type !== c.was.type)
+                  // An event an ignore rule ignored has no incident to refresh; one its events left was recounted.
+                  .flatMap((c) =>
+                    c.was.incidentId === null || judged.left.has(c.was.incidentId) ? [] : [c.was.incidentId],
+                  ),
               ),
-          ),
-        ])
-        if (changedClients.size > 0) {
-          const rows = yield* cowrieSessions.sessionEvents(orgId, sensorId, [...changedClients.keys()])
-          yield* cowrieSessions.setAttackerInputs(
-            orgId,
-            rows.flatMap((r) => {
-              if (typeof r.attackerInput !== "object" || r.attackerInput === null || Array.isArray(r.attackerInput)) {
-                return []
-              }
-              const own = ownMembersOf(r.attackerInput as Record<string, unknown>)
-              return [{ eventId: r.eventId, attackerInput: withClientMembers(own, changedClients.get(r.session)) }]
-            }),
-          )
+            ])
+            return judged
+          }),
+        )
+        return {
+          items: done.items,
+          clients: done.clients,
+          rejoin: done.judged?.rejoin ?? ([] as ReadonlyArray<Prepared>),
+          hits: done.judged?.hits ?? new Map<string, number>(),
         }
-
-        const completedItems = items.map((item): EventItem => {
-          const link = item.cowrie
-          const session = link === undefined ? undefined : known.get(link.session)
-          if (link === undefined || session === undefined) return item
-          const e = item.event
-          const spec = link.ownProtocol ? undefined : cowrieType(session.protocol, link.action, e.type)
-          const event: ValidEvent = {
-            ...e,
-            type: spec?.type ?? e.type,
-            service: spec?.service ?? e.service,
-            action: spec?.action ?? e.action,
-            sourcePort: link.ownSourcePort ? e.sourcePort : session.sourcePort,
-            port: link.ownPort ? e.port : session.port,
-          }
-          return { ...item, event, cowrie: { ...link, ownProtocol: true, ownSourcePort: true, ownPort: true } }
-        })
-        return { items: completedItems, clients, rejoin: judged.rejoin, hits: judged.hits }
       })
 
     /**
