@@ -1,5 +1,5 @@
 /**
- * The untrusted-text fence (D40), pure: how a tool result's text content shows the API's JSON to a model so that no
+ * The untrusted-text fence, pure: how a tool result's text content shows the API's JSON to a model so that no
  * attacker-derived string can act as an instruction.
  *
  * - Each result gets a fresh random nonce; every attacker-derived value stands between `<untrusted-NONCE>` and
@@ -14,7 +14,7 @@
  *   service's word); the whole result text stays under a bound, cut at a line end with a marker if it must be.
  */
 
-/** D40: the attacker-derived fields of the API's resources: always fenced, whole (attackerInput with its keys). */
+/** The attacker-derived fields of the API's resources: always fenced, whole (attackerInput with its keys). */
 export const UNTRUSTED_FIELDS: ReadonlySet<string> = new Set([
   "attackerInput",
   "title",
@@ -79,7 +79,7 @@ export const escapeForFence = (value: unknown): string => {
   return from === 0 ? json : out + json.slice(from)
 }
 
-/** The work of one rendering: values visited and string units read. Tests hold it to a bound (D40). */
+/** The work of one rendering: values visited and string units read. Tests hold it to a bound. */
 export interface Work {
   examined: number
 }
@@ -211,7 +211,7 @@ const isTrusted = (parent: string | undefined, key: string, value: string) =>
   (TRUSTED_KEYS.has(key) || (parent !== undefined && TRUSTED_PAIRS.has(`${parent}.${key}`))) &&
   TRUSTED_VALUE.test(value)
 
-/** A page's own fields (D7 cursor, D32 token): printed before the data. */
+/** A page's own fields (list cursor, feed token): printed before the data. */
 const PAGING_KEYS: ReadonlySet<string> = new Set(["nextCursor", "nextToken", "hasMore"])
 
 /** A key that may be shown bare: an identifier, and one of the schema's keys when those are given. */

@@ -34,11 +34,11 @@ const loadSdk = () =>
   })))
 
 /**
- * `POST /mcp` on the API listener (D39): MCP Streamable HTTP, stateless (no session: every POST stands alone) with
- * JSON responses, behind the API edge (per-IP limit, D21 headers, access log) and the same D10 checks as every
- * endpoint: key (401 with WWW-Authenticate), Deception (403), a read scope (403), the per-key limit (429). HTTP-level
- * failures are problem documents; JSON-RPC errors stay JSON-RPC. The tools call the HttpApi handlers' own query
- * code (api/handlers.ts makeReadQueries) for the authenticated caller.
+ * `POST /mcp` on the API listener: MCP Streamable HTTP, stateless (no session: every POST stands alone) with JSON
+ * responses, behind the API edge (per-IP limit, security headers, access log) and the same checks, in the same order,
+ * as every endpoint: key (401 with WWW-Authenticate), Deception (403), a read scope (403), the per-key limit (429).
+ * HTTP-level failures are problem documents; JSON-RPC errors stay JSON-RPC. The tools call the HttpApi handlers' own
+ * query code (api/handlers.ts makeReadQueries) for the authenticated caller.
  */
 
 export const MCP_PATH = "/mcp"
@@ -135,7 +135,7 @@ export const McpRouteLive = HttpApiBuilder.Router.use((router) =>
       const answer = yield* Effect.promise(async () => {
         const { makeMcpServer, Transport, readRequestBody } = await loadSdk()
         // The body is read here (bounded) to refuse a JSON-RPC batch: one POST carrying up to 100 messages would
-        // count once against the D11 limits. Protocol 2025-06-18 removed batching; the SDK's client never sends one.
+        // count once against the rate limits. Protocol 2025-06-18 removed batching; the SDK's client never sends one.
         const read = await readRequestBody(web, MAX_BODY_BYTES)
         if (read.tooLarge) return { status: 413, body: "" }
         let parsedBody: unknown

@@ -15,9 +15,9 @@ import { formatConfigError, mcpStdioConfig } from "../platform/config.ts"
 import { type Backend, makeMcpServer, type ProblemBody, type ToolName } from "./tools.ts"
 
 /**
- * `bun run mcp`: the MCP server over stdio for a desktop agent (D39). It reads API_KEY and BASE_URL and calls the
- * read API through the D34 client (src/client), so it runs anywhere the API is reachable; the tools, their text and the fence are those of
- * POST /mcp (mcp/tools.ts). stdout carries JSON-RPC only: every log line goes to stderr.
+ * `bun run mcp`: the MCP server over stdio for a desktop agent. It reads API_KEY and BASE_URL and calls the read API
+ * through the TypeScript client (src/client), so it runs anywhere the API is reachable; the tools, their text and the
+ * fence are those of POST /mcp (mcp/tools.ts). stdout carries JSON-RPC only: every log line goes to stderr.
  */
 
 const log = (message: string, fields: Record<string, unknown> = {}) =>
@@ -32,7 +32,7 @@ type Api = IncidentClient
 type Args = Readonly<Record<string, string | ReadonlyArray<string> | undefined>>
 
 /**
- * The client's typed filters from the tool's raw arguments: the API validates them (D5) and answers a bad value with
+ * The client's typed filters from the tool's raw arguments: the API validates them and answers a bad value with
  * its 400, exactly as for any other caller, so they are passed on as they came (the types only describe good ones).
  */
 const asFilters = <F>(args: Args): F => args as unknown as F
@@ -90,8 +90,8 @@ const runEither = <A>(effect: Effect.Effect<A, ApiError>) =>
   )
 
 /**
- * The tools' backend through the D34 client (src/client): the API's JSON (the client's decoded values written back
- * as JSON, the API's own encoding), its problem documents as tool errors. The client retries 429 after Retry-After
+ * The tools' backend through the TypeScript client (src/client): the API's JSON (the client's decoded values written
+ * back as JSON, the API's own encoding), its problem documents as tool errors. The client retries 429 after Retry-After
  * and 503 and connection failures with back-off.
  */
 export const clientBackend = (api: Api): Backend => ({

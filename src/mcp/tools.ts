@@ -23,9 +23,10 @@ import type { Scope } from "../domain/scopes.ts"
 import { newNonce, renderResult } from "./fence.ts"
 
 /**
- * The six read-only MCP tools (D39): their names, scopes, descriptions, input and output schemas, and how a result is
- * shown to a model (D40). Where the data comes from is a Backend: in the server the same query code as the HttpApi
- * handlers (mcp/http.ts), in `bun run mcp` the API through the client (mcp/stdio.ts).
+ * The six read-only MCP tools (one per endpoint): their names, scopes, descriptions, input and output schemas, and how
+ * a result is shown to a model (attacker text fenced, so it never reads as instructions). Where the data comes from is
+ * a Backend: in the server the same query code as the HttpApi handlers (mcp/http.ts), in `bun run mcp` the API through
+ * the client (mcp/stdio.ts).
  */
 
 export type ToolName =
@@ -41,7 +42,7 @@ export type ToolName =
 export type RawArg = string | ReadonlyArray<string> | undefined
 export type ToolArgs = Readonly<Record<string, RawArg>>
 
-/** An RFC 9457 problem document (D4), as the API answers it. */
+/** An RFC 9457 problem document, as the API answers it. */
 export interface ProblemBody {
   readonly type: string
   readonly title: string
@@ -59,7 +60,7 @@ export interface Backend {
   readonly call: (tool: ToolName, args: ToolArgs) => Promise<ToolOutcome>
 }
 
-/** Every tool result's text is below this many characters by default (D40, MCP_MAX_RESULT_CHARS). */
+/** Every tool result's text is below this many characters by default (MCP_MAX_RESULT_CHARS). */
 export const DEFAULT_MAX_RESULT_CHARS = 100_000
 
 const FENCE_RULE =
@@ -84,7 +85,7 @@ const jsonSchemaOf = (schema: Schema.Schema.AnyNoContext): Tool["inputSchema"] =
   return out as Tool["inputSchema"]
 }
 
-/** The endpoints' query parameters as the tools' input, unknown parameters ignored as by the API (D5). */
+/** The endpoints' query parameters as the tools' input, unknown parameters ignored as by the API. */
 const paramsSchema = (schema: Schema.Schema.AnyNoContext): Tool["inputSchema"] => {
   const {
     additionalProperties: _ignored,
@@ -114,7 +115,7 @@ interface ToolSpec {
   readonly outputSchema: Tool["outputSchema"]
   /** The parameters the tool takes; anything else in the arguments is ignored. */
   readonly params: ReadonlyArray<string>
-  /** A list whose page size can be lowered to keep the text under the bound (D40). */
+  /** A list whose page size can be lowered to keep the text under the bound. */
   readonly paged: boolean
   readonly heading: (body: unknown) => string
 }
@@ -124,7 +125,7 @@ const countOf = (body: unknown) => {
   return Array.isArray(data) ? data.length : 0
 }
 const nextOf = (body: unknown, field: "nextCursor" | "nextToken") => (body as Record<string, unknown>)[field]
-/** A record's id for a heading (outside any fence), only when it has the form of our ids (D1). */
+/** A record's id for a heading (outside any fence), only when it has the form of our ids (prefix and ULID). */
 const idOf = (body: unknown) => {
   const id = (body as { id?: unknown }).id
   return typeof id === "string" && /^[a-z]{3}_[0-9A-Za-z]{1,40}$/.test(id) ? id : "(see id below)"
@@ -235,7 +236,7 @@ export const TOOLS: ReadonlyArray<ToolSpec> = [
   },
 ]
 
-/** Every property name of the tools' output schemas: the only keys a result's text shows outside a fence (D40). */
+/** Every property name of the tools' output schemas: the only keys a result's text shows outside a fence. */
 const SCHEMA_KEYS: ReadonlySet<string> = (() => {
   const keys = new Set<string>()
   const walk = (schema: unknown) => {
@@ -262,7 +263,7 @@ const problemOf = (status: number, title: string, code: string, detail: string):
   problemBody(status, title, code, detail)
 const invalid = (detail: string) => problemOf(400, "Bad Request", "invalid_request", detail)
 
-/** The tool's arguments as query parameters: text as is, a number as its decimal text, anything else a 400 (D5). */
+/** The tool's arguments as query parameters: text as is, a number as its decimal text, anything else a 400. */
 export const toArgs = (
   spec: Pick<ToolSpec, "params">,
   input: Record<string, unknown> | undefined,
@@ -297,7 +298,7 @@ const REASKS = 2
 export const MAX_TOOL_API_CALLS = REASKS + 2
 
 /**
- * Runs one tool: its structuredContent is the API's JSON for these parameters, its text the fenced rendering (D40).
+ * Runs one tool: its structuredContent is the API's JSON for these parameters, its text the fenced rendering.
  * A list's text shows its items in order while they fit `maxChars` (renderResult); when some do not, the page that
  * ends at the last item shown is asked for (the same parameters with that limit): its cursor or token is the API's own
  * for "after this item", and its structuredContent is the page the text shows. So paging by the text never passes an
@@ -348,7 +349,7 @@ export const toolDescriptor = (spec: ToolSpec): Tool => ({
 export const SERVER_INFO = { name: "decoy-incident-service", version: "0.1.0" }
 
 /**
- * An MCP server over a backend for a caller with these scopes: `tools/list` shows only the tools they allow (D39);
+ * An MCP server over a backend for a caller with these scopes: `tools/list` shows only the tools they allow;
  * calling another one answers the API's 403 insufficient_scope. The scopes may be learnt on first use (stdio); a
  * failure to learn them is the request's JSON-RPC error.
  */
