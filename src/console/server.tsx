@@ -13,18 +13,19 @@ import { SECURITY_HEADERS, SERVER_MAX_BODY_BYTES } from "./http.ts"
 
 /*
  * The console's wiring. Where the rest lives:
- * - app.ts: the request handler (routes, assets, edge checks, error pages);
- * - session.ts (sessions, the page guard), csrf.ts (the action guard, D28), flash.ts (notices, refusals), kit.ts;
- * - routes/: auth (sign-in, set-password), incidents (overview, incidents, events), settings (API keys, users,
- *   audit), alerts (webhook channels), sensors;
- * - pages/: the JSX pages; responses.tsx: the fixed answers (404, 403, …).
+ * - app.ts: the request handler (every area's routes, assets, edge checks, error pages);
+ * - one folder per area, each with its routes module (routes.tsx, handlers as named functions) and its pages:
+ *   overview, incidents, events, sources, ignore, alerts, sensors, settings, auth;
+ * - shared at the top: session.ts (sessions, the page guard), csrf.ts (the action guard), flash.ts (notices and
+ *   refusals), forms.ts (forms decoded with a Schema), kit.ts, layout.tsx and components.tsx (what pages are built
+ *   from), eventTable.tsx, responses.tsx (the fixed answers: 404, 403, …), listFilters.ts, csv.ts, http.ts.
  */
 
-/** D29 on every response, static files and errors included. */
+/** The security headers on every response, static files and errors included. */
 const securityHeaders = <E, R>(app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>
   Effect.map(app, (response) => HttpServerResponse.setHeaders(response, SECURITY_HEADERS))
 
-/** The console listener on CONSOLE_PORT (D25): never the API's port; it accepts no API key. */
+/** The console listener on CONSOLE_PORT: never the API's port; it accepts no API key. */
 const ConsoleListenerLive = Layer.unwrapEffect(
   Effect.map(AppConfig, (config) =>
     draining((track) =>
@@ -36,7 +37,7 @@ const ConsoleListenerLive = Layer.unwrapEffect(
             hostname: config.host,
             // Bun's own cut-off, far below its 128 MiB default; the console's limit (64 KiB) is checked before it.
             maxRequestBodySize: SERVER_MAX_BODY_BYTES,
-            // D25: HTTPS itself with CONSOLE_TLS_CERT_FILE and CONSOLE_TLS_KEY_FILE, or plain HTTP behind a proxy.
+            // HTTPS itself with CONSOLE_TLS_CERT_FILE and CONSOLE_TLS_KEY_FILE, or plain HTTP behind a proxy.
             ...Option.match(config.consoleTls, { onNone: () => ({}), onSome: (tls) => ({ tls }) }),
           }),
         ),

@@ -1,7 +1,7 @@
-import { type Cidr, trusted } from "../platform/http/clientIp.ts"
+import { type Cidr, trusted } from "../../platform/http/clientIp.ts"
 
 /**
- * D27: the console's cookies are `__Host-` and Secure, so a browser keeps them only over HTTPS, or over plain HTTP on
+ * The console's cookies are `__Host-` and Secure, so a browser keeps them only over HTTPS, or over plain HTTP on
  * localhost. A sign-in over plain HTTP on any other host arrives without its form cookie and would be answered "form
  * expired" forever; it is recognised here and answered with what to do instead.
  */

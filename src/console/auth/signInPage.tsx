@@ -1,6 +1,6 @@
 import { Layout } from "../layout.tsx"
 
-/** Sign-in (D27). `next` is a same-site path the form returns to (the `url` of an incident, D25). */
+/** Sign-in. `next` is a same-site path the form returns to (an incident's `url`, from an alert or the API). */
 export const SignInPage = (props: {
   next: string
   csrf: string
@@ -59,45 +59,4 @@ const FirstSignIn = () => (
       one); use <code>--role analyst</code> for read-only users.
     </p>
   </section>
-)
-
-/** D26: the one-time link's form; it names the account (email) the password is for. */
-export const SetPasswordPage = (props: {
-  token: string
-  csrf: string
-  error?: string | undefined
-  email?: string | undefined
-}) => (
-  <Layout title="Set your password" section="none">
-    <div class="signin panel">
-      <h1>Set your password</h1>
-      {props.email !== undefined && (
-        <p>
-          For the account <strong class="account-email">{props.email}</strong>. You sign in with this email.
-        </p>
-      )}
-      <p class="muted">12 to 256 characters. A passphrase of several words is easiest.</p>
-      {props.error && (
-        <div class="notice notice-error" role="alert">
-          {props.error}
-        </div>
-      )}
-      <form method="post" action={`/set-password/${props.token}`}>
-        <input type="hidden" name="csrf" value={props.csrf} />
-        <div class="field">
-          <label for="password">New password</label>
-          <input
-            id="password"
-            name="password"
-            type="password"
-            autocomplete="new-password"
-            minLength={12}
-            maxLength={256}
-            required
-          />
-        </div>
-        <button type="submit">Set password</button>
-      </form>
-    </div>
-  </Layout>
 )
