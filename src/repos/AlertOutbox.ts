@@ -250,7 +250,7 @@ export class AlertOutbox extends Effect.Service<AlertOutbox>()("AlertOutbox", {
     })
 
     /**
-     * D47: the deliveries of closes, to the channels that send OCSF (its Close activity; the spec's webhook announces
+     * The deliveries of closes, to the channels that send OCSF (its Close activity; the spec's webhook announces
      * no close), in the transaction that closed the incidents. `closed` lists each incident with its `closed`
      * transition. Without an OCSF channel in these organizations it reads one list of channels and writes nothing.
      */

@@ -31,7 +31,7 @@ export interface KeyCredentialRow {
 }
 
 /**
- * NOTIFY channel of changes that affect authentication (D9, D10): `key:<key id>` (revoked) and `org:<org id>`
+ * NOTIFY channel of changes that affect authentication: `key:<key id>` (revoked) and `org:<org id>`
  * (Deception switched). KeyAuth's key cache listens on it in every server process and drops what it names; every
  * command that changes a key's revocation, expiry or scopes, or an organization's Deception flag, must send it in
  * the same transaction as the change (here: in the same statement).
@@ -46,7 +46,7 @@ const ACK_WAIT_MS = 3_000
 /** lastUsedAt is written at most once per key in this interval, however many server processes use the key. */
 export const LAST_USED_EVERY_MS = 60_000
 
-/** API keys (D9). The key value is never stored: only SHA-256 of its secret part. */
+/** API keys. The key value is never stored, only SHA-256 of its secret part: a dump reveals no usable key. */
 export class ApiKeysRepo extends Effect.Service<ApiKeysRepo>()("ApiKeysRepo", {
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient

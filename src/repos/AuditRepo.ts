@@ -3,7 +3,7 @@ import { Effect } from "effect"
 import { newId } from "../domain/ids.ts"
 import { dbErrors } from "../platform/db/errors.ts"
 
-/** D31: who did what to which target, from where. Never a secret: `detail` holds names and settings only. */
+/** Who did what to which target, from where. Never a secret: `detail` holds names and settings only. */
 export interface AuditEntry {
   readonly orgId: string | null
   /** A console user's id, or `cli`. */
@@ -19,7 +19,7 @@ export interface AuditRow extends AuditEntry {
   readonly at: Date
 }
 
-/** The audit log (D31). `record` runs on the caller's connection, so inside a transaction it commits with the change. */
+/** The audit log. `record` runs on the caller's connection, so inside a transaction it commits with the change. */
 export class AuditRepo extends Effect.Service<AuditRepo>()("AuditRepo", {
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
@@ -30,7 +30,7 @@ export class AuditRepo extends Effect.Service<AuditRepo>()("AuditRepo", {
           values (${newId("auditEntry", at.getTime())}, ${entry.orgId}, ${entry.actor}, ${entry.action},
                   ${entry.target}, ${entry.ip}, ${entry.detail}, ${at})`.pipe(Effect.asVoid, dbErrors)
       },
-      /** Newest first; `before` is the id of the last row of the previous page (ids are time-sortable, D1). */
+      /** Newest first; `before` is the id of the last row of the previous page (ids are time-sortable ULIDs). */
       list: (orgId: string, limit: number, before: string | undefined) =>
         (before === undefined
           ? sql<AuditRow>`select id, org_id, actor, action, target, ip, detail, at from audit_log

@@ -6,7 +6,7 @@ import { Severity } from "../domain/severity.ts"
 import { dbErrors } from "../platform/db/errors.ts"
 
 /**
- * A channel as stored (D46): its kind and format; its secrets are sealed (D16), never plain. `url` is where it sends
+ * A channel as stored: its kind and format; its secrets are sealed, never plain. `url` is where it sends
  * (a syslog channel's `syslog+tls://host:port`), except for Slack and Teams, whose whole URL is a credential: it is
  * sealed in `secretEnc` and `url` keeps its origin, for display.
  */
@@ -22,7 +22,7 @@ export const ChannelRow = Schema.Struct({
   previousSecretEnc: Schema.NullOr(Schema.String),
   previousSecretExpiresAt: Schema.NullOr(Schema.DateFromSelf),
   enabled: Schema.Boolean,
-  /** D43: opted in to `sensor.silent` / `sensor.recovered` (false for every channel made before it existed). */
+  /** Opted in to `sensor.silent` / `sensor.recovered` (false for every channel made before it existed). */
   sensorHealth: Schema.Boolean,
   /**
    * The settle window, in seconds (0 to 3600; 0 for machine kinds): an incident's first message to the channel waits
@@ -77,14 +77,14 @@ export class ChannelsRepo extends Effect.Service<ChannelsRepo>()("ChannelsRepo",
         })}`.pipe(dbErrors),
       findChannel: (id: string) => findChannel(id).pipe(dbErrors),
       listChannels: (orgId: string) => listChannels(orgId).pipe(dbErrors),
-      /** D43: the enabled channels of an organization that opted in to sensor-health alerts, by id. */
+      /** The enabled channels of an organization that opted in to sensor-health alerts, by id. */
       sensorHealthChannels: (orgId: string) =>
         sql<{ id: string }>`select id from webhook_channels
           where org_id = ${orgId} and sensor_health and enabled order by id`.pipe(
           Effect.map((rows) => rows.map((r) => r.id)),
           dbErrors,
         ),
-      /** D43: opt a channel in to (or out of) sensor-health alerts. */
+      /** Opt a channel in to (or out of) sensor-health alerts. */
       setSensorHealth: (id: string, on: boolean, now: Date) =>
         sql`update webhook_channels set sensor_health = ${on}, updated_at = ${now} where id = ${id}`.pipe(
           Effect.asVoid,
@@ -129,7 +129,7 @@ export class ChannelsRepo extends Effect.Service<ChannelsRepo>()("ChannelsRepo",
           where d.channel_id = channel.id and d.incident_id is not null
             and d.status = 'pending' and d.attempts = 0 and d.lease_owner is null
             and d.next_attempt_at > d.created_at + ${seconds}::int * interval '1 second'`.pipe(Effect.asVoid, dbErrors),
-      /** D46: a Slack/Teams URL or a HEC token replaced (no grace: the receiver made the new one). */
+      /** A Slack/Teams URL or a HEC token replaced (no grace: the receiver made the new one). */
       replaceDestination: (id: string, url: string, secretEnc: string, now: Date) =>
         sql`update webhook_channels set url = ${url}, secret_enc = ${secretEnc}, previous_secret_enc = null,
               previous_secret_expires_at = null, updated_at = ${now}

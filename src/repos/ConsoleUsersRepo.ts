@@ -13,7 +13,7 @@ export interface UserRow {
   readonly passwordHash: string | null
   readonly disabledAt: Date | null
   readonly createdAt: Date
-  /** Signed into every known-device cookie of the user; bumped to revoke them all (D27). */
+  /** Signed into every known-device cookie of the user; bumped to revoke them all. */
   readonly deviceGeneration: number
 }
 
@@ -29,7 +29,7 @@ export interface SessionRow {
   readonly expiresAt: Date
 }
 
-/** Failed sign-ins of the window (D27), by email, by address, by the two together, and by known device. */
+/** Failed sign-ins of the throttle window, by email, by address, by the two together, and by known device. */
 export interface FailureCounts {
   readonly byEmail: number
   readonly byIp: number
@@ -43,7 +43,7 @@ export interface FailureCounts {
 }
 
 /**
- * Console users, their one-time password links, sessions and sign-in failures (D26, D27). Tokens are stored as
+ * Console users, their one-time password links, sessions and sign-in failures. Tokens are stored as
  * SHA-256 hashes only. Every list takes the organization id.
  */
 export class ConsoleUsersRepo extends Effect.Service<ConsoleUsersRepo>()("ConsoleUsersRepo", {
@@ -163,7 +163,7 @@ export class ConsoleUsersRepo extends Effect.Service<ConsoleUsersRepo>()("Consol
         sql`delete from console_flashes where expires_at < ${now}`.pipe(Effect.asVoid, dbErrors),
 
       /**
-       * D27: an attempt is written, in its own statement (committed at once), before its password is verified, so
+       * An attempt is written, in its own statement (committed at once), before its password is verified, so
        * parallel attempts see each other when they count. Also forgets rows older than `forgetBefore`.
        */
       recordAttempt: (

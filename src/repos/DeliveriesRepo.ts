@@ -258,7 +258,7 @@ export class DeliveriesRepo extends Effect.Service<DeliveriesRepo>()("Deliveries
       attemptsOf: (ids: ReadonlyArray<string>) =>
         ids.length === 0 ? Effect.succeed([] as ReadonlyArray<AttemptRow>) : attemptsOf(ids).pipe(dbErrors),
 
-      /** D17 re-drive: due now, back-off restarted, whatever state it was in (the attempt log is kept). */
+      /** An admin's re-drive: due now, back-off restarted, whatever state it was in (the attempt log is kept). */
       redeliver: (id: string, now: Date) =>
         sql`update webhook_deliveries
             set status = 'pending', retry_index = 0, next_attempt_at = ${now}, lease_owner = null, lease_until = null,

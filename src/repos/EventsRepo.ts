@@ -28,7 +28,7 @@ export const EventRow = Schema.Struct({
 })
 export type EventRow = typeof EventRow.Type
 /**
- * An event to store. An event ignored by a rule (D44) names the rule and belongs to no incident (incidentId null);
+ * An event to store. An event ignored by a rule names the rule and belongs to no incident (incidentId null);
  * every other event belongs to one.
  */
 export type NewEvent = Omit<EventRow, "sensorName" | "incidentId"> & {
@@ -42,9 +42,9 @@ export interface EventFilters {
   readonly type?: string | undefined
   readonly sourceIp?: string | undefined
   readonly incidentId?: string | undefined
-  /** Inclusive lower bound of `time` (D6). */
+  /** Inclusive lower bound of `time`. */
   readonly from?: Date | undefined
-  /** Exclusive upper bound of `time` (D6). */
+  /** Exclusive upper bound of `time` (so consecutive windows never overlap). */
   readonly to?: Date | undefined
 }
 
@@ -118,10 +118,10 @@ export const EVENT_SELECT = `select e.id, e.org_id as "orgId", e.incident_id as 
   end as "attackerInput"
   from events e join sensors s on s.id = e.sensor_id`
 
-/** D7: one page of GET /v1/events, keyset on (time desc, id desc); each filter has an index led by (org_id, filter). */
+/** One page of GET /v1/events, keyset on (time desc, id desc); each filter has an index led by (org_id, filter). */
 export const eventListStatement = ({ orgId, filters: f, after, fetch, sourceNetwork }: EventListQuery): SqlText => {
   const params: Array<unknown> = [orgId]
-  // D44: an event an ignore rule ignored is never listed (the keyset indexes hold only the others).
+  // An event an ignore rule ignored is never listed (the keyset indexes hold only the others).
   let where = "e.org_id = $1 and e.ignore_rule_id is null"
   const and = (condition: (n: number) => string, value: unknown) => {
     params.push(value)
@@ -153,7 +153,7 @@ export const eventByIdStatement = (orgId: string, id: string): SqlText => ({
 /**
  * Member events in time order, and in order of arrival within one time (change_seq, taken as each row is inserted;
  * events_incident_arrival_idx): a sensor's lines of one millisecond (a Cowrie connect and its login) stay in the order
- * the sensor sent them. Oldest first for D8's first 200, newest first for the webhook payload's most recent 20.
+ * the sensor sent them. Oldest first for an incident's first 200, newest first for the webhook's most recent 20.
  */
 export const eventMembersStatement = (
   orgId: string,
@@ -188,7 +188,7 @@ export class EventsRepo extends Effect.Service<EventsRepo>()("EventsRepo", {
       recent: (orgId: string, incidentId: string, limit: number) => members(orgId, incidentId, limit, true),
       findById,
       members: (orgId: string, incidentId: string, limit: number) => members(orgId, incidentId, limit, false),
-      /** The sensor event ids of this sensor already stored (D22 duplicates). */
+      /** The sensor event ids of this sensor already stored (a resend is a duplicate, never stored twice). */
       existingSensorEventIds: (sensorId: string, ids: ReadonlyArray<string>) =>
         ids.length === 0
           ? Effect.succeed([])

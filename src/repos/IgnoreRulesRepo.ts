@@ -39,7 +39,7 @@ const COLUMNS = `id, org_id, host(source) || '/' || masklen(source) as source, s
   created_by, created_at, expires_at, hit_count::float8 as hit_count, last_hit_at, removed_at`
 
 /**
- * Ignore rules (D44). `match` and `recordHits` run on the caller's connection, inside the ingest transaction: the
+ * Ignore rules. `match` and `recordHits` run on the caller's connection, inside the ingest transaction: the
  * events' marks and the rules' hit counts commit together.
  */
 export class IgnoreRulesRepo extends Effect.Service<IgnoreRulesRepo>()("IgnoreRulesRepo", {

@@ -150,7 +150,7 @@ const incidentsJson = (rows: ReadonlyArray<NewIncident & { readonly updatedAt: D
       other_sensors: r.otherSensors ?? 0,
       created_at: (r.createdAt ?? r.firstSeenAt).toJSON(),
       updated_at: r.updatedAt.toJSON(),
-      // Every incident written here is one an event of this request joined (D13 counts idleness from it).
+      // Every incident written here is one an event of this request joined (idleness counts from arrival).
       last_activity_at: r.updatedAt.toJSON(),
     })),
   )
@@ -184,7 +184,7 @@ const incidentSelect = (enriched: boolean) =>
   from incidents i join sensors s on s.id = i.sensor_id left join address_enrichment a on a.address = i.source_ip`
     : `${INCIDENT_COLUMNS} from incidents i join sensors s on s.id = i.sensor_id`
 
-/** D7: one page of GET /v1/incidents, keyset on (last_seen_at desc, id desc), served by incidents_org_(status_)recent_idx. */
+/** One page of GET /v1/incidents, keyset on (last_seen_at desc, id desc), served by incidents_org_(status_)recent_idx. */
 export const incidentListStatement = (q: IncidentListQuery, enriched = true): SqlText => {
   const params: Array<unknown> = [q.orgId]
   let where = "i.org_id = $1"
@@ -257,7 +257,7 @@ export class IncidentsRepo extends Effect.Service<IncidentsRepo>()("IncidentsRep
         Effect.map(readIncidents(incidentByIdStatement(orgId, id, e)), (rows) => Option.fromNullable(rows[0])),
       )
 
-    // D12: the newest incident of each grouping key (organization, sensor, sourceIp) of one sensor, locked for the
+    // The newest incident of each grouping key (organization, sensor, sourceIp) of one sensor, locked for the
     // rest of the transaction, in one statement. LockRows runs above the sort, so the rows are locked in id order.
     const newestForKeys = SqlSchema.findAll({
       Request: Schema.Struct({ orgId: Schema.String, sensorId: Schema.String, sourceIps: Schema.Array(Schema.String) }),
@@ -287,7 +287,7 @@ export class IncidentsRepo extends Effect.Service<IncidentsRepo>()("IncidentsRep
       severity: Severity,
       resolvedAt: Schema.DateFromSelf,
     })
-    // Closing sets resolvedAt (D13) and touches only open incidents, so two closers never close one twice. D36:
+    // Closing sets resolvedAt and touches only open incidents, so two closers never close one twice.
     // resolvedAt is never earlier than lastSeenAt (an event may be dated up to MAX_CLOCK_SKEW ahead of now).
     const closeWhere = (condition: Statement.Fragment, now: Date) =>
       SqlSchema.findAll({
@@ -442,7 +442,7 @@ export class IncidentsRepo extends Effect.Service<IncidentsRepo>()("IncidentsRep
           where i.id in ${sql.in(ids)}
           returning i.id, i.event_count`.pipe(dbErrors),
       /**
-       * D13: closes open incidents whose latest event arrived before `cutoff` (arrival, not the sensor's event time:
+       * Closes open incidents whose latest event arrived before `cutoff` (arrival, not the sensor's event time:
        * a late-reported event is new activity); returns what it closed.
        */
       /** Closes at most `limit` open incidents quiet since before `cutoff`, the quietest first. */

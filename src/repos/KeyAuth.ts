@@ -21,7 +21,7 @@ export interface AuthenticatedKey {
   readonly scopes: ReadonlyArray<Scope>
 }
 
-// Why a request was not authenticated (spec "API keys" 7-8, D10), in D10's order. They say what happened; only the
+// Why a request was not authenticated (spec "API keys" 7-8), in check order. They say what happened; only the
 // API edge (api/problems.ts authProblem) turns them into HTTP answers: 401 for every key failure (a malformed token,
 // an unknown key id and a wrong secret get one and the same answer), 403 for Deception off and a missing scope.
 // None carries the key value or its secret: at most the id of a key that exists (not secret: logs show it).
@@ -188,7 +188,7 @@ const listenForKeyChanges = (pg: PgClient.PgClient, cache: KeyCache) => {
 }
 
 /**
- * API key authentication (spec "API keys", D9, D10): key, then Deception active, then scope. It fails with the
+ * API key authentication (spec "API keys"): key, then Deception active, then scope. It fails with the
  * KeyAuthError that says what was wrong (or a DatabaseError); the API edge maps them to problem documents.
  * The credential row comes from the key cache (see makeKeyCache) or, when it cannot answer, from one primary-key
  * read; the secret's SHA-256 is compared in constant time on every request; revocation and Deception changes reach
@@ -229,7 +229,7 @@ export class KeyAuth extends Effect.Service<KeyAuth>()("KeyAuth", {
       })
     }
 
-    /** `scope`: the one the endpoint needs, or a list of which any one will do (MCP: any read scope, D39). */
+    /** `scope`: the one the endpoint needs, or a list of which any one will do (MCP: any read scope). */
     const authenticate = Effect.fnUntraced(function* (
       authorization: string | undefined,
       scope: Scope | ReadonlyArray<Scope>,

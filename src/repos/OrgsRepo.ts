@@ -10,7 +10,7 @@ export const OrgRow = Schema.Struct({
   deceptionEnabled: Schema.Boolean,
   fingerprintKey: Schema.String,
   createdAt: Schema.DateFromSelf,
-  /** D49: the organization's own event retention in days; null: RETENTION_DAYS. */
+  /** The organization's own event retention in days; null: RETENTION_DAYS. */
   retentionDays: Schema.NullOr(Schema.Number),
 })
 export type OrgRow = typeof OrgRow.Type
@@ -27,7 +27,7 @@ export class OrgsRepo extends Effect.Service<OrgsRepo>()("OrgsRepo", {
     })
 
     return {
-      /** `fingerprintKey` is the encrypted per-organization fingerprint key (D19). */
+      /** `fingerprintKey` is the encrypted per-organization fingerprint key (no cross-org correlation). */
       create: Effect.fn("OrgsRepo.create")(function* (input: {
         readonly name: string
         readonly fingerprintKey: string
@@ -55,13 +55,13 @@ export class OrgsRepo extends Effect.Service<OrgsRepo>()("OrgsRepo", {
           Effect.asVoid,
           dbErrors,
         ),
-      /** D49: the organization's event retention in days, or null for RETENTION_DAYS. */
+      /** The organization's event retention in days, or null for RETENTION_DAYS. */
       setRetentionDays: (id: string, days: number | null) =>
         sql`update organizations set retention_days = ${days} where id = ${id}`.pipe(Effect.asVoid, dbErrors),
       /**
-       * The Deception flag (D10), with a NOTIFY in the same statement (so in the same transaction), for a caller that
-       * runs it in its own transaction (with its audit row) under ApiKeysRepo.announced: the caches are told on
-       * commit, and `announced` returns once every one has dropped the organization's keys. False when no such
+       * The Deception flag (403 when off), with a NOTIFY in the same statement (so in the same transaction), for a
+       * caller that runs it in its own transaction (with its audit row) under ApiKeysRepo.announced: the caches are
+       * told on commit, and `announced` returns once every one has dropped the organization's keys. False when no such
        * organization.
        */
       setDeceptionNotifying: (id: string, enabled: boolean, ack: string) =>

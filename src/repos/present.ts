@@ -9,17 +9,17 @@ import type { IncidentRow } from "./IncidentsRepo.ts"
 
 /**
  * Stored rows to the API's shapes (spec "Resources"), field by field in the spec's order. Pure: the techniques
- * come from the fixed tables (D23). Each shape comes two ways from one field list: `present…` with Dates, for the
- * console's pages, and `encode…` with the timestamps as their ISO strings, as the schemas encode them, for every JSON
- * answer (API, feeds, MCP). JSON.stringify writes an object holding a Date (its toJSON) on a slow path: a page of 50
- * incidents took 120 µs to serialize with Dates and 34 with the strings, the conversion included.
+ * come from the fixed tables (never guessed). Each shape comes two ways from one field list: `present…` with Dates, for
+ * the console's pages, and `encode…` with the timestamps as their ISO strings, as the schemas encode them, for every
+ * JSON answer (API, feeds, MCP). JSON.stringify writes an object holding a Date (its toJSON) on a slow path: a page of
+ * 50 incidents took 120 µs to serialize with Dates and 34 with the strings, the conversion included.
  */
 
 /**
  * attackerInput as the Event schema encodes it (the API answers with JSON.stringify of these shapes, without a schema
  * pass, which cost a share of every answer): `username` and `password` first, every other member after them in
  * stored order.
- * D20: any stored jsonb reads back as a valid value (readableAttackerInput: `username` a string, password-like members
+ * Any stored jsonb reads back as a valid value (readableAttackerInput: `username` a string, password-like members
  * masked, text cleaned), so no stored row can make a read fail; on a row in the stored shape nothing changes.
  */
 export const presentAttackerInput = (stored: unknown): Event["attackerInput"] => {
@@ -158,8 +158,8 @@ export const rememberSerialized = <A extends object>(answer: A, text: string): A
 /**
  * Spec "Technique": on a single incident, techniques additionally include those of the payload tags of its
  * events (all of them, not only the 200 shown: the incident row keeps the union of its events' tags).
- * The events (oldest first, D8) stop before the answer would pass `maxBytes` (spec: "at most 200"); the rest are
- * read with GET /v1/events?incidentId=….
+ * The events (oldest first, to tell the story from its start) stop before the answer would pass `maxBytes` (spec: "at
+ * most 200"); the rest are read with GET /v1/events?incidentId=….
  */
 const incidentFit = (row: IncidentRow, events: ReadonlyArray<EventRow>, appUrl: string, maxBytes: number) => {
   const head = { ...encodeIncidentSummary(row, appUrl), techniques: memoTechniques(row.eventTypes, row.tags) }
