@@ -26,9 +26,10 @@ import { DeliveriesRepo } from "./repos/DeliveriesRepo.ts"
 import { ReposLive } from "./repos/layers.ts"
 
 /**
- * `bun run demo` (D24): a demo organization, sensor and key, and an attack sent through the real ingestion
- * pipeline: the demo starts the ingest listener in this process (127.0.0.1, a free port, so it works with a server
- * running or alone) and posts honeypot log lines to it with the sensor's token, as OpenCanary and Cowrie would.
+ * `bun run demo`, so a new user sees real incidents in minutes: a demo organization, sensor and key, and an attack sent
+ * through the real ingestion pipeline: the demo starts the ingest listener in this process (127.0.0.1, a free port, so
+ * it works with a server running or alone) and posts honeypot log lines to it with the sensor's token, as OpenCanary
+ * and Cowrie would.
  *
  * The story, on one decoy (fin-db-01):
  * - about two hours ago 203.0.113.66 port-scans it (OpenCanary), brute-forces SSH with a few dozen passwords,
@@ -296,7 +297,7 @@ const program = (existingOrg: string | undefined) =>
     const back = Date.now()
     yield* post("opencanary", [mysqlLine(back, RETURNING, 44_310, "root", "mysql")])
 
-    // D15: created, escalated and re-opened incidents went to the organization's channels through the outbox.
+    // Created, escalated and re-opened incidents went to the organization's channels through the outbox.
     const channels = (yield* channelRepo.listChannels(org.id)).filter((c) => c.enabled).length
     let webhookLine = ""
     if (channels > 0) {
@@ -309,7 +310,8 @@ const program = (existingOrg: string | undefined) =>
       webhookLine = `\nWebhooks to ${channels} channel(s): ${counts.succeeded ?? 0} delivered, ${(counts.pending ?? 0) + (counts.failed ?? 0)} still retrying, ${counts.dead ?? 0} dead (see: bun run admin webhook deliveries <channel-id>).`
     }
 
-    // D26: an admin user of the demo organization, with the one-time link to set a password in the console.
+    // An admin user of the demo organization, with the one-time link to set a password in the console
+    // (the service never picks one).
     const consoleUser = yield* (yield* UserAdmin).create({
       orgId: org.id,
       email: `admin+${org.id.slice(-8).toLowerCase()}@demo.example`,
