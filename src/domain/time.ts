@@ -1,9 +1,9 @@
 const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?(?:([Zz])|([+-])(\d{2}):(\d{2}))$/
 
 /**
- * An RFC 3339 timestamp with a zone (Z or an offset), so `from`/`to` windows neither overlap nor leave gaps. Stored
- * times have milliseconds, so a finer fraction rounds up: `time >= from` and `time < to` then select exactly the events
- * the caller's instant selects.
+ * An RFC 3339 timestamp with a zone (Z or an offset). Stored times have milliseconds, so a finer fraction rounds up:
+ * `time >= from` and `time < to` then select exactly the events the caller's instant selects, and consecutive windows
+ * neither overlap nor leave gaps.
  */
 export const parseTimestamp = (text: string): Date | undefined => {
   const m = RFC3339.exec(text)
