@@ -7,6 +7,7 @@ import { ConsoleUsersRepo } from "../repos/ConsoleUsersRepo.ts"
 import type { Flash } from "./components.tsx"
 import { FormRefused } from "./forms.ts"
 import { seeOther } from "./http.ts"
+import { type FieldWords, forbiddenText, refusalText } from "./refusals.ts"
 import { forbidden, notFound } from "./responses.tsx"
 import { request, type SignedIn } from "./session.ts"
 
@@ -46,12 +47,13 @@ export const makeFlash = Effect.gen(function* () {
     })
 
   /**
-   * A refusal of the admin services (errors.ts) becomes the page's error notice; the message never holds a secret.
-   * An unknown id, or another organization's, gets the 404 page as a GET of it would; a role that may not, the 403
-   * page. A form field that could not be read (forms.ts) is named in the notice.
+   * A refusal of the admin services (errors.ts) becomes the page's error notice, worded by refusals.ts with the
+   * form's names for its inputs (`words`, where they differ from the console's usual ones); a refusal never holds a
+   * secret. An unknown id, or another organization's, gets the 404 page as a GET of it would; a role that may not,
+   * the 403 page. A form field that could not be read (forms.ts) is named in the notice.
    */
   const refused =
-    (s: SignedIn, path: string) =>
+    (s: SignedIn, path: string, words: FieldWords = {}) =>
     <A, E, R>(effect: Effect.Effect<A, E, R>) =>
       Effect.catchIf(
         effect,
@@ -60,10 +62,8 @@ export const makeFlash = Effect.gen(function* () {
           const e: AdminError | FormRefused = error
           if (e._tag === "FormRefused") return flashTo(s, path, { kind: "error", text: e.text })
           if (e._tag === "NotFound") return Effect.succeed(notFound(s.viewer))
-          if (e._tag === "Forbidden") return Effect.succeed(forbidden(e.message, s.viewer))
-          // The services' messages name the CLI's flags ("--name must be …"): here they name the form's fields.
-          const text = e.message.replace(/--([a-z-]+)/g, (_, flag: string) => `the ${flag.replace("-", " ")}`)
-          return flashTo(s, path, { kind: "error", text })
+          if (e._tag === "Forbidden") return Effect.succeed(forbidden(forbiddenText(e), s.viewer))
+          return flashTo(s, path, { kind: "error", text: refusalText(e, words) })
         },
       )
 

@@ -1,7 +1,6 @@
 import { HttpRouter } from "@effect/platform"
 import { Effect, Schema } from "effect"
 import { ChannelAdmin } from "../../admin/ChannelAdmin.ts"
-import { Invalid } from "../../admin/errors.ts"
 import { type ChannelKind, kindSpec } from "../../domain/channels/registry.ts"
 import type { Flash } from "../components.tsx"
 import { Blank, Checkbox, decodeForm, OptionalText, Text } from "../forms.ts"
@@ -41,14 +40,6 @@ const rotatedFlash = (
   }
 }
 
-/** The services name the CLI's `--settle`; the form calls it the settle window. */
-const settleWorded = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-  Effect.mapError(effect, (e) =>
-    e instanceof Invalid
-      ? Object.assign(new Invalid(e), { message: e.message.replaceAll("--settle", "the settle window") })
-      : e,
-  )
-
 /**
  * Add a channel: one form for every kind. An empty kind, format or settle window is the service's default; an empty
  * token is no token (the service refuses a token for a kind that takes none).
@@ -87,7 +78,7 @@ export const alertRoutes = (kit: Kit) =>
     const addChannel = action((s, fields) =>
       Effect.gen(function* () {
         const form = yield* decodeForm(AddChannelForm)(fields)
-        const created = yield* channelAdmin.create(s.orgId, form).pipe(settleWorded)
+        const created = yield* channelAdmin.create(s.orgId, form)
         return yield* flashTo(s, "/settings/alerts", createdFlash(created))
       }).pipe(refused(s, "/settings/alerts")),
     )
@@ -143,7 +134,7 @@ export const alertRoutes = (kit: Kit) =>
     const setSettle = (s: SignedIn, id: string, _back: string, fields: Fields) =>
       Effect.gen(function* () {
         const form = yield* decodeForm(SettleForm)(fields)
-        const result = yield* channelAdmin.setSettle(id, form.settle).pipe(settleWorded)
+        const result = yield* channelAdmin.setSettle(id, form.settle)
         return yield* flashTo(s, "/settings/alerts", {
           kind: "ok",
           text:

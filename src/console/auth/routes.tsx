@@ -7,6 +7,7 @@ import { FORM_COOKIE, formCookie } from "../csrf.ts"
 import { Blank, decodeForm, Text } from "../forms.ts"
 import { formFields, html, isCrossSite, safeNext, seeOther, tokensEqual } from "../http.ts"
 import type { Kit } from "../kit.ts"
+import { invalidText } from "../refusals.ts"
 import { forbidden, linkExpired, MessagePage } from "../responses.tsx"
 import { cookieOptions, deviceCookieOptions, query, request, SESSION_COOKIE } from "../session.ts"
 import { HTTPS_REQUIRED_TEXT, HTTPS_REQUIRED_TITLE, httpsRequired } from "./httpsRequired.ts"
@@ -166,7 +167,7 @@ export const authRoutes = (kit: Kit) =>
             const csrf = formCookie()
             return yield* HttpServerResponse.setCookie(
               html(
-                <SetPasswordPage token={token} csrf={csrf} error={e.message} email={yield* linkEmail(token)} />,
+                <SetPasswordPage token={token} csrf={csrf} error={invalidText(e)} email={yield* linkEmail(token)} />,
                 400,
               ),
               FORM_COOKIE,

@@ -17,6 +17,7 @@ import { Blank, decodeForm, firstValues, Text } from "../forms.ts"
 import { html } from "../http.ts"
 import type { Kit } from "../kit.ts"
 import { decodeAfter, encodeAfter, PAGE_SIZE, readIncidentFilters } from "../listFilters.ts"
+import { type FieldWords, invalidText } from "../refusals.ts"
 import { notFound } from "../responses.tsx"
 import { query } from "../session.ts"
 import { BulkClosePage } from "./bulkClosePage.tsx"
@@ -48,14 +49,8 @@ const BulkCloseForm = Schema.Struct({
   note: Text,
 }).pipe(Schema.filter((f) => f.olderThan.trim() === "" || f.seenBefore !== "" || PREVIEW_MISSING))
 
-/** A bulk close's refusal in the words of its form (the service names the CLI's flags). */
-const BULK_FIELDS: Readonly<Record<string, string>> = {
-  sensor: "the sensor",
-  source: "the source IP",
-  "older-than": "“last seen longer ago than”",
-}
-const bulkFieldWords = (message: string) =>
-  message.replace(/--([a-z-]+)/g, (_, flag: string) => BULK_FIELDS[flag] ?? `the ${flag.replace("-", " ")}`)
+/** How the bulk close's form names its filter's inputs, where the console's usual words differ. */
+const BULK_WORDS: FieldWords = { source: "the source IP" }
 
 /** What the bulk close's preview shows and its confirm carries back: the count and the resolved time. */
 const previewOf = (p: {
@@ -191,7 +186,7 @@ export const incidentRoutes = (kit: Kit) =>
         const preview = yield* incidentAdmin.previewBulk(s.orgId, fields).pipe(
           Effect.map((p) => ({ preview: p, error: undefined })),
           Effect.catchTags({
-            Invalid: (e) => Effect.succeed({ preview: undefined, error: bulkFieldWords(e.message) }),
+            Invalid: (e) => Effect.succeed({ preview: undefined, error: invalidText(e, BULK_WORDS) }),
           }),
         )
         const flash = yield* readFlash(s)
@@ -239,7 +234,7 @@ export const incidentRoutes = (kit: Kit) =>
                 `${done.closed} ${done.closed === 1 ? "incident" : "incidents"} closed.` +
                 (done.remaining > 0 ? ` ${done.remaining} still match: close them the same way.` : ""),
             })
-          }).pipe(refused(s, back))
+          }).pipe(refused(s, back, BULK_WORDS))
         }),
       false,
     )

@@ -11,6 +11,7 @@ import { Blank, decodeForm, Text } from "../forms.ts"
 import { formEntries, html, seeOther } from "../http.ts"
 import type { Kit } from "../kit.ts"
 import { PAGE_SIZE } from "../listFilters.ts"
+import { type FieldWords, invalidText } from "../refusals.ts"
 import { notFound } from "../responses.tsx"
 import { query, type SignedIn } from "../session.ts"
 import { ApiSettingsPage, RevokeKeyPage } from "./apiPage.tsx"
@@ -32,6 +33,9 @@ const UserForm = Schema.Struct({ email: Blank, role: Blank })
 const RetentionForm = Schema.Struct({ days: Text })
 const NetworksForm = Schema.Struct({ networks: Blank })
 const BaitForm = Schema.Struct({ username: Text, password: Text, label: Text })
+
+/** The networks page names its one input "the list"; a refusal of a line reads "The list's line 3: …". */
+const NETWORKS_WORDS: FieldWords = { networks: "The list's" }
 
 /** The longest piece of a refused line the error notice quotes back. */
 const QUOTED_LINE_MAX = 300
@@ -262,9 +266,9 @@ export const settingsRoutes = (kit: Kit) =>
         }
         const done = yield* judgement
           .setNetworks(s.orgId, text)
-          .pipe(Effect.catchTag("Invalid", (e) => Effect.succeed({ refused: e.message })))
+          .pipe(Effect.catchTag("Invalid", (e) => Effect.succeed({ refused: invalidText(e, NETWORKS_WORDS) })))
         if ("refused" in done) {
-          return yield* networksNotSaved(s, text, { message: done.refused.replace(/^--networks /, "The list's ") })
+          return yield* networksNotSaved(s, text, { message: done.refused })
         }
         return yield* flashTo(s, "/settings/networks", { kind: "ok", text: savedText(done, false) })
       }).pipe(refused(s, "/settings/networks")),
