@@ -126,7 +126,7 @@ const frameStage = (frame: CallFrame): Stage | "schema" | "json" | "runloop" | u
   if (/^src\/domain\/cursor\.ts/.test(url) && /decode|verify|parse/i.test(fn)) return PARAMS
   if (/^src\/domain\/(present|cursor)\.ts/.test(url)) return ENCODE
   if (/^src\/(api\/handlers\.ts|repos\/)/.test(url)) return HANDLERS
-  if (/^src\/(webhooks\/|ingest\/IdleCloser\.ts|db\/listen\.ts)/.test(url)) return BACKGROUND
+  if (/^src\/(webhooks\/|jobs\/idleClose\.ts|db\/listen\.ts)/.test(url)) return BACKGROUND
   if (/^src\//.test(url)) return OURS
   // The baseline: its own file is its routing and handlers; Bun's SQL client is its SQL round trip.
   if (/^bench\/baseline\.ts/.test(url)) {

@@ -5,7 +5,7 @@ import { AlertsLive } from "./alerts/layer.ts"
 import { apiServer } from "./api/server.ts"
 import { ConsoleLive } from "./console/server.tsx"
 import { IngestLive } from "./ingest/layer.ts"
-import { EnrichmentLive } from "./jobs/enrichment/layer.ts"
+import { JobsLive } from "./jobs/layer.ts"
 import { McpRouteLive } from "./mcp/http.ts"
 import { OpsServerLive } from "./ops/server.ts"
 import { AppConfig, AppConfigLive, describeSettings, formatConfigError } from "./platform/config.ts"
@@ -57,8 +57,8 @@ const ConsoleFaceLive = Layer.fresh(ConsoleLive.pipe(Layer.provide(serverPool("c
 /** The only place the service's faces are composed: each face with its database pool. */
 export const MainLive = Layer.mergeAll(
   ReadApiLive,
-  // Ingest, the alert dispatcher and the enrichment job share the ingest pool (as does ops).
-  Layer.mergeAll(IngestLive, AlertsLive, EnrichmentLive),
+  // Ingest, the alert dispatcher and the background jobs (jobs/) share the ingest pool (as does ops).
+  Layer.mergeAll(IngestLive, AlertsLive, JobsLive),
   ConsoleFaceLive,
 ).pipe(
   Layer.provide(MigrationsLive),

@@ -1,5 +1,6 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
+import { MISSED_HEARTBEATS } from "../domain/sensorStatus.ts"
 import { readRows } from "../platform/db/directReads.ts"
 import { dbErrors } from "../platform/db/errors.ts"
 
@@ -37,30 +38,6 @@ export interface SensorCredentialRow {
 
 /** last_seen_at is written at most once per sensor in this interval, however many requests and processes. */
 export const LAST_SEEN_EVERY_MS = 10_000
-/** D43: a sensor that expects a heartbeat is `silent` once this many intervals passed without hearing from it. */
-export const MISSED_HEARTBEATS = 3
-
-/** D43: a sensor's status as the console, the CLI and the silent-detection sweep see it. */
-export type SensorStatus = "alive" | "silent" | "unknown" | "revoked"
-
-/**
- * Pure: the status of a sensor at `now`. Revoked wins. Without an expected heartbeat nothing can be concluded
- * (`unknown`, whatever its last contact). With one: `alive` while the last contact is within three intervals,
- * `silent` once it is not (a sensor never heard from counts from its creation, so a new one is `unknown` during its
- * first three intervals, then `silent`).
- */
-export const statusOf = (
-  row: Pick<SensorRow, "revokedAt" | "lastSeenAt" | "heartbeatIntervalSeconds" | "createdAt">,
-  now: Date,
-): SensorStatus => {
-  if (row.revokedAt !== null) return "revoked"
-  if (row.heartbeatIntervalSeconds === null) return "unknown"
-  const allowedMs = row.heartbeatIntervalSeconds * 1000 * MISSED_HEARTBEATS
-  const since = row.lastSeenAt ?? row.createdAt
-  if (now.getTime() - since.getTime() <= allowedMs) return row.lastSeenAt === null ? "unknown" : "alive"
-  return "silent"
-}
-
 const COLUMNS = `id, org_id, name, profile, created_at, revoked_at, last_seen_at, heartbeat_interval_seconds, health,
   health_changed_at, previous_token_expires_at, updated_at`
 
@@ -175,7 +152,7 @@ export class SensorsRepo extends Effect.Service<SensorsRepo>()("SensorsRepo", {
             where id = ${id} and health = ${from} returning id`.pipe(changed, dbErrors),
       /**
        * setHealth for the silent-detection sweep: the same compare-and-set, and only if the row, as it is when the
-       * update runs, still has that status now (statusOf's rule in SQL): a heartbeat, a revoke or a new interval
+       * update runs, still has that status now (domain/sensorStatus.ts's statusOf, in SQL): a heartbeat, a revoke or a new interval
        * that landed after the sweep read the sensor wins, and nothing is announced for a state already gone. "Now" is
        * the database's clock (`now()`), never the calling process's: processes whose clocks differ would otherwise
        * disagree on the status and move the sensor back and forth, announcing each move.

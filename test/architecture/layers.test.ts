@@ -36,6 +36,11 @@ const FACE_TO_FACE: ReadonlyArray<{ from: string; to: RegExp; why: string }> = [
   { from: "mcp", to: /^api\//, why: "the MCP door runs the API's own queries, authentication and contract" },
   { from: "mcp", to: /^client\//, why: "over stdio the MCP door reaches a remote API through the client" },
   { from: "client", to: /^api\/contract\//, why: "the client is built from the API contract, and nothing else" },
+  {
+    from: "jobs",
+    to: /^ingest\/CowrieSessionsRepo\.ts$/,
+    why: "the idle close also forgets old Cowrie sessions, whose table only ingestion writes",
+  },
 ]
 
 /** Entry points: run, never imported. */

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
-import { COWRIE_SESSION_RETENTION_MS } from "../../src/ingest/IdleCloser.ts"
+import { COWRIE_SESSION_RETENTION_MS } from "../../src/jobs/idleClose.ts"
 import { admin } from "../support/cli.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
 import { createSensor, createTenant, get } from "../support/fixtures.ts"

@@ -4,7 +4,7 @@ import { Chunk, ConfigProvider, Deferred, Duration, Effect, Either, Layer, TestC
 import { asOperator } from "../../src/admin/actor.ts"
 import { OrgAdmin } from "../../src/admin/OrgAdmin.ts"
 import { newId } from "../../src/domain/ids.ts"
-import { PURGE_BATCH, purgeOnce, RETENTION_EVERY, RetentionLive } from "../../src/ingest/Retention.ts"
+import { PURGE_BATCH, purgeOnce, RETENTION_EVERY, RetentionLive } from "../../src/jobs/retention.ts"
 import { formatConfigError, loadSettings } from "../../src/platform/config.ts"
 import { admin } from "../support/cli.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
@@ -13,7 +13,7 @@ import { ingest, nativeEvent } from "../support/ingest.ts"
 import { type RunningServer, shutdown, startServer, testEnv } from "../support/server.ts"
 
 /**
- * D49 retention: the purge (src/ingest/Retention.ts) against the real PostgreSQL through the real repositories, its
+ * D49 retention: the purge (src/jobs/retention.ts) against the real PostgreSQL through the real repositories, its
  * fiber on the TestClock, ingestion through the real server while it runs, and 410 token_expired through the real
  * API. Ages are set by moving rows' times back in SQL: the purge reads the clock, never the row's own idea of "now".
  */

@@ -4,7 +4,7 @@ import { Clock, Effect, Layer } from "effect"
 import { asOperator } from "../../src/admin/actor.ts"
 import { OrgAdmin } from "../../src/admin/OrgAdmin.ts"
 import { SensorAdmin } from "../../src/admin/SensorAdmin.ts"
-import { SensorHealthSweepLive } from "../../src/ingest/SensorHealthSweep.ts"
+import { SensorHealthSweepLive } from "../../src/jobs/sensorHealth.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
 import { type RunningServer, shutdown, startServer } from "../support/server.ts"
 

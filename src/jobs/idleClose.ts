@@ -1,10 +1,10 @@
 import { SqlClient } from "@effect/sql"
 import { Clock, Duration, Effect, Layer, Schedule } from "effect"
+import { CowrieSessionsRepo } from "../ingest/CowrieSessionsRepo.ts"
 import { AppConfig } from "../platform/config.ts"
 import { AlertOutbox, closedDeliveries } from "../repos/AlertOutbox.ts"
 import { IncidentsRepo } from "../repos/IncidentsRepo.ts"
 import { closedTransitions, TransitionsRepo } from "../repos/TransitionsRepo.ts"
-import { CowrieSessionsRepo } from "./CowrieSessionsRepo.ts"
 
 /** How long a Cowrie session's connect is remembered for its later lines (docs/ingestion.md "Cowrie"). */
 export const COWRIE_SESSION_RETENTION_MS = 7 * 24 * 3600_000

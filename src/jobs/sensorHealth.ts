@@ -2,18 +2,19 @@ import { SqlClient } from "@effect/sql"
 import { Clock, Duration, Effect, Layer, Metric, Schedule } from "effect"
 import { newId } from "../domain/ids.ts"
 import { sensorWebhookTypeOf, serializeSensorWebhookBody } from "../domain/sensorHealthPayload.ts"
+import { type SensorStatus, statusOf } from "../domain/sensorStatus.ts"
 import { AppConfig } from "../platform/config.ts"
 import { SENSOR_STATES, sensorsGauge } from "../platform/metrics.ts"
 import { ChannelsRepo } from "../repos/ChannelsRepo.ts"
 import { DeliveriesRepo, type NewDelivery } from "../repos/DeliveriesRepo.ts"
-import { type SensorRow, type SensorStatus, SensorsRepo, statusOf } from "../repos/SensorsRepo.ts"
+import { type SensorRow, SensorsRepo } from "../repos/SensorsRepo.ts"
 
 /** A sweep interval below this (a typo such as "0 seconds") would only spin. */
 const MIN_SWEEP_MS = 100
 
 /**
  * D43 silent detection: a scoped fiber that, every SENSOR_SWEEP_INTERVAL, computes the status of every sensor that
- * expects a heartbeat (SensorsRepo.statusOf: silent once three intervals passed since its last contact, or since its
+ * expects a heartbeat (domain/sensorStatus.ts statusOf: silent once three intervals passed since its last contact, or since its
  * creation when it was never heard from) at the database's clock, never the process's own, and moves its announced
  * `health` to match. Each move is a compare-and-set that also re-checks the status on the row as it is then, by the
  * same clock (SensorsRepo.setHealthIfStill), so with several processes sweeping one database a change is made, and
