@@ -13,7 +13,8 @@ export const COWRIE_SESSION_RETENTION_MS = 7 * 24 * 3600_000
 const SWEEP_BATCH = 1000
 
 /**
- * D13: a scoped fiber that closes open incidents with no new event for INCIDENT_IDLE_CLOSE, every
+ * A scoped fiber that closes open incidents with no new event for INCIDENT_IDLE_CLOSE (an incident is one stretch
+ * of activity: a source quiet that long has stopped, and what it does later is told apart), every
  * INCIDENT_IDLE_CLOSE_EVERY, recording a `closed` transition for each. A failed sweep is logged and the next one
  * runs; the fiber ends with the layer's scope. Safe with several processes: closing is one conditional update.
  * The same sweep forgets Cowrie sessions older than COWRIE_SESSION_RETENTION_MS (one indexed delete, outside the
@@ -35,7 +36,7 @@ export const IdleCloserLive = Layer.scopedDiscard(
         const now = new Date(yield* Clock.currentTimeMillis)
         const closed = yield* incidents.closeIdle(new Date(now.getTime() - idleMs), now, SWEEP_BATCH)
         const ids = yield* transitions.insert(closedTransitions(closed, now))
-        // D47: OCSF channels are told of the close in the same transaction.
+        // OCSF channels are told of the close in the same transaction: a close is never recorded without its message.
         yield* outbox.enqueueClosed(closedDeliveries(closed, ids, now))
         if (closed.length > 0)
           yield* Effect.logInfo("idle incidents closed").pipe(Effect.annotateLogs({ count: closed.length }))

@@ -18,7 +18,8 @@ export interface PurgeCounts {
 }
 
 /**
- * D49: one pass of the retention purge, for every organization, at the clock's time.
+ * One pass of the retention purge (what attackers sent is kept only as long as the organization chose), for every
+ * organization, at the clock's time.
  *
  * - Events stored (received_at) more than the organization's retention_days, or RETENTION_DAYS, ago are deleted,
  *   ignored ones included; the age is counted from storing, so an event sent late with an old time is kept as long
@@ -157,7 +158,7 @@ const deleteEmptyIncidents = (sql: SqlClient.SqlClient, orgId: string, before: S
   )
 
 /**
- * D49: the retention purge as a scoped fiber, at start-up and every RETENTION_EVERY (modelled on the idle close). A
+ * The retention purge as a scoped fiber, at start-up and every RETENTION_EVERY (modelled on the idle close). A
  * failed pass is logged and the next one runs. Safe with several processes: every delete is conditional and skips
  * what another has locked.
  */

@@ -13,15 +13,16 @@ import { type SensorRow, SensorsRepo } from "../repos/SensorsRepo.ts"
 const MIN_SWEEP_MS = 100
 
 /**
- * D43 silent detection: a scoped fiber that, every SENSOR_SWEEP_INTERVAL, computes the status of every sensor that
- * expects a heartbeat (domain/sensorStatus.ts statusOf: silent once three intervals passed since its last contact, or since its
- * creation when it was never heard from) at the database's clock, never the process's own, and moves its announced
- * `health` to match. Each move is a compare-and-set that also re-checks the status on the row as it is then, by the
- * same clock (SensorsRepo.setHealthIfStill), so with several processes sweeping one database a change is made, and
- * announced, once. A move to `silent`, or from `silent` back to `alive`,
- * writes one delivery per enabled channel that opted in to sensor-health alerts (`sensor.silent` /
- * `sensor.recovered`) in the same transaction, with its final body: the dispatcher sends, signs, retries and logs
- * them as every webhook. A new sensor's first contact (`unknown` to `alive`) is recorded, not announced.
+ * Silent-sensor detection (a decoy that stopped reporting looks just like a quiet network, so its silence is
+ * announced): a scoped fiber that, every SENSOR_SWEEP_INTERVAL, computes the status of every sensor that expects a
+ * heartbeat (domain/sensorStatus.ts statusOf: silent once three intervals passed since its last contact, or since
+ * its creation when it was never heard from) at the database's clock, never the process's own, and moves its
+ * announced `health` to match. Each move is a compare-and-set that also re-checks the status on the row as it is
+ * then, by the same clock (SensorsRepo.setHealthIfStill), so with several processes sweeping one database a change
+ * is made, and announced, once. A move to `silent`, or from `silent` back to `alive`, writes one delivery per
+ * enabled channel that opted in to sensor-health alerts (`sensor.silent` / `sensor.recovered`) in the same
+ * transaction, with its final body: the dispatcher sends, signs, retries and logs them as every webhook. A new
+ * sensor's first contact (`unknown` to `alive`) is recorded, not announced.
  *
  * The same sweep sets the `sensors{state}` gauge (every organization's sensors; all four states exist from
  * start-up). A failed sweep is logged and the next one runs; the fiber ends with the layer's scope.

@@ -152,10 +152,10 @@ export class SensorsRepo extends Effect.Service<SensorsRepo>()("SensorsRepo", {
             where id = ${id} and health = ${from} returning id`.pipe(changed, dbErrors),
       /**
        * setHealth for the silent-detection sweep: the same compare-and-set, and only if the row, as it is when the
-       * update runs, still has that status now (domain/sensorStatus.ts's statusOf, in SQL): a heartbeat, a revoke or a new interval
-       * that landed after the sweep read the sensor wins, and nothing is announced for a state already gone. "Now" is
-       * the database's clock (`now()`), never the calling process's: processes whose clocks differ would otherwise
-       * disagree on the status and move the sensor back and forth, announcing each move.
+       * update runs, still has that status now (domain/sensorStatus.ts's statusOf, in SQL): a heartbeat, a revoke or
+       * a new interval that landed after the sweep read the sensor wins, and nothing is announced for a state already
+       * gone. "Now" is the database's clock (`now()`), never the calling process's: processes whose clocks differ
+       * would otherwise disagree on the status and move the sensor back and forth, announcing each move.
        */
       setHealthIfStill: (id: string, from: SensorHealth, to: "alive" | "silent") =>
         sql`update sensors set health = ${to}, health_changed_at = now()
