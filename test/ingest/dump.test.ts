@@ -9,7 +9,7 @@ import { type TestDatabase, testDatabase } from "../support/db.ts"
 import { createSensor, createTenant, get } from "../support/fixtures.ts"
 import { ingest, nativeEvent } from "../support/ingest.ts"
 import { type Receiver, startReceiver } from "../support/receiver.ts"
-import { cleanup, type RunningServer, startServer, testEnv, usingPostgres } from "../support/server.ts"
+import { cleanup, embeddedTestEnv, type RunningServer, startServer, testEnv, usingPostgres } from "../support/server.ts"
 import { makeTestCertificate } from "../support/tls.ts"
 
 /**
@@ -43,13 +43,13 @@ beforeAll(async () => {
   caFile = join(tmpdir(), `dsvc-ca-dump-${process.pid}-${Date.now()}.pem`)
   writeFileSync(caFile, certs.caCert)
   receiver = await startReceiver(certs)
-  server = await startServer({
-    env: await testEnv({
-      WEBHOOK_ALLOW_PRIVATE: "127.0.0.0/8",
-      WEBHOOK_CA_FILE: caFile,
-      WEBHOOK_POLL_INTERVAL: "200 millis",
-    }),
-  })
+  const settings = {
+    WEBHOOK_ALLOW_PRIVATE: "127.0.0.0/8",
+    WEBHOOK_CA_FILE: caFile,
+    WEBHOOK_POLL_INTERVAL: "200 millis",
+  }
+  // On the embedded run, an embedded database of its own: its cluster's raw files are searched, and no other test's.
+  server = await startServer({ env: usingPostgres() ? await testEnv(settings) : embeddedTestEnv(settings) })
   db = testDatabase(server.env)
   tenant = await createTenant(db, "Dump")
   sensor = await createSensor(db, tenant.orgId, "dump-01")

@@ -3,18 +3,19 @@ import { INGEST_EVENT_ROUTES, INGEST_ROUTES } from "../../src/ingest/routes.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
 import { createSensor, createTenant } from "../support/fixtures.ts"
 import { ingest, nativeEvent } from "../support/ingest.ts"
-import { type RunningServer, shutdown, startServer } from "../support/server.ts"
+import { type RunningServerProcess, shutdown, startServerProcess } from "../support/server.ts"
 
 /**
  * Every ingest request is logged once at INFO (route, status, sensor id, events per outcome) and counted per route;
- * the log never carries the token or anything the attacker sent. The ingest series exist at 0 from start-up.
+ * the log never carries the token or anything the attacker sent. The ingest series exist at 0 from start-up, so the
+ * server is a process of its own: metrics are counted per process, and servers in the test process share them.
  */
 
-let server: RunningServer
+let server: RunningServerProcess
 let db: TestDatabase
 
 beforeAll(async () => {
-  server = await startServer()
+  server = await startServerProcess()
   db = testDatabase(server.env)
 })
 

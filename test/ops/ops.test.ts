@@ -9,7 +9,14 @@ import { adminJson } from "../support/cli.ts"
 import { testDatabase } from "../support/db.ts"
 import { ingest, nativeEvent } from "../support/ingest.ts"
 import { type Receiver, startReceiver } from "../support/receiver.ts"
-import { type RunningServer, shutdown, startServer, TEST_SECRET_KEY, testEnv } from "../support/server.ts"
+import {
+  type RunningServer,
+  shutdown,
+  startServer,
+  startServerProcess,
+  TEST_SECRET_KEY,
+  testEnv,
+} from "../support/server.ts"
 import { makeTestCertificate } from "../support/tls.ts"
 
 /** The operations listener (OPS_PORT): health, readiness, Prometheus metrics; logs; graceful shutdown. */
@@ -160,7 +167,7 @@ describe("graceful shutdown", () => {
   afterAll(() => receiver?.stop())
 
   test("SIGTERM: /readyz turns 503 at once, the in-flight delivery finishes, the process exits 0 within 10 s", async () => {
-    const server = await startServer({
+    const server = await startServerProcess({
       env: await testEnv({
         WEBHOOK_ALLOW_PRIVATE: "127.0.0.0/8",
         WEBHOOK_CA_FILE: caFile,
@@ -227,7 +234,7 @@ describe("graceful shutdown", () => {
   }
 
   test("SIGTERM: a request in flight on the ingest, API (/mcp) and console listeners still gets its own answer", async () => {
-    const server = await startServer()
+    const server = await startServerProcess()
     try {
       const org = await adminJson(server.env, ["org", "create", "--name", `Drain ${crypto.randomUUID().slice(0, 8)}`])
       const sensor = await adminJson(server.env, ["sensor", "create", "--org", org.id, "--name", "web-01"])

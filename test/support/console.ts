@@ -1,6 +1,7 @@
 import { expect } from "bun:test"
 import { type Browser, launchBrowser, type Page, type PageWatch, watchedContext } from "./browser.ts"
-import { adminJson } from "./cli.ts"
+import { testDatabase } from "./db.ts"
+import { createUser } from "./fixtures.ts"
 
 /**
  * What the console's browser tests share: a free port for a console of their own, a password set through the one-time
@@ -79,7 +80,7 @@ export const postFromPage = (page: Page, path: string, fields: Record<string, st
 export const csrfOf = async (page: Page): Promise<string> =>
   (await page.getAttribute("input[name=csrf]", "value")) ?? ""
 
-/** A console user of the organization, made with the admin tool, with `password` set through the one-time link. */
+/** A console user of the organization, made by the operator, with `password` set through the one-time link. */
 export const consoleUser = async (
   env: Record<string, string>,
   consoleUrl: string,
@@ -90,9 +91,14 @@ export const consoleUser = async (
     readonly password: string
   },
 ): Promise<{ readonly id: string }> => {
-  const made = await adminJson(env, ["user", "create", "--org", user.orgId, "--email", user.email, "--role", user.role])
-  await setPassword(consoleUrl, made.link, user.password)
-  return made
+  const db = testDatabase(env)
+  try {
+    const made = await createUser(db, user.orgId, user.email, user.role)
+    await setPassword(consoleUrl, made.link, user.password)
+    return made
+  } finally {
+    await db.close()
+  }
 }
 
 /**

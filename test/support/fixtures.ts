@@ -5,6 +5,7 @@ import { ChannelAdmin } from "../../src/admin/ChannelAdmin.ts"
 import { IncidentAdmin } from "../../src/admin/IncidentAdmin.ts"
 import { OrgAdmin } from "../../src/admin/OrgAdmin.ts"
 import { SensorAdmin } from "../../src/admin/SensorAdmin.ts"
+import { UserAdmin } from "../../src/admin/UserAdmin.ts"
 import { eventTypeSpec } from "../../src/domain/eventTypes.ts"
 import { newId } from "../../src/domain/ids.ts"
 import type { Severity } from "../../src/domain/severity.ts"
@@ -63,6 +64,10 @@ export const createSensor = (db: TestDatabase, orgId: string, name = "web-01") =
 /** A webhook channel of the organization (`webhook create`), made by the operator; its secret is in the result. */
 export const createChannel = (db: TestDatabase, orgId: string, url: string, minSeverity = "low") =>
   db.run(asOperator(Effect.flatMap(ChannelAdmin, (channels) => channels.create(orgId, { url, minSeverity }))))
+
+/** `user create` as the operator runs it: a console user of the organization, with its one-time password link. */
+export const createUser = (db: TestDatabase, orgId: string, email: string, role: "admin" | "analyst") =>
+  db.run(asOperator(Effect.flatMap(UserAdmin, (users) => users.create({ orgId, email, role }))))
 
 /** `incident close <incident-id> --reason resolved` as the operator runs it. */
 export const closeIncident = (db: TestDatabase, incidentId: string) =>

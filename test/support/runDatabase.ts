@@ -95,23 +95,43 @@ const externalServer = (): RunServer => {
   return { urlFor, adminUrl: urlFor("postgres"), close: async () => {} }
 }
 
-const runTag = `${process.pid}_${Date.now().toString(36)}`
+/** What `bun run test` (scripts/test.ts) hands its workers: the run's PostgreSQL, already up, and its template. */
+const HANDED_URL = "TEST_RUN_POSTGRES_URL"
+const HANDED_TEMPLATE = "TEST_RUN_TEMPLATE"
+
+const handed = process.env[HANDED_URL] !== undefined && process.env[HANDED_TEMPLATE] !== undefined
+const runTag = handed
+  ? (process.env[HANDED_TEMPLATE] ?? "").replace("dsvc_template_", "")
+  : `${process.pid}_${Date.now().toString(36)}`
 const TEMPLATE = `dsvc_template_${runTag}`
-const made: Array<string> = []
 let server: Promise<RunServer> | undefined
 let template: Promise<void> | undefined
 let counter = 0
 
+const serverAt = (adminUrl: string): RunServer => ({
+  urlFor: (database) => {
+    const url = new URL(adminUrl)
+    url.pathname = `/${database}`
+    return url.toString()
+  },
+  adminUrl,
+  close: async () => {},
+})
+
 const runServer = (): Promise<RunServer> => {
-  server ??= usingPostgresRun() ? Promise.resolve(externalServer()) : startEmbedded()
+  server ??= handed
+    ? Promise.resolve(serverAt(process.env[HANDED_URL] ?? ""))
+    : usingPostgresRun()
+      ? Promise.resolve(externalServer())
+      : startEmbedded()
   return server
 }
 
-const onAdmin = async (statement: string) => {
+const onAdmin = async <T = unknown>(statement: string): Promise<T> => {
   const { adminUrl } = await runServer()
   const client = new SQL({ url: adminUrl, max: 1 })
   try {
-    await client.unsafe(statement)
+    return (await client.unsafe(statement)) as T
   } finally {
     await client.close()
   }
@@ -119,10 +139,10 @@ const onAdmin = async (statement: string) => {
 
 /** The template: created and migrated with the service's own migrations, once per run. */
 const migratedTemplate = (): Promise<void> => {
+  if (handed) return Promise.resolve()
   template ??= (async () => {
     const run = await runServer()
     await onAdmin(`create database ${TEMPLATE}`)
-    made.push(TEMPLATE)
     const env = { DATABASE_URL: run.urlFor(TEMPLATE), SECRET_KEY: "0".repeat(64) }
     await Effect.runPromise(
       migrate.pipe(
@@ -140,32 +160,49 @@ const migratedTemplate = (): Promise<void> => {
 }
 
 /**
- * A new database with every migration applied, on the run's PostgreSQL: its URL. `label` goes into its name, so a
- * leftover says which file made it.
+ * A new database with every migration applied, on the run's PostgreSQL: its URL. Named after the run and the
+ * process (two workers make databases at once), so the run's end finds every one of them.
  */
-export const newTestDatabase = async (label = "t"): Promise<string> => {
+export const newTestDatabase = async (): Promise<string> => {
   await migratedTemplate()
   const run = await runServer()
-  const name = `dsvc_${label
-    .replace(/[^a-z0-9]/gi, "")
-    .toLowerCase()
-    .slice(0, 16)}_${runTag}_${++counter}`
+  const name = `dsvc_t_${runTag}_${process.pid}_${++counter}`
   await onAdmin(`create database ${name} template ${TEMPLATE}`)
-  made.push(name)
   // Nothing a test checks depends on a commit surviving a crash of PostgreSQL (the machine's own server included).
   await onAdmin(`alter database ${name} set synchronous_commit = off`)
   return run.urlFor(name)
 }
 
-/** The run's PostgreSQL, for a test that makes databases of its own on it: its maintenance database's URL. */
-export const runPostgresAdminUrl = async (): Promise<string> => (await runServer()).adminUrl
+/** A new database without any migration (as an operator's new database is), on the run's PostgreSQL: its URL. */
+export const newEmptyTestDatabase = async (): Promise<string> => {
+  const run = await runServer()
+  const name = `dsvc_t_${runTag}_${process.pid}_${++counter}`
+  await onAdmin(`create database ${name}`)
+  return run.urlFor(name)
+}
 
-/** At the end of the run: the PostgreSQL run drops what it made; the embedded run stops its server and removes it. */
+/**
+ * For `bun run test`: the run's PostgreSQL started and its template migrated before any worker starts; the variables
+ * that hand both to the workers.
+ */
+export const prepareRunDatabase = async (): Promise<Record<string, string>> => {
+  await migratedTemplate()
+  return { [HANDED_URL]: (await runServer()).adminUrl, [HANDED_TEMPLATE]: TEMPLATE }
+}
+
+/**
+ * At the end of the run, by whoever started its PostgreSQL (`bun run test`, or a single `bun test` process): on
+ * DATABASE_URL's server the run's databases are dropped; the embedded server is stopped and removed. A worker handed
+ * the database by `bun run test` leaves it alone.
+ */
 export const endTestDatabases = async () => {
-  if (server === undefined) return
+  if (handed || server === undefined) return
   const run = await server
   if (usingPostgresRun()) {
-    for (const name of made.reverse()) await onAdmin(`drop database if exists ${name} with (force)`).catch(() => {})
+    const rows = await onAdmin<Array<{ datname: string }>>(
+      `select datname from pg_database where datname like 'dsvc\\_%' and datname like '%${runTag}%'`,
+    )
+    for (const { datname } of rows) await onAdmin(`drop database if exists ${datname} with (force)`).catch(() => {})
   }
   await run.close()
 }
