@@ -17,8 +17,8 @@ import { settingsRoutes } from "./settings/routes.tsx"
 import { sourceRoutes } from "./sources/routes.tsx"
 
 /**
- * The console as one request handler: every route module, the static assets, the checks at the edge and the
- * answer to anything that fails (404, 413, 400, 499, 500 pages).
+ * The console as one request handler: every area's routes (each area a folder: its routes.tsx and its pages), the
+ * static assets, the checks at the edge and the answer to anything that fails (404, 413, 400, 499, 500 pages).
  */
 /**
  * A statement PostgreSQL cancelled at our own request (57014, "canceling statement due to user request"): the driver

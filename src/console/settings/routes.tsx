@@ -1,23 +1,19 @@
 import { HttpRouter } from "@effect/platform"
 import { Effect, Schema } from "effect"
 import { ApiKeyAdmin } from "../../admin/ApiKeyAdmin.ts"
-import { JudgementAdmin } from "../../admin/JudgementAdmin.ts"
 import { OrgAdmin } from "../../admin/OrgAdmin.ts"
 import { UserAdmin } from "../../admin/UserAdmin.ts"
-import { formatNetworkList, parseNetworkList } from "../../domain/networks.ts"
 import { AppConfig } from "../../platform/config.ts"
 import { AuditRepo } from "../../repos/AuditRepo.ts"
 import { Blank, decodeForm, Text } from "../forms.ts"
 import { formEntries, html, seeOther } from "../http.ts"
 import type { Kit } from "../kit.ts"
 import { PAGE_SIZE } from "../listFilters.ts"
-import { type FieldWords, invalidText } from "../refusals.ts"
 import { notFound } from "../responses.tsx"
-import { query, type SignedIn } from "../session.ts"
+import { query } from "../session.ts"
 import { ApiSettingsPage, RevokeKeyPage } from "./apiPage.tsx"
 import { AuditPage } from "./auditPage.tsx"
-import { BaitPage, RemoveBaitPage } from "./baitPage.tsx"
-import { type NetworksError, NetworksPage } from "./networksPage.tsx"
+import { judgementRoutes } from "./judgementRoutes.tsx"
 import { RetentionPage } from "./retentionPage.tsx"
 import { UsersPage } from "./usersPage.tsx"
 
@@ -31,32 +27,10 @@ const EndOfDay = Schema.transform(Schema.UndefinedOr(Schema.String), Schema.Unde
 const ApiKeyForm = Schema.Struct({ name: Text, scope: Schema.Array(Schema.String), expires: EndOfDay })
 const UserForm = Schema.Struct({ email: Blank, role: Blank })
 const RetentionForm = Schema.Struct({ days: Text })
-const NetworksForm = Schema.Struct({ networks: Blank })
-const BaitForm = Schema.Struct({ username: Text, password: Text, label: Text })
-
-/** The networks page names its one input "the list"; a refusal of a line reads "The list's line 3: …". */
-const NETWORKS_WORDS: FieldWords = { networks: "The list's" }
-
-/** The longest piece of a refused line the error notice quotes back. */
-const QUOTED_LINE_MAX = 300
-
-const count = (n: number, one: string, many: string) => `${n.toLocaleString("en-US")} ${n === 1 ? one : many}`
-
-/** What a save or a reset of the networks did, in the notice after it. */
-const savedText = (done: { readonly networks: ReadonlyArray<unknown>; readonly rejudged: number }, reset: boolean) =>
-  `${reset ? "Reset to the private ranges" : "Saved"}: ${count(done.networks.length, "network", "networks")}. ` +
-  (done.rejudged === 0
-    ? "No incident's source moved inside or outside, so none was judged again."
-    : `${count(done.rejudged, "incident was", "incidents were")} judged again.`)
-
-const sentence = (text: string) => `${text.charAt(0).toUpperCase()}${text.slice(1)}`
 
 /**
- * Settings → API and export (keys), Users, Retention, the Audit log, Networks and Bait credentials: every change
- * through the admin services (audited). Networks and bait credentials are how the service judges incidents: a change
- * of the networks judges the incidents again, and a list that cannot be read comes back on the same page, the line
- * named and the text kept as typed, nothing saved. Analysts read the networks; bait credentials are for
- * administrators only (where bait is planted is for those who plant it). Alerts, Sensors and Ignore rules are
+ * The Settings area: API and export (keys), Users, Retention and the Audit log here, every change through the admin
+ * services (audited); Networks and Bait credentials in judgementRoutes.tsx. Alerts, Sensors and Ignore rules are
  * settings tabs with areas of their own.
  */
 export const settingsRoutes = (kit: Kit) =>
@@ -65,7 +39,6 @@ export const settingsRoutes = (kit: Kit) =>
     const keyAdmin = yield* ApiKeyAdmin
     const userAdmin = yield* UserAdmin
     const orgAdmin = yield* OrgAdmin
-    const judgement = yield* JudgementAdmin
     const audit = yield* AuditRepo
     const { page, action, flashTo, readFlash, refused } = kit
     const apiUrl = config.baseUrl ?? `http://localhost:${config.port}`
@@ -218,114 +191,7 @@ export const settingsRoutes = (kit: Kit) =>
       true,
     )
 
-    // --- Networks ---------------------------------------------------------------------------------------------------
-
-    /** The networks page with what was sent and why it was not saved (400: nothing changed). */
-    const networksNotSaved = (s: SignedIn, text: string, error: NetworksError) =>
-      Effect.map(judgement.networks(s.orgId), (view) =>
-        html(
-          <NetworksPage
-            viewer={s.viewer}
-            flash={undefined}
-            networks={view.networks}
-            custom={view.custom}
-            text={text}
-            error={error}
-          />,
-          400,
-        ),
-      )
-
-    const showNetworks = page((s) =>
-      Effect.gen(function* () {
-        const view = yield* judgement.networks(s.orgId)
-        return html(
-          <NetworksPage
-            viewer={s.viewer}
-            flash={yield* readFlash(s)}
-            networks={view.networks}
-            custom={view.custom}
-            text={formatNetworkList(view.networks)}
-          />,
-        )
-      }),
-    )
-
-    const saveNetworks = action((s, fields) =>
-      Effect.gen(function* () {
-        const text = (yield* decodeForm(NetworksForm)(fields)).networks
-        // Read here first to name the line and keep the text; the service reads it again and decides.
-        const read = parseNetworkList(text)
-        if ("problem" in read) {
-          const line = text.split("\n")[read.problem.line - 1] ?? ""
-          return yield* networksNotSaved(s, text, {
-            line: read.problem.line,
-            reason: sentence(read.problem.reason),
-            text: line.length > QUOTED_LINE_MAX ? `${line.slice(0, QUOTED_LINE_MAX)}…` : line,
-          })
-        }
-        const done = yield* judgement
-          .setNetworks(s.orgId, text)
-          .pipe(Effect.catchTag("Invalid", (e) => Effect.succeed({ refused: invalidText(e, NETWORKS_WORDS) })))
-        if ("refused" in done) {
-          return yield* networksNotSaved(s, text, { message: done.refused })
-        }
-        return yield* flashTo(s, "/settings/networks", { kind: "ok", text: savedText(done, false) })
-      }).pipe(refused(s, "/settings/networks")),
-    )
-
-    const resetNetworks = action((s) =>
-      Effect.gen(function* () {
-        const done = yield* judgement.setNetworks(s.orgId, null)
-        return yield* flashTo(s, "/settings/networks", { kind: "ok", text: savedText(done, true) })
-      }).pipe(refused(s, "/settings/networks")),
-    )
-
-    // --- Bait credentials (administrators only) ---------------------------------------------------------------------
-
-    const listBait = page(
-      (s) =>
-        Effect.gen(function* () {
-          const baits = yield* judgement.baitList(s.orgId)
-          return html(<BaitPage viewer={s.viewer} flash={yield* readFlash(s)} baits={baits} now={new Date()} />)
-        }),
-      true,
-    )
-
-    const addBait = action((s, fields) =>
-      Effect.gen(function* () {
-        const form = yield* decodeForm(BaitForm)(fields)
-        const added = yield* judgement.baitAdd(s.orgId, form)
-        return yield* flashTo(s, "/settings/bait", {
-          kind: "ok",
-          text: `Bait credential ${JSON.stringify(added.username)} added: a login with it makes its incident critical. Its password is not kept.`,
-        })
-      }).pipe(refused(s, "/settings/bait")),
-    )
-
-    const confirmRemoveBait = page(
-      (s) =>
-        Effect.gen(function* () {
-          const { id } = yield* HttpRouter.params
-          const bait = (yield* judgement.baitList(s.orgId)).find((b) => b.id === id)
-          if (bait === undefined) return notFound(s.viewer)
-          return html(<RemoveBaitPage viewer={s.viewer} bait={bait} />)
-        }),
-      true,
-    )
-
-    const removeBait = action((s) =>
-      Effect.gen(function* () {
-        const { id = "" } = yield* HttpRouter.params
-        yield* judgement.baitRemove(id)
-        return yield* flashTo(s, "/settings/bait", {
-          kind: "ok",
-          text: "Bait credential removed: later logins with it are no longer marked as bait.",
-        })
-      }).pipe(refused(s, "/settings/bait")),
-    )
-
-    return HttpRouter.empty.pipe(
+    const routes = HttpRouter.empty.pipe(
       HttpRouter.get("/settings", Effect.succeed(seeOther("/settings/api"))),
       HttpRouter.get("/settings/api", showApi),
       HttpRouter.post("/settings/api/keys", createKey),
@@ -337,12 +203,6 @@ export const settingsRoutes = (kit: Kit) =>
       HttpRouter.get("/settings/retention", showRetention),
       HttpRouter.post("/settings/retention", setRetention),
       HttpRouter.get("/settings/audit", showAudit),
-      HttpRouter.get("/settings/networks", showNetworks),
-      HttpRouter.post("/settings/networks", saveNetworks),
-      HttpRouter.post("/settings/networks/reset", resetNetworks),
-      HttpRouter.get("/settings/bait", listBait),
-      HttpRouter.post("/settings/bait", addBait),
-      HttpRouter.get("/settings/bait/:id/remove", confirmRemoveBait),
-      HttpRouter.post("/settings/bait/:id/remove", removeBait),
     )
+    return HttpRouter.concat(routes, yield* judgementRoutes(kit))
   })
