@@ -640,8 +640,11 @@ const ROWS: ReadonlyArray<Row> = [
 /** Every event type, keyed by type name. */
 export const EVENT_TYPES: ReadonlyMap<string, EventTypeSpec> = new Map(ROWS.map((row) => [row.type, spec(row)]))
 
-/** The event type names, sorted (the "allowed values" of validation messages). */
-export const EVENT_TYPE_NAMES: ReadonlyArray<string> = [...EVENT_TYPES.keys()].sort()
+/**
+ * The event type names, sorted (the "allowed values" of validation messages): kept in their own module, without the
+ * table's texts, so the API contract and the client bundle built from it carry only the names.
+ */
+export { EVENT_TYPE_NAMES } from "./eventTypeNames.ts"
 
 export const eventTypeSpec = (type: string): EventTypeSpec | undefined => EVENT_TYPES.get(type)
 

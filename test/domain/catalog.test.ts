@@ -1,10 +1,11 @@
 import { describe, expect, test } from "bun:test"
 import { quoteAttackerText } from "../../src/domain/eventSummary.ts"
+import { EVENT_TYPE_NAMES } from "../../src/domain/eventTypeNames.ts"
 import {
-  EVENT_TYPE_NAMES,
   EVENT_TYPES,
   eventTypeSpec,
   mostSevereEventType,
+  EVENT_TYPE_NAMES as TABLE_NAMES,
   techniquesForEventTypes,
 } from "../../src/domain/eventTypes.ts"
 import { incidentTexts } from "../../src/domain/narrative.ts"
@@ -258,8 +259,9 @@ describe("event-type table", () => {
     expect(sc("smb.file_open")).toEqual(["high", "normal"])
   })
 
-  test("EVENT_TYPE_NAMES is every type, sorted; eventTypeSpec is undefined for an unknown type", () => {
+  test("EVENT_TYPE_NAMES (eventTypeNames.ts, what the API contract imports) is every type of the table, sorted; eventTypeSpec is undefined for an unknown type", () => {
     expect(EVENT_TYPE_NAMES).toEqual([...EVENT_TYPES.keys()].sort())
+    expect(TABLE_NAMES).toBe(EVENT_TYPE_NAMES)
     expect(new Set(EVENT_TYPE_NAMES).size).toBe(EVENT_TYPE_NAMES.length)
     expect(eventTypeSpec("ssh.nope")).toBeUndefined()
     expect(eventTypeSpec("__proto__")).toBeUndefined()

@@ -1,6 +1,6 @@
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSecurity, OpenApi } from "@effect/platform"
 import { Context, Schema } from "effect"
-import { EVENT_TYPE_NAMES } from "../../domain/eventTypes.ts"
+import { EVENT_TYPE_NAMES } from "../../domain/eventTypeNames.ts"
 import { idPattern } from "../../domain/ids.ts"
 import {
   EventChangePage,
