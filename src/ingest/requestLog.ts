@@ -63,7 +63,7 @@ const pathOf = (url: string): string => {
 /**
  * Whether a request URL's path carries path parameters (`/ingest/v1/events;x`, `/services;x/collector`). The router
  * would drop what follows the first `;` and serve the route; the listener refuses them instead (server.ts), so a
- * request is never stored under a path the log and the metrics do not name. An escaped `%3B` is not one: the
+ * request is never stored under a path its sender did not write. An escaped `%3B` is not one: the
  * router does not unescape it, and such a path is an unknown one (404).
  */
 export const hasPathParameters = (url: string): boolean => pathOf(url).includes(";")

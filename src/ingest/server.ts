@@ -218,10 +218,10 @@ const router = HttpRouter.fromIterable(
 
 /**
  * Path parameters on an ingest route (`/ingest/v1/events;x`, `/services/collector/event/;x`) are refused before
- * routing, in the route family's error shape: the router drops what follows a `;` and would serve the route, while
- * the request log and the metrics name the path as written, so the events would be stored under `unmatched` and
- * counted nowhere. The refusal itself is logged and counted on the route it was sent to. A `;` on a path that names
- * no route is left to the router's 404.
+ * routing, in the route family's error shape: the router drops what follows a `;` and would serve the route, so a
+ * path the sender wrote otherwise would be stored as the route's. The refusal is logged and counted on the route it
+ * was sent to (found from the path here, as the router never sees the request). A `;` on a path that names no route
+ * is left to the router.
  */
 const pathParameterRefusal = (request: HttpServerRequest.HttpServerRequest) => {
   if (!hasPathParameters(request.url)) return undefined
