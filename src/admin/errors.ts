@@ -1,10 +1,9 @@
 import { Data } from "effect"
-import { cliWords } from "./cli/words.ts"
 
 /**
  * Why an admin service refused, one union for every admin service. Each refusal carries facts, never wording: which
  * input it is about (`field`), what is wrong with it (`reason`) and what else a face needs to say so (the rule a value
- * must follow, the value refused, the values allowed). Each face words them itself: the CLI in its flags
+ * must follow, a sentence that names no input, the id asked for). Each face words them itself: the CLI in its flags
  * (admin/cli/words.ts), the console in its form fields. The console answers NotFound with its 404 page (another
  * organization's id is the same answer), Forbidden with its 403 page, LinkExpired with its "link expired" page, and
  * the others as an error notice on the page the form came from. No fact ever holds a secret.
@@ -140,14 +139,3 @@ export const malformed = (field: Field, rule: string) => new Invalid({ field, re
 export const invalid = (facts: InvalidFacts) => new Invalid(facts)
 export const notFound = (field: Thing, id: string, reason: "unknown" | "notOpen" = "unknown") =>
   new NotFound({ field, reason, id })
-
-// Until the console words `field` and `reason` itself, `message` is the CLI's text (which the console rewrites);
-// remove this, and the import of the CLI's words, then.
-for (const error of [Invalid, NotFound, Conflict, Forbidden, LinkExpired]) {
-  Object.defineProperty(error.prototype, "message", {
-    configurable: true,
-    get(this: AdminError) {
-      return cliWords(this)
-    },
-  })
-}

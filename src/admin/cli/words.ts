@@ -17,8 +17,8 @@ const THING_WORDS: Record<Thing, string> = {
 }
 
 /**
- * An admin service's refusal in the CLI's words (its flags and placeholders): one line. The console reads this text
- * as the errors' `message` until it words `field` and `reason` in its form fields itself.
+ * An admin service's refusal in the CLI's words (its flags and placeholders), one line: the facts of errors.ts said as
+ * the CLI says them (the console says them in its form fields, console/refusals.ts).
  */
 export const cliWords = (e: AdminError): string => {
   switch (e._tag) {
