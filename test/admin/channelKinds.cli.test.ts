@@ -408,19 +408,14 @@ describe("`webhook` is the old name of the channel group and works the same", ()
     const [channel, webhook] = await Promise.all([cli(["channel"]), cli(["webhook"])])
     expect(channel.code).toBe(0)
     expect(webhook.code).toBe(0)
-    expect(channel.stdout.split("\n")[0]).toBe("usage: bun run admin channel <command> [options] [--json]")
-    expect(webhook.stdout).toBe(
-      channel.stdout
-        .split("\n")
-        .map((line) =>
-          line
-            .replace(/^usage: bun run admin channel /, "usage: bun run admin webhook ")
-            .replace(/^ {2}channel /, "  webhook "),
-        )
-        .join("\n"),
-    )
+    // The commands each help lists (`  - <command> <flags…>  <description>`) are the same, flags and all.
+    const commands = (help: string) => help.split("\n").filter((line) => line.startsWith("  - "))
+    expect(channel.stdout).toContain("$ channel")
+    expect(webhook.stdout).toContain("$ webhook")
+    expect(commands(webhook.stdout)).toEqual(commands(channel.stdout))
+    expect(commands(channel.stdout).length).toBe(10)
     const help = await cli(["help"])
-    expect(help.stdout).toContain("  channel create --org <org-id> [--kind webhook|slack|teams|syslog|splunk_hec]")
+    expect(help.stdout).toContain("  - channel create --org <org-id> [--kind webhook|slack|teams|syslog|splunk_hec]")
     expect(help.stdout).toContain("--url - or")
     expect(await refused(["webhook", "frobnicate"])).toBe(
       "error: unknown command: webhook frobnicate (bun run admin webhook lists the commands)",

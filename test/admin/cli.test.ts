@@ -138,7 +138,7 @@ describe("bun run admin, against the running server's database", () => {
       [["org", "deception", org.id, "maybe"], /usage: org deception <org-id> on\|off/],
       [["org", "deception", "org_01ARZ3NDEKTSV4RRFFQ69G5FAV", "on"], /unknown organization/],
       [["key", "frobnicate"], /unknown command: key frobnicate/],
-      [["org", "create", "--name", "x", "--bogus"], /Unknown option '--bogus'/],
+      [["org", "create", "--name", "x", "--bogus"], /unknown argument: '--bogus'/],
     ]
     for (const [args, message] of cases) {
       const result = await admin(server.env, args)

@@ -3,8 +3,8 @@ import { admin, adminJson } from "../support/cli.ts"
 import { type RunningServer, shutdown, startServer } from "../support/server.ts"
 
 /**
- * The admin CLI's own answers, against a real server's database: a command group alone lists its commands, and a
- * missing flag or argument is one line naming it, the same for every command.
+ * The admin CLI's own answers, against a real server's database: a command group alone lists its commands (the help
+ * @effect/cli writes for the group), and a missing flag or argument is one line naming it, the same for every command.
  */
 
 let server: RunningServer
@@ -20,12 +20,26 @@ const GROUPS: Record<string, ReadonlyArray<string>> = {
   key: ["create", "list", "revoke"],
   sensor: ["create", "profiles", "list", "rename", "heartbeat", "rotate", "revoke"],
   incident: ["close", "note"],
-  webhook: ["create", "list", "rotate", "update", "disable|enable", "sensor-health", "test", "deliveries", "redeliver"],
+  webhook: [
+    "create",
+    "list",
+    "rotate",
+    "update",
+    "disable",
+    "enable",
+    "sensor-health",
+    "test",
+    "deliveries",
+    "redeliver",
+  ],
   network: ["list", "set", "reset"],
   bait: ["add", "list", "remove"],
   user: ["create", "list", "disable", "reset", "unlock"],
   secrets: ["reseal"],
 }
+
+/** The commands a help text lists: its lines `  - <command> <flags…>  <description>`. */
+const listedCommands = (help: string) => help.split("\n").flatMap((line) => /^ {2}- (\S+)/.exec(line)?.[1] ?? [])
 
 describe("bun run admin <group> alone", () => {
   for (const [group, commands] of Object.entries(GROUPS)) {
@@ -33,14 +47,8 @@ describe("bun run admin <group> alone", () => {
       const result = await admin(server.env, [group])
       expect(result.code).toBe(0)
       expect(result.stderr).toBe("")
-      const lines = result.stdout.split("\n")
-      expect(lines[0]).toBe(`usage: bun run admin ${group} <command> [options] [--json]`)
-      const listed = lines
-        .slice(1)
-        .filter((line) => /^ {2}[a-z]/.test(line))
-        .map((line) => line.trim().split(/\s+/))
-      expect(listed.map((words) => words[0])).toEqual(commands.map(() => group))
-      expect(listed.map((words) => words[1])).toEqual([...commands])
+      expect(result.stdout).toContain(`$ ${group}`)
+      expect(listedCommands(result.stdout)).toEqual([...commands])
     })
   }
 

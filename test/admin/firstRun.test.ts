@@ -56,7 +56,7 @@ describe("the first run", () => {
   test("`admin help` prints the usage (exit 0); a missing --name says it is required", async () => {
     const help = await admin(server.env, ["help"])
     expect(help.code).toBe(0)
-    expect(help.stdout).toContain("usage: bun run admin <command>")
+    expect(help.stdout).toContain("$ admin")
     expect(help.stdout).toContain("org create --name <name>")
 
     const noName = await admin(server.env, ["org", "create"])
