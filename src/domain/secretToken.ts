@@ -1,38 +1,41 @@
 import { randomBytes } from "node:crypto"
 import { constantTimeEqual, sha256 } from "./crypto.ts"
-import { ID_PREFIXES, isId, newId } from "./ids.ts"
+import { ID_PREFIXES, type IdOf, isId, newId } from "./ids.ts"
 
 /**
  * API keys and sensor tokens: `<prefix>_<record id>_<secret>`, the secret 32 random bytes
  * (256 bits) in base64url. The record id makes lookup a primary-key read; only SHA-256 of the secret is stored,
  * and the comparison is constant-time. The recognisable prefix lets secret scanners find leaked keys.
  */
-export interface TokenKind {
+export interface TokenKind<K extends "apiKey" | "sensor" = "apiKey" | "sensor"> {
   readonly prefix: string
-  readonly idKind: "apiKey" | "sensor"
+  readonly idKind: K
 }
-export const API_KEY_TOKEN: TokenKind = { prefix: "dsk", idKind: "apiKey" }
-export const SENSOR_TOKEN: TokenKind = { prefix: "dst", idKind: "sensor" }
+export const API_KEY_TOKEN: TokenKind<"apiKey"> = { prefix: "dsk", idKind: "apiKey" }
+export const SENSOR_TOKEN: TokenKind<"sensor"> = { prefix: "dst", idKind: "sensor" }
 
-export interface IssuedToken {
-  readonly id: string
+export interface IssuedToken<K extends "apiKey" | "sensor" = "apiKey" | "sensor"> {
+  readonly id: IdOf<K>
   readonly token: string
   readonly secretHash: Uint8Array
 }
 
-export const issueToken = (kind: TokenKind): IssuedToken => {
+export const issueToken = <K extends "apiKey" | "sensor">(kind: TokenKind<K>): IssuedToken<K> => {
   const id = newId(kind.idKind)
   const secret = randomBytes(32).toString("base64url")
   return { id, token: `${kind.prefix}_${id}_${secret}`, secretHash: sha256(secret) }
 }
 
-export interface ParsedToken {
-  readonly id: string
+export interface ParsedToken<K extends "apiKey" | "sensor" = "apiKey" | "sensor"> {
+  readonly id: IdOf<K>
   readonly secret: string
 }
 
 /** Splits a presented token; undefined when it cannot be one of ours (then nothing is looked up). */
-export const parseToken = (kind: TokenKind, token: string): ParsedToken | undefined => {
+export const parseToken = <K extends "apiKey" | "sensor">(
+  kind: TokenKind<K>,
+  token: string,
+): ParsedToken<K> | undefined => {
   const prefix = `${kind.prefix}_`
   if (!token.startsWith(prefix) || token.length > 200) return undefined
   const rest = token.slice(prefix.length)
