@@ -1,6 +1,6 @@
 import { CliConfig, Command, CommandDescriptor, ValidationError } from "@effect/cli"
 import { BunContext } from "@effect/platform-bun"
-import { Cause, ConfigError, type Console, Effect, Exit, HashMap, Logger, LogLevel, Option } from "effect"
+import { Cause, ConfigError, type Console, Effect, Exit, HashMap, HashSet, Logger, LogLevel, Option } from "effect"
 import { PRODUCT } from "../domain/product.ts"
 import { formatConfigError } from "../platform/config.ts"
 import { CliLoggingLive } from "../platform/logging.ts"
@@ -26,29 +26,35 @@ import { isAdminError } from "./errors.ts"
  * `bun run admin`: the operator's commands, one module per command group under cli/, each command declared with
  * its flags and arguments for @effect/cli, which parses the command line and writes the help.
  */
+const COMMANDS = [
+  migrate,
+  org,
+  key,
+  sensor,
+  incident,
+  ignore,
+  network,
+  bait,
+  channel,
+  webhook,
+  user,
+  backup,
+  restore,
+  secrets,
+] as const
 const admin = Command.make("admin").pipe(
   Command.withDescription("operate the service: organizations, keys, sensors, alert channels, users, backups"),
-  Command.withSubcommands([
-    migrate,
-    org,
-    key,
-    sensor,
-    incident,
-    ignore,
-    network,
-    bait,
-    channel,
-    webhook,
-    user,
-    backup,
-    restore,
-    secrets,
-  ]),
+  Command.withSubcommands(COMMANDS),
 )
-/** The command groups (the commands that have commands): a group's name alone lists its commands. */
-const GROUP_NAMES = [...HashMap.entries(Command.getSubcommands(admin))]
-  .filter(([, command]) => HashMap.size(CommandDescriptor.getSubcommands(command)) > 0)
-  .map(([name]) => name)
+
+/**
+ * The command groups, the commands that have commands of their own (one without any is its own only subcommand): a
+ * group's name alone lists its commands.
+ */
+const GROUP_NAMES = COMMANDS.flatMap(({ descriptor }: { readonly descriptor: CommandDescriptor.Command<unknown> }) => {
+  const [name] = HashSet.values(CommandDescriptor.getNames(descriptor))
+  return name !== undefined && !HashMap.has(CommandDescriptor.getSubcommands(descriptor), name) ? [name] : []
+})
 
 /**
  * The command line as @effect/cli reads it. The help is asked for by `--help` on any command, and as before by

@@ -10,21 +10,24 @@ const plain = (doc: HelpDoc.HelpDoc) => withoutColours(HelpDoc.toAnsiText(doc)).
 
 /**
  * A command line @effect/cli refused, in the CLI's words: one line naming the problem and where the commands (or
- * the command's options) are listed. `words` are the command line's words before its first flag; `groups` the
- * names of the command groups.
+ * the command's flags) are listed. `words` are the command line's words before its first flag; `groups` the names
+ * of the command groups (`org`, `key`, …), whose commands are the words after them.
  */
 export const commandLineWords = (
   error: ValidationError.ValidationError,
   words: ReadonlyArray<string>,
   groups: ReadonlyArray<string>,
 ): string => {
-  const known = words[0] !== undefined && groups.includes(words[0])
+  const group = words[0] !== undefined && groups.includes(words[0]) ? words[0] : undefined
   if (ValidationError.isCommandMismatch(error) || ValidationError.isMissingSubcommand(error)) {
-    return `unknown command: ${words.join(" ")} (bun run admin ${known ? words[0] : "help"} lists the commands)`
+    if (group !== undefined && words.length === 1) return `${group} needs a command (bun run admin ${group} lists them)`
+    return `unknown command: ${words.join(" ")} (bun run admin ${group ?? "help"} lists the commands)`
   }
   const text = plain(error.error)
   // A required flag left out is worded as the services word a missing value.
   const missingFlag = /^Expected to find option: '(--[a-z-]+)'$/.exec(text)
   if (missingFlag !== null) return `${missingFlag[1]} is required`
-  return `${text} (bun run admin ${known ? `${words.slice(0, 2).join(" ")} --help` : "help"} lists ${known ? "its options" : "the commands"})`
+  // The command was found (its own flags or arguments are refused): its help lists them.
+  const command = words.slice(0, group === undefined ? 1 : 2).join(" ")
+  return `${text} (bun run admin ${command} --help lists its flags)`
 }
