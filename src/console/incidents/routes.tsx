@@ -41,9 +41,10 @@ const BulkCloseForm = Schema.Struct({
   ...BulkFilterForm.fields,
   seenBefore: Blank,
   expected: Schema.propertySignature(
-    Schema.compose(Schema.String.pipe(Schema.pattern(/^\d{1,9}$/)), Schema.NumberFromString).annotations({
-      message: () => PREVIEW_MISSING,
-    }),
+    Schema.compose(
+      Schema.String.pipe(Schema.pattern(/^\d{1,9}$/, { message: () => PREVIEW_MISSING })),
+      Schema.NumberFromString,
+    ),
   ).annotations({ missingMessage: () => PREVIEW_MISSING }),
   reason: Text,
   note: Text,
