@@ -49,8 +49,8 @@ test("the sign-in page names the admin command that makes the first user, and th
   expect(text).toContain(shown)
   expect(text).toContain("one-time link")
   expect(text).toContain("bun run admin org list")
-  // The CLI's own usage lists the command with these flags.
-  const usage = await admin(server.env, ["user"])
+  // The CLI's own help lists the command with these flags.
+  const usage = await admin(server.env, ["help"])
   expect(`${usage.stdout}${usage.stderr}`).toContain("user create --org <org-id> --email <email> --role admin|analyst")
 })
 
