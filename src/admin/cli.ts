@@ -60,7 +60,7 @@ const GROUP_NAMES = COMMANDS.flatMap(({ descriptor }: { readonly descriptor: Com
  * The command line as @effect/cli reads it. The help is asked for by `--help` on any command, and as before by
  * `help`, by nothing at all and, for a group's commands, by the group's name alone (`bun run admin org`).
  */
-const commandLine = (argv: ReadonlyArray<string>): ReadonlyArray<string> => {
+const asRead = (argv: ReadonlyArray<string>): ReadonlyArray<string> => {
   if (argv.length === 0) return ["--help"]
   if (argv[0] === "help") return [...argv.slice(1), "--help"]
   if (argv.length === 1 && GROUP_NAMES.includes(argv[0] ?? "")) return [...argv, "--help"]
@@ -108,7 +108,7 @@ const failureLine = (cause: Cause.Cause<unknown>, argv: ReadonlyArray<string>) =
 if (import.meta.main) {
   const argv = process.argv.slice(2)
   const run = Command.run(admin, { name: "bun run admin", version: PRODUCT.version })
-  const program = withCliConsole(run(["bun", "admin", ...commandLine(argv)])).pipe(
+  const program = withCliConsole(run(["bun", "admin", ...asRead(argv)])).pipe(
     Effect.provide(CliConfig.layer({ showBuiltIns: false })),
     Effect.provide(BunContext.layer),
     Effect.provide(CliLoggingLive),
