@@ -319,14 +319,17 @@ describe("client", () => {
       let n = 0
       for await (const incident of client.incidents.list({ limit: 3 })) if (incident.id.startsWith("inc_")) n++
       console.log(JSON.stringify({ n, node: process.version }))`
-    const node = Bun.spawnSync(["/usr/bin/node", "--input-type=module", "-e", script], {
+    // Not spawnSync: the server answers from this process, whose event loop must keep running meanwhile.
+    const node = Bun.spawn(["/usr/bin/node", "--input-type=module", "-e", script], {
       cwd: ROOT,
       env: { PATH: process.env.PATH ?? "", BASE_URL: server.url, API_KEY: tenant.key },
       stdout: "pipe",
       stderr: "pipe",
     })
-    expect(node.stderr.toString()).toBe("")
-    const out = JSON.parse(node.stdout.toString())
+    const [nodeOut, nodeErr] = await Promise.all([new Response(node.stdout).text(), new Response(node.stderr).text()])
+    await node.exited
+    expect(nodeErr).toBe("")
+    const out = JSON.parse(nodeOut)
     const expected = await collect(createClient({ baseUrl: server.url, apiKey: tenant.key }).incidents.list())
     expect(out.n).toBe(expected.length)
     expect(out.n).toBeGreaterThanOrEqual(7)
