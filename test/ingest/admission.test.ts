@@ -5,7 +5,7 @@ import { ADMISSION_WAIT, weightedRoom } from "../../src/ingest/IngestAdmission.t
 import { type TestDatabase, testDatabase } from "../support/db.ts"
 import { createSensor, createTenant, walk } from "../support/fixtures.ts"
 import { ingest, nativeEvent } from "../support/ingest.ts"
-import { type RunningServerProcess, shutdown, startServerProcess, testEnv } from "../support/server.ts"
+import { type RunningServer, shutdown, startServer, testEnv } from "../support/server.ts"
 
 /**
  * The ingest listener takes in at most INGEST_INFLIGHT_MIB of request bodies at once (a body counts as its declared
@@ -59,15 +59,14 @@ describe("the room in front of the ingest pipeline", () => {
   })
 })
 
-let server: RunningServerProcess
+let server: RunningServer
 let db: TestDatabase
 let token: string
 let key: string
 
 beforeAll(async () => {
   // 1 MiB: one request of the largest size, or a chunked one, fills the room.
-  // A process of its own: the slow client here times its trickle on its own event loop, never the listener's.
-  server = await startServerProcess({ env: await testEnv({ INGEST_INFLIGHT_MIB: "1" }) })
+  server = await startServer({ env: await testEnv({ INGEST_INFLIGHT_MIB: "1" }) })
   db = testDatabase(server.env)
   const tenant = await createTenant(db, "Admission")
   key = tenant.key
