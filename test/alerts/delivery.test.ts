@@ -8,7 +8,16 @@ import { makeSealer } from "../../src/domain/sealing.ts"
 import { decodeSecretKey } from "../../src/platform/config.ts"
 import { verifyWebhook } from "../../src/webhooks/verify.ts"
 import { admin, adminJson } from "../support/cli.ts"
-import { testDatabase } from "../support/db.ts"
+import { type TestDatabase, testDatabase } from "../support/db.ts"
+import {
+  channelDeliveries,
+  closeIncident,
+  createChannel,
+  createOrg,
+  createSensor,
+  rotateChannel,
+  setChannelEnabled,
+} from "../support/fixtures.ts"
 import { ingest, nativeEvent } from "../support/ingest.ts"
 import { type Receiver, startReceiver } from "../support/receiver.ts"
 import { type RunningServer, shutdown, startServer, TEST_SECRET_KEY, testEnv } from "../support/server.ts"
@@ -37,32 +46,39 @@ interface Tenant {
   token: string
 }
 
+/**
+ * Each server's own connection to its database, through which the fixtures are made by the admin services as the
+ * operator (in the test process, not by spawning the admin CLI); closed with the server's describe block.
+ */
+const databases = new Map<RunningServer, TestDatabase>()
+const dbOf = (server: RunningServer) => {
+  const found = databases.get(server)
+  if (found) return found
+  const db = testDatabase(server.env)
+  databases.set(server, db)
+  return db
+}
+const closeDb = async (server: RunningServer) => {
+  await databases.get(server)?.close()
+  databases.delete(server)
+}
+
 const tenant = async (server: RunningServer): Promise<Tenant> => {
-  const org = await adminJson(server.env, ["org", "create", "--name", `Hooks ${crypto.randomUUID().slice(0, 8)}`])
-  const sensor = await adminJson(server.env, [
-    "sensor",
-    "create",
-    "--org",
-    org.id,
-    "--name",
-    "web-01",
-    "--profile",
-    "linux-server",
-  ])
+  const org = await createOrg(dbOf(server), `Hooks ${crypto.randomUUID().slice(0, 8)}`)
+  const sensor = await createSensor(dbOf(server), org.id, "web-01")
   return { orgId: org.id, sensorId: sensor.id, token: sensor.token }
 }
 
 const channel = async (server: RunningServer, orgId: string, path: string, minSeverity = "low", base?: string) =>
-  (await adminJson(server.env, [
-    "webhook",
-    "create",
-    "--org",
-    orgId,
-    "--url",
-    `${base ?? receiver.url}${path}`,
-    "--min-severity",
-    minSeverity,
-  ])) as { id: string; secret: string }
+  (await createChannel(dbOf(server), orgId, `${base ?? receiver.url}${path}`, minSeverity)) as {
+    id: string
+    secret: string
+  }
+
+/** The delivery log of a channel, as `webhook deliveries --json` shows it, read through the admin service. */
+// biome-ignore lint/suspicious/noExplicitAny: read field by field, as the CLI's JSON was
+const deliveriesOf = async (server: RunningServer, channelId: string, status?: string): Promise<any> =>
+  channelDeliveries(dbOf(server), channelId, status)
 
 const send = async (server: RunningServer, t: Tenant, events: ReadonlyArray<Record<string, unknown>>) => {
   const res = await ingest(
@@ -99,7 +115,10 @@ describe("webhook delivery (D15–D17)", () => {
   beforeAll(async () => {
     server = await startServer({ env: await testEnv(webhookEnv()) })
   })
-  afterAll(() => shutdown(server))
+  afterAll(async () => {
+    await closeDb(server)
+    await shutdown(server)
+  })
 
   test("created, escalated and reopened arrive once per matching channel, signed, in the spec's shape; a channel below the minimum gets nothing until an escalation reaches it", async () => {
     const t = await tenant(server)
@@ -122,8 +141,7 @@ describe("webhook delivery (D15–D17)", () => {
       () => bodiesAt("/all").length === 2 && bodiesAt("/high").length === 1,
     )
 
-    const closed = await admin(server.env, ["incident", "close", incidentId, "--reason", "resolved"])
-    expect(closed.code).toBe(0)
+    await closeIncident(dbOf(server), incidentId)
     await send(server, t, [{ sourceIp: ip, severity: "low", type: "portscan.syn", port: 22 }])
     await eventually("incident.reopened on both", () => bodiesAt("/all").length === 3 && bodiesAt("/high").length === 2)
     await Bun.sleep(500) // nothing more comes (the close itself is not announced)
@@ -194,7 +212,7 @@ describe("webhook delivery (D15–D17)", () => {
     let log: Array<{ status: string; log: Array<{ error: string | null }> }> = []
     const until = Date.now() + 10_000
     while (Date.now() < until) {
-      log = await adminJson(server.env, ["webhook", "deliveries", broken.id])
+      log = await deliveriesOf(server, broken.id)
       if ((log[0]?.log.length ?? 0) >= 1) break
       await Bun.sleep(200)
     }
@@ -259,7 +277,7 @@ describe("webhook delivery (D15–D17)", () => {
       attempts: number
       lastStatus: number
       log: Array<{ status: number }>
-    }> = await adminJson(server.env, ["webhook", "deliveries", ch.id, "--status", "dead"])
+    }> = await deliveriesOf(server, ch.id, "dead")
     expect(log).toHaveLength(1)
     expect(log[0]).toMatchObject({ status: "dead", attempts: 4, lastStatus: 500 })
     expect(log[0]?.log.map((a) => a.status)).toEqual([500, 500, 500, 500])
@@ -275,7 +293,7 @@ describe("webhook delivery (D15–D17)", () => {
     expect(last?.headers["x-service-delivery-attempt"]).toBe("5")
     expect(verifyWebhook(last?.body ?? "", last?.headers["x-service-signature"] ?? "", ch.secret).ok).toBe(true)
     await Bun.sleep(300)
-    const after = await adminJson(server.env, ["webhook", "deliveries", ch.id])
+    const after = await deliveriesOf(server, ch.id)
     expect(after[0]).toMatchObject({ id: deliveryId, status: "succeeded", attempts: 5 })
   })
 
@@ -286,7 +304,7 @@ describe("webhook delivery (D15–D17)", () => {
     await eventually("the 410", () => receiver.requests.some((r) => r.path === "/status/410"))
     await Bun.sleep(SCHEDULE_MS.reduce((a, b) => a + b, 0) + 500)
     expect(receiver.requests.filter((r) => r.path === "/status/410")).toHaveLength(1)
-    const log = await adminJson(server.env, ["webhook", "deliveries", ch.id])
+    const log = await deliveriesOf(server, ch.id)
     expect(log[0]).toMatchObject({ status: "dead", attempts: 1, lastStatus: 410 })
   })
 
@@ -303,9 +321,9 @@ describe("webhook delivery (D15–D17)", () => {
     await eventually("all attempts on the closing receiver", () => receiver.closed("/close") === attempts)
     await Bun.sleep(300)
     expect(receiver.requests.filter((r) => r.path === "/redirect-target")).toHaveLength(0)
-    const redirectLog = await adminJson(server.env, ["webhook", "deliveries", redirect.id])
+    const redirectLog = await deliveriesOf(server, redirect.id)
     expect(redirectLog[0]).toMatchObject({ status: "dead", attempts, lastStatus: 302 })
-    const closeLog = await adminJson(server.env, ["webhook", "deliveries", closing.id])
+    const closeLog = await deliveriesOf(server, closing.id)
     expect(closeLog[0]).toMatchObject({ status: "dead", attempts, lastStatus: null })
     expect(closeLog[0].lastError).toBeTruthy()
   })
@@ -313,7 +331,7 @@ describe("webhook delivery (D15–D17)", () => {
   test("rotation with a grace period: the new secret signs first, the old one second; both verify", async () => {
     const t = await tenant(server)
     const ch = await channel(server, t.orgId, "/rotate")
-    const rotated = await adminJson(server.env, ["webhook", "rotate", ch.id, "--grace", "1h"])
+    const rotated = await rotateChannel(dbOf(server), ch.id, "1h")
     expect(rotated.secret).toMatch(/^whsec_[A-Za-z0-9_-]{43}$/)
     expect(rotated.secret).not.toBe(ch.secret)
     await send(server, t, [{ sourceIp: "203.0.113.15" }])
@@ -325,7 +343,7 @@ describe("webhook delivery (D15–D17)", () => {
     expect(verifyWebhook(request?.body ?? "", header, ch.secret).ok).toBe(true)
 
     // Without a grace period only the new secret signs.
-    const again = await adminJson(server.env, ["webhook", "rotate", ch.id])
+    const again = await rotateChannel(dbOf(server), ch.id)
     await send(server, t, [{ sourceIp: "203.0.113.16" }])
     await eventually("the second delivery", () => receiver.requests.filter((r) => r.path === "/rotate").length === 2)
     const second = receiver.requests.filter((r) => r.path === "/rotate")[1]
@@ -339,11 +357,11 @@ describe("webhook delivery (D15–D17)", () => {
   test("a disabled channel gets nothing; enabled again it gets what comes next; list never shows a secret", async () => {
     const t = await tenant(server)
     const ch = await channel(server, t.orgId, "/toggle")
-    expect((await admin(server.env, ["webhook", "disable", ch.id])).code).toBe(0)
+    await setChannelEnabled(dbOf(server), ch.id, false)
     await send(server, t, [{ sourceIp: "203.0.113.17" }])
     await Bun.sleep(1000)
     expect(receiver.requests.filter((r) => r.path === "/toggle")).toHaveLength(0)
-    expect((await admin(server.env, ["webhook", "enable", ch.id])).code).toBe(0)
+    await setChannelEnabled(dbOf(server), ch.id, true)
     await send(server, t, [{ sourceIp: "203.0.113.18" }])
     await eventually("the delivery after enabling", () => receiver.requests.some((r) => r.path === "/toggle"))
     const listed = await admin(server.env, ["webhook", "list", "--org", t.orgId, "--json"])
@@ -359,7 +377,7 @@ describe("webhook delivery (D15–D17)", () => {
     receiver.setStatus("/parked", 503)
     await send(server, t, [{ sourceIp: "203.0.113.19" }])
     await eventually("a first, failed attempt", () => receiver.requests.some((r) => r.path === "/parked"))
-    expect((await admin(server.env, ["webhook", "disable", ch.id])).code).toBe(0)
+    await setChannelEnabled(dbOf(server), ch.id, false)
     const db = testDatabase(server.env)
     const waiting = await db.run(
       Effect.flatMap(
@@ -377,12 +395,12 @@ describe("webhook delivery (D15–D17)", () => {
     // Past the whole retry schedule: a claimable delivery would have been retried by now.
     await Bun.sleep(SCHEDULE_MS.reduce((a, b) => a + b, 0) + 600)
     expect(receiver.requests.filter((r) => r.path === "/parked")).toHaveLength(attemptsWhenDisabled)
-    expect((await admin(server.env, ["webhook", "enable", ch.id])).code).toBe(0)
+    await setChannelEnabled(dbOf(server), ch.id, true)
     await eventually(
       "the parked delivery, sent once enabled",
       () => receiver.requests.filter((r) => r.path === "/parked").length > attemptsWhenDisabled,
     )
-    const deliveries = await adminJson(server.env, ["webhook", "deliveries", ch.id])
+    const deliveries = await deliveriesOf(server, ch.id)
     expect(JSON.stringify(deliveries)).toContain("succeeded")
   })
 
@@ -443,7 +461,10 @@ describe("time-out (the real 5 s)", () => {
   beforeAll(async () => {
     server = await startServer({ env: await testEnv({ ...webhookEnv(), WEBHOOK_RETRY_SCHEDULE: "100ms" }) })
   })
-  afterAll(() => shutdown(server))
+  afterAll(async () => {
+    await closeDb(server)
+    await shutdown(server)
+  })
 
   test("a receiver slower than 5 s fails at 5 s and is retried, then dead", async () => {
     const t = await tenant(server)
@@ -452,7 +473,7 @@ describe("time-out (the real 5 s)", () => {
     const deadline = Date.now() + 30_000
     let log: Array<{ status: string; attempts: number; log: Array<{ durationMs: number; error: string | null }> }> = []
     while (Date.now() < deadline) {
-      log = await adminJson(server.env, ["webhook", "deliveries", ch.id])
+      log = await deliveriesOf(server, ch.id)
       if (log[0]?.status === "dead") break
       await Bun.sleep(500)
     }

@@ -65,6 +65,54 @@ export const createSensor = (db: TestDatabase, orgId: string, name = "web-01") =
 export const createChannel = (db: TestDatabase, orgId: string, url: string, minSeverity = "low") =>
   db.run(asOperator(Effect.flatMap(ChannelAdmin, (channels) => channels.create(orgId, { url, minSeverity }))))
 
+/**
+ * `org create --allow-duplicate-name` as the operator runs it: an organization alone, with no key (tests name many
+ * organizations alike and tell them apart by id).
+ */
+export const createOrg = (db: TestDatabase, name = "Acme") =>
+  db.run(asOperator(Effect.flatMap(OrgAdmin, (orgs) => orgs.create(name, { allowDuplicate: true }))))
+
+/**
+ * `channel create` with its flags as the operator gives them (kind, format, url, token, min-severity,
+ * sensor-health, settle): a channel of any kind; a webhook's signing secret is in the result.
+ */
+export const createChannelOf = (
+  db: TestDatabase,
+  orgId: string,
+  input: {
+    readonly kind?: string
+    readonly format?: string
+    readonly url: string
+    readonly token?: string
+    readonly minSeverity?: string
+    readonly sensorHealth?: boolean
+    readonly settle?: string | number
+  },
+) =>
+  db.run(
+    asOperator(
+      Effect.flatMap(ChannelAdmin, (channels) => channels.create(orgId, { ...input, minSeverity: input.minSeverity })),
+    ),
+  )
+
+/** `webhook disable|enable <channel-id>` as the operator runs it. */
+export const setChannelEnabled = (db: TestDatabase, channelId: string, enabled: boolean) =>
+  db.run(asOperator(Effect.flatMap(ChannelAdmin, (channels) => channels.setEnabled(channelId, enabled))))
+
+/** `webhook rotate <channel-id> [--grace …]` of a webhook: its new signing secret is in the result. */
+export const rotateChannel = async (db: TestDatabase, channelId: string, grace?: string) => {
+  const rotated = await db.run(
+    asOperator(Effect.flatMap(ChannelAdmin, (channels) => channels.rotate(channelId, grace))),
+  )
+  // Only a webhook gets a new signing secret; the other kinds are rotated with the credential the admin gives.
+  if (rotated.secret === undefined) throw new Error(`channel ${channelId} is not a webhook: no new signing secret`)
+  return { ...rotated, secret: rotated.secret }
+}
+
+/** `webhook deliveries <channel-id> [--status …]`: the delivery log as the CLI's --json prints it. */
+export const channelDeliveries = (db: TestDatabase, channelId: string, status?: string) =>
+  db.run(asOperator(Effect.flatMap(ChannelAdmin, (channels) => channels.deliveries(channelId, status))))
+
 /** `user create` as the operator runs it: a console user of the organization, with its one-time password link. */
 export const createUser = (db: TestDatabase, orgId: string, email: string, role: "admin" | "analyst") =>
   db.run(asOperator(Effect.flatMap(UserAdmin, (users) => users.create({ orgId, email, role }))))
