@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, expect, test } from "bun:test"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
+import { eventually } from "../support/eventually.ts"
 import { createSensor, createTenant, get, seedIncident } from "../support/fixtures.ts"
 import { type RunningServer, shutdown, startServer } from "../support/server.ts"
 
@@ -31,7 +32,8 @@ test("one JSON access-log line per request; never the key, the Authorization hea
   await get(server.url, "/v1/incidents", `${tenant.key}x`)
   await get(server.url, "/v1/incidents/inc_01ARZ3NDEKTSV4RRFFQ69G5FAV?token=abc", tenant.key)
   await fetch(`${server.url}/v1/events`, { method: "DELETE", headers: { authorization: `Bearer ${tenant.key}` } })
-  await Bun.sleep(200)
+  // A request's line is written as its answer ends: wait for the fifth, not for a guessed time.
+  await eventually("five request lines", () => server.logs.filter((l) => l.includes('"message":"request"')).length >= 5)
   const lines = server.logs.map(
     (l) => JSON.parse(l) as { message: string; timestamp: string; annotations: Record<string, unknown> },
   )

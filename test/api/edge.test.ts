@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { connect } from "node:net"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
+import { eventually } from "../support/eventually.ts"
 import { createSensor, createTenant } from "../support/fixtures.ts"
 import { nativeEvent } from "../support/ingest.ts"
 import { type RunningServer, shutdown, startServer, testEnv } from "../support/server.ts"
@@ -61,7 +62,7 @@ describe("the edge", () => {
     }
     const nowhere = await fetch(`${server.url}/v1/%zz`)
     expect(nowhere.status).toBe(404)
-    await Bun.sleep(200)
+    await eventually("five request lines", () => accessLines(server).length >= before + 5)
     const routes = accessLines(server)
       .slice(before)
       .map((line) => line.route)
