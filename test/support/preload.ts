@@ -1,5 +1,11 @@
 import { afterAll } from "bun:test"
 import { endTestDatabases } from "./runDatabase.ts"
+import { stopLeftoverServers } from "./server.ts"
 
-// Once, after the last test file: the run's PostgreSQL databases dropped, its embedded server stopped and removed.
-afterAll(endTestDatabases)
+// After each file when `bun run test` runs files in workers, after the last file when `bun test` runs them in one
+// process: the in-process servers a file left running are stopped, then the run's PostgreSQL is cleaned up by its
+// owner (a worker handed the database by `bun run test` leaves that to it).
+afterAll(async () => {
+  await stopLeftoverServers()
+  await endTestDatabases()
+})

@@ -179,6 +179,15 @@ export const startServerProcess = async (
 
 const LISTENERS = ["api", "ingest", "ops", "console"] as const
 
+/** The in-process servers still running: the preload stops those a file left behind (a test that failed early). */
+const running = new Set<() => Promise<number>>()
+
+/** After each test file: stops the in-process servers it did not stop, so none keeps working into the next file. */
+export const stopLeftoverServers = async () => {
+  const left = [...running]
+  await Promise.all(left.map((stop) => stop()))
+}
+
 /**
  * The service in this process: `main.ts`'s layers (every face, each on its own pool, migrations, jobs) in a managed
  * runtime configured from `env` alone, its log lines captured as the process would write them. For tests of
@@ -231,9 +240,11 @@ export const startServer = async (options: { env?: Record<string, string> } = {}
   }
   let stopped: Promise<number> | undefined
   const stop = () => {
+    running.delete(stop)
     stopped ??= runtime.dispose().then(() => 0)
     return stopped
   }
+  running.add(stop)
   const port = portOf("api")
   return {
     url: `http://127.0.0.1:${port}`,
