@@ -3,6 +3,7 @@ import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import { setupSnippets } from "../../src/admin/sensorSetup.ts"
 import { statusOf } from "../../src/domain/sensorStatus.ts"
+import { INGEST_ROUTE_TABLE } from "../../src/ingest/routes.ts"
 import { SensorsRepo } from "../../src/repos/SensorsRepo.ts"
 import { admin, adminJson } from "../support/cli.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
@@ -103,7 +104,10 @@ describe("sensor revoke", () => {
     expect(revoked.code).toBe(0)
     expect(revoked.stdout).toContain("revoked")
     // The very next request, no wait: there is no token cache to expire.
-    for (const route of ["events", "opencanary", "cowrie"]) {
+    // Every event route under /ingest/v1 (HEC's are checked below, in HEC's own shape).
+    const routes = INGEST_ROUTE_TABLE.filter((r) => r.events && !r.hec).map((r) => r.path.replace("/ingest/v1/", ""))
+    expect(routes.length).toBeGreaterThan(0)
+    for (const route of routes) {
       const res = await ingest(server.ingestUrl, route, sensor.token, nativeEvent())
       expect({ route, status: res.status, code: res.body.code }).toEqual({ route, status: 401, code: "unauthorized" })
       expect(res.body.detail).toContain("revoked")
