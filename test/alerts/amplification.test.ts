@@ -7,8 +7,8 @@ import { Effect } from "effect"
 import { maskSecret } from "../../src/domain/attackerInput.ts"
 import { CUT_MEMBER } from "../../src/domain/sanitize.ts"
 import { verifyWebhook } from "../../src/webhooks/verify.ts"
-import { adminJson } from "../support/cli.ts"
 import { testDatabase } from "../support/db.ts"
+import { createChannel, createKey, createOrg, createSensor } from "../support/fixtures.ts"
 import { ingest, nativeEvent } from "../support/ingest.ts"
 import { type Receiver, startReceiver } from "../support/receiver.ts"
 import { type RunningServer, shutdown, startServer, testEnv } from "../support/server.ts"
@@ -90,37 +90,20 @@ const api = async (path: string, key: string) => {
 
 describe("Hardening 2 item 4: masking no longer amplifies what a sensor sends", () => {
   test("the 1,044,633-byte post stores a bounded attackerInput with a visible cut; its webhooks are each under 256 KiB, signed and delivered; the API's answers are bounded, also for rows stored before", async () => {
-    const org = await adminJson(server.env, ["org", "create", "--name", `Amplified ${crypto.randomUUID().slice(0, 8)}`])
-    const sensor = await adminJson(server.env, [
-      "sensor",
-      "create",
-      "--org",
-      org.id,
-      "--name",
-      "web-01",
-      "--profile",
-      "linux-server",
-    ])
-    const key = await adminJson(server.env, [
-      "key",
-      "create",
-      "--org",
-      org.id,
-      "--name",
-      "k",
-      "--scopes",
-      "incidents:read,events:read",
-    ])
-    const hook = await adminJson(server.env, [
-      "webhook",
-      "create",
-      "--org",
-      org.id,
-      "--url",
-      `${receiver.url}/amplified`,
-      "--min-severity",
-      "low",
-    ])
+    // The fixtures, made by the admin services as the operator.
+    const setup = testDatabase(server.env)
+    const { sensor, key, hook } = await (async () => {
+      try {
+        const org = await createOrg(setup, `Amplified ${crypto.randomUUID().slice(0, 8)}`)
+        return {
+          sensor: await createSensor(setup, org.id, "web-01"),
+          key: await createKey(setup, org.id, "incidents:read,events:read"),
+          hook: await createChannel(setup, org.id, `${receiver.url}/amplified`, "low"),
+        }
+      } finally {
+        await setup.close()
+      }
+    })()
 
     // 19 posts make the incident (incident.created), the 20th raises it to high (incident.escalated with 20 events).
     const eventIds: Array<string> = []

@@ -5,8 +5,8 @@ import { join } from "node:path"
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import { verifyWebhook } from "../../src/webhooks/verify.ts"
-import { adminJson } from "../support/cli.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
+import { createChannel, createOrg, createSensor } from "../support/fixtures.ts"
 import { ingest, nativeEvent } from "../support/ingest.ts"
 import { type Receiver, startReceiver } from "../support/receiver.ts"
 import { cleanup, type RunningServerProcess, startServerProcess, testEnv } from "../support/server.ts"
@@ -52,9 +52,20 @@ afterAll(async () => {
 
 test("SIGKILL with 200 deliveries in flight: after a restart every one arrives (at least once), none is lost", async () => {
   first = await startServerProcess({ env })
-  const org = await adminJson(env, ["org", "create", "--name", `Crash ${crypto.randomUUID().slice(0, 8)}`])
-  const sensor = await adminJson(env, ["sensor", "create", "--org", org.id, "--name", "web-01"])
-  const channel = await adminJson(env, ["webhook", "create", "--org", org.id, "--url", `${receiver.url}/crash`])
+  // The fixtures, made by the admin services as the operator; that connection is closed before the server dies.
+  const setup = testDatabase(env)
+  const { org, sensor, channel } = await (async () => {
+    try {
+      const org = await createOrg(setup, `Crash ${crypto.randomUUID().slice(0, 8)}`)
+      return {
+        org,
+        sensor: await createSensor(setup, org.id, "web-01"),
+        channel: await createChannel(setup, org.id, `${receiver.url}/crash`),
+      }
+    } finally {
+      await setup.close()
+    }
+  })()
 
   // 200 source addresses: 200 incidents, 200 incident.created deliveries, all committed with their events.
   const events = Array.from({ length: DELIVERIES }, (_, i) =>

@@ -70,10 +70,7 @@ const tenant = async (server: RunningServer): Promise<Tenant> => {
 }
 
 const channel = async (server: RunningServer, orgId: string, path: string, minSeverity = "low", base?: string) =>
-  (await createChannel(dbOf(server), orgId, `${base ?? receiver.url}${path}`, minSeverity)) as {
-    id: string
-    secret: string
-  }
+  createChannel(dbOf(server), orgId, `${base ?? receiver.url}${path}`, minSeverity)
 
 /** The delivery log of a channel, as `webhook deliveries --json` shows it, read through the admin service. */
 // biome-ignore lint/suspicious/noExplicitAny: read field by field, as the CLI's JSON was

@@ -4,7 +4,8 @@ import type { Socket } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { createServer as createTlsServer, type Server as TlsServer } from "node:tls"
-import { adminJson } from "../support/cli.ts"
+import { type TestDatabase, testDatabase } from "../support/db.ts"
+import { createChannel, createOrg, createSensor } from "../support/fixtures.ts"
 import { ingest, nativeEvent } from "../support/ingest.ts"
 import { type Receiver, startReceiver } from "../support/receiver.ts"
 import { type RunningServer, shutdown, startServer, testEnv, usingPostgres } from "../support/server.ts"
@@ -25,6 +26,7 @@ let open = 0
 let maxOpen = 0
 const sockets = new Set<Socket>()
 let server: RunningServer
+let db: TestDatabase
 let caFile: string
 
 beforeAll(async () => {
@@ -58,28 +60,22 @@ beforeAll(async () => {
       WEBHOOK_POLL_INTERVAL: usingPostgres() ? "60 seconds" : "200 millis",
     }),
   })
+  db = testDatabase(server.env)
 })
 
 afterAll(async () => {
+  await db?.close()
   await shutdown(server)
   receiver?.stop()
   for (const s of sockets) s.destroy()
   dead?.close()
 })
 
+/** An organization with a sensor and a webhook channel, made by the admin services as the operator. */
 const tenant = async (name: string, url: string) => {
-  const org = await adminJson(server.env, ["org", "create", "--name", `${name} ${crypto.randomUUID().slice(0, 8)}`])
-  const sensor = await adminJson(server.env, [
-    "sensor",
-    "create",
-    "--org",
-    org.id,
-    "--name",
-    "s",
-    "--profile",
-    "linux-server",
-  ])
-  await adminJson(server.env, ["webhook", "create", "--org", org.id, "--url", url])
+  const org = await createOrg(db, `${name} ${crypto.randomUUID().slice(0, 8)}`)
+  const sensor = await createSensor(db, org.id, "s")
+  await createChannel(db, org.id, url)
   return sensor.token as string
 }
 

@@ -4,7 +4,8 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { verifyWebhook } from "../../src/webhooks/verify.ts"
 import { admin, adminJson } from "../support/cli.ts"
-import { get } from "../support/fixtures.ts"
+import { testDatabase } from "../support/db.ts"
+import { createChannel, createKey, createOrg, createSensor, get } from "../support/fixtures.ts"
 import { ingest, nativeEvent } from "../support/ingest.ts"
 import { type OwnDatabase, ownDatabaseOnPostgresRun } from "../support/postgres.ts"
 import { type Receiver, startReceiver } from "../support/receiver.ts"
@@ -53,10 +54,22 @@ const restart = async (keys: Record<string, string>) => {
 
 test("SECRET_KEY rotation: SECRET_KEY_PREVIOUS keeps sealed secrets open, `secrets reseal` moves them, the old key can go", async () => {
   let s = await restart({ SECRET_KEY: TEST_SECRET_KEY })
-  const org = await adminJson(s.env, ["org", "create", "--name", `Rekey ${crypto.randomUUID().slice(0, 8)}`])
-  const sensor = await adminJson(s.env, ["sensor", "create", "--org", org.id, "--name", "web-01"])
-  const key = await adminJson(s.env, ["key", "create", "--org", org.id, "--name", "soar", "--scopes", "events:read"])
-  const channel = await adminJson(s.env, ["webhook", "create", "--org", org.id, "--url", `${receiver.url}/rekey`])
+  // The fixtures, made by the admin services as the operator under the first SECRET_KEY; that connection is closed
+  // before the server restarts with other keys.
+  const setup = testDatabase(s.env)
+  const { org, sensor, key, channel } = await (async () => {
+    try {
+      const org = await createOrg(setup, `Rekey ${crypto.randomUUID().slice(0, 8)}`)
+      return {
+        org,
+        sensor: await createSensor(setup, org.id, "web-01"),
+        key: await createKey(setup, org.id, "events:read"),
+        channel: await createChannel(setup, org.id, `${receiver.url}/rekey`),
+      }
+    } finally {
+      await setup.close()
+    }
+  })()
 
   let n = 0
   /** Sends one event with the same password; returns its fingerprint and checks its delivery's signature. */

@@ -62,8 +62,14 @@ export const createSensor = (db: TestDatabase, orgId: string, name = "web-01") =
   )
 
 /** A webhook channel of the organization (`webhook create`), made by the operator; its secret is in the result. */
-export const createChannel = (db: TestDatabase, orgId: string, url: string, minSeverity = "low") =>
-  db.run(asOperator(Effect.flatMap(ChannelAdmin, (channels) => channels.create(orgId, { url, minSeverity }))))
+export const createChannel = async (db: TestDatabase, orgId: string, url: string, minSeverity = "low") => {
+  const created = await db.run(
+    asOperator(Effect.flatMap(ChannelAdmin, (channels) => channels.create(orgId, { url, minSeverity }))),
+  )
+  // A webhook always gets a signing secret at creation; the type says so for the tests that verify with it.
+  if (created.secret === undefined) throw new Error(`webhook channel ${created.id} came without a signing secret`)
+  return { ...created, secret: created.secret }
+}
 
 /**
  * `org create --allow-duplicate-name` as the operator runs it: an organization alone, with no key (tests name many
