@@ -17,6 +17,7 @@ import {
 import { adminJson } from "../support/cli.ts"
 import { freePort, setPassword } from "../support/console.ts"
 import { testDatabase } from "../support/db.ts"
+import { createKey, createOrg, createSensor, createUser } from "../support/fixtures.ts"
 import { ingest, nativeEvent } from "../support/ingest.ts"
 import { type Receiver, startReceiver } from "../support/receiver.ts"
 import { type RunningServer, startServer, testEnv } from "../support/server.ts"
@@ -82,13 +83,15 @@ beforeAll(async () => {
       WEBHOOK_CA_FILE: caFile,
     }),
   })
-  const env = server.env
-  orgA = (await adminJson(env, ["org", "create", "--name", `Acme SOC ${crypto.randomUUID().slice(0, 8)}`])).id
-  const orgB = (await adminJson(env, ["org", "create", "--name", `Other Corp ${crypto.randomUUID().slice(0, 8)}`])).id
-  const sensorA = await adminJson(env, ["sensor", "create", "--org", orgA, "--name", "dmz-web-01"])
-  const sensorB = await adminJson(env, ["sensor", "create", "--org", orgB, "--name", "b-sensor"])
+  // The fixtures, made by the admin services as the operator (what `org create`, `sensor create` without a
+  // profile, `key create` and `user create` run).
+  const setup = testDatabase(server.env)
+  orgA = (await createOrg(setup, `Acme SOC ${crypto.randomUUID().slice(0, 8)}`)).id
+  const orgB = (await createOrg(setup, `Other Corp ${crypto.randomUUID().slice(0, 8)}`)).id
+  const sensorA = await createSensor(setup, orgA, "dmz-web-01", "generic")
+  const sensorB = await createSensor(setup, orgB, "b-sensor", "generic")
   sensorToken = sensorA.token
-  apiKey = (await adminJson(env, ["key", "create", "--org", orgA, "--name", "tests", "--scopes", "incidents:read"])).key
+  apiKey = (await createKey(setup, orgA, "incidents:read")).key
 
   // Native: every payload in the username, a command and a path, each from its own address (its own incident).
   for (const [i, payload] of PAYLOADS.entries()) {
@@ -141,9 +144,10 @@ beforeAll(async () => {
   const other = await ingest(server.ingestUrl, "events", sensorB.token, [nativeEvent({ sourceIp: "192.0.2.200" })])
   otherOrgIncident = other.body.results[0].incidentId
 
-  // D26: users through the admin CLI, passwords through their one-time links.
-  const lead = await adminJson(env, ["user", "create", "--org", orgA, "--email", adminEmail, "--role", "admin"])
-  const analyst = await adminJson(env, ["user", "create", "--org", orgA, "--email", analystEmail, "--role", "analyst"])
+  // D26: users through the admin service (`user create`), passwords through their one-time links.
+  const lead = await createUser(setup, orgA, adminEmail, "admin")
+  const analyst = await createUser(setup, orgA, analystEmail, "analyst")
+  await setup.close()
   await setPassword(consoleUrl, lead.link, PASSWORD)
   await setPassword(consoleUrl, analyst.link, ANALYST_PASSWORD)
 

@@ -5,6 +5,15 @@ import { SignIn } from "../../src/admin/SignIn.ts"
 import { redactPath } from "../../src/console/http.ts"
 import { adminJson } from "../support/cli.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
+import {
+  createChannel,
+  createKey,
+  createOrg,
+  createUser,
+  disableUser,
+  listKeys,
+  listUsers,
+} from "../support/fixtures.ts"
 import { type RunningServer, shutdown, startServer, testEnv } from "../support/server.ts"
 
 /**
@@ -70,22 +79,10 @@ const signIn = async (email: string, password: string, ip: string, previous?: st
   return { status: response.status, response, cookie: cookieOf(response, "__Host-session") }
 }
 
-/** A user made with the admin CLI, its password set through its link. */
+/** A user made by the admin service as the operator (`user create`), its password set through its link. */
 const newUser = async (orgId: string, role: "admin" | "analyst", password = PASSWORD) => {
   const email = `user-${Date.now()}-${Math.random().toString(36).slice(2, 8)}@sec.example`
-  const created = (await adminJson(server.env, [
-    "user",
-    "create",
-    "--org",
-    orgId,
-    "--email",
-    email,
-    "--role",
-    role,
-  ])) as {
-    id: string
-    link: string
-  }
+  const created = await createUser(db, orgId, email, role)
   expect((await setPassword(created.link, password)).status).toBe(303)
   return { id: created.id, email }
 }
@@ -107,8 +104,8 @@ beforeAll(async () => {
   server = await startServer({ env: await testEnv({ TRUST_PROXY: "127.0.0.1", WEBHOOK_ALLOW_PRIVATE: "127.0.0.0/8" }) })
   consoleUrl = server.consoleUrl
   db = testDatabase(server.env)
-  orgA = (await adminJson(server.env, ["org", "create", "--name", `Security A ${crypto.randomUUID().slice(0, 8)}`])).id
-  orgB = (await adminJson(server.env, ["org", "create", "--name", `Security B ${crypto.randomUUID().slice(0, 8)}`])).id
+  orgA = (await createOrg(db, `Security A ${crypto.randomUUID().slice(0, 8)}`)).id
+  orgB = (await createOrg(db, `Security B ${crypto.randomUUID().slice(0, 8)}`)).id
   adminA = await newUser(orgA, "admin")
 }, 120_000)
 
@@ -166,14 +163,13 @@ test("parallel wrong-password sign-ins from one IP for many emails: at most 20 a
   expect(statuses.filter((s) => s !== 401 && s !== 429)).toEqual([])
 }, 60_000)
 
+/** A user's status as `user list` shows it, read through the admin service. */
 const statusOf = async (userId: string, orgId = orgA) =>
-  ((await adminJson(server.env, ["user", "list", "--org", orgId])) as Array<{ id: string; status: string }>).find(
-    (u) => u.id === userId,
-  )?.status
+  (await listUsers(db, orgId)).find((u) => u.id === userId)?.status
 
 test("`user reset` of a disabled user keeps it disabled and ends its old password; the new link enables it", async () => {
   const user = await newUser(orgA, "analyst")
-  await adminJson(server.env, ["user", "disable", user.id])
+  await disableUser(db, user.id)
   const reset = (await adminJson(server.env, ["user", "reset", user.id])) as { link: string }
   expect(await statusOf(user.id)).toBe("disabled")
   expect((await signIn(user.email, PASSWORD, newIp())).status).toBe(401)
@@ -235,18 +231,7 @@ test("a set-password POST to an unknown or spent link answers the expired-link p
   }
   // A spent link: the same page.
   const email = `spent-${Date.now()}@sec.example`
-  const created = (await adminJson(server.env, [
-    "user",
-    "create",
-    "--org",
-    orgA,
-    "--email",
-    email,
-    "--role",
-    "analyst",
-  ])) as {
-    link: string
-  }
+  const created = await createUser(db, orgA, email, "analyst")
   expect((await setPassword(created.link, PASSWORD)).status).toBe(303)
   const spent = await postForm(new URL(created.link).pathname, { csrf: form.csrf, password: PASSWORD }, form.cookie)
   expect(spent.status).toBe(410)
@@ -270,12 +255,8 @@ test("a set-password POST to an unknown or spent link answers the expired-link p
 
 test("POST actions on another organization's id, or an unknown id, get the same 404 page as a GET", async () => {
   const s = await session(adminA.email)
-  const foreignKey = (
-    await adminJson(server.env, ["key", "create", "--org", orgB, "--name", "b key", "--scopes", "incidents:read"])
-  ).id as string
-  const foreignChannel = (
-    await adminJson(server.env, ["webhook", "create", "--org", orgB, "--url", "https://127.0.0.1:9/hook"])
-  ).id as string
+  const foreignKey = (await createKey(db, orgB, "incidents:read")).id as string
+  const foreignChannel = (await createChannel(db, orgB, "https://127.0.0.1:9/hook")).id as string
   const foreignUser = await newUser(orgB, "analyst")
   const posts = [
     `/settings/api/keys/${foreignKey}/revoke`,
@@ -302,10 +283,7 @@ test("POST actions on another organization's id, or an unknown id, get the same 
   }
   // Nothing of organization B changed.
   expect(await statusOf(foreignUser.id, orgB)).toBe("active")
-  const keys = (await adminJson(server.env, ["key", "list", "--org", orgB])) as Array<{
-    id: string
-    revokedAt: unknown
-  }>
+  const keys = await listKeys(db, orgB)
   expect(keys.find((k) => k.id === foreignKey)?.revokedAt).toBeNull()
 }, 60_000)
 

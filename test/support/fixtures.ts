@@ -2,6 +2,7 @@ import { Effect } from "effect"
 import { ApiKeyAdmin } from "../../src/admin/ApiKeyAdmin.ts"
 import { asOperator } from "../../src/admin/actor.ts"
 import { ChannelAdmin } from "../../src/admin/ChannelAdmin.ts"
+import { IgnoreAdmin, type IgnoreRuleInput } from "../../src/admin/IgnoreAdmin.ts"
 import { IncidentAdmin } from "../../src/admin/IncidentAdmin.ts"
 import { OrgAdmin } from "../../src/admin/OrgAdmin.ts"
 import { SensorAdmin } from "../../src/admin/SensorAdmin.ts"
@@ -50,14 +51,12 @@ export const setDeception = (db: TestDatabase, orgId: string, state: "on" | "off
 /**
  * A sensor of the organization, made by the operator. Many tests make several sensors of one organization under
  * the default name, so a name another sensor in service has is allowed here (the admin CLI refuses it; its own
- * tests check that).
+ * tests check that). `sensor create` without --profile makes a "generic" one.
  */
-export const createSensor = (db: TestDatabase, orgId: string, name = "web-01") =>
+export const createSensor = (db: TestDatabase, orgId: string, name = "web-01", profile = "linux-server") =>
   db.run(
     asOperator(
-      Effect.flatMap(SensorAdmin, (sensors) =>
-        sensors.create(orgId, { name, profile: "linux-server" }, { allowDuplicateName: true }),
-      ),
+      Effect.flatMap(SensorAdmin, (sensors) => sensors.create(orgId, { name, profile }, { allowDuplicateName: true })),
     ),
   )
 
@@ -122,6 +121,30 @@ export const channelDeliveries = (db: TestDatabase, channelId: string, status?: 
 /** `user create` as the operator runs it: a console user of the organization, with its one-time password link. */
 export const createUser = (db: TestDatabase, orgId: string, email: string, role: "admin" | "analyst") =>
   db.run(asOperator(Effect.flatMap(UserAdmin, (users) => users.create({ orgId, email, role }))))
+
+/** `user list --org <org-id>`: the organization's users with their status, as the CLI's --json prints them. */
+export const listUsers = (db: TestDatabase, orgId: string) =>
+  db.run(asOperator(Effect.flatMap(UserAdmin, (users) => users.list(orgId))))
+
+/** `user disable <user-id>` as the operator runs it: its sessions end and it can no longer sign in. */
+export const disableUser = (db: TestDatabase, userId: string) =>
+  db.run(asOperator(Effect.flatMap(UserAdmin, (users) => users.disable(userId))))
+
+/** `user reset <user-id>` as the operator runs it: the old password ends; a new one-time link is in the result. */
+export const resetUser = (db: TestDatabase, userId: string) =>
+  db.run(asOperator(Effect.flatMap(UserAdmin, (users) => users.reset(userId))))
+
+/** `user unlock <email>` as the operator runs it: the email's sign-in lock is lifted. */
+export const unlockUser = (db: TestDatabase, email: string) =>
+  db.run(asOperator(Effect.flatMap(UserAdmin, (users) => users.unlock(email))))
+
+/** `key list --org <org-id>`: the organization's keys (never a key's value), as the CLI's --json prints them. */
+export const listKeys = (db: TestDatabase, orgId: string) =>
+  db.run(asOperator(Effect.flatMap(ApiKeyAdmin, (keys) => keys.list(orgId))))
+
+/** `ignore add --org <org-id> --source … [--sensor, --port, --type, --note, --expires]` as the operator runs it. */
+export const addIgnoreRule = (db: TestDatabase, orgId: string, rule: IgnoreRuleInput) =>
+  db.run(asOperator(Effect.flatMap(IgnoreAdmin, (rules) => rules.add(orgId, rule))))
 
 /** `incident close <incident-id> --reason resolved` as the operator runs it. */
 export const closeIncident = (db: TestDatabase, incidentId: string) =>
