@@ -11,6 +11,8 @@ import {
 } from "../support/browser.ts"
 import { admin, adminJson } from "../support/cli.ts"
 import { freePort } from "../support/console.ts"
+import { type TestDatabase, testDatabase } from "../support/db.ts"
+import { createOrg, createUser } from "../support/fixtures.ts"
 import { type RunningServer, shutdown, startServer, testEnv } from "../support/server.ts"
 
 /**
@@ -26,18 +28,21 @@ let server: RunningServer
 let browser: Browser
 let consoleUrl: string
 let orgId: string
+let db: TestDatabase
 
 beforeAll(async () => {
   const port = freePort()
   consoleUrl = `http://127.0.0.1:${port}`
   server = await startServer({ env: await testEnv({ CONSOLE_PORT: String(port), APP_URL: consoleUrl }) })
-  orgId = (await adminJson(server.env, ["org", "create", "--name", `First ${RUN}`])).id
+  // Fixtures through the admin services as the operator; the first user is made with the CLI's command itself.
+  db = testDatabase(server.env)
+  orgId = (await createOrg(db, `First ${RUN}`)).id
   browser = await launchBrowser()
 }, 120_000)
 
 afterAll(async () => {
   await browser?.close()
-  await shutdown(server)
+  await shutdown(server, db)
 })
 
 /** Screenshots of the pages: docs/screenshots/ with UPDATE_SCREENSHOTS=1, else a temporary directory. */
@@ -109,7 +114,7 @@ test("first sign-in in a browser: the link's page names the account, the sign-in
 
 test("the sign-in page fills no email without a password just set, and a spent link names no account", async () => {
   const email = `analyst-${RUN}@acme.example`
-  const created = await adminJson(server.env, ["user", "create", "--org", orgId, "--email", email, "--role", "analyst"])
+  const created = await createUser(db, orgId, email, "analyst")
   const path = new URL(created.link as string).pathname
   // A cookie sent to the plain sign-in page (not after a password set) fills nothing.
   const plain = await (

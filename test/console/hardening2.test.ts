@@ -7,7 +7,7 @@ import { Effect } from "effect"
 import { deriveKey, hmacSha256 } from "../../src/domain/crypto.ts"
 import { adminJson, admin as runAdmin } from "../support/cli.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
-import { createSensor, createTenant } from "../support/fixtures.ts"
+import { createSensor, createTenant, createUser } from "../support/fixtures.ts"
 import { type RunningServerProcess, shutdown, startServerProcess, TEST_SECRET_KEY, testEnv } from "../support/server.ts"
 
 /**
@@ -72,19 +72,8 @@ const signIn = async (email: string, password: string, ip: string, next = "/", d
 /** A user with a password, set from `ip` (or no forwarded address); the device cookie that set-password gave. */
 const newUser = async (role: "admin" | "analyst", ip?: string) => {
   const email = `h2-${Date.now()}-${Math.random().toString(36).slice(2, 8)}@sec.example`
-  const created = (await adminJson(server.env, [
-    "user",
-    "create",
-    "--org",
-    orgId,
-    "--email",
-    email,
-    "--role",
-    role,
-  ])) as {
-    id: string
-    link: string
-  }
+  // Made by the admin service as the operator (`user create`).
+  const created = await createUser(db, orgId, email, role)
   const path = new URL(created.link).pathname
   const form = await openForm(path)
   const set = await postForm(path, { csrf: form.csrf, password: PASSWORD }, form.cookie, ip)

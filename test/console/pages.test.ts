@@ -3,8 +3,9 @@ import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { type Browser, launchBrowser, type Page, screenshot, watchedContext } from "../support/browser.ts"
-import { adminJson } from "../support/cli.ts"
 import { freePort, setPassword } from "../support/console.ts"
+import { testDatabase } from "../support/db.ts"
+import { createChannel, createOrg, createSensor, createUser } from "../support/fixtures.ts"
 import { IPTABLES_KV, ingest, nativeEvent } from "../support/ingest.ts"
 import { type RunningServer, startServer, testEnv } from "../support/server.ts"
 
@@ -49,9 +50,11 @@ beforeAll(async () => {
   server = await startServer({
     env: await testEnv({ CONSOLE_PORT: String(port), APP_URL: consoleUrl, WEBHOOK_ALLOW_PRIVATE: "127.0.0.0/8" }),
   })
-  const env = server.env
-  const org = (await adminJson(env, ["org", "create", "--name", `Acme SOC ${crypto.randomUUID().slice(0, 8)}`])).id
-  const sensor = await adminJson(env, ["sensor", "create", "--org", org, "--name", "dmz-web-01"])
+  // The fixtures, made by the admin services as the operator (what `org create`, `sensor create` without a
+  // profile, `webhook create` and `user create` run).
+  const setup = testDatabase(server.env)
+  const org = (await createOrg(setup, `Acme SOC ${crypto.randomUUID().slice(0, 8)}`)).id
+  const sensor = await createSensor(setup, org, "dmz-web-01", "generic")
 
   // 60 events whose attacker input is 12 members of 8000 characters each (about 6 MB sent), 9 per request.
   const value = (n: number, k: number) => `${n}-${k}-`.padEnd(8000, "<A&\"'>")
@@ -102,19 +105,11 @@ beforeAll(async () => {
   expect(logins.status).toBe(200)
   loginIncident = logins.body.results[0].incidentId
 
-  await adminJson(env, [
-    "webhook",
-    "create",
-    "--org",
-    org,
-    "--url",
-    `https://127.0.0.1:9${HOOK_PATH}`,
-    "--min-severity",
-    "high",
-  ])
+  await createChannel(setup, org, `https://127.0.0.1:9${HOOK_PATH}`, "high")
 
-  const lead = await adminJson(env, ["user", "create", "--org", org, "--email", ADMIN_EMAIL, "--role", "admin"])
-  const reader = await adminJson(env, ["user", "create", "--org", org, "--email", ANALYST_EMAIL, "--role", "analyst"])
+  const lead = await createUser(setup, org, ADMIN_EMAIL, "admin")
+  const reader = await createUser(setup, org, ANALYST_EMAIL, "analyst")
+  await setup.close()
   await setPassword(consoleUrl, lead.link, PASSWORD)
   await setPassword(consoleUrl, reader.link, ANALYST_PASSWORD)
   browser = await launchBrowser()
