@@ -13,10 +13,9 @@ import {
   seriousAccessibilityViolations,
   watchedContext,
 } from "../support/browser.ts"
-import { adminJson } from "../support/cli.ts"
 import { freePort, setPassword } from "../support/console.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
-import { createSensor, createTenant, get, seedIncident } from "../support/fixtures.ts"
+import { createSensor, createTenant, createUser, get, seedIncident } from "../support/fixtures.ts"
 import { ingest } from "../support/ingest.ts"
 import { type RunningServerProcess, shutdown, startServerProcess, testEnv } from "../support/server.ts"
 
@@ -149,26 +148,8 @@ beforeAll(async () => {
     events: [{ time: at("2026-11-26T10:00:00.000Z"), severity: "high" }],
   })
 
-  const lead = await adminJson(server.env, [
-    "user",
-    "create",
-    "--org",
-    orgId,
-    "--email",
-    `lead-${RUN}@acme.example`,
-    "--role",
-    "admin",
-  ])
-  const reader = await adminJson(server.env, [
-    "user",
-    "create",
-    "--org",
-    orgId,
-    "--email",
-    `reader-${RUN}@acme.example`,
-    "--role",
-    "analyst",
-  ])
+  const lead = await createUser(db, orgId, `lead-${RUN}@acme.example`, "admin")
+  const reader = await createUser(db, orgId, `reader-${RUN}@acme.example`, "analyst")
   await setPassword(consoleUrl, lead.link, PASSWORD)
   await setPassword(consoleUrl, reader.link, ANALYST_PASSWORD)
   adminCookie = await signIn(`lead-${RUN}@acme.example`, PASSWORD)
@@ -552,16 +533,7 @@ test("a large export streams: thousands of rows of big attacker input leave the 
     from generate_series(1, ${ROWS}) g
     returning 1`,
   )
-  const user = await adminJson(server.env, [
-    "user",
-    "create",
-    "--org",
-    big.orgId,
-    "--email",
-    `bulk-${RUN}@acme.example`,
-    "--role",
-    "analyst",
-  ])
+  const user = await createUser(db, big.orgId, `bulk-${RUN}@acme.example`, "analyst")
   await setPassword(consoleUrl, user.link, PASSWORD)
   const cookie = await signIn(`bulk-${RUN}@acme.example`, PASSWORD)
   const rssKiB = (pid: number) => Number(/VmRSS:\s+(\d+)\s+kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1])
