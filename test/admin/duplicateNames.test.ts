@@ -60,7 +60,7 @@ describe("sensor names within an organization", () => {
     expect((await admin(server.env, ["sensor", "create", "--org", a.id, "--name", "web-01"])).code).toBe(0)
   })
 
-  test("console: Settings → Sensors refuses the duplicate with the same message as an error notice", async () => {
+  test("console: Settings → Sensors refuses the duplicate with an error notice naming the sensor that has the name", async () => {
     const org = await adminJson(server.env, ["org", "create", "--name", unique("Console dup")])
     const existing = await adminJson(server.env, ["sensor", "create", "--org", org.id, "--name", "edge-01"])
     const email = `dup-${crypto.randomUUID().slice(0, 8)}@names.example`
@@ -103,8 +103,9 @@ describe("sensor names within an organization", () => {
     expect(created.status).toBe(303)
     const notice = await fetch(`${base}${created.headers.get("location")}`, { headers: { cookie: session } })
     const text = await notice.text()
+    // The console words the refusal itself (the CLI says the same in its own terms).
     expect(text).toContain(
-      `a sensor named &quot;edge-01&quot; already exists in this organization (${existing.id}); choose another name`,
+      `A sensor named &quot;edge-01&quot; already exists in this organization (${existing.id}); choose another name.`,
     )
     const sensors = (await adminJson(server.env, ["sensor", "list", "--org", org.id])) as Array<{ id: string }>
     expect(sensors.map((s) => s.id)).toEqual([existing.id])
