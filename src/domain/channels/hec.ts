@@ -95,7 +95,7 @@ export const splunkHecKind: ChannelKindSpec<"splunk_hec"> = {
     // Printable, no spaces, at most 256 characters (Splunk's are GUIDs).
     refusal: (token) =>
       token.length > 256 || !/^[\x21-\x7e]+$/.test(token)
-        ? "--token must be the HEC token: at most 256 printable characters, no spaces"
+        ? "the HEC token must be at most 256 printable characters, without spaces"
         : undefined,
     headers: (token) => ({ Authorization: `Splunk ${token}` }),
   },
