@@ -11,10 +11,9 @@ import {
   screenshot,
   seriousAccessibilityViolations,
 } from "../support/browser.ts"
-import { adminJson } from "../support/cli.ts"
 import { adminAndAnalyst, csrfOf, freePort, postFromPage } from "../support/console.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
-import { createSensor, createTenant } from "../support/fixtures.ts"
+import { addIgnoreRule, createSensor, createTenant } from "../support/fixtures.ts"
 import { ingest, nativeEvent } from "../support/ingest.ts"
 import { type RunningServer, shutdown, startServer, testEnv } from "../support/server.ts"
 
@@ -148,18 +147,7 @@ test("Ignore activity like this: source and sensor filled in, a confirmation, th
 })
 
 test("an analyst reads the rules but cannot add or remove one (403), sees no Ignore button; a form without the CSRF token is refused (403); removal by an admin works", async () => {
-  const added = await adminJson(server.env, [
-    "ignore",
-    "add",
-    "--org",
-    tenant.orgId,
-    "--source",
-    "2001:db8:77::/48",
-    "--port",
-    "22",
-    "--note",
-    "v6 monitor",
-  ])
+  const added = await addIgnoreRule(db, tenant.orgId, { source: "2001:db8:77::/48", port: "22", note: "v6 monitor" })
   const { page } = analyst
   await page.goto(`${consoleUrl}/settings/ignore`)
   expect(await page.locator(`tr#${added.id}`).count()).toBe(1)

@@ -13,10 +13,9 @@ import {
   screenshot,
   seriousAccessibilityViolations,
 } from "../support/browser.ts"
-import { adminJson } from "../support/cli.ts"
 import { adminAndAnalyst, csrfOf, freePort, postFromPage } from "../support/console.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
-import { createSensor, createTenant } from "../support/fixtures.ts"
+import { addIgnoreRule, createSensor, createTenant } from "../support/fixtures.ts"
 import { ingest, nativeEvent } from "../support/ingest.ts"
 import { type RunningServer, shutdown, startServer, testEnv } from "../support/server.ts"
 
@@ -303,18 +302,7 @@ test("the source page shows a reverse DNS name and AS holder as attacker text, e
         rdns_expires_at = excluded.rdns_expires_at, asn = 64496, as_organization = excluded.as_organization,
         country = 'NL'`,
   )
-  const rule = await adminJson(server.env, [
-    "ignore",
-    "add",
-    "--org",
-    tenant.orgId,
-    "--source",
-    "192.0.2.0/24",
-    "--port",
-    "22",
-    "--note",
-    "our scanner",
-  ])
+  const rule = await addIgnoreRule(db, tenant.orgId, { source: "192.0.2.0/24", port: "22", note: "our scanner" })
   const { page, watch } = analyst
   await page.goto(`${consoleUrl}/sources/192.0.2.66`)
   const atk = await page.locator("dl.facts code.atk").allTextContents()

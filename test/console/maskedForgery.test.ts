@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, expect, test } from "bun:test"
-import { adminJson } from "../support/cli.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
-import { createSensor, createTenant } from "../support/fixtures.ts"
+import { createSensor, createTenant, createUser } from "../support/fixtures.ts"
 import { ingest, nativeEvent } from "../support/ingest.ts"
 import { type RunningServer, shutdown, startServer } from "../support/server.ts"
 
@@ -55,18 +54,7 @@ beforeAll(async () => {
   const { orgId } = await createTenant(db, "Masked forgery")
   const sensor = await createSensor(db, orgId, "forgery-sensor")
   const email = `mask-${Date.now()}@sec.example`
-  const created = (await adminJson(server.env, [
-    "user",
-    "create",
-    "--org",
-    orgId,
-    "--email",
-    email,
-    "--role",
-    "analyst",
-  ])) as {
-    link: string
-  }
+  const created = await createUser(db, orgId, email, "analyst")
   const path = new URL(created.link).pathname
   const form = await openForm(path)
   expect((await post(path, { csrf: form.csrf, password: PASSWORD }, form.cookie)).status).toBe(303)

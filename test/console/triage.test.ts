@@ -11,10 +11,9 @@ import {
   screenshot,
   seriousAccessibilityViolations,
 } from "../support/browser.ts"
-import { adminJson } from "../support/cli.ts"
 import { adminAndAnalyst, csrfOf, freePort, postFromPage } from "../support/console.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
-import { createSensor, createTenant, get, seedIncident } from "../support/fixtures.ts"
+import { closeIncident, createSensor, createTenant, get, seedIncident } from "../support/fixtures.ts"
 import { ingest, nativeEvent } from "../support/ingest.ts"
 import { type RunningServer, shutdown, startServer, testEnv } from "../support/server.ts"
 
@@ -116,7 +115,7 @@ test("an analyst adds a note and closes with a reason: both in the history, with
 
 test("a closed and re-opened incident shows each step; the operator's close says so", async () => {
   const id = await newIncident("198.51.100.11")
-  await adminJson(server.env, ["incident", "close", id, "--reason", "resolved"])
+  await closeIncident(db, id)
   const back = await newIncident("198.51.100.11")
   expect(back).toBe(id)
   await admin.page.goto(`${consoleUrl}/incidents/${id}`)

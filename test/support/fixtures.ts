@@ -8,11 +8,17 @@ import { OrgAdmin } from "../../src/admin/OrgAdmin.ts"
 import { SensorAdmin } from "../../src/admin/SensorAdmin.ts"
 import { UserAdmin } from "../../src/admin/UserAdmin.ts"
 import { eventTypeSpec } from "../../src/domain/eventTypes.ts"
-import { newId } from "../../src/domain/ids.ts"
+import { type ApiKeyId, type IdKind, type IdOf, isId, newId, type OrgId } from "../../src/domain/ids.ts"
 import type { Severity } from "../../src/domain/severity.ts"
 import { EventsRepo, type NewEvent } from "../../src/repos/EventsRepo.ts"
 import { IncidentsRepo, type NewIncident } from "../../src/repos/IncidentsRepo.ts"
 import type { TestDatabase } from "./db.ts"
+
+/** An id a test holds as text, checked as the service's edges check one: a malformed id is a mistake in the test. */
+export const idOf = <K extends IdKind>(kind: K, text: string): IdOf<K> => {
+  if (!isId(kind, text)) throw new Error(`not a ${kind} id: ${text}`)
+  return text
+}
 
 /**
  * An organization with a full-scope key, as the operator sets one up at the admin CLI. Tests name many
@@ -23,7 +29,7 @@ export const createTenant = async (
   db: TestDatabase,
   name = "Acme",
   scopes = "incidents:read,events:read",
-): Promise<{ orgId: string; key: string; keyId: string }> =>
+): Promise<{ orgId: OrgId; key: string; keyId: ApiKeyId }> =>
   db.run(
     asOperator(
       Effect.gen(function* () {
@@ -99,6 +105,10 @@ export const createChannelOf = (
       Effect.flatMap(ChannelAdmin, (channels) => channels.create(orgId, { ...input, minSeverity: input.minSeverity })),
     ),
   )
+
+/** `webhook list --org <org-id>`: the organization's channels (never a secret), as the CLI's --json prints them. */
+export const listChannels = (db: TestDatabase, orgId: string) =>
+  db.run(asOperator(Effect.flatMap(ChannelAdmin, (channels) => channels.list(orgId))))
 
 /** `webhook disable|enable <channel-id>` as the operator runs it. */
 export const setChannelEnabled = (db: TestDatabase, channelId: string, enabled: boolean) =>
@@ -182,15 +192,17 @@ export const seedIncident = (
       const incidents = yield* IncidentsRepo
       const events = yield* EventsRepo
       const order = ["low", "medium", "high", "critical"] as const
+      const orgId = idOf("organization", input.orgId)
+      const sensorId = idOf("sensor", input.sensorId)
       const rows: Array<NewEvent> = input.events.map((e, i) => {
         const type = e.type ?? "ssh.login_attempt"
         const spec = eventTypeSpec(type)
         if (!spec) throw new Error(`unknown type ${type}`)
         return {
           id: newId("event", e.time.getTime()),
-          orgId: input.orgId,
-          incidentId: "",
-          sensorId: input.sensorId,
+          orgId,
+          incidentId: null,
+          sensorId,
           sensorEventId: `seed-${crypto.randomUUID()}-${i}`,
           time: e.time,
           sourceIp: input.sourceIp,
@@ -215,9 +227,9 @@ export const seedIncident = (
         "low",
       )
       const incident: NewIncident = {
-        id: input.id ?? newId("incident", Math.min(...times)),
-        orgId: input.orgId,
-        sensorId: input.sensorId,
+        id: input.id === undefined ? newId("incident", Math.min(...times)) : idOf("incident", input.id),
+        orgId,
+        sensorId,
         sourceIp: input.sourceIp,
         status: input.status ?? "open",
         severity,
