@@ -5,6 +5,8 @@ import { join } from "node:path"
 import { SYSLOG_SD_ID } from "../../src/domain/channels/syslog.ts"
 import { verifyWebhook } from "../../src/webhooks/verify.ts"
 import { admin, adminJson } from "../support/cli.ts"
+import { type TestDatabase, testDatabase } from "../support/db.ts"
+import { closeIncident, createChannelOf, createOrg, createSensor } from "../support/fixtures.ts"
 import { type HecReceiver, startHecReceiver } from "../support/hecReceiver.ts"
 import { ingest, nativeEvent } from "../support/ingest.ts"
 import { type Receiver, startReceiver } from "../support/receiver.ts"
@@ -30,6 +32,7 @@ let hec: HecReceiver
 let rsyslog: Rsyslog
 let server: RunningServer
 let caFile: string
+let db: TestDatabase
 
 beforeAll(async () => {
   const certificate = makeTestCertificate({ dnsNames: ["localhost"], ipAddresses: ["127.0.0.1"] })
@@ -46,9 +49,10 @@ beforeAll(async () => {
       WEBHOOK_POLL_INTERVAL: "200 millis",
     }),
   })
+  db = testDatabase(server.env)
 })
 afterAll(async () => {
-  await shutdown(server)
+  await shutdown(server, db)
   receiver?.stop()
   hec?.stop()
   await rsyslog?.stop()
@@ -64,35 +68,21 @@ const eventually = async (what: string, check: () => boolean, ms = 20_000) => {
 
 const at = (path: string) => receiver.requests.filter((r) => r.path === path)
 
-const create = async (orgId: string, args: ReadonlyArray<string>) =>
-  (await adminJson(server.env, ["channel", "create", "--org", orgId, ...args])) as {
-    id: string
-    kind: string
-    secret?: string
-  }
+/** `channel create --org <org-id>` with these flags, run by the admin service as the operator. */
+const create = (orgId: string, input: Parameters<typeof createChannelOf>[2]) => createChannelOf(db, orgId, input)
 
 describe("one attack through every channel kind to real receivers", () => {
   test("created goes to every kind in its own shape; the close goes only to OCSF channels; Send test reaches each", async () => {
-    const org = await adminJson(server.env, [
-      "org",
-      "create",
-      "--name",
-      `Channels e2e ${crypto.randomUUID().slice(0, 8)}`,
-    ])
-    const sensor = await adminJson(server.env, ["sensor", "create", "--org", org.id, "--name", "web-01"])
-    const webhook = await create(org.id, ["--url", `${receiver.url}/native`])
-    const ocsfHook = await create(org.id, ["--format", "ocsf", "--url", `${receiver.url}/ocsf`])
+    const org = await createOrg(db, `Channels e2e ${crypto.randomUUID().slice(0, 8)}`)
+    // `sensor create` without --profile: a generic sensor.
+    const sensor = await createSensor(db, org.id, "web-01", "generic")
+    const webhook = await create(org.id, { url: `${receiver.url}/native` })
+    const ocsfHook = await create(org.id, { format: "ocsf", url: `${receiver.url}/ocsf` })
     // Without their settle window (settle.e2e.test.ts has it), so the chat kinds' messages come as the others' do.
-    const slack = await create(org.id, [
-      ...["--kind", "slack", "--settle", "0", "--url", `${receiver.url}/slack/T000/B000/XXXX`],
-    ])
-    const teams = await create(org.id, [
-      ...["--kind", "teams", "--settle", "0", "--url", `${receiver.url}/teams/workflows/abc`],
-    ])
-    const syslog = await create(org.id, ["--kind", "syslog", "--url", `syslog+tls://127.0.0.1:${rsyslog.port}`])
-    const splunk = await create(org.id, [
-      ...["--kind", "splunk_hec", "--format", "ocsf", "--url", hec.url, "--token", HEC_TOKEN],
-    ])
+    const slack = await create(org.id, { kind: "slack", settle: "0", url: `${receiver.url}/slack/T000/B000/XXXX` })
+    const teams = await create(org.id, { kind: "teams", settle: "0", url: `${receiver.url}/teams/workflows/abc` })
+    const syslog = await create(org.id, { kind: "syslog", url: `syslog+tls://127.0.0.1:${rsyslog.port}` })
+    const splunk = await create(org.id, { kind: "splunk_hec", format: "ocsf", url: hec.url, token: HEC_TOKEN })
     expect(webhook.secret).toBeString()
     expect(ocsfHook.secret).toBeString()
     for (const c of [slack, teams, syslog, splunk]) expect(c.secret).toBeUndefined()
@@ -175,8 +165,7 @@ describe("one attack through every channel kind to real receivers", () => {
     expect(syslogJson.incident.events[0].attackerInput.username).toContain("<!channel> @here")
 
     // A close: OCSF channels get the Close activity; the others hear nothing (the spec announces no close).
-    const closed = await admin(server.env, ["incident", "close", incidentId, "--reason", "false_positive"])
-    expect(closed.code).toBe(0)
+    await closeIncident(db, incidentId, "false_positive")
     await eventually(
       "incident.closed on the OCSF channels",
       () => at("/ocsf").length === 2 && hec.accepted.length === 2,
@@ -206,13 +195,8 @@ describe("one attack through every channel kind to real receivers", () => {
   })
 
   test("a receiver that refuses (a wrong HEC token) is a failed attempt in the delivery log, retried like any", async () => {
-    const org = await adminJson(server.env, [
-      "org",
-      "create",
-      "--name",
-      `Channels wrong token ${crypto.randomUUID().slice(0, 8)}`,
-    ])
-    const wrong = await create(org.id, ["--kind", "splunk_hec", "--url", hec.url, "--token", "not-the-token"])
+    const org = await createOrg(db, `Channels wrong token ${crypto.randomUUID().slice(0, 8)}`)
+    const wrong = await create(org.id, { kind: "splunk_hec", url: hec.url, token: "not-the-token" })
     const result = await admin(server.env, ["channel", "test", wrong.id])
     expect(result.code).toBe(1)
     const log = await adminJson(server.env, ["channel", "deliveries", wrong.id])

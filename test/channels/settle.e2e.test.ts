@@ -4,8 +4,9 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
-import { admin, adminJson } from "../support/cli.ts"
+import { admin } from "../support/cli.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
+import { createChannelOf, createOrg, createSensor } from "../support/fixtures.ts"
 import { ingest, nativeEvent } from "../support/ingest.ts"
 import { type Receiver, startReceiver } from "../support/receiver.ts"
 import { cleanup, type RunningServerProcess, startServerProcess, testEnv } from "../support/server.ts"
@@ -69,16 +70,19 @@ interface Tenant {
 
 const tenant = async (): Promise<Tenant> => {
   const run = crypto.randomUUID().slice(0, 8)
-  const org = await adminJson(env, ["org", "create", "--name", `Settle ${run}`])
-  const sensor = await adminJson(env, ["sensor", "create", "--org", org.id, "--name", "web-01"])
+  // Made by the admin services as the operator; `sensor create` without --profile makes a generic sensor.
+  const org = await createOrg(db, `Settle ${run}`)
+  const sensor = await createSensor(db, org.id, "web-01", "generic")
   return { orgId: org.id, token: sensor.token, path: (name) => `/${run}/${name}` }
 }
 
-const channel = async (t: Tenant, kind: string, name: string, ...args: ReadonlyArray<string>) =>
-  (await adminJson(env, [
-    ...["channel", "create", "--org", t.orgId, "--kind", kind, "--url", `${receiver.url}${t.path(name)}`],
-    ...args,
-  ])) as { id: string; settleSeconds: number }
+/** `channel create --org … --kind … --url …` with --settle and --min-severity as given, through the admin service. */
+const channel = (
+  t: Tenant,
+  kind: string,
+  name: string,
+  options: { readonly settle?: string; readonly minSeverity?: string } = {},
+) => createChannelOf(db, t.orgId, { kind, url: `${receiver.url}${t.path(name)}`, ...options })
 
 /** One event of this severity from `ip` (one ingest request, so one transition when the severity rises). */
 const hit = async (t: Tenant, ip: string, severity: string) => {
@@ -119,8 +123,8 @@ const deliveriesOf = (channelId: string) =>
 describe("human channels settle, machine channels keep every transition", () => {
   test("an attack that escalates twice within the window is one Slack and one Teams message with the final state, and three webhook deliveries", async () => {
     const t = await tenant()
-    const slack = await channel(t, "slack", "slack", "--settle", String(WINDOW))
-    const teams = await channel(t, "teams", "teams", "--settle", String(WINDOW))
+    const slack = await channel(t, "slack", "slack", { settle: String(WINDOW) })
+    const teams = await channel(t, "teams", "teams", { settle: String(WINDOW) })
     const webhook = await channel(t, "webhook", "hook")
     expect([slack.settleSeconds, teams.settleSeconds, webhook.settleSeconds]).toEqual([WINDOW, WINDOW, 0])
 
@@ -166,7 +170,7 @@ describe("human channels settle, machine channels keep every transition", () => 
 
   test("with its window at 0 a Slack channel gets every transition at once, as a webhook does", async () => {
     const t = await tenant()
-    const slack = await channel(t, "slack", "slack-off", "--settle", "0")
+    const slack = await channel(t, "slack", "slack-off", { settle: "0" })
     expect(slack.settleSeconds).toBe(0)
     const { started } = await attack(t, "203.0.113.32")
     await eventually("three Slack messages", () => at(t.path("slack-off")).length === 3)
@@ -179,17 +183,9 @@ describe("human channels settle, machine channels keep every transition", () => 
 
   test("a channel whose minimum only a later state meets gets one message, held by its window, with the state at its end", async () => {
     const t = await tenant()
-    const medium = await channel(t, "slack", "from-medium", "--settle", String(WINDOW), "--min-severity", "medium")
-    const high = await channel(t, "slack", "from-high", "--settle", String(WINDOW), "--min-severity", "high")
-    const critical = await channel(
-      t,
-      "slack",
-      "from-critical",
-      "--settle",
-      String(WINDOW),
-      "--min-severity",
-      "critical",
-    )
+    const medium = await channel(t, "slack", "from-medium", { settle: String(WINDOW), minSeverity: "medium" })
+    const high = await channel(t, "slack", "from-high", { settle: String(WINDOW), minSeverity: "high" })
+    const critical = await channel(t, "slack", "from-critical", { settle: String(WINDOW), minSeverity: "critical" })
     const { started } = await attack(t, "203.0.113.33")
     await eventually("both messages", () => at(t.path("from-medium")).length + at(t.path("from-high")).length >= 2)
     await Bun.sleep(1500)
@@ -209,7 +205,7 @@ describe("human channels settle, machine channels keep every transition", () => 
 
   test("a transition after the first message went out is a new message, sent at once", async () => {
     const t = await tenant()
-    const slack = await channel(t, "slack", "later", "--settle", String(WINDOW))
+    const slack = await channel(t, "slack", "later", { settle: String(WINDOW) })
     const ip = "203.0.113.34"
     await hit(t, ip, "low")
     await eventually("the first message", () => at(t.path("later")).length === 1)
@@ -229,7 +225,7 @@ describe("human channels settle, machine channels keep every transition", () => 
 
   test("an escalation while the first message is being sent is a message of its own, not lost in a rewrite of the one in flight", async () => {
     const t = await tenant()
-    const slack = await channel(t, "slack", "in-flight", "--settle", "1")
+    const slack = await channel(t, "slack", "in-flight", { settle: "1" })
     const ip = "203.0.113.37"
     // The receiver holds its answer: the first message stays claimed, and not yet attempted, meanwhile.
     receiver.setDelay(3000)
@@ -256,7 +252,7 @@ describe("human channels settle, machine channels keep every transition", () => 
 
   test("shortening a channel's window sends the first message it holds sooner; 0 sends it now", async () => {
     const t = await tenant()
-    const slack = await channel(t, "slack", "long", "--settle", "3600")
+    const slack = await channel(t, "slack", "long", { settle: "3600" })
     await hit(t, "203.0.113.35", "medium")
     const [held] = await deliveriesOf(slack.id)
     expect(held?.nextAttemptAt.getTime()).toBe((held?.createdAt.getTime() ?? 0) + 3_600_000)
@@ -275,7 +271,7 @@ describe("human channels settle, machine channels keep every transition", () => 
 
   test("the held message commits with its transitions: a server killed within the window sends it after a restart, with the final state, once", async () => {
     const t = await tenant()
-    const slack = await channel(t, "slack", "crash", "--settle", String(WINDOW))
+    const slack = await channel(t, "slack", "crash", { settle: String(WINDOW) })
     await channel(t, "webhook", "crash-hook")
     const { incidentId, started } = await attack(t, "203.0.113.36")
     await server.stop("SIGKILL")

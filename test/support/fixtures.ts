@@ -156,9 +156,9 @@ export const listKeys = (db: TestDatabase, orgId: string) =>
 export const addIgnoreRule = (db: TestDatabase, orgId: string, rule: IgnoreRuleInput) =>
   db.run(asOperator(Effect.flatMap(IgnoreAdmin, (rules) => rules.add(orgId, rule))))
 
-/** `incident close <incident-id> --reason resolved` as the operator runs it. */
-export const closeIncident = (db: TestDatabase, incidentId: string) =>
-  db.run(asOperator(Effect.flatMap(IncidentAdmin, (incidents) => incidents.close(incidentId, { reason: "resolved" }))))
+/** `incident close <incident-id> --reason <reason>` (resolved unless given) as the operator runs it. */
+export const closeIncident = (db: TestDatabase, incidentId: string, reason = "resolved") =>
+  db.run(asOperator(Effect.flatMap(IncidentAdmin, (incidents) => incidents.close(incidentId, { reason }))))
 
 export interface SeedEvent {
   readonly time: Date
