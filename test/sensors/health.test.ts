@@ -14,6 +14,7 @@ import { verifyWebhook } from "../../src/webhooks/verify.ts"
 import { admin, adminJson } from "../support/cli.ts"
 import { freePort } from "../support/console.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
+import { channelDeliveries, listChannels } from "../support/fixtures.ts"
 import { type OwnDatabase, postgresForFile } from "../support/postgres.ts"
 import { type Receiver, startReceiver } from "../support/receiver.ts"
 import { type RunningServer, startServer, testEnv } from "../support/server.ts"
@@ -181,7 +182,8 @@ describe("sensor.silent and sensor.recovered", () => {
     expect(silent.headers["content-type"]).toContain("application/json")
 
     // The CLI's list says silent too.
-    const listed = (await adminJson(server.env, ["sensor", "list", "--org", orgId])) as Array<Record<string, unknown>>
+    // What `sensor list` shows, read through the admin service.
+    const listed = await db.run(asOperator(Effect.flatMap(SensorAdmin, (sensors) => sensors.list(orgId))))
     expect(listed.find((s) => s.id === sensor.id)?.status).toBe("silent")
 
     // Heard from again, through the other process (each process writes a sensor's contact at most every 10 s, and the
@@ -201,7 +203,7 @@ describe("sensor.silent and sensor.recovered", () => {
     expect(at("/d43-disabled")).toHaveLength(0)
 
     // In the delivery log like every delivery (no incident), delivered.
-    const log = (await adminJson(server.env, ["webhook", "deliveries", opted.id])) as Array<Record<string, unknown>>
+    const log = await channelDeliveries(db, opted.id)
     expect(log.map((d) => [d.type, d.status, d.incidentId]).sort()).toEqual([
       ["sensor.recovered", "succeeded", null],
       ["sensor.silent", "succeeded", null],
@@ -369,16 +371,13 @@ describe("opting a channel in to sensor-health alerts", () => {
       sensorHealth: "on",
     })
     expect(created.status).toBe(303)
-    const channels = (await adminJson(server.env, ["webhook", "list", "--org", orgId])) as Array<{
-      id: string
-      sensorHealth: boolean
-    }>
+    const channels = await listChannels(db, orgId)
     expect(channels).toHaveLength(1)
     const channel = channels[0] as { id: string; sensorHealth: boolean }
     expect(channel.sensorHealth).toBe(true)
     expect(await get("/settings/alerts")).toContain("Stop sensor-health alerts")
     expect((await post(`/settings/alerts/channels/${channel.id}/sensor-health-off`, {})).status).toBe(303)
-    const after = (await adminJson(server.env, ["webhook", "list", "--org", orgId])) as Array<{ sensorHealth: boolean }>
+    const after = await listChannels(db, orgId)
     expect(after[0]?.sensorHealth).toBe(false)
     const audit = await query<{ action: string; detail: string | null }>(
       (sql) => sql`select action, detail from audit_log where target = ${channel.id} order by id`,
