@@ -5,8 +5,8 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
-import { adminJson } from "../support/cli.ts"
 import { testDatabase } from "../support/db.ts"
+import { createChannel, createKey, createOrg, createSensor, withFixtures } from "../support/fixtures.ts"
 import { ingest, nativeEvent } from "../support/ingest.ts"
 import { type Receiver, startReceiver } from "../support/receiver.ts"
 import {
@@ -44,8 +44,10 @@ describe("operations listener", () => {
   })
 
   test("/metrics is Prometheus text with requests by route and status, latency histograms, events, transitions and the queue", async () => {
-    const org = await adminJson(server.env, ["org", "create", "--name", `Metrics ${crypto.randomUUID().slice(0, 8)}`])
-    const sensor = await adminJson(server.env, ["sensor", "create", "--org", org.id, "--name", "web-01"])
+    // Made by the admin services as the operator; `sensor create` without --profile makes a generic sensor.
+    const sensor = await withFixtures(server.env, async (db) =>
+      createSensor(db, (await createOrg(db, `Metrics ${crypto.randomUUID().slice(0, 8)}`)).id, "web-01", "generic"),
+    )
     await (await fetch(`${server.url}/v1/incidents`)).arrayBuffer() // 401
     await (await fetch(`${server.url}/v1/events/evt_x`, { headers: { authorization: "Bearer nope" } })).arrayBuffer()
     const sent = await ingest(server.ingestUrl, "events", sensor.token, [
@@ -175,14 +177,13 @@ describe("graceful shutdown", () => {
       }),
     })
     try {
-      const org = await adminJson(server.env, [
-        "org",
-        "create",
-        "--name",
-        `Shutdown ${crypto.randomUUID().slice(0, 8)}`,
-      ])
-      const sensor = await adminJson(server.env, ["sensor", "create", "--org", org.id, "--name", "web-01"])
-      await adminJson(server.env, ["webhook", "create", "--org", org.id, "--url", `${receiver.url}/drain`])
+      // Made by the admin services as the operator, on a connection closed before the server is stopped.
+      const sensor = await withFixtures(server.env, async (db) => {
+        const org = await createOrg(db, `Shutdown ${crypto.randomUUID().slice(0, 8)}`)
+        const sensor = await createSensor(db, org.id, "web-01", "generic")
+        await createChannel(db, org.id, `${receiver.url}/drain`)
+        return sensor
+      })
       receiver.setDelay(3_000)
       await ingest(server.ingestUrl, "events", sensor.token, [nativeEvent({ sourceIp: "203.0.113.91" })])
       const until = Date.now() + 10_000
@@ -236,18 +237,14 @@ describe("graceful shutdown", () => {
   test("SIGTERM: a request in flight on the ingest, API (/mcp) and console listeners still gets its own answer", async () => {
     const server = await startServerProcess()
     try {
-      const org = await adminJson(server.env, ["org", "create", "--name", `Drain ${crypto.randomUUID().slice(0, 8)}`])
-      const sensor = await adminJson(server.env, ["sensor", "create", "--org", org.id, "--name", "web-01"])
-      const key = await adminJson(server.env, [
-        "key",
-        "create",
-        "--org",
-        org.id,
-        "--name",
-        "drain",
-        "--scopes",
-        "incidents:read,events:read",
-      ])
+      // Made by the admin services as the operator, on a connection closed before the server is stopped.
+      const { sensor, key } = await withFixtures(server.env, async (db) => {
+        const org = await createOrg(db, `Drain ${crypto.randomUUID().slice(0, 8)}`)
+        return {
+          sensor: await createSensor(db, org.id, "web-01", "generic"),
+          key: await createKey(db, org.id, "incidents:read,events:read"),
+        }
+      })
       const event = JSON.stringify([nativeEvent({ sourceIp: "203.0.113.92" })])
       const mcp = JSON.stringify({
         jsonrpc: "2.0",

@@ -12,7 +12,7 @@ import { type ApiKeyId, type IdKind, type IdOf, isId, newId, type OrgId } from "
 import type { Severity } from "../../src/domain/severity.ts"
 import { EventsRepo, type NewEvent } from "../../src/repos/EventsRepo.ts"
 import { IncidentsRepo, type NewIncident } from "../../src/repos/IncidentsRepo.ts"
-import type { TestDatabase } from "./db.ts"
+import { type TestDatabase, testDatabase } from "./db.ts"
 
 /** An id a test holds as text, checked as the service's edges check one: a malformed id is a mistake in the test. */
 export const idOf = <K extends IdKind>(kind: K, text: string): IdOf<K> => {
@@ -74,6 +74,19 @@ export const createChannel = async (db: TestDatabase, orgId: string, url: string
   // A webhook always gets a signing secret at creation; the type says so for the tests that verify with it.
   if (created.secret === undefined) throw new Error(`webhook channel ${created.id} came without a signing secret`)
   return { ...created, secret: created.secret }
+}
+
+/**
+ * Runs `make` on a connection of its own to the server's database and closes it after: for fixtures a test makes
+ * once, before the server stops or restarts.
+ */
+export const withFixtures = async <A>(env: Record<string, string>, make: (db: TestDatabase) => Promise<A>) => {
+  const db = testDatabase(env)
+  try {
+    return await make(db)
+  } finally {
+    await db.close()
+  }
 }
 
 /**
