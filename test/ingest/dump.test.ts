@@ -4,9 +4,8 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
-import { adminJson } from "../support/cli.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
-import { createSensor, createTenant, get } from "../support/fixtures.ts"
+import { createChannel, createSensor, createTenant, get } from "../support/fixtures.ts"
 import { ingest, nativeEvent } from "../support/ingest.ts"
 import { type Receiver, startReceiver } from "../support/receiver.ts"
 import { cleanup, embeddedTestEnv, type RunningServer, startServer, testEnv, usingPostgres } from "../support/server.ts"
@@ -251,16 +250,7 @@ describe("no raw captured secret anywhere in a database dump", () => {
   })
 
   test("the webhook channel receives the incidents; their bodies are stored in the outbox", async () => {
-    const channel = await adminJson(server.env, [
-      "webhook",
-      "create",
-      "--org",
-      tenant.orgId,
-      "--url",
-      `${receiver.url}/dump`,
-      "--min-severity",
-      "low",
-    ])
+    const channel = await createChannel(db as TestDatabase, tenant.orgId, `${receiver.url}/dump`, "low")
     expect(channel.id).toMatch(/^whc_/)
     // A new event per grouping key after the channel exists: each incident is announced (escalated or, for a new
     // key, created) to the channel, with the stored attacker input in its body.

@@ -164,7 +164,7 @@ describe("POST /ingest/v1/events", () => {
     const view = await get(server.url, `/v1/incidents/${id}`, tenant.key)
     expect(view.body).toMatchObject({ status: "open", resolvedAt: null, eventCount: 2 })
     // Closed again, and past the window: a new incident starts.
-    await admin(server.env, ["incident", "close", id, "--reason", "resolved"])
+    await closeIncident(db, id)
     // Closing a closed incident is refused (checked here, not within the window above, which a slow CLI start ate).
     expect((await admin(server.env, ["incident", "close", id, "--reason", "resolved"])).stderr).toContain(
       `no open incident ${id}`,

@@ -4,9 +4,9 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { verifyWebhook } from "../../src/webhooks/verify.ts"
 import { deltaToNow, type Json, shiftLine } from "../support/captureTime.ts"
-import { adminJson } from "../support/cli.ts"
 import { freePort } from "../support/console.ts"
-import { get } from "../support/fixtures.ts"
+import { type TestDatabase, testDatabase } from "../support/db.ts"
+import { createChannel, createKey, createOrg, createSensor, createUser, get } from "../support/fixtures.ts"
 import { type Receiver, startReceiver } from "../support/receiver.ts"
 import { type RunningServer, shutdown, startServer, testEnv } from "../support/server.ts"
 import { makeTestCertificate } from "../support/tls.ts"
@@ -34,6 +34,7 @@ let server: RunningServer
 let receiver: Receiver
 let caFile: string
 let consoleUrl: string
+let db: TestDatabase
 
 beforeAll(async () => {
   const certs = makeTestCertificate({ dnsNames: ["localhost"], ipAddresses: ["127.0.0.1", "::1"] })
@@ -51,10 +52,11 @@ beforeAll(async () => {
       APP_URL: consoleUrl,
     }),
   })
+  db = testDatabase(server.env)
 })
 
 afterAll(async () => {
-  await shutdown(server)
+  await shutdown(server, db)
   receiver?.stop()
   if (caFile) rmSync(caFile, { force: true })
 })
@@ -121,7 +123,7 @@ const formPost = (path: string, cookie: string, fields: Record<string, string>) 
 
 const signedInAnalyst = async (orgId: string) => {
   const email = `real.sensors.${RUN}@acme.example`
-  const made = await adminJson(server.env, ["user", "create", "--org", orgId, "--email", email, "--role", "analyst"])
+  const made = await createUser(db, orgId, email, "analyst")
   const linkPath = new URL(made.link).pathname
   const form = await fetch(`${consoleUrl}${linkPath}`)
   const set = await formPost(linkPath, cookieOf(form, "__Host-form"), {
@@ -151,37 +153,13 @@ const eventually = async (what: string, check: () => boolean, ms = 30_000) => {
 }
 
 test("done when: a real Cowrie (HEC) and a real OpenCanary (WebhookHandler) attack becomes incidents in the API, the console and a signed webhook", async () => {
-  // Set up as docs/connect-a-sensor.md says: an organization, a sensor per honeypot, a read key, a webhook channel.
-  const orgId = (await adminJson(server.env, ["org", "create", "--name", `Real sensors end to end ${RUN}`])).id
-  const sensor = async (name: string, profile: string) =>
-    (await adminJson(server.env, ["sensor", "create", "--org", orgId, "--name", name, "--profile", profile])) as {
-      id: string
-      token: string
-    }
-  const cowrie = await sensor("dmz-cowrie-1", "cowrie")
-  const canary = await sensor("dmz-canary-1", "opencanary")
-  const key = (
-    await adminJson(server.env, [
-      "key",
-      "create",
-      "--org",
-      orgId,
-      "--name",
-      "soar",
-      "--scopes",
-      "incidents:read,events:read",
-    ])
-  ).key as string
-  const channel = (await adminJson(server.env, [
-    "webhook",
-    "create",
-    "--org",
-    orgId,
-    "--url",
-    `${receiver.url}/real-sensors`,
-    "--min-severity",
-    "low",
-  ])) as { id: string; secret: string }
+  // Set up as docs/connect-a-sensor.md says: an organization, a sensor per honeypot, a read key, a webhook channel
+  // (made by the admin services the documented commands run, as the operator).
+  const orgId = (await createOrg(db, `Real sensors end to end ${RUN}`)).id
+  const cowrie = await createSensor(db, orgId, "dmz-cowrie-1", "cowrie")
+  const canary = await createSensor(db, orgId, "dmz-canary-1", "opencanary")
+  const key = (await createKey(db, orgId, "incidents:read,events:read")).key
+  const channel = await createChannel(db, orgId, `${receiver.url}/real-sensors`, "low")
 
   // Cowrie's output_splunk: one HEC request per line; every answer HEC's success.
   const hec = captured("cowrie/hec-requests")
