@@ -13,7 +13,7 @@ import { SQL } from "bun"
 import { deriveKey } from "../src/domain/crypto.ts"
 import { type CursorScope, decodeCursor, encodeCursor } from "../src/domain/cursor.ts"
 import { EVENT_TYPE_NAMES } from "../src/domain/eventTypes.ts"
-import { isId } from "../src/domain/ids.ts"
+import { isId, type OrgId } from "../src/domain/ids.ts"
 import { decodeSecretKey } from "../src/platform/config.ts"
 import { type EventRow, eventListStatement, eventMembersStatement } from "../src/repos/EventsRepo.ts"
 import { type IncidentRow, incidentByIdStatement, incidentListStatement } from "../src/repos/IncidentsRepo.ts"
@@ -49,7 +49,7 @@ const page = <Row extends { readonly id: string }>(
   }
 }
 
-const listIncidents = async (orgId: string, params: URLSearchParams) => {
+const listIncidents = async (orgId: OrgId, params: URLSearchParams) => {
   const status = params.get("status") ?? undefined
   if (status !== undefined && status !== "open" && status !== "closed") return fail(400, "status")
   const limit = limitOf(params)
@@ -72,7 +72,7 @@ const listIncidents = async (orgId: string, params: URLSearchParams) => {
   )
 }
 
-const getIncident = async (orgId: string, id: string) => {
+const getIncident = async (orgId: OrgId, id: string) => {
   if (!isId("incident", id)) return fail(404, "not found")
   const one = incidentByIdStatement(orgId, id)
   const [row] = (await sql.unsafe(one.text, [...one.params])) as Array<IncidentRow>
@@ -82,7 +82,7 @@ const getIncident = async (orgId: string, id: string) => {
   return json(encodeIncident(row, members, appUrl))
 }
 
-const listEvents = async (orgId: string, params: URLSearchParams) => {
+const listEvents = async (orgId: OrgId, params: URLSearchParams) => {
   const type = params.get("type") ?? undefined
   if (type !== undefined && !types.has(type)) return fail(400, "type")
   const limit = limitOf(params)
@@ -103,6 +103,7 @@ const server = Bun.serve({
   async fetch(request) {
     const url = new URL(request.url)
     const orgId = url.searchParams.get("org") ?? ""
+    if (!isId("organization", orgId)) return fail(404, "not found")
     try {
       if (url.pathname === "/v1/incidents") return await listIncidents(orgId, url.searchParams)
       if (url.pathname === "/v1/events") return await listEvents(orgId, url.searchParams)

@@ -17,6 +17,7 @@ import { PgClient } from "@effect/sql-pg"
 import { SQL } from "bun"
 import { Effect, Redacted } from "effect"
 import pg from "pg"
+import { isId } from "../src/domain/ids.ts"
 import * as BunPg from "../src/platform/db/bunPg.ts"
 import { readRows } from "../src/platform/db/directReads.ts"
 import { incidentListStatement } from "../src/repos/IncidentsRepo.ts"
@@ -35,6 +36,7 @@ const url = databaseUrl(database)
 const manifest = await loadManifest({ databaseUrl: url })
 if (manifest === undefined) throw new Error(`${database} has no seed manifest`)
 const orgId = manifest.datasets.large.orgId
+if (!isId("organization", orgId)) throw new Error(`${database}'s seed manifest names no organization`)
 const { text, params } = incidentListStatement({ orgId, status: undefined, after: undefined, fetch: 51 })
 
 /** N queries, C at a time; the CPU of this process and of PostgreSQL per query. */

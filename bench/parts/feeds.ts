@@ -2,6 +2,7 @@ import { SQL } from "bun"
 import { eventChangesStatement } from "../../src/api/ChangesRepo.ts"
 import { deriveKey } from "../../src/domain/crypto.ts"
 import { encodeFeedToken } from "../../src/domain/feedToken.ts"
+import { isId } from "../../src/domain/ids.ts"
 import { type BenchContext, log, round, serviceEnv } from "../lib/common.ts"
 import { startService } from "../lib/proc.ts"
 import type { SeedManifest } from "../lib/seed.ts"
@@ -15,6 +16,8 @@ import { keyPool, load, type Timing } from "./api.ts"
  */
 export const runFeeds = async (ctx: BenchContext, manifest: SeedManifest, timing: Timing, connections = 16) => {
   const large = manifest.datasets.large
+  const orgId = large.orgId
+  if (!isId("organization", orgId)) throw new Error("the seed manifest names no organization")
   const keys = keyPool(ctx, large)
   const sql = new SQL({ url: ctx.databaseUrl, max: 1 })
   const deepAfter = Math.min(900_000, large.events - 100)
@@ -37,7 +40,7 @@ export const runFeeds = async (ctx: BenchContext, manifest: SeedManifest, timing
   const plans: Array<{ case: string; plan: string; executionMs: number; sharedBuffers: number }> = []
   for (const c of cases) {
     const statement = eventChangesStatement({
-      orgId: large.orgId,
+      orgId,
       after: { ...c.position, fromMs: null },
       fetch: 51,
     })

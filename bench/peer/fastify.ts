@@ -19,7 +19,7 @@ import { eventFilterDigestInput } from "../../src/api/params.ts"
 import { deriveKey } from "../../src/domain/crypto.ts"
 import { type CursorScope, decodeCursor, encodeCursor } from "../../src/domain/cursor.ts"
 import { EVENT_TYPE_NAMES } from "../../src/domain/eventTypes.ts"
-import { isId } from "../../src/domain/ids.ts"
+import { isId, type OrgId } from "../../src/domain/ids.ts"
 import { API_KEY_TOKEN, bearerToken, parseToken, secretMatches } from "../../src/domain/secretToken.ts"
 import { decodeSecretKey } from "../../src/platform/config.ts"
 import { type EventRow, eventListStatement, eventMembersStatement } from "../../src/repos/EventsRepo.ts"
@@ -45,7 +45,8 @@ class Problem extends Error {
 }
 
 interface Key {
-  readonly orgId: string
+  // Branded as read: the table's foreign key guarantees the kind.
+  readonly orgId: OrgId
   readonly keyId: string
   readonly scopes: ReadonlyArray<string>
   readonly expiresAt: Date | null

@@ -1,6 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { Effect, Option } from "effect"
-import { isId } from "../domain/ids.ts"
+import { isId, type OrgId } from "../domain/ids.ts"
 import { SCOPES, type Scope } from "../domain/scopes.ts"
 import { API_KEY_TOKEN, issueToken } from "../domain/secretToken.ts"
 import { parseTimestamp } from "../domain/time.ts"
@@ -24,7 +24,7 @@ export class ApiKeyAdmin extends Effect.Service<ApiKeyAdmin>()("ApiKeyAdmin", {
     const { audited } = yield* auditing
 
     const create = Effect.fn("ApiKeyAdmin.create")(function* (
-      orgId: string,
+      org: string,
       input: {
         readonly name: string | undefined
         readonly scopes: string | undefined
@@ -32,7 +32,7 @@ export class ApiKeyAdmin extends Effect.Service<ApiKeyAdmin>()("ApiKeyAdmin", {
       },
     ) {
       yield* requireAdmin
-      yield* orgAdmin.require(orgId)
+      const orgId = (yield* orgAdmin.require(org)).id
       const name = yield* checkName("name", input.name)
       const scopes = [
         ...new Set(
@@ -71,8 +71,8 @@ export class ApiKeyAdmin extends Effect.Service<ApiKeyAdmin>()("ApiKeyAdmin", {
       return { id: issued.id, key: issued.token }
     }, sql.withTransaction)
 
-    const list = Effect.fn("ApiKeyAdmin.list")(function* (orgId: string) {
-      yield* orgAdmin.require(orgId)
+    const list = Effect.fn("ApiKeyAdmin.list")(function* (org: string) {
+      const orgId = (yield* orgAdmin.require(org)).id
       const rows = yield* keys.listByOrg(orgId)
       return rows.map((k) => ({
         id: k.id,
@@ -87,8 +87,9 @@ export class ApiKeyAdmin extends Effect.Service<ApiKeyAdmin>()("ApiKeyAdmin", {
 
     /** The key, if the actor may see it (another organization's key is unknown, D30). */
     const find = Effect.fn("ApiKeyAdmin.find")(function* (keyId: string) {
+      // The foreign key guarantees the kind of id.
       const rows = isId("apiKey", keyId)
-        ? yield* sql<{ orgId: string }>`select org_id from api_keys where id = ${keyId}`
+        ? yield* sql<{ orgId: OrgId }>`select org_id from api_keys where id = ${keyId}`
         : []
       const owner = rows[0]?.orgId
       if (owner === undefined) return yield* notFound("key", keyId)

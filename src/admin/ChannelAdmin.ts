@@ -191,7 +191,7 @@ export class ChannelAdmin extends Effect.Service<ChannelAdmin>()("ChannelAdmin",
      * findings are incidents). Only a webhook returns a secret: the others' secrets were given by the admin.
      */
     const create = Effect.fn("ChannelAdmin.create")(function* (
-      orgId: string,
+      org: string,
       input: {
         readonly kind?: string | undefined
         readonly format?: string | undefined
@@ -204,7 +204,7 @@ export class ChannelAdmin extends Effect.Service<ChannelAdmin>()("ChannelAdmin",
       },
     ) {
       yield* requireAdmin
-      yield* orgAdmin.require(orgId)
+      const orgId = (yield* orgAdmin.require(org)).id
       const kind = input.kind ?? "webhook"
       if (!isChannelKind(kind)) return yield* malformed("kind", `must be one of ${CHANNEL_KINDS.join(", ")}`)
       const spec = kindSpec(kind)
@@ -264,8 +264,8 @@ export class ChannelAdmin extends Effect.Service<ChannelAdmin>()("ChannelAdmin",
         : { id, kind, format, settleSeconds, secret: destination.secret }
     })
 
-    const list = Effect.fn("ChannelAdmin.list")(function* (orgId: string) {
-      yield* orgAdmin.require(orgId)
+    const list = Effect.fn("ChannelAdmin.list")(function* (org: string) {
+      const orgId = (yield* orgAdmin.require(org)).id
       const at = yield* now
       return (yield* channelRepo.listChannels(orgId)).map((c) => describe(c, at))
     })

@@ -1,7 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { Duration, Effect } from "effect"
 import { EVENT_TYPE_NAMES } from "../domain/eventTypes.ts"
-import { isId, newId } from "../domain/ids.ts"
+import { isId, newId, type OrgId, type SensorId } from "../domain/ids.ts"
 import { parseNetwork } from "../domain/ip.ts"
 import { parseTimestamp } from "../domain/time.ts"
 import { parseShortDuration } from "../platform/config.ts"
@@ -31,7 +31,7 @@ export interface IgnoreRuleInput {
 export interface IgnoreRuleView {
   readonly id: string
   readonly source: string
-  readonly sensorId: string | null
+  readonly sensorId: SensorId | null
   readonly port: number | null
   readonly eventType: string | null
   readonly note: string
@@ -81,7 +81,7 @@ export class IgnoreAdmin extends Effect.Service<IgnoreAdmin>()("IgnoreAdmin", {
     const { audited } = yield* auditing
 
     /** The rule as it would be stored, every field checked; nothing is written. */
-    const check = Effect.fn("IgnoreAdmin.check")(function* (orgId: string, input: IgnoreRuleInput, now: Date) {
+    const check = Effect.fn("IgnoreAdmin.check")(function* (orgId: OrgId, input: IgnoreRuleInput, now: Date) {
       if (blank(input.source)) return yield* missing("source")
       const network = parseNetwork(input.source ?? "")
       if (network === undefined) {
@@ -94,19 +94,17 @@ export class IgnoreAdmin extends Effect.Service<IgnoreAdmin>()("IgnoreAdmin", {
         )
       }
       const source = network.cidr
-      let sensorId: string | null = null
+      let sensorId: SensorId | null = null
       if (!blank(input.sensor)) {
         const id = (input.sensor ?? "").trim()
-        const rows = isId("sensor", id)
-          ? yield* sql<{ orgId: string }>`select org_id from sensors where id = ${id}`.pipe(dbErrors)
-          : []
-        if (rows[0]?.orgId !== orgId) {
-          return yield* invalid({
-            field: "sensor",
-            reason: "unknown",
-            rule: `unknown sensor of this organization: ${id.slice(0, 64)}`,
-          })
-        }
+        const unknown = invalid({
+          field: "sensor",
+          reason: "unknown",
+          rule: `unknown sensor of this organization: ${id.slice(0, 64)}`,
+        })
+        if (!isId("sensor", id)) return yield* unknown
+        const rows = yield* sql<{ orgId: string }>`select org_id from sensors where id = ${id}`.pipe(dbErrors)
+        if (rows[0]?.orgId !== orgId) return yield* unknown
         sensorId = id
       }
       let port: number | null = null
@@ -145,9 +143,9 @@ export class IgnoreAdmin extends Effect.Service<IgnoreAdmin>()("IgnoreAdmin", {
       return { source, sensorId, port, eventType, note, expiresAt }
     })
 
-    const add = Effect.fn("IgnoreAdmin.add")(function* (orgId: string, input: IgnoreRuleInput) {
+    const add = Effect.fn("IgnoreAdmin.add")(function* (org: string, input: IgnoreRuleInput) {
       const actor = yield* requireAdmin
-      yield* orgAdmin.require(orgId)
+      const orgId = (yield* orgAdmin.require(org)).id
       const now = new Date()
       const rule = yield* check(orgId, input, now)
       const created = yield* rules.create({
@@ -168,8 +166,8 @@ export class IgnoreAdmin extends Effect.Service<IgnoreAdmin>()("IgnoreAdmin", {
     }, sql.withTransaction)
 
     /** The organization's rules (expired ones too, marked), oldest first; anyone of the organization may list. */
-    const list = Effect.fn("IgnoreAdmin.list")(function* (orgId: string) {
-      yield* orgAdmin.require(orgId)
+    const list = Effect.fn("IgnoreAdmin.list")(function* (org: string) {
+      const orgId = (yield* orgAdmin.require(org)).id
       const rows = yield* rules.listByOrg(orgId)
       const now = new Date()
       return rows.map((r) => viewOf(r, rows, now))

@@ -1,6 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { Duration, Effect, Option } from "effect"
-import { isId } from "../domain/ids.ts"
+import { isId, type OrgId } from "../domain/ids.ts"
 import { canonicalIp } from "../domain/ip.ts"
 import { parseTimestamp } from "../domain/time.ts"
 import { parseShortDuration } from "../platform/config.ts"
@@ -85,13 +85,13 @@ export class IncidentAdmin extends Effect.Service<IncidentAdmin>()("IncidentAdmi
     /** The organization of an incident the actor may see; another organization's is unknown (D30). */
     const ownerOf = (incidentId: string, reason: "unknown" | "notOpen") =>
       Effect.gen(function* () {
-        const rows = isId("incident", incidentId)
-          ? yield* sql<{ orgId: string }>`select org_id from incidents where id = ${incidentId}`
-          : []
+        if (!isId("incident", incidentId)) return yield* notFound("incident", incidentId, reason)
+        // The foreign key guarantees the kind of id.
+        const rows = yield* sql<{ orgId: OrgId }>`select org_id from incidents where id = ${incidentId}`
         const owner = rows[0]?.orgId
         if (owner === undefined) return yield* notFound("incident", incidentId, reason)
         yield* requireScope(owner, "incident", incidentId, reason)
-        return owner
+        return { orgId: owner, id: incidentId }
       })
 
     /**
@@ -101,10 +101,10 @@ export class IncidentAdmin extends Effect.Service<IncidentAdmin>()("IncidentAdmi
     const close = Effect.fn("IncidentAdmin.close")(function* (incidentId: string, input: CloseInput) {
       const reason = yield* checkReason(input.reason)
       const note = yield* checkNote("note", input.note, false)
-      yield* ownerOf(incidentId, "notOpen")
+      const owned = yield* ownerOf(incidentId, "notOpen")
       const actor = yield* AdminActor
       const now = new Date()
-      const closed = yield* incidents.close(incidentId, now)
+      const closed = yield* incidents.close(owned.id, now)
       if (Option.isNone(closed)) return yield* notFound("incident", incidentId, "notOpen")
       const c = closed.value
       const ids = yield* transitions.insert(
@@ -119,11 +119,11 @@ export class IncidentAdmin extends Effect.Service<IncidentAdmin>()("IncidentAdmi
     const addNote = Effect.fn("IncidentAdmin.addNote")(function* (incidentId: string, text: string | undefined) {
       const body = yield* checkNote("note", text, true)
       if (body === undefined) return yield* missing("note")
-      const orgId = yield* ownerOf(incidentId, "unknown")
+      const { orgId, id } = yield* ownerOf(incidentId, "unknown")
       const actor = yield* AdminActor
-      const added = yield* notes.add({ orgId, incidentId, author: actor.id, body })
-      yield* audited(orgId, "incident.note", incidentId, `${body.length} characters`)
-      return { id: added.id, incidentId, createdAt: added.createdAt.toISOString() }
+      const added = yield* notes.add({ orgId, incidentId: id, author: actor.id, body })
+      yield* audited(orgId, "incident.note", id, `${body.length} characters`)
+      return { id: added.id, incidentId: id, createdAt: added.createdAt.toISOString() }
     }, sql.withTransaction)
 
     /** The filter checked: the organization in scope, a sensor of it, a source address, a time. */
@@ -132,6 +132,7 @@ export class IncidentAdmin extends Effect.Service<IncidentAdmin>()("IncidentAdmi
         const actor = yield* AdminActor
         const org = orgId ?? (actor._tag === "OrgUser" ? actor.orgId : undefined)
         if (org === undefined || org === "") return yield* missing("org")
+        if (!isId("organization", org)) return yield* notFound("organization", org)
         yield* requireScope(org, "organization", org)
         const given = (s: string | undefined) => (s === undefined || s.trim() === "" ? undefined : s.trim())
         const sensor = given(input.sensor)
@@ -146,7 +147,7 @@ export class IncidentAdmin extends Effect.Service<IncidentAdmin>()("IncidentAdmi
           if (Option.isNone(found) || found.value.orgId !== org) {
             return yield* malformed("sensor", "must be a sensor id of this organization")
           }
-          filter.sensorId = sensor
+          filter.sensorId = found.value.id
         }
         if (source !== undefined) {
           const ip = canonicalIp(source)

@@ -1,7 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { Effect, Option } from "effect"
 import { maskSecret } from "../domain/attackerInput.ts"
-import { isId } from "../domain/ids.ts"
+import { type IncidentId, isId, type OrgId, type SensorId } from "../domain/ids.ts"
 import { incidentTexts } from "../domain/narrative.ts"
 import {
   classifySource,
@@ -43,8 +43,9 @@ export interface BaitCredentialView {
 
 /** An incident as re-judging reads it. */
 interface JudgedRow {
-  readonly id: string
-  readonly sensorId: string
+  // Branded as read: the table's keys guarantee the kinds.
+  readonly id: IncidentId
+  readonly sensorId: SensorId
   readonly sensorName: string
   readonly sensorProfile: string
   readonly sourceIp: string
@@ -84,13 +85,13 @@ export class JudgementAdmin extends Effect.Service<JudgementAdmin>()("JudgementA
     const { sealer } = yield* Keys
     const { audited } = yield* auditing
 
-    const networks = Effect.fn("JudgementAdmin.networks")(function* (orgId: string) {
-      yield* orgAdmin.require(orgId)
+    const networks = Effect.fn("JudgementAdmin.networks")(function* (org: string) {
+      const orgId = (yield* orgAdmin.require(org)).id
       return (yield* networksRepo.get(orgId)) satisfies NetworksView
     })
 
     /** Every incident of the organization whose source changes side or network gets its judgement written again. */
-    const rejudge = Effect.fn("JudgementAdmin.rejudge")(function* (orgId: string, list: ReadonlyArray<OwnNetwork>) {
+    const rejudge = Effect.fn("JudgementAdmin.rejudge")(function* (orgId: OrgId, list: ReadonlyArray<OwnNetwork>) {
       const now = new Date()
       const sources = yield* sql<{ sourceIp: string; sourceScope: string; sourceNetwork: unknown }>`
         select distinct source_ip, source_scope, source_network from incidents where org_id = ${orgId}`.pipe(dbErrors)
@@ -175,9 +176,9 @@ export class JudgementAdmin extends Effect.Service<JudgementAdmin>()("JudgementA
      * private ranges with `null`; re-judges its incidents in the same transaction.
      */
     const setNetworks = Effect.fn("JudgementAdmin.setNetworks")(
-      function* (orgId: string, text: string | null) {
+      function* (org: string, text: string | null) {
         yield* requireAdmin
-        yield* orgAdmin.require(orgId)
+        const orgId = (yield* orgAdmin.require(org)).id
         let list: ReadonlyArray<OwnNetwork> | null = null
         if (text !== null) {
           const read = parseNetworkList(text)
@@ -210,8 +211,8 @@ export class JudgementAdmin extends Effect.Service<JudgementAdmin>()("JudgementA
       createdAt: new Date(r.createdAt).toISOString(),
     })
 
-    const baitList = Effect.fn("JudgementAdmin.baitList")(function* (orgId: string) {
-      yield* orgAdmin.require(orgId)
+    const baitList = Effect.fn("JudgementAdmin.baitList")(function* (org: string) {
+      const orgId = (yield* orgAdmin.require(org)).id
       return (yield* baits.list(orgId)).map(viewOf)
     })
 
@@ -222,11 +223,11 @@ export class JudgementAdmin extends Effect.Service<JudgementAdmin>()("JudgementA
      */
     const baitAdd = Effect.fn("JudgementAdmin.baitAdd")(
       function* (
-        orgId: string,
+        orgText: string,
         input: { username?: string | undefined; password?: string | undefined; label?: string | undefined },
       ) {
         yield* requireAdmin
-        yield* orgAdmin.require(orgId)
+        const orgId = (yield* orgAdmin.require(orgText)).id
         if (input.username === undefined || input.username === "") return yield* missing("username")
         if (input.password === undefined || input.password === "") return yield* missing("password")
         const username = sanitizeText(input.username)
@@ -265,8 +266,9 @@ export class JudgementAdmin extends Effect.Service<JudgementAdmin>()("JudgementA
       function* (id: string) {
         yield* requireAdmin
         const unknown = notFound("baitCredential", id.slice(0, 64))
+        // The foreign key guarantees the kind of id.
         const rows = isId("baitCredential", id)
-          ? yield* sql<{ orgId: string }>`select org_id from bait_credentials where id = ${id}`.pipe(dbErrors)
+          ? yield* sql<{ orgId: OrgId }>`select org_id from bait_credentials where id = ${id}`.pipe(dbErrors)
           : []
         const orgId = rows[0]?.orgId
         if (orgId === undefined) return yield* unknown

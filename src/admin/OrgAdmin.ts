@@ -67,11 +67,11 @@ export class OrgAdmin extends Effect.Service<OrgAdmin>()("OrgAdmin", {
     })
 
     /** D10: announced to every server's key cache before it returns (OrgsRepo.setDeception). */
-    const setDeception = Effect.fn("OrgAdmin.setDeception")(function* (orgId: string, state: string | undefined) {
+    const setDeception = Effect.fn("OrgAdmin.setDeception")(function* (org: string, state: string | undefined) {
       yield* requireAdmin
       if (state !== "on" && state !== "off")
         return yield* invalid({ field: "deception", reason: "malformed", rule: "must be on or off" })
-      yield* require(orgId)
+      const orgId = (yield* require(org)).id
       // The transaction commits (and so notifies) inside `announced`, which then waits for every cache's ack: a
       // wait inside the transaction could never be answered, since a NOTIFY is only sent at commit.
       const actor = yield* AdminActor
@@ -90,7 +90,7 @@ export class OrgAdmin extends Effect.Service<OrgAdmin>()("OrgAdmin", {
      * D49: how many days the organization's events are kept; blank or "default" for RETENTION_DAYS. Audited with the
      * value before and after.
      */
-    const setRetention = Effect.fn("OrgAdmin.setRetention")(function* (orgId: string, days: string | undefined) {
+    const setRetention = Effect.fn("OrgAdmin.setRetention")(function* (orgText: string, days: string | undefined) {
       yield* requireAdmin
       const text = (days ?? "").trim()
       const value = text === "" || text.toLowerCase() === "default" ? null : /^\d{1,6}$/.test(text) ? Number(text) : -1
@@ -100,7 +100,8 @@ export class OrgAdmin extends Effect.Service<OrgAdmin>()("OrgAdmin", {
           "must be a whole number of days from 1 to 100000, or blank for the default",
         )
       }
-      const org = yield* require(orgId)
+      const org = yield* require(orgText)
+      const orgId = org.id
       yield* orgs.setRetentionDays(orgId, value)
       yield* audited(orgId, "org.retention", orgId, `${org.retentionDays ?? "default"} -> ${value ?? "default"}`)
       return { id: orgId, retentionDays: value }

@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto"
 import { SqlClient } from "@effect/sql"
 import { Duration, Effect, Option } from "effect"
 import { sha256 } from "../domain/crypto.ts"
-import { isId } from "../domain/ids.ts"
+import { isId, type OrgId } from "../domain/ids.ts"
 import { issueToken, SENSOR_TOKEN } from "../domain/secretToken.ts"
 import { statusOf } from "../domain/sensorStatus.ts"
 import { parseShortDuration } from "../platform/config.ts"
@@ -74,7 +74,7 @@ export class SensorAdmin extends Effect.Service<SensorAdmin>()("SensorAdmin", {
     const { audited, lockNames } = yield* auditing
 
     /** Refused when another sensor in service in the organization has this name. Call within a transaction. */
-    const nameFree = (orgId: string, name: string, self?: string) =>
+    const nameFree = (orgId: OrgId, name: string, self?: string) =>
       Effect.gen(function* () {
         yield* lockNames(`sensors:${orgId}`)
         const taken = (yield* sensors.listByOrg(orgId)).find(
@@ -92,7 +92,7 @@ export class SensorAdmin extends Effect.Service<SensorAdmin>()("SensorAdmin", {
       })
 
     const create = Effect.fn("SensorAdmin.create")(function* (
-      orgId: string,
+      org: string,
       input: {
         readonly name: string | undefined
         readonly profile: string | undefined
@@ -101,7 +101,7 @@ export class SensorAdmin extends Effect.Service<SensorAdmin>()("SensorAdmin", {
       options: { readonly allowDuplicateName?: boolean } = {},
     ) {
       yield* requireAdmin
-      yield* orgAdmin.require(orgId)
+      const orgId = (yield* orgAdmin.require(org)).id
       const name = yield* checkName("name", input.name)
       const profile = yield* checkProfile(input.profile)
       const heartbeatIntervalSeconds = yield* checkHeartbeatInterval(input.heartbeatInterval)
@@ -120,8 +120,8 @@ export class SensorAdmin extends Effect.Service<SensorAdmin>()("SensorAdmin", {
     }, sql.withTransaction)
 
     /** D43: every sensor of the organization with its status now and when it was last heard from. */
-    const list = Effect.fn("SensorAdmin.list")(function* (orgId: string) {
-      yield* orgAdmin.require(orgId)
+    const list = Effect.fn("SensorAdmin.list")(function* (org: string) {
+      const orgId = (yield* orgAdmin.require(org)).id
       const now = new Date()
       return (yield* sensors.listByOrg(orgId)).map((s) => describeSensor(s, now))
     })

@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto"
 import { SqlClient } from "@effect/sql"
 import { Effect, Option } from "effect"
 import { constantTimeEqual, hmacSha256, sha256 } from "../domain/crypto.ts"
+import type { OrgId, UserId } from "../domain/ids.ts"
 import { Keys } from "../platform/keys.ts"
 import { addressBucketKey } from "../platform/ratelimit/core.ts"
 import { AuditRepo } from "../repos/AuditRepo.ts"
@@ -64,8 +65,8 @@ export type SignInResult =
   | {
       readonly _tag: "SignedIn"
       readonly token: string
-      readonly userId: string
-      readonly orgId: string
+      readonly userId: UserId
+      readonly orgId: OrgId
       /** The known-device cookie's value to set (DEVICE_COOKIE). */
       readonly device: string
     }
@@ -195,7 +196,7 @@ export class SignIn extends Effect.Service<SignIn>()("SignIn", {
       )
     })
 
-    const startSession = Effect.fn("SignIn.startSession")(function* (userId: string, ip: string) {
+    const startSession = Effect.fn("SignIn.startSession")(function* (userId: UserId, ip: string) {
       const token = newToken()
       const at = new Date()
       yield* users.insertSession({
@@ -369,8 +370,8 @@ export class SignIn extends Effect.Service<SignIn>()("SignIn", {
     /** The session ends now; audited for the user's organization. */
     const signOut = Effect.fn("SignIn.signOut")(function* (session: {
       readonly token: string
-      readonly userId: string
-      readonly orgId: string
+      readonly userId: UserId
+      readonly orgId: OrgId
       readonly ip: string | null
     }) {
       yield* sql.withTransaction(

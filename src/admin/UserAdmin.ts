@@ -1,6 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { Effect, Option } from "effect"
-import { isId, newId } from "../domain/ids.ts"
+import { isId, newId, type UserId } from "../domain/ids.ts"
 import { AppConfig } from "../platform/config.ts"
 import { ConsoleUsersRepo, ROLES, type Role } from "../repos/ConsoleUsersRepo.ts"
 import { requireAdmin, requireScope } from "./actor.ts"
@@ -23,7 +23,7 @@ export class UserAdmin extends Effect.Service<UserAdmin>()("UserAdmin", {
     const { audited } = yield* auditing
     const { appUrl } = yield* AppConfig
 
-    const linkFor = (userId: string, at: Date) =>
+    const linkFor = (userId: UserId, at: Date) =>
       Effect.gen(function* () {
         const token = newToken()
         yield* users.expireLinks(userId, at)
@@ -50,7 +50,7 @@ export class UserAdmin extends Effect.Service<UserAdmin>()("UserAdmin", {
       readonly role: string | undefined
     }) {
       yield* requireAdmin
-      yield* orgAdmin.require(input.orgId)
+      const orgId = (yield* orgAdmin.require(input.orgId)).id
       if (input.email === undefined) return yield* missing("email")
       if (input.role === undefined) return yield* missing("role")
       const email = normalizeEmail(input.email)
@@ -78,14 +78,14 @@ export class UserAdmin extends Effect.Service<UserAdmin>()("UserAdmin", {
       }
       const at = new Date()
       const id = newId("consoleUser", at.getTime())
-      yield* users.insertUser({ id, orgId: input.orgId, email, role, createdAt: at })
+      yield* users.insertUser({ id, orgId, email, role, createdAt: at })
       const link = yield* linkFor(id, at)
-      yield* audited(input.orgId, "user.create", id, `${email} (${role})`)
+      yield* audited(orgId, "user.create", id, `${email} (${role})`)
       return { id, email, role, link: link.link, linkExpiresAt: link.expiresAt.toISOString() }
     }, sql.withTransaction)
 
-    const list = Effect.fn("UserAdmin.list")(function* (orgId: string) {
-      yield* orgAdmin.require(orgId)
+    const list = Effect.fn("UserAdmin.list")(function* (org: string) {
+      const orgId = (yield* orgAdmin.require(org)).id
       return (yield* users.listByOrg(orgId)).map((u) => ({
         id: u.id,
         email: u.email,

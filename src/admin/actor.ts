@@ -1,4 +1,5 @@
 import { Context, Effect } from "effect"
+import type { OrgId, UserId } from "../domain/ids.ts"
 import type { Role } from "../repos/ConsoleUsersRepo.ts"
 import { Forbidden, notFound, type Thing } from "./errors.ts"
 
@@ -12,9 +13,9 @@ export type AdminActorValue =
   | { readonly _tag: "Operator"; readonly id: "cli"; readonly ip: null }
   | {
       readonly _tag: "OrgUser"
-      readonly id: string
+      readonly id: UserId
       readonly ip: string | null
-      readonly orgId: string
+      readonly orgId: OrgId
       readonly role: Role
     }
 
@@ -22,7 +23,7 @@ export class AdminActor extends Context.Tag("AdminActor")<AdminActor, AdminActor
 
 export const OPERATOR: AdminActorValue = { _tag: "Operator", id: "cli", ip: null }
 
-export const orgUser = (user: { id: string; ip: string | null; orgId: string; role: Role }): AdminActorValue => ({
+export const orgUser = (user: { id: UserId; ip: string | null; orgId: OrgId; role: Role }): AdminActorValue => ({
   _tag: "OrgUser",
   ...user,
 })
@@ -32,12 +33,12 @@ export const asOperator = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
   Effect.provideService(effect, AdminActor, OPERATOR)
 
 /** Whether the actor may see and change this organization's rows. */
-export const actsOn = (actor: AdminActorValue, orgId: string) => actor._tag === "Operator" || actor.orgId === orgId
+export const actsOn = (actor: AdminActorValue, orgId: OrgId) => actor._tag === "Operator" || actor.orgId === orgId
 
 /**
  * A row of another organization is answered as one that does not exist: `field` and `id` say what was asked for.
  */
-export const requireScope = (orgId: string, field: Thing, id: string, reason: "unknown" | "notOpen" = "unknown") =>
+export const requireScope = (orgId: OrgId, field: Thing, id: string, reason: "unknown" | "notOpen" = "unknown") =>
   Effect.flatMap(AdminActor, (actor) =>
     actsOn(actor, orgId) ? Effect.succeed(actor) : Effect.fail(notFound(field, id, reason)),
   )

@@ -1,5 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
+import type { OrgId } from "../domain/ids.ts"
 import { dbErrors } from "../platform/db/errors.ts"
 import { AuditRepo } from "../repos/AuditRepo.ts"
 import { AdminActor } from "./actor.ts"
@@ -30,7 +31,7 @@ export const auditing = Effect.gen(function* () {
   const audit = yield* AuditRepo
   const sql = yield* SqlClient.SqlClient
   return {
-    audited: (orgId: string | null, action: string, target: string | null, detail: string | null) =>
+    audited: (orgId: OrgId | null, action: string, target: string | null, detail: string | null) =>
       Effect.flatMap(AdminActor, (actor) =>
         audit.record({ orgId, actor: actor.id, action, target, ip: actor.ip, detail }),
       ),

@@ -1,6 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import type { FeedPosition } from "../domain/feedToken.ts"
+import type { OrgId } from "../domain/ids.ts"
 import { readRows } from "../platform/db/directReads.ts"
 import { type DatabaseError, dbErrors } from "../platform/db/errors.ts"
 import { EVENT_SELECT, type EventRow } from "../repos/EventsRepo.ts"
@@ -14,7 +15,7 @@ import type { SqlText } from "../repos/statement.ts"
  * scan of (org_id, change_xid, change_seq). The horizon comes back even when no row does (a left join on it).
  */
 export interface ChangeQuery {
-  readonly orgId: string
+  readonly orgId: OrgId
   readonly after: FeedPosition
   /** Rows to fetch: the page size plus one. */
   readonly fetch: number

@@ -6,6 +6,7 @@ import {
   type FeedEndpoint,
   type FeedPosition,
 } from "../domain/feedToken.ts"
+import type { OrgId } from "../domain/ids.ts"
 import { parseTimestamp } from "../domain/time.ts"
 import type { DatabaseError } from "../platform/db/errors.ts"
 import { PAGE_MAX_BYTES } from "../repos/present.ts"
@@ -31,7 +32,7 @@ const TOKEN_ALLOWED = "the nextToken value of a previous response of this endpoi
 export const parseFeedParams = (
   key: Uint8Array,
   endpoint: FeedEndpoint,
-  orgId: string,
+  orgId: OrgId,
   p: FeedParams,
 ): Either.Either<{ readonly after: FeedPosition; readonly limit: number; readonly fromToken: boolean }, QueryError> =>
   Either.gen(function* () {
@@ -75,7 +76,7 @@ const later = (a: { xid: string; seq: string }, b: { xid: string; seq: string })
 export const feedPage = <Row extends { readonly id: string }, Out>(
   key: Uint8Array,
   endpoint: FeedEndpoint,
-  orgId: string,
+  orgId: OrgId,
   params: FeedParams,
   read: (q: ChangeQuery) => Effect.Effect<ChangePage<Row>, DatabaseError>,
   present: (row: Row) => Out,

@@ -78,7 +78,7 @@ const timestampParam = (name: string, raw: RawParam): Parsed<Date | undefined> =
       : Either.right(date)
   })
 
-const idParam = (name: string, kind: "sensor" | "incident", example: string, raw: RawParam) =>
+const idParam = <K extends "sensor" | "incident">(name: string, kind: K, example: string, raw: RawParam) =>
   Either.flatMap(singleParam(name, raw), (text) =>
     text === undefined || isId(kind, text)
       ? Either.right(text)

@@ -1,6 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { Effect, Layer } from "effect"
 import { readableAttackerInput, repairAttackerInput } from "../domain/attackerInput.ts"
+import type { OrgId } from "../domain/ids.ts"
 import { canonicalJson } from "./formats/native.ts"
 import { OrgKeys } from "./OrgKeys.ts"
 
@@ -24,7 +25,7 @@ export const repairStoredAttackerInputs = Effect.gen(function* () {
   const orgKeys = yield* OrgKeys
   // A key that cannot be opened is a defect of fingerprintKey; a database failure fails the batch
   // (the repair resumes from its position at the next start).
-  const keyOf = (orgId: string) =>
+  const keyOf = (orgId: OrgId) =>
     orgKeys.fingerprintKey(orgId).pipe(Effect.catchAllDefect(() => Effect.succeed(undefined as Uint8Array | undefined)))
   let rewritten = 0
   for (;;) {
@@ -33,7 +34,8 @@ export const repairStoredAttackerInputs = Effect.gen(function* () {
         const [task] = yield* sql<{ position: string }>`
           select position from maintenance_tasks where name = ${REPAIR_TASK} for update skip locked`
         if (task === undefined) return "done" as const
-        const rows = yield* sql<{ id: string; orgId: string; attackerInput: unknown }>`
+        // The foreign key guarantees the kind of id.
+        const rows = yield* sql<{ id: string; orgId: OrgId; attackerInput: unknown }>`
           select id, org_id, attacker_input from events where id > ${task.position} order by id limit ${BATCH}`
         if (rows.length === 0) {
           yield* sql`delete from maintenance_tasks where name = ${REPAIR_TASK}`

@@ -1,5 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
+import type { EventId, IncidentId, OrgId, SensorId } from "../domain/ids.ts"
 import { isRecord } from "../domain/json.ts"
 import { SEVERITIES, type Severity } from "../domain/severity.ts"
 import { dbErrors } from "../platform/db/errors.ts"
@@ -9,7 +10,8 @@ import type { CowrieSession } from "./formats/native.ts"
 /** An event stored from a session's line, and what that line named itself (cowrie_session_events). */
 export interface CowrieSessionEvent {
   readonly session: string
-  readonly eventId: string
+  // Branded as read: the table's foreign keys guarantee the kinds.
+  readonly eventId: EventId
   readonly action: string
   readonly ownProtocol: boolean
   readonly ownSourcePort: boolean
@@ -23,7 +25,7 @@ export interface CowrieSessionEvent {
  */
 export interface IncompleteCowrieEvent extends CowrieSessionEvent {
   /** Null for an event an ignore rule ignored (D44). */
-  readonly incidentId: string | null
+  readonly incidentId: IncidentId | null
   /** The rule that ignored it (null: not ignored). */
   readonly ignoreRuleId: string | null
   readonly sensorEventId: string
@@ -129,8 +131,8 @@ export class CowrieSessionsRepo extends Effect.Service<CowrieSessionsRepo>()("Co
      * caller's transaction, so its next merged line adds to the old details instead of replacing them on its events.
      */
     const load = Effect.fn("CowrieSessionsRepo.load")(function* (
-      orgId: string,
-      sensorId: string,
+      orgId: OrgId,
+      sensorId: SensorId,
       sessions: ReadonlyArray<string>,
       teaching: ReadonlyArray<string>,
     ) {
@@ -209,7 +211,7 @@ export class CowrieSessionsRepo extends Effect.Service<CowrieSessionsRepo>()("Co
      * state replaces the stored one. Rows go in session order, so two concurrent requests with the same sessions wait
      * for each other instead of deadlocking.
      */
-    const save = (orgId: string, sensorId: string, writes: ReadonlyArray<CowrieSessionWrite>, createdAt: Date) => {
+    const save = (orgId: OrgId, sensorId: SensorId, writes: ReadonlyArray<CowrieSessionWrite>, createdAt: Date) => {
       const rows = [...writes]
         .sort((a, b) => (a.session < b.session ? -1 : a.session > b.session ? 1 : 0))
         .map((w) => ({
@@ -234,7 +236,7 @@ export class CowrieSessionsRepo extends Effect.Service<CowrieSessionsRepo>()("Co
     }
 
     /** Records the events stored from sessions' lines. */
-    const linkEvents = (orgId: string, sensorId: string, rows: ReadonlyArray<CowrieSessionEvent>, createdAt: Date) =>
+    const linkEvents = (orgId: OrgId, sensorId: SensorId, rows: ReadonlyArray<CowrieSessionEvent>, createdAt: Date) =>
       rows.length === 0
         ? Effect.void
         : sql`
@@ -258,8 +260,8 @@ export class CowrieSessionsRepo extends Effect.Service<CowrieSessionsRepo>()("Co
 
     /** Writes the completed columns of stored events and marks them complete. */
     const complete = Effect.fn("CowrieSessionsRepo.complete")(function* (
-      orgId: string,
-      sensorId: string,
+      orgId: OrgId,
+      sensorId: SensorId,
       rows: ReadonlyArray<{
         readonly eventId: string
         readonly session: string
@@ -302,7 +304,7 @@ export class CowrieSessionsRepo extends Effect.Service<CowrieSessionsRepo>()("Co
      * it would never see it).
      */
     const rejudge = (
-      orgId: string,
+      orgId: OrgId,
       rows: ReadonlyArray<{
         readonly eventId: string
         readonly incidentId: string | null
@@ -334,7 +336,12 @@ export class CowrieSessionsRepo extends Effect.Service<CowrieSessionsRepo>()("Co
      * time order (at most `maxUsernames`), whether one has high confidence, their highest severity, their count by
      * type, whether one carries `baitTag`, and their first and last times.
      */
-    const memberTotals = (orgId: string, incidentIds: ReadonlyArray<string>, maxUsernames: number, baitTag: string) =>
+    const memberTotals = (
+      orgId: OrgId,
+      incidentIds: ReadonlyArray<IncidentId>,
+      maxUsernames: number,
+      baitTag: string,
+    ) =>
       incidentIds.length === 0
         ? Effect.succeed([] as ReadonlyArray<MemberTotals>)
         : sql<MemberTotals>`
@@ -376,7 +383,7 @@ export class CowrieSessionsRepo extends Effect.Service<CowrieSessionsRepo>()("Co
             order by i.id`.pipe(dbErrors)
 
     /** The stored events of these sessions, with their attackerInput (to set new client members on them). */
-    const sessionEvents = (orgId: string, sensorId: string, sessions: ReadonlyArray<string>) =>
+    const sessionEvents = (orgId: OrgId, sensorId: SensorId, sessions: ReadonlyArray<string>) =>
       sessions.length === 0
         ? Effect.succeed([] as ReadonlyArray<{ session: string; eventId: string; attackerInput: unknown }>)
         : sql<{ session: string; eventId: string; attackerInput: unknown }>`
@@ -387,7 +394,7 @@ export class CowrieSessionsRepo extends Effect.Service<CowrieSessionsRepo>()("Co
 
     /** Writes events' attackerInput (computed and bounded by the caller). */
     const setAttackerInputs = (
-      orgId: string,
+      orgId: OrgId,
       rows: ReadonlyArray<{ readonly eventId: string; readonly attackerInput: Record<string, unknown> }>,
     ) =>
       rows.length === 0

@@ -2,7 +2,7 @@ import { SqlClient } from "@effect/sql"
 import { SqlError } from "@effect/sql/SqlError"
 import { Clock, Duration, Effect } from "effect"
 import { prepareAttackerInput } from "../domain/attackerInput.ts"
-import { newId } from "../domain/ids.ts"
+import { type EventId, type IncidentId, newId } from "../domain/ids.ts"
 import { classifySource, type OwnNetwork } from "../domain/networks.ts"
 import { BAIT_CREDENTIAL_TAG } from "../domain/significance.ts"
 import { AppConfig } from "../platform/config.ts"
@@ -120,7 +120,8 @@ export class Ingestor extends Effect.Service<Ingestor>()("Ingestor", {
         row: {
           id: newId("event", e.time.getTime()),
           orgId: sensor.orgId,
-          incidentId: "",
+          // Set when the event joins its incident (null stays only when an ignore rule holds it).
+          incidentId: null,
           sensorId: sensor.sensorId,
           sensorEventId: e.sensorEventId,
           time: e.time,
@@ -143,7 +144,7 @@ export class Ingestor extends Effect.Service<Ingestor>()("Ingestor", {
      * D14/D42: writes again the event types and texts of incidents whose events changed type (a Cowrie session's
      * events completed by a connect that arrived after them).
      */
-    const refreshIncidents = (sensor: SensorIdentity, incidentIds: ReadonlyArray<string>) =>
+    const refreshIncidents = (sensor: SensorIdentity, incidentIds: ReadonlyArray<IncidentId>) =>
       Effect.gen(function* () {
         if (incidentIds.length === 0) return
         const rows = yield* sql<{
@@ -208,7 +209,7 @@ export class Ingestor extends Effect.Service<Ingestor>()("Ingestor", {
      * severity fell. Nor is it activity: `last_activity_at` stays. An incident left with no event keeps its first
      * and last times (merge reads none from an incident of no event) and is closed like any other once idle.
      */
-    const recountIncidents = (sensor: SensorIdentity, incidentIds: ReadonlyArray<string>, now: Date) =>
+    const recountIncidents = (sensor: SensorIdentity, incidentIds: ReadonlyArray<IncidentId>, now: Date) =>
       Effect.gen(function* () {
         if (incidentIds.length === 0) return
         const rows = yield* sql<{
@@ -308,7 +309,7 @@ export class Ingestor extends Effect.Service<Ingestor>()("Ingestor", {
       Effect.gen(function* () {
         const hits = new Map<string, number>()
         const rejoin: Array<Prepared> = []
-        const left = new Set<string>()
+        const left = new Set<IncidentId>()
         const changed = completed.filter((c) => c.type !== c.was.type || c.port !== c.was.port)
         if (changed.length === 0) return { hits, rejoin, left }
         const matched = new Map(
@@ -339,7 +340,7 @@ export class Ingestor extends Effect.Service<Ingestor>()("Ingestor", {
             row: {
               id: c.eventId,
               orgId: sensor.orgId,
-              incidentId: "",
+              incidentId: null,
               sensorId: sensor.sensorId,
               sensorEventId: w.sensorEventId,
               time: new Date(w.time),
@@ -514,7 +515,7 @@ export class Ingestor extends Effect.Service<Ingestor>()("Ingestor", {
             )).map((r) => [r.sensorEventId, r.id]),
           )
           // D22: a sensor event id seen before, or earlier in this batch (whatever its sourceIp), is a duplicate.
-          const inBatch = new Map<string, string>()
+          const inBatch = new Map<string, EventId>()
           const fresh: Array<Prepared> = []
           for (const p of prepared) {
             const known = stored.get(p.row.sensorEventId) ?? inBatch.get(p.row.sensorEventId)

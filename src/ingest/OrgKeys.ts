@@ -1,4 +1,5 @@
 import { Effect, Option } from "effect"
+import type { OrgId } from "../domain/ids.ts"
 import { Keys } from "../platform/keys.ts"
 import { OrgsRepo } from "../repos/OrgsRepo.ts"
 import { lineIdKey } from "./formats/native.ts"
@@ -15,7 +16,7 @@ export class OrgKeys extends Effect.Service<OrgKeys>()("OrgKeys", {
     const fingerprintKeys = new Map<string, Uint8Array>()
     const lineIdKeys = new Map<string, Uint8Array>()
 
-    const fingerprintKey = Effect.fn("OrgKeys.fingerprintKey")(function* (orgId: string) {
+    const fingerprintKey = Effect.fn("OrgKeys.fingerprintKey")(function* (orgId: OrgId) {
       const cached = fingerprintKeys.get(orgId)
       if (cached) return cached
       const org = yield* orgs.findById(orgId)
@@ -25,7 +26,7 @@ export class OrgKeys extends Effect.Service<OrgKeys>()("OrgKeys", {
       return key
     })
 
-    const lineIdKeyOf = Effect.fn("OrgKeys.lineIdKey")(function* (orgId: string) {
+    const lineIdKeyOf = Effect.fn("OrgKeys.lineIdKey")(function* (orgId: OrgId) {
       const cached = lineIdKeys.get(orgId)
       if (cached) return cached
       const key = lineIdKey(yield* fingerprintKey(orgId))

@@ -1,5 +1,6 @@
 import { Clock, Data, Effect, FiberSet, Option } from "effect"
 import { constantTimeEqual, sha256 } from "../domain/crypto.ts"
+import type { SensorId } from "../domain/ids.ts"
 import { Unauthorized } from "../domain/problem.ts"
 import { bearerToken, parseToken, SENSOR_TOKEN } from "../domain/secretToken.ts"
 import type { DatabaseError } from "../platform/db/errors.ts"
@@ -33,7 +34,7 @@ export class SensorAuth extends Effect.Service<SensorAuth>()("SensorAuth", {
     const background = yield* FiberSet.make()
     const lastWrites = new Map<string, number>()
 
-    const recordContact = (sensorId: string, now: number) => {
+    const recordContact = (sensorId: SensorId, now: number) => {
       const last = lastWrites.get(sensorId)
       if (last !== undefined && now - last < LAST_SEEN_EVERY_MS && now >= last) return Effect.void
       lastWrites.set(sensorId, now)

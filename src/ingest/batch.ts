@@ -1,3 +1,4 @@
+import type { EventId, IncidentId, OrgId, SensorId } from "../domain/ids.ts"
 import type { CowrieLink } from "./formats/native.ts"
 import type { ValidEvent } from "./validate.ts"
 
@@ -9,8 +10,8 @@ import type { ValidEvent } from "./validate.ts"
 
 /** The sensor a request authenticated as: the sensor, and so the organization, never come from the body. */
 export interface SensorIdentity {
-  readonly sensorId: string
-  readonly orgId: string
+  readonly sensorId: SensorId
+  readonly orgId: OrgId
   readonly name: string
   readonly profile: string
 }
@@ -19,11 +20,11 @@ export type EventOutcome =
   | {
       readonly index: number
       readonly status: "accepted"
-      readonly id: string
+      readonly id: EventId
       /** Null: an ignore rule matched the event; it is stored, so it can be looked at, and joins no incident. */
-      readonly incidentId: string | null
+      readonly incidentId: IncidentId | null
     }
-  | { readonly index: number; readonly status: "duplicate"; readonly id: string | null }
+  | { readonly index: number; readonly status: "duplicate"; readonly id: EventId | null }
   | { readonly index: number; readonly status: "rejected"; readonly reason: string }
 
 /**

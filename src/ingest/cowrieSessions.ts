@@ -1,6 +1,7 @@
 import { Effect } from "effect"
 import { prepareAttackerInput } from "../domain/attackerInput.ts"
 import { eventTypeSpec } from "../domain/eventTypes.ts"
+import type { EventId } from "../domain/ids.ts"
 import type { DatabaseError } from "../platform/db/errors.ts"
 import type { EventItem, SensorIdentity } from "./batch.ts"
 import { CowrieSessionsRepo, type IncompleteCowrieEvent } from "./CowrieSessionsRepo.ts"
@@ -28,7 +29,7 @@ export type { CowrieClientMembers } from "./formats/cowrie.ts"
 
 /** An event of an earlier request, completed by its session's connect. */
 export interface CompletedCowrieEvent {
-  readonly eventId: string
+  readonly eventId: EventId
   readonly session: string
   readonly type: string
   readonly service: string

@@ -1,3 +1,4 @@
+import type { IncidentId } from "../domain/ids.ts"
 import { incidentTexts } from "../domain/narrative.ts"
 import type { OwnNetwork } from "../domain/networks.ts"
 import { maxSeverity, type Severity, severityRank } from "../domain/severity.ts"
@@ -29,7 +30,7 @@ export interface IncidentAggregate {
 }
 
 export interface CurrentIncident extends IncidentAggregate {
-  readonly id: string
+  readonly id: IncidentId
   readonly sourceScope: "internal" | "external"
   readonly sourceNetwork: OwnNetwork | null
   readonly linked: boolean

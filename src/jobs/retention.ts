@@ -1,5 +1,6 @@
 import { SqlClient, type Statement } from "@effect/sql"
 import { Clock, Duration, Effect, Layer, Schedule } from "effect"
+import type { OrgId } from "../domain/ids.ts"
 import { AppConfig } from "../platform/config.ts"
 
 /** Rows one statement of the purge deletes at most: each batch is its own short transaction. */
@@ -36,7 +37,8 @@ export const purgeOnce = Effect.gen(function* () {
   const config = yield* AppConfig
   const now = yield* Clock.currentTimeMillis
   const feedCut = new Date(now - config.feedRetentionDays * DAY_MS)
-  const orgs = yield* sql<{ id: string }>`select id from organizations order by id`
+  // The primary key guarantees the kind of id.
+  const orgs = yield* sql<{ id: OrgId }>`select id from organizations order by id`
   // A feed mark at or past the horizon is not this cluster's (a restored backup's positions); feeds ignore it, and
   // here it goes, so it can never come to apply to this cluster's own later positions.
   yield* sql`delete from feed_purges where purged_xid >= pg_snapshot_xmin(pg_current_snapshot())`
@@ -118,7 +120,7 @@ export const purgeOnce = Effect.gen(function* () {
  * deletes, so an event being stored into one of these incidents either committed before (the incident is kept) or
  * waits and then finds it gone (it opens a new one).
  */
-const deleteEmptyIncidents = (sql: SqlClient.SqlClient, orgId: string, before: Statement.Fragment) =>
+const deleteEmptyIncidents = (sql: SqlClient.SqlClient, orgId: OrgId, before: Statement.Fragment) =>
   sql.withTransaction(
     Effect.gen(function* () {
       const candidates = yield* sql<{ id: string; lockKey: string }>`

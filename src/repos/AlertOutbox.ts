@@ -9,7 +9,7 @@ import {
   serializeAlertMessage,
 } from "../domain/alertMessage.ts"
 import { channelsReached } from "../domain/alertRouting.ts"
-import { newId } from "../domain/ids.ts"
+import { type ChannelId, type IncidentId, newId, type OrgId } from "../domain/ids.ts"
 import type { Severity } from "../domain/severity.ts"
 import { AppConfig } from "../platform/config.ts"
 import { type ChannelRow, ChannelsRepo } from "./ChannelsRepo.ts"
@@ -26,8 +26,8 @@ export interface RecordedTransition {
 }
 
 export interface OutboxEntry {
-  readonly orgId: string
-  readonly incidentId: string
+  readonly orgId: OrgId
+  readonly incidentId: IncidentId
   readonly sensorProfile: string
   readonly transitions: ReadonlyArray<RecordedTransition>
   /**
@@ -39,7 +39,7 @@ export interface OutboxEntry {
 
 /** What enqueueClosed takes for incidents just closed, given their `closed` transitions' ids in the same order. */
 export const closedDeliveries = (
-  closed: ReadonlyArray<{ readonly orgId: string; readonly id: string; readonly severity: Severity }>,
+  closed: ReadonlyArray<{ readonly orgId: OrgId; readonly id: IncidentId; readonly severity: Severity }>,
   transitionIds: ReadonlyArray<string>,
   at: Date,
 ) =>
@@ -90,7 +90,7 @@ export class AlertOutbox extends Effect.Service<AlertOutbox>()("AlertOutbox", {
 
     /** Each organization's channels that `keep` accepts, read once per organization (by id, as listed). */
     const channelsByOrg = Effect.fnUntraced(function* (
-      orgIds: Iterable<string>,
+      orgIds: Iterable<OrgId>,
       keep: (channel: ChannelRow) => boolean,
     ) {
       const byOrg = new Map<string, ReadonlyArray<OutboxChannel>>()
@@ -102,11 +102,11 @@ export class AlertOutbox extends Effect.Service<AlertOutbox>()("AlertOutbox", {
 
     /** One delivery per channel of a transition, its body the native message of `type` at the transition's time. */
     const deliveriesOf = (
-      target: { readonly orgId: string; readonly incidentId: string },
+      target: { readonly orgId: OrgId; readonly incidentId: IncidentId },
       transition: { readonly id: string; readonly at: Date },
       type: IncidentMessageType,
       incident: AlertIncident,
-      channels: ReadonlyArray<{ readonly id: string }>,
+      channels: ReadonlyArray<{ readonly id: ChannelId }>,
       after?: { readonly settleSeconds: number },
     ): Array<NewDelivery> =>
       channels.map((channel) => {
@@ -256,8 +256,8 @@ export class AlertOutbox extends Effect.Service<AlertOutbox>()("AlertOutbox", {
      */
     const enqueueClosed = Effect.fn("AlertOutbox.enqueueClosed")(function* (
       closed: ReadonlyArray<{
-        readonly orgId: string
-        readonly incidentId: string
+        readonly orgId: OrgId
+        readonly incidentId: IncidentId
         readonly transitionId: string
         readonly severity: Severity
         readonly at: Date

@@ -2,14 +2,15 @@ import { randomBytes } from "node:crypto"
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { Deferred, Effect, Option, Schema } from "effect"
+import { type ApiKeyId, type OrgId, StoredId } from "../domain/ids.ts"
 import type { Scope } from "../domain/scopes.ts"
 import { readRows } from "../platform/db/directReads.ts"
 import { dbErrors } from "../platform/db/errors.ts"
 import { listen } from "../platform/db/listen.ts"
 
 export const ApiKeyRow = Schema.Struct({
-  id: Schema.String,
-  orgId: Schema.String,
+  id: StoredId.ApiKeyId,
+  orgId: StoredId.OrgId,
   name: Schema.String,
   scopes: Schema.Array(Schema.String),
   expiresAt: Schema.NullOr(Schema.DateFromSelf),
@@ -21,8 +22,9 @@ export type ApiKeyRow = typeof ApiKeyRow.Type
 
 /** What authentication needs, in one round trip: the key, its hash, and its organization's feature flag. */
 export interface KeyCredentialRow {
-  readonly id: string
-  readonly orgId: string
+  // Branded as read: the table's keys guarantee the kinds.
+  readonly id: ApiKeyId
+  readonly orgId: OrgId
   readonly scopes: ReadonlyArray<string>
   readonly expiresAt: Date | null
   readonly revokedAt: Date | null
@@ -53,7 +55,7 @@ export class ApiKeysRepo extends Effect.Service<ApiKeysRepo>()("ApiKeysRepo", {
 
     // Fixed text, camelCase aliases, no name transforms and no Schema decode: this runs on every request that the
     // key cache cannot answer, so it must cost little; the columns' SQL types are the row's types.
-    const findCredential = (id: string) =>
+    const findCredential = (id: ApiKeyId) =>
       readRows<KeyCredentialRow>(
         sql,
         `select k.id, k.org_id as "orgId", k.scopes, k.expires_at as "expiresAt", k.revoked_at as "revokedAt",
@@ -124,7 +126,7 @@ export class ApiKeysRepo extends Effect.Service<ApiKeysRepo>()("ApiKeysRepo", {
      * and its NOTIFY, a row changed by hand) is announced again by running it again. The row is locked first, so
      * of two concurrent calls exactly one sees `alreadyRevoked: false`. None when no such key.
      */
-    const revokeNotifying = (id: string, ack: string, at: Date) =>
+    const revokeNotifying = (id: ApiKeyId, ack: string, at: Date) =>
       sql<{ readonly alreadyRevoked: boolean }>`
         with old as (select id, revoked_at from api_keys where id = ${id} for update),
         revoked as (
@@ -141,8 +143,8 @@ export class ApiKeysRepo extends Effect.Service<ApiKeysRepo>()("ApiKeysRepo", {
     return {
       announced,
       create: (row: {
-        readonly id: string
-        readonly orgId: string
+        readonly id: ApiKeyId
+        readonly orgId: OrgId
         readonly name: string
         readonly scopes: ReadonlyArray<Scope>
         readonly secretHash: Uint8Array
@@ -153,12 +155,12 @@ export class ApiKeysRepo extends Effect.Service<ApiKeysRepo>()("ApiKeysRepo", {
           dbErrors,
         ),
       findCredential,
-      listByOrg: (orgId: string) => listByOrg(orgId).pipe(dbErrors),
+      listByOrg: (orgId: OrgId) => listByOrg(orgId).pipe(dbErrors),
       /**
        * Revocation is a row update plus a NOTIFY in the same statement (so in the same transaction): every server's
        * key cache drops the key when it commits, and the next request reads the row. False when no such key.
        */
-      revoke: (id: string) => announced((ack) => Effect.map(revokeNotifying(id, ack, new Date()), Option.isSome)),
+      revoke: (id: ApiKeyId) => announced((ack) => Effect.map(revokeNotifying(id, ack, new Date()), Option.isSome)),
       revokeNotifying,
       /**
        * Records a use at `at`, unless the key's lastUsedAt is less than LAST_USED_EVERY_MS before it: the row is the
@@ -166,7 +168,7 @@ export class ApiKeysRepo extends Effect.Service<ApiKeysRepo>()("ApiKeysRepo", {
        * (Each process also skips the statement for a key it wrote less than a minute ago: see KeyAuth.recordUse.)
        * Never moves lastUsedAt back. Processes whose clocks differ by s seconds may write twice within 60 - s s.
        */
-      touchLastUsed: (id: string, at: Date) =>
+      touchLastUsed: (id: ApiKeyId, at: Date) =>
         sql`update api_keys set last_used_at = ${at}
             where id = ${id}
               and (last_used_at is null or last_used_at <= ${new Date(at.getTime() - LAST_USED_EVERY_MS)})`.pipe(

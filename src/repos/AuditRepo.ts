@@ -1,11 +1,11 @@
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
-import { newId } from "../domain/ids.ts"
+import { newId, type OrgId } from "../domain/ids.ts"
 import { dbErrors } from "../platform/db/errors.ts"
 
 /** Who did what to which target, from where. Never a secret: `detail` holds names and settings only. */
 export interface AuditEntry {
-  readonly orgId: string | null
+  readonly orgId: OrgId | null
   /** A console user's id, or `cli`. */
   readonly actor: string
   readonly action: string
@@ -31,7 +31,7 @@ export class AuditRepo extends Effect.Service<AuditRepo>()("AuditRepo", {
                   ${entry.target}, ${entry.ip}, ${entry.detail}, ${at})`.pipe(Effect.asVoid, dbErrors)
       },
       /** Newest first; `before` is the id of the last row of the previous page (ids are time-sortable ULIDs). */
-      list: (orgId: string, limit: number, before: string | undefined) =>
+      list: (orgId: OrgId, limit: number, before: string | undefined) =>
         (before === undefined
           ? sql<AuditRow>`select id, org_id, actor, action, target, ip, detail, at from audit_log
               where org_id = ${orgId} order by id desc limit ${limit}`

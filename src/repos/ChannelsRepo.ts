@@ -2,6 +2,7 @@ import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Schema } from "effect"
 import { CHANNEL_FORMATS, defaultSettleSeconds } from "../domain/channels/kinds.ts"
 import { CHANNEL_KINDS, kindSpec } from "../domain/channels/registry.ts"
+import { type ChannelId, type OrgId, StoredId } from "../domain/ids.ts"
 import { Severity } from "../domain/severity.ts"
 import { dbErrors } from "../platform/db/errors.ts"
 
@@ -11,8 +12,8 @@ import { dbErrors } from "../platform/db/errors.ts"
  * sealed in `secretEnc` and `url` keeps its origin, for display.
  */
 export const ChannelRow = Schema.Struct({
-  id: Schema.String,
-  orgId: Schema.String,
+  id: StoredId.ChannelId,
+  orgId: StoredId.OrgId,
   kind: Schema.Literal(...CHANNEL_KINDS),
   format: Schema.Literal(...CHANNEL_FORMATS),
   url: Schema.String,
@@ -75,17 +76,17 @@ export class ChannelsRepo extends Effect.Service<ChannelsRepo>()("ChannelsRepo",
           settleSeconds: row.settleSeconds ?? defaultSettleSeconds(kindSpec(row.kind ?? "webhook").settle),
           updatedAt: row.createdAt,
         })}`.pipe(dbErrors),
-      findChannel: (id: string) => findChannel(id).pipe(dbErrors),
-      listChannels: (orgId: string) => listChannels(orgId).pipe(dbErrors),
+      findChannel: (id: ChannelId) => findChannel(id).pipe(dbErrors),
+      listChannels: (orgId: OrgId) => listChannels(orgId).pipe(dbErrors),
       /** The enabled channels of an organization that opted in to sensor-health alerts, by id. */
-      sensorHealthChannels: (orgId: string) =>
-        sql<{ id: string }>`select id from webhook_channels
+      sensorHealthChannels: (orgId: OrgId) =>
+        sql<{ id: ChannelId }>`select id from webhook_channels
           where org_id = ${orgId} and sensor_health and enabled order by id`.pipe(
           Effect.map((rows) => rows.map((r) => r.id)),
           dbErrors,
         ),
       /** Opt a channel in to (or out of) sensor-health alerts. */
-      setSensorHealth: (id: string, on: boolean, now: Date) =>
+      setSensorHealth: (id: ChannelId, on: boolean, now: Date) =>
         sql`update webhook_channels set sensor_health = ${on}, updated_at = ${now} where id = ${id}`.pipe(
           Effect.asVoid,
           dbErrors,
@@ -98,14 +99,14 @@ export class ChannelsRepo extends Effect.Service<ChannelsRepo>()("ChannelsRepo",
           execute: () => sql`select ${channelColumns(sql)} from webhook_channels order by id`,
         })(undefined).pipe(dbErrors),
       /** The same secrets sealed under the current master key. */
-      setSealedSecrets: (id: string, secretEnc: string, previousSecretEnc: string | null) =>
+      setSealedSecrets: (id: ChannelId, secretEnc: string, previousSecretEnc: string | null) =>
         sql`update webhook_channels set secret_enc = ${secretEnc}, previous_secret_enc = ${previousSecretEnc}
             where id = ${id}`.pipe(Effect.asVoid, dbErrors),
       /**
        * Disabling parks the channel's waiting deliveries (out of the due index: claims never walk past them);
        * enabling unparks them, and what is due is sent at once. One statement, so both change together.
        */
-      setEnabled: (id: string, enabled: boolean, now: Date) =>
+      setEnabled: (id: ChannelId, enabled: boolean, now: Date) =>
         sql`
           with channel as (
             update webhook_channels set enabled = ${enabled}, updated_at = ${now} where id = ${id} returning id
@@ -119,7 +120,7 @@ export class ChannelsRepo extends Effect.Service<ChannelsRepo>()("ChannelsRepo",
        * when they were queued, if that is sooner than their due time (so 0 sends them at once); a longer window
        * applies to the next incidents only.
        */
-      setSettle: (id: string, seconds: number, now: Date) =>
+      setSettle: (id: ChannelId, seconds: number, now: Date) =>
         sql`
           with channel as (
             update webhook_channels set settle_seconds = ${seconds}, updated_at = ${now} where id = ${id} returning id
@@ -130,12 +131,12 @@ export class ChannelsRepo extends Effect.Service<ChannelsRepo>()("ChannelsRepo",
             and d.status = 'pending' and d.attempts = 0 and d.lease_owner is null
             and d.next_attempt_at > d.created_at + ${seconds}::int * interval '1 second'`.pipe(Effect.asVoid, dbErrors),
       /** A Slack/Teams URL or a HEC token replaced (no grace: the receiver made the new one). */
-      replaceDestination: (id: string, url: string, secretEnc: string, now: Date) =>
+      replaceDestination: (id: ChannelId, url: string, secretEnc: string, now: Date) =>
         sql`update webhook_channels set url = ${url}, secret_enc = ${secretEnc}, previous_secret_enc = null,
               previous_secret_expires_at = null, updated_at = ${now}
             where id = ${id}`.pipe(Effect.asVoid, dbErrors),
       rotateSecret: (
-        id: string,
+        id: ChannelId,
         secretEnc: string,
         previousSecretEnc: string | null,
         previousUntil: Date | null,

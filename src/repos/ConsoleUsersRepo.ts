@@ -1,13 +1,15 @@
 import { SqlClient } from "@effect/sql"
 import { Effect, Option } from "effect"
+import type { OrgId, UserId } from "../domain/ids.ts"
 import { dbErrors } from "../platform/db/errors.ts"
 
 export type Role = "admin" | "analyst"
 export const ROLES: ReadonlyArray<Role> = ["admin", "analyst"]
 
 export interface UserRow {
-  readonly id: string
-  readonly orgId: string
+  // Branded as read: the table's keys guarantee the kinds.
+  readonly id: UserId
+  readonly orgId: OrgId
   readonly email: string
   readonly role: Role
   readonly passwordHash: string | null
@@ -19,8 +21,8 @@ export interface UserRow {
 
 /** A live session with its user, as the console reads it on every request. */
 export interface SessionRow {
-  readonly userId: string
-  readonly orgId: string
+  readonly userId: UserId
+  readonly orgId: OrgId
   readonly email: string
   readonly role: Role
   readonly csrfToken: string
@@ -52,7 +54,7 @@ export class ConsoleUsersRepo extends Effect.Service<ConsoleUsersRepo>()("Consol
     const userColumns = sql`id, org_id, email, role, password_hash, disabled_at, created_at, device_generation`
 
     return {
-      insertUser: (row: { id: string; orgId: string; email: string; role: Role; createdAt: Date }) =>
+      insertUser: (row: { id: UserId; orgId: OrgId; email: string; role: Role; createdAt: Date }) =>
         sql`insert into console_users (id, org_id, email, role, created_at)
             values (${row.id}, ${row.orgId}, ${row.email}, ${row.role}, ${row.createdAt})`.pipe(
           Effect.asVoid,
@@ -68,38 +70,38 @@ export class ConsoleUsersRepo extends Effect.Service<ConsoleUsersRepo>()("Consol
           Effect.map((rows) => Option.fromNullable(rows[0])),
           dbErrors,
         ),
-      findById: (id: string) =>
+      findById: (id: UserId) =>
         sql<UserRow>`select ${userColumns} from console_users where id = ${id}`.pipe(
           Effect.map((rows) => Option.fromNullable(rows[0])),
           dbErrors,
         ),
-      listByOrg: (orgId: string) =>
+      listByOrg: (orgId: OrgId) =>
         sql<UserRow>`select ${userColumns} from console_users where org_id = ${orgId} order by created_at, id`.pipe(
           dbErrors,
         ),
-      setDisabled: (id: string, at: Date | null) =>
+      setDisabled: (id: UserId, at: Date | null) =>
         sql`update console_users set disabled_at = ${at} where id = ${id}`.pipe(Effect.asVoid, dbErrors),
-      setPasswordHash: (id: string, hash: string | null) =>
+      setPasswordHash: (id: UserId, hash: string | null) =>
         sql`update console_users set password_hash = ${hash} where id = ${id}`.pipe(Effect.asVoid, dbErrors),
       /** Every known-device cookie of the user stops counting as known; the new generation. */
-      bumpDeviceGeneration: (id: string) =>
+      bumpDeviceGeneration: (id: UserId) =>
         sql<{ deviceGeneration: number }>`update console_users set device_generation = device_generation + 1
           where id = ${id} returning device_generation`.pipe(
           Effect.map((rows) => rows[0]?.deviceGeneration ?? 0),
           dbErrors,
         ),
 
-      insertLink: (row: { tokenHash: Uint8Array; userId: string; expiresAt: Date; createdAt: Date }) =>
+      insertLink: (row: { tokenHash: Uint8Array; userId: UserId; expiresAt: Date; createdAt: Date }) =>
         sql`insert into console_password_links (token_hash, user_id, expires_at, created_at)
             values (${row.tokenHash}, ${row.userId}, ${row.expiresAt}, ${row.createdAt})`.pipe(Effect.asVoid, dbErrors),
       /** Earlier links of the user stop working when a new one is made. */
-      expireLinks: (userId: string, at: Date) =>
+      expireLinks: (userId: UserId, at: Date) =>
         sql`update console_password_links set used_at = ${at} where user_id = ${userId} and used_at is null`.pipe(
           Effect.asVoid,
           dbErrors,
         ),
       findLink: (tokenHash: Uint8Array) =>
-        sql<{ userId: string; expiresAt: Date; usedAt: Date | null }>`
+        sql<{ userId: UserId; expiresAt: Date; usedAt: Date | null }>`
           select user_id, expires_at, used_at from console_password_links where token_hash = ${tokenHash}`.pipe(
           Effect.map((rows) => Option.fromNullable(rows[0])),
           dbErrors,
@@ -114,7 +116,7 @@ export class ConsoleUsersRepo extends Effect.Service<ConsoleUsersRepo>()("Consol
 
       insertSession: (row: {
         tokenHash: Uint8Array
-        userId: string
+        userId: UserId
         csrfToken: string
         createdAt: Date
         expiresAt: Date
@@ -146,7 +148,7 @@ export class ConsoleUsersRepo extends Effect.Service<ConsoleUsersRepo>()("Consol
           Effect.asVoid,
           dbErrors,
         ),
-      deleteSessionsOf: (userId: string) =>
+      deleteSessionsOf: (userId: UserId) =>
         sql`delete from console_sessions where user_id = ${userId}`.pipe(Effect.asVoid, dbErrors),
 
       insertFlash: (row: { id: string; sessionHash: Uint8Array; body: string; expiresAt: Date }) =>

@@ -4,15 +4,16 @@ import { INCIDENT_MESSAGE_TYPES } from "../domain/alertMessage.ts"
 import { CHANNEL_FORMATS } from "../domain/channels/kinds.ts"
 import { CHANNEL_KINDS } from "../domain/channels/registry.ts"
 import { DeliveryStatus } from "../domain/deliveryRetry.ts"
+import { type ChannelId, type IncidentId, type OrgId, StoredId } from "../domain/ids.ts"
 import { dbErrors } from "../platform/db/errors.ts"
 
 export const DeliveryRow = Schema.Struct({
   id: Schema.String,
-  orgId: Schema.String,
-  channelId: Schema.String,
+  orgId: StoredId.OrgId,
+  channelId: StoredId.ChannelId,
   transitionId: Schema.NullOr(Schema.String),
   type: Schema.String,
-  incidentId: Schema.NullOr(Schema.String),
+  incidentId: Schema.NullOr(StoredId.IncidentId),
   body: Schema.String,
   status: DeliveryStatus,
   attempts: Schema.Int,
@@ -31,8 +32,8 @@ export type DeliveryRow = typeof DeliveryRow.Type
  */
 export const FirstDelivery = Schema.Struct({
   id: Schema.String,
-  channelId: Schema.String,
-  incidentId: Schema.String,
+  channelId: StoredId.ChannelId,
+  incidentId: StoredId.IncidentId,
   type: Schema.Literal(...INCIDENT_MESSAGE_TYPES),
   waiting: Schema.Boolean,
 })
@@ -41,7 +42,7 @@ export type FirstDelivery = typeof FirstDelivery.Type
 /** A claimed delivery with what sending it needs from its channel. */
 export const ClaimedDelivery = Schema.Struct({
   id: Schema.String,
-  channelId: Schema.String,
+  channelId: StoredId.ChannelId,
   type: Schema.String,
   body: Schema.String,
   attempts: Schema.Int,
@@ -69,11 +70,11 @@ export type AttemptRow = typeof AttemptRow.Type
 
 export interface NewDelivery {
   readonly id: string
-  readonly orgId: string
-  readonly channelId: string
+  readonly orgId: OrgId
+  readonly channelId: ChannelId
   readonly transitionId: string | null
   readonly type: string
-  readonly incidentId: string | null
+  readonly incidentId: IncidentId | null
   readonly body: string
   readonly status: DeliveryStatus
   readonly nextAttemptAt: Date
@@ -253,7 +254,7 @@ export class DeliveriesRepo extends Effect.Service<DeliveriesRepo>()("Deliveries
                 where id in ${sql.in(ids)} and lease_owner = ${owner}`.pipe(Effect.asVoid, dbErrors),
 
       findDelivery: (id: string) => findDelivery(id).pipe(dbErrors),
-      listDeliveries: (channelId: string, status: DeliveryStatus | undefined, limit: number) =>
+      listDeliveries: (channelId: ChannelId, status: DeliveryStatus | undefined, limit: number) =>
         listDeliveries({ channelId, status, limit }).pipe(dbErrors),
       attemptsOf: (ids: ReadonlyArray<string>) =>
         ids.length === 0 ? Effect.succeed([] as ReadonlyArray<AttemptRow>) : attemptsOf(ids).pipe(dbErrors),
@@ -291,7 +292,7 @@ export class DeliveriesRepo extends Effect.Service<DeliveriesRepo>()("Deliveries
           dbErrors,
         ),
       /** Counts by state (metrics, the demo). */
-      countByStatus: (orgId?: string) =>
+      countByStatus: (orgId?: OrgId) =>
         sql<{ status: string; count: number }>`
           select status, count(*)::int as count from webhook_deliveries
           ${orgId === undefined ? sql`` : sql`where org_id = ${orgId}`}

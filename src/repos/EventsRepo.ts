@@ -1,16 +1,17 @@
 import { PgClient } from "@effect/sql-pg"
 import { Effect, Option, Schema } from "effect"
 import type { CursorPosition } from "../domain/cursor.ts"
+import { type EventId, type IncidentId, type OrgId, type SensorId, StoredId } from "../domain/ids.ts"
 import { Confidence, Severity } from "../domain/severity.ts"
 import { readRows } from "../platform/db/directReads.ts"
 import { dbErrors } from "../platform/db/errors.ts"
 import type { SqlText } from "./statement.ts"
 
 export const EventRow = Schema.Struct({
-  id: Schema.String,
-  orgId: Schema.String,
-  incidentId: Schema.String,
-  sensorId: Schema.String,
+  id: StoredId.EventId,
+  orgId: StoredId.OrgId,
+  incidentId: StoredId.IncidentId,
+  sensorId: StoredId.SensorId,
   sensorName: Schema.String,
   sensorEventId: Schema.String,
   time: Schema.DateFromSelf,
@@ -32,16 +33,16 @@ export type EventRow = typeof EventRow.Type
  * every other event belongs to one.
  */
 export type NewEvent = Omit<EventRow, "sensorName" | "incidentId"> & {
-  readonly incidentId: string | null
+  readonly incidentId: IncidentId | null
   readonly ignoreRuleId?: string | null | undefined
 }
 
 export interface EventFilters {
-  readonly sensorId?: string | undefined
+  readonly sensorId?: SensorId | undefined
   readonly severity?: Severity | undefined
   readonly type?: string | undefined
   readonly sourceIp?: string | undefined
-  readonly incidentId?: string | undefined
+  readonly incidentId?: IncidentId | undefined
   /** Inclusive lower bound of `time`. */
   readonly from?: Date | undefined
   /** Exclusive upper bound of `time` (so consecutive windows never overlap). */
@@ -49,7 +50,7 @@ export interface EventFilters {
 }
 
 export interface EventListQuery {
-  readonly orgId: string
+  readonly orgId: OrgId
   readonly filters: EventFilters
   readonly after: CursorPosition | undefined
   readonly fetch: number
@@ -145,7 +146,7 @@ export const eventListStatement = ({ orgId, filters: f, after, fetch, sourceNetw
   return { text: `${EVENT_SELECT} where ${where} order by e.time desc, e.id desc limit $${params.length}`, params }
 }
 
-export const eventByIdStatement = (orgId: string, id: string): SqlText => ({
+export const eventByIdStatement = (orgId: OrgId, id: EventId): SqlText => ({
   text: `${EVENT_SELECT} where e.org_id = $1 and e.id = $2 and e.ignore_rule_id is null`,
   params: [orgId, id],
 })
@@ -156,8 +157,8 @@ export const eventByIdStatement = (orgId: string, id: string): SqlText => ({
  * the sensor sent them. Oldest first for an incident's first 200, newest first for the webhook's most recent 20.
  */
 export const eventMembersStatement = (
-  orgId: string,
-  incidentId: string,
+  orgId: OrgId,
+  incidentId: IncidentId,
   limit: number,
   newestFirst: boolean,
 ): SqlText => ({
@@ -176,26 +177,26 @@ export class EventsRepo extends Effect.Service<EventsRepo>()("EventsRepo", {
     // name transforms and without a per-row Schema decode (the columns' SQL types and checks are the row's types).
     const readEvents = ({ text, params }: SqlText) => readRows<EventRow>(sql, text, params).pipe(dbErrors)
 
-    const findById = (orgId: string, id: string) =>
+    const findById = (orgId: OrgId, id: EventId) =>
       Effect.map(readEvents(eventByIdStatement(orgId, id)), (rows) => Option.fromNullable(rows[0]))
 
-    const members = (orgId: string, incidentId: string, limit: number, newestFirst: boolean) =>
+    const members = (orgId: OrgId, incidentId: IncidentId, limit: number, newestFirst: boolean) =>
       readEvents(eventMembersStatement(orgId, incidentId, limit, newestFirst))
 
     return {
       list: (q: EventListQuery) => readEvents(eventListStatement(q)),
       /** The most recent member events, newest first (webhooks). */
-      recent: (orgId: string, incidentId: string, limit: number) => members(orgId, incidentId, limit, true),
+      recent: (orgId: OrgId, incidentId: IncidentId, limit: number) => members(orgId, incidentId, limit, true),
       findById,
-      members: (orgId: string, incidentId: string, limit: number) => members(orgId, incidentId, limit, false),
+      members: (orgId: OrgId, incidentId: IncidentId, limit: number) => members(orgId, incidentId, limit, false),
       /** The sensor event ids of this sensor already stored (a resend is a duplicate, never stored twice). */
-      existingSensorEventIds: (sensorId: string, ids: ReadonlyArray<string>) =>
+      existingSensorEventIds: (sensorId: SensorId, ids: ReadonlyArray<string>) =>
         ids.length === 0
           ? Effect.succeed([])
           : // One lookup of the unique index per id (a lateral join): with `sensor_event_id in (…)` the planner may
             // keep only sensor_id as the index condition and filter all of the sensor's events (it does while the
             // sensor's statistics are new). One JSON parameter: the same statement text for any batch size.
-            sql<{ readonly id: string; readonly sensorEventId: string }>`
+            sql<{ readonly id: EventId; readonly sensorEventId: string }>`
               select e.id, e.sensor_event_id
               from jsonb_array_elements_text(${JSON.stringify(ids)}::text::jsonb) as k(sensor_event_id)
               cross join lateral (

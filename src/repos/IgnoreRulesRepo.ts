@@ -1,6 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import type { CursorPosition } from "../domain/cursor.ts"
+import type { OrgId, SensorId } from "../domain/ids.ts"
 import { readRows } from "../platform/db/directReads.ts"
 import { dbErrors } from "../platform/db/errors.ts"
 import { EVENT_SELECT, type EventRow } from "./EventsRepo.ts"
@@ -8,9 +9,10 @@ import { EVENT_SELECT, type EventRow } from "./EventsRepo.ts"
 /** An ignore rule as stored (sql/0024_ignore_rules.sql). `source` is PostgreSQL's cidr text (`192.0.2.0/24`). */
 export interface IgnoreRuleRow {
   readonly id: string
-  readonly orgId: string
+  // Branded as read: the table's foreign keys guarantee the kinds.
+  readonly orgId: OrgId
   readonly source: string
-  readonly sensorId: string | null
+  readonly sensorId: SensorId | null
   readonly port: number | null
   readonly eventType: string | null
   readonly note: string
@@ -48,8 +50,8 @@ export class IgnoreRulesRepo extends Effect.Service<IgnoreRulesRepo>()("IgnoreRu
 
     return {
       /** The active rule whose network holds the address, the most specific first (GET /v1/sources/{ip}). */
-      holding: (orgId: string, address: string, now: Date) =>
-        sql<{ id: string; source: string; sensorId: string | null; port: number | null; eventType: string | null }>`
+      holding: (orgId: OrgId, address: string, now: Date) =>
+        sql<{ id: string; source: string; sensorId: SensorId | null; port: number | null; eventType: string | null }>`
           select id, source::text as source, sensor_id, port, event_type from ignore_rules
           where org_id = ${orgId} and removed_at is null and (expires_at is null or expires_at > ${now})
             and source >>= ${address}::inet
@@ -68,7 +70,7 @@ export class IgnoreRulesRepo extends Effect.Service<IgnoreRulesRepo>()("IgnoreRu
           dbErrors,
         ),
       /** The organization's rules not removed (expired ones included), oldest first. */
-      listByOrg: (orgId: string) =>
+      listByOrg: (orgId: OrgId) =>
         sql<IgnoreRuleRow>`select ${sql.unsafe(COLUMNS)} from ignore_rules
           where org_id = ${orgId} and removed_at is null order by created_at, id`.pipe(dbErrors),
       /** One rule, removed or not, whatever its organization (the caller checks who may see it). */
@@ -90,7 +92,7 @@ export class IgnoreRulesRepo extends Effect.Service<IgnoreRulesRepo>()("IgnoreRu
        * the event's. One statement for a whole batch; each probe is one lookup of the rules' network tree
        * (ignore_rules_source_idx), however many rules the organization has. Probes no rule matches are left out.
        */
-      match: (orgId: string, sensorId: string, probes: ReadonlyArray<IgnoreProbe>, now: Date) =>
+      match: (orgId: OrgId, sensorId: SensorId, probes: ReadonlyArray<IgnoreProbe>, now: Date) =>
         probes.length === 0
           ? Effect.succeed([] as ReadonlyArray<{ readonly key: number; readonly ruleId: string }>)
           : sql<{ readonly key: number; readonly ruleId: string }>`
@@ -115,7 +117,7 @@ export class IgnoreRulesRepo extends Effect.Service<IgnoreRulesRepo>()("IgnoreRu
        * would wait for on both sides (a deadlock). A negative `n` takes back hits of events the rule no longer
        * ignores (a Cowrie session's connect changed their port or type) and leaves the last hit as it was.
        */
-      recordHits: (orgId: string, hits: ReadonlyArray<{ readonly id: string; readonly n: number }>, at: Date) =>
+      recordHits: (orgId: OrgId, hits: ReadonlyArray<{ readonly id: string; readonly n: number }>, at: Date) =>
         hits.length === 0
           ? Effect.void
           : sql`with h as (select * from jsonb_to_recordset(${JSON.stringify(hits)}::text::jsonb) as x(id text, n integer)),
@@ -126,7 +128,7 @@ export class IgnoreRulesRepo extends Effect.Service<IgnoreRulesRepo>()("IgnoreRu
               from h join locked l on l.id = h.id
               where r.id = h.id`.pipe(Effect.asVoid, dbErrors),
       /** The console's "show ignored events": newest first, keyset on (time desc, id desc), with each one's rule. */
-      ignoredEvents: (orgId: string, after: CursorPosition | undefined, fetch: number) => {
+      ignoredEvents: (orgId: OrgId, after: CursorPosition | undefined, fetch: number) => {
         const params: Array<unknown> = [orgId]
         let where = "e.org_id = $1 and e.ignore_rule_id is not null"
         if (after) {

@@ -1,6 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
-import { newId } from "../domain/ids.ts"
+import { type IncidentId, newId, type OrgId } from "../domain/ids.ts"
 import { dbErrors } from "../platform/db/errors.ts"
 
 /** A note as an incident's page shows it: plain text, its author (a console user's id, or `cli`) and their email. */
@@ -18,7 +18,7 @@ export class IncidentNotesRepo extends Effect.Service<IncidentNotesRepo>()("Inci
     const sql = yield* SqlClient.SqlClient
     return {
       /** Adds a note to an incident of `orgId`; the caller has checked that the incident is the organization's. */
-      add: (note: { orgId: string; incidentId: string; author: string; body: string }, at: Date = new Date()) => {
+      add: (note: { orgId: OrgId; incidentId: IncidentId; author: string; body: string }, at: Date = new Date()) => {
         const id = newId("incidentNote", at.getTime())
         return sql`insert into incident_notes (id, org_id, incident_id, author, body, created_at)
           values (${id}, ${note.orgId}, ${note.incidentId}, ${note.author}, ${note.body}, ${at})`.pipe(
@@ -27,7 +27,7 @@ export class IncidentNotesRepo extends Effect.Service<IncidentNotesRepo>()("Inci
         )
       },
       /** An incident's notes, oldest first. */
-      forIncident: (orgId: string, incidentId: string) =>
+      forIncident: (orgId: OrgId, incidentId: IncidentId) =>
         sql<IncidentNoteRow>`
           select n.id, n.author, u.email as author_email, n.body, n.created_at
           from incident_notes n left join console_users u on u.id = n.author

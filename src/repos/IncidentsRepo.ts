@@ -2,6 +2,7 @@ import type { Statement } from "@effect/sql"
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
 import type { CursorPosition } from "../domain/cursor.ts"
+import { type IncidentId, type OrgId, type SensorId, StoredId } from "../domain/ids.ts"
 import { IncidentStatus } from "../domain/models.ts"
 import { Severity } from "../domain/severity.ts"
 import { readRows } from "../platform/db/directReads.ts"
@@ -12,9 +13,9 @@ import type { SqlText } from "./statement.ts"
 const TypeCounts = Schema.Record({ key: Schema.String, value: Schema.Number })
 
 export const IncidentRow = Schema.Struct({
-  id: Schema.String,
-  orgId: Schema.String,
-  sensorId: Schema.String,
+  id: StoredId.IncidentId,
+  orgId: StoredId.OrgId,
+  sensorId: StoredId.SensorId,
   sensorName: Schema.String,
   sourceIp: Schema.String,
   status: IncidentStatus,
@@ -71,7 +72,7 @@ export const SOURCE_COLUMNS = `a.reverse_dns as "sourceReverseDns", a.asn::float
   a.as_organization as "sourceAsOrganization", a.country as "sourceCountry"`
 
 export interface IncidentListQuery {
-  readonly orgId: string
+  readonly orgId: OrgId
   readonly status: "open" | "closed" | undefined
   /** The console's list filters by severity too; the API does not. */
   readonly severity?: Severity | undefined
@@ -82,8 +83,8 @@ export interface IncidentListQuery {
 
 /** Triage's bulk close: an organization's open incidents of a sensor, a source, last seen before a time (all given). */
 export interface BulkCloseFilter {
-  readonly orgId: string
-  readonly sensorId?: string | undefined
+  readonly orgId: OrgId
+  readonly sensorId?: SensorId | undefined
   readonly sourceIp?: string | undefined
   readonly seenBefore?: Date | undefined
 }
@@ -207,7 +208,7 @@ export const incidentListStatement = (q: IncidentListQuery, enriched = true): Sq
   }
 }
 
-export const incidentByIdStatement = (orgId: string, id: string, enriched = true): SqlText => ({
+export const incidentByIdStatement = (orgId: OrgId, id: IncidentId, enriched = true): SqlText => ({
   text: `${incidentSelect(enriched)} where i.org_id = $1 and i.id = $2`,
   params: [orgId, id],
 })
@@ -252,7 +253,7 @@ export class IncidentsRepo extends Effect.Service<IncidentsRepo>()("IncidentsRep
 
     const list = (q: IncidentListQuery) => Effect.flatMap(enriched, (e) => readIncidents(incidentListStatement(q, e)))
 
-    const findById = (orgId: string, id: string) =>
+    const findById = (orgId: OrgId, id: IncidentId) =>
       Effect.flatMap(enriched, (e) =>
         Effect.map(readIncidents(incidentByIdStatement(orgId, id, e)), (rows) => Option.fromNullable(rows[0])),
       )
@@ -282,8 +283,8 @@ export class IncidentsRepo extends Effect.Service<IncidentsRepo>()("IncidentsRep
     })
 
     const closedRow = Schema.Struct({
-      id: Schema.String,
-      orgId: Schema.String,
+      id: StoredId.IncidentId,
+      orgId: StoredId.OrgId,
       severity: Severity,
       resolvedAt: Schema.DateFromSelf,
     })
@@ -326,7 +327,7 @@ export class IncidentsRepo extends Effect.Service<IncidentsRepo>()("IncidentsRep
           now,
         ),
       /** The newest incident of each of a sensor's grouping keys, locked (ingestion, under the keys' locks). */
-      newestForKeys: (orgId: string, sensorId: string, sourceIps: ReadonlyArray<string>) =>
+      newestForKeys: (orgId: OrgId, sensorId: SensorId, sourceIps: ReadonlyArray<string>) =>
         sourceIps.length === 0
           ? Effect.succeed([] as ReadonlyArray<KeyIncident>)
           : newestForKeys({ orgId, sensorId, sourceIps }).pipe(dbErrors),
@@ -367,7 +368,7 @@ export class IncidentsRepo extends Effect.Service<IncidentsRepo>()("IncidentsRep
        * For each source address, how many other sensors of the organization saw it since `since`, and when the
        * earliest of those incidents began (a source first seen elsewhere links and steps up the incident here).
        */
-      seenOnOtherSensors: (orgId: string, sensorId: string, sourceIps: ReadonlyArray<string>, since: Date) =>
+      seenOnOtherSensors: (orgId: OrgId, sensorId: SensorId, sourceIps: ReadonlyArray<string>, since: Date) =>
         sourceIps.length === 0
           ? Effect.succeed(new Map<string, { sensors: number; earliestFirstSeen: Date }>())
           : sql<{ sourceIp: string; sensors: number; earliestFirstSeen: Date }>`
@@ -388,7 +389,7 @@ export class IncidentsRepo extends Effect.Service<IncidentsRepo>()("IncidentsRep
               dbErrors,
             ),
       /** An address's incidents on every sensor, newest activity first, and what they add up to. */
-      forSource: (orgId: string, sourceIp: string, limit: number) =>
+      forSource: (orgId: OrgId, sourceIp: string, limit: number) =>
         Effect.all({
           rows: readIncidents({
             text: `${incidentSelect(true)} where i.org_id = $1 and i.source_ip = $2 order by i.last_seen_at desc, i.id desc limit $3`,
@@ -422,7 +423,7 @@ export class IncidentsRepo extends Effect.Service<IncidentsRepo>()("IncidentsRep
        * The other incidents of these addresses on other sensors, active since `since`, count their other sensors
        * again: an incident just began on `sensorId` (in this transaction), so each sibling now has one more.
        */
-      recountOtherSensors: (orgId: string, sensorId: string, sourceIps: ReadonlyArray<string>, since: Date) =>
+      recountOtherSensors: (orgId: OrgId, sensorId: SensorId, sourceIps: ReadonlyArray<string>, since: Date) =>
         sourceIps.length === 0
           ? Effect.void
           : sql
@@ -434,8 +435,8 @@ export class IncidentsRepo extends Effect.Service<IncidentsRepo>()("IncidentsRep
               )
               .pipe(Effect.asVoid, dbErrors),
       /** Recounts after a concurrent duplicate slipped past the pre-check (rare); returns the new counts. */
-      recount: (orgId: string, ids: ReadonlyArray<string>) =>
-        sql<{ readonly id: string; readonly eventCount: number }>`
+      recount: (orgId: OrgId, ids: ReadonlyArray<IncidentId>) =>
+        sql<{ readonly id: IncidentId; readonly eventCount: number }>`
           update incidents i set event_count = (
             select count(*) from events e where e.org_id = ${orgId} and e.incident_id = i.id
           )
@@ -453,7 +454,7 @@ export class IncidentsRepo extends Effect.Service<IncidentsRepo>()("IncidentsRep
           now,
         ),
       /** Closes one open incident (admin); none when it is unknown or already closed. */
-      close: (id: string, now: Date) =>
+      close: (id: IncidentId, now: Date) =>
         closeWhere(sql`id = ${id}`, now).pipe(Effect.map((rows) => Option.fromNullable(rows[0]))),
       findById,
       insert: (row: NewIncident, now: Date = new Date()) =>

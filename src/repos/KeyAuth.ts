@@ -2,6 +2,7 @@
 import { randomBytes } from "node:crypto"
 import { PgClient } from "@effect/sql-pg"
 import { Clock, Data, Deferred, Effect, FiberSet, Option } from "effect"
+import type { ApiKeyId, OrgId } from "../domain/ids.ts"
 import type { Scope } from "../domain/scopes.ts"
 import { API_KEY_TOKEN, bearerToken, parseToken, secretMatches } from "../domain/secretToken.ts"
 import { AppConfig } from "../platform/config.ts"
@@ -16,8 +17,8 @@ import {
 } from "./ApiKeysRepo.ts"
 
 export interface AuthenticatedKey {
-  readonly orgId: string
-  readonly keyId: string
+  readonly orgId: OrgId
+  readonly keyId: ApiKeyId
   readonly scopes: ReadonlyArray<Scope>
 }
 
@@ -41,7 +42,7 @@ export class KeyExpired extends Data.TaggedError("KeyExpired")<{ readonly keyId:
 /** The key is valid, but Deception is not active for its organization (spec "API keys" 8). */
 export class DeceptionDisabled extends Data.TaggedError("DeceptionDisabled")<{
   readonly keyId: string
-  readonly orgId: string
+  readonly orgId: OrgId
 }> {}
 /** The key is valid but lacks the endpoint's scope. */
 export class ScopeMissing extends Data.TaggedError("ScopeMissing")<{
@@ -207,7 +208,7 @@ export class KeyAuth extends Effect.Service<KeyAuth>()("KeyAuth", {
 
     // lastUsedAt, off the request path: this map lets through at most one write per key a minute from this process,
     // and the repository's guard lets through one per key a minute across all processes (ApiKeysRepo.touchLastUsed).
-    const recordUse = (keyId: string, now: number) => {
+    const recordUse = (keyId: ApiKeyId, now: number) => {
       const last = lastWrites.get(keyId)
       if (last !== undefined && now - last < LAST_USED_EVERY_MS) return Effect.void
       lastWrites.set(keyId, now)
@@ -220,7 +221,7 @@ export class KeyAuth extends Effect.Service<KeyAuth>()("KeyAuth", {
       ).pipe(Effect.asVoid)
     }
 
-    const credential = (keyId: string, now: number) => {
+    const credential = (keyId: ApiKeyId, now: number) => {
       const cached = cache.get(keyId, now)
       if (cached !== undefined) return Effect.succeed(Option.some(cached))
       const readAt = cache.generation()

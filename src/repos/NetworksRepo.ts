@@ -1,5 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
+import type { OrgId } from "../domain/ids.ts"
 import { DEFAULT_NETWORKS, type OwnNetwork } from "../domain/networks.ts"
 import { dbErrors } from "../platform/db/errors.ts"
 
@@ -34,7 +35,7 @@ export class NetworksRepo extends Effect.Service<NetworksRepo>()("NetworksRepo",
        * The list, read under a share lock when `forShare`: ingestion classifying new incidents holds it until its
        * commit, so an admin's change (which takes the row for update, then re-judges) never misses them.
        */
-      get: (orgId: string, forShare = false) =>
+      get: (orgId: OrgId, forShare = false) =>
         Effect.map(
           forShare
             ? sql<{ networks: string | null }>`
@@ -45,14 +46,14 @@ export class NetworksRepo extends Effect.Service<NetworksRepo>()("NetworksRepo",
           (rows) => networksOf(rows[0]?.networks ?? null),
         ).pipe(dbErrors),
       /** Sets the list (null: back to the default), holding the row until the caller's transaction ends. */
-      set: (orgId: string, networks: ReadonlyArray<OwnNetwork> | null) =>
+      set: (orgId: OrgId, networks: ReadonlyArray<OwnNetwork> | null) =>
         Effect.map(
           sql<{ id: string }>`
             update organizations set networks = ${networks === null ? null : JSON.stringify(networks)}::text::jsonb
             where id = ${orgId} returning id`,
           (rows) => rows.length > 0,
         ).pipe(dbErrors),
-      lock: (orgId: string) =>
+      lock: (orgId: OrgId) =>
         sql`select id from organizations where id = ${orgId} for update`.pipe(Effect.asVoid, dbErrors),
     } as const
   }),

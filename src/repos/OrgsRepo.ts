@@ -1,11 +1,11 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Schema } from "effect"
-import { newId } from "../domain/ids.ts"
+import { newId, type OrgId, StoredId } from "../domain/ids.ts"
 import { dbErrors } from "../platform/db/errors.ts"
 import { KEY_CHANGES_CHANNEL } from "./ApiKeysRepo.ts"
 
 export const OrgRow = Schema.Struct({
-  id: Schema.String,
+  id: StoredId.OrgId,
   name: Schema.String,
   deceptionEnabled: Schema.Boolean,
   fingerprintKey: Schema.String,
@@ -42,7 +42,7 @@ export class OrgsRepo extends Effect.Service<OrgsRepo>()("OrgsRepo", {
         yield* sql`insert into organizations ${sql.insert(row)}`
         return row satisfies OrgRow
       }, dbErrors),
-      findById: (id: string) => findById(id).pipe(dbErrors),
+      findById: (id: OrgId) => findById(id).pipe(dbErrors),
       list: () =>
         SqlSchema.findAll({
           Request: Schema.Void,
@@ -50,13 +50,13 @@ export class OrgsRepo extends Effect.Service<OrgsRepo>()("OrgsRepo", {
           execute: () => sql`select * from organizations order by id`,
         })(undefined).pipe(dbErrors),
       /** Re-sealed fingerprint key (admin `secrets reseal` after a SECRET_KEY rotation). */
-      setFingerprintKey: (id: string, fingerprintKey: string) =>
+      setFingerprintKey: (id: OrgId, fingerprintKey: string) =>
         sql`update organizations set fingerprint_key = ${fingerprintKey} where id = ${id}`.pipe(
           Effect.asVoid,
           dbErrors,
         ),
       /** The organization's event retention in days, or null for RETENTION_DAYS. */
-      setRetentionDays: (id: string, days: number | null) =>
+      setRetentionDays: (id: OrgId, days: number | null) =>
         sql`update organizations set retention_days = ${days} where id = ${id}`.pipe(Effect.asVoid, dbErrors),
       /**
        * The Deception flag (403 when off), with a NOTIFY in the same statement (so in the same transaction), for a
@@ -64,7 +64,7 @@ export class OrgsRepo extends Effect.Service<OrgsRepo>()("OrgsRepo", {
        * told on commit, and `announced` returns once every one has dropped the organization's keys. False when no such
        * organization.
        */
-      setDeceptionNotifying: (id: string, enabled: boolean, ack: string) =>
+      setDeceptionNotifying: (id: OrgId, enabled: boolean, ack: string) =>
         sql`
           with changed as (update organizations set deception_enabled = ${enabled} where id = ${id} returning id)
           select id, pg_notify(${KEY_CHANGES_CHANNEL}, 'org:' || id || ${ack}) from changed`.pipe(

@@ -1,5 +1,6 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
+import { type OrgId, type SensorId, StoredId } from "../domain/ids.ts"
 import { MISSED_HEARTBEATS } from "../domain/sensorStatus.ts"
 import { readRows } from "../platform/db/directReads.ts"
 import { dbErrors } from "../platform/db/errors.ts"
@@ -9,8 +10,8 @@ export const SENSOR_HEALTH = ["unknown", "alive", "silent"] as const
 export type SensorHealth = (typeof SENSOR_HEALTH)[number]
 
 export const SensorRow = Schema.Struct({
-  id: Schema.String,
-  orgId: Schema.String,
+  id: StoredId.SensorId,
+  orgId: StoredId.OrgId,
   name: Schema.String,
   profile: Schema.String,
   createdAt: Schema.DateFromSelf,
@@ -26,8 +27,9 @@ export type SensorRow = typeof SensorRow.Type
 
 /** What authentication needs, in one primary-key read: the sensor, its token hash and the one in its grace. */
 export interface SensorCredentialRow {
-  readonly id: string
-  readonly orgId: string
+  // Branded as read: the table's keys guarantee the kinds.
+  readonly id: SensorId
+  readonly orgId: OrgId
   readonly name: string
   readonly profile: string
   readonly revokedAt: Date | null
@@ -52,7 +54,7 @@ export class SensorsRepo extends Effect.Service<SensorsRepo>()("SensorsRepo", {
 
     // Runs on every ingest request (no cache, so a revocation or rotation is seen by the very next request in
     // every process): fixed text, explicit aliases, no Schema decode.
-    const findCredential = (id: string) =>
+    const findCredential = (id: SensorId) =>
       readRows<SensorCredentialRow>(
         sql,
         `select id, org_id as "orgId", name, profile, revoked_at as "revokedAt", token_hash as "tokenHash",
@@ -85,8 +87,8 @@ export class SensorsRepo extends Effect.Service<SensorsRepo>()("SensorsRepo", {
 
     return {
       create: (row: {
-        readonly id: string
-        readonly orgId: string
+        readonly id: SensorId
+        readonly orgId: OrgId
         readonly name: string
         readonly profile: string
         readonly tokenHash: Uint8Array
@@ -101,14 +103,14 @@ export class SensorsRepo extends Effect.Service<SensorsRepo>()("SensorsRepo", {
         })}`.pipe(Effect.asVoid, dbErrors)
       },
       findCredential,
-      findById: (id: string) => findById(id).pipe(dbErrors),
-      listByOrg: (orgId: string) => listByOrg(orgId).pipe(dbErrors),
+      findById: (id: SensorId) => findById(id).pipe(dbErrors),
+      listByOrg: (orgId: OrgId) => listByOrg(orgId).pipe(dbErrors),
       /** True when the sensor exists and is not revoked (a revoked sensor keeps its name). */
-      rename: (id: string, name: string, at: Date) =>
+      rename: (id: SensorId, name: string, at: Date) =>
         sql`update sensors set name = ${name}, updated_at = ${at} where id = ${id} and revoked_at is null
             returning id`.pipe(changed, dbErrors),
       /** Null: no heartbeat expected (never `silent`). */
-      setHeartbeatInterval: (id: string, seconds: number | null, at: Date) =>
+      setHeartbeatInterval: (id: SensorId, seconds: number | null, at: Date) =>
         sql`update sensors set heartbeat_interval_seconds = ${seconds}, updated_at = ${at}
             where id = ${id} and revoked_at is null returning id`.pipe(changed, dbErrors),
       /**
@@ -117,7 +119,7 @@ export class SensorsRepo extends Effect.Service<SensorsRepo>()("SensorsRepo", {
        * every older token ends at once. A grace still running from an earlier rotation is never ended silently:
        * false (nothing changed) unless `force`; false also when the sensor is revoked or unknown.
        */
-      rotate: (id: string, tokenHash: Uint8Array, previousExpiresAt: Date | null, at: Date, force: boolean) =>
+      rotate: (id: SensorId, tokenHash: Uint8Array, previousExpiresAt: Date | null, at: Date, force: boolean) =>
         sql`update sensors set token_hash = ${tokenHash},
               previous_token_hash = case when ${previousExpiresAt === null} then null else token_hash end,
               previous_token_expires_at = ${previousExpiresAt}, updated_at = ${at}
@@ -125,7 +127,7 @@ export class SensorsRepo extends Effect.Service<SensorsRepo>()("SensorsRepo", {
               and (${force} or previous_token_expires_at is null or previous_token_expires_at <= ${at})
             returning id`.pipe(changed, dbErrors),
       /** True only for the call that revoked it (a second revoke changes nothing and says so). */
-      revoke: (id: string, at: Date) =>
+      revoke: (id: SensorId, at: Date) =>
         sql`update sensors set revoked_at = ${at}, previous_token_hash = null, previous_token_expires_at = null,
               updated_at = ${at}
             where id = ${id} and revoked_at is null returning id`.pipe(changed, dbErrors),
@@ -134,7 +136,7 @@ export class SensorsRepo extends Effect.Service<SensorsRepo>()("SensorsRepo", {
        * state, so N processes write a busy sensor's last contact at most once per interval together. Never moves
        * it back.
        */
-      touchLastSeen: (id: string, at: Date) =>
+      touchLastSeen: (id: SensorId, at: Date) =>
         sql`update sensors set last_seen_at = ${at}
             where id = ${id}
               and (last_seen_at is null or last_seen_at <= ${new Date(at.getTime() - LAST_SEEN_EVERY_MS)})`.pipe(
@@ -147,7 +149,7 @@ export class SensorsRepo extends Effect.Service<SensorsRepo>()("SensorsRepo", {
        * Compare-and-set of the announced health: true only for the one caller that moved it from `from` to `to`
        * (that caller sends `sensor.silent` / `sensor.recovered`, in the same transaction as this).
        */
-      setHealth: (id: string, from: SensorHealth, to: SensorHealth, at: Date) =>
+      setHealth: (id: SensorId, from: SensorHealth, to: SensorHealth, at: Date) =>
         sql`update sensors set health = ${to}, health_changed_at = ${at}
             where id = ${id} and health = ${from} returning id`.pipe(changed, dbErrors),
       /**
@@ -157,7 +159,7 @@ export class SensorsRepo extends Effect.Service<SensorsRepo>()("SensorsRepo", {
        * gone. "Now" is the database's clock (`now()`), never the calling process's: processes whose clocks differ
        * would otherwise disagree on the status and move the sensor back and forth, announcing each move.
        */
-      setHealthIfStill: (id: string, from: SensorHealth, to: "alive" | "silent") =>
+      setHealthIfStill: (id: SensorId, from: SensorHealth, to: "alive" | "silent") =>
         sql`update sensors set health = ${to}, health_changed_at = now()
             where id = ${id} and health = ${from} and revoked_at is null and heartbeat_interval_seconds is not null
               and ${

@@ -1,6 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { Effect, Metric } from "effect"
-import { newId } from "../domain/ids.ts"
+import { type IncidentId, newId, type OrgId } from "../domain/ids.ts"
 import type { Severity } from "../domain/severity.ts"
 import { dbErrors } from "../platform/db/errors.ts"
 import { incidentTransitions } from "../platform/metrics.ts"
@@ -10,8 +10,8 @@ export const CLOSE_REASONS = ["resolved", "false_positive", "authorized_test", "
 export type CloseReason = (typeof CLOSE_REASONS)[number]
 
 export interface NewTransition {
-  readonly orgId: string
-  readonly incidentId: string
+  readonly orgId: OrgId
+  readonly incidentId: IncidentId
   readonly kind: "created" | "escalated" | "reopened" | "closed"
   readonly fromSeverity: Severity | null
   readonly toSeverity: Severity
@@ -25,7 +25,7 @@ export interface NewTransition {
  * (the idle-close sweep).
  */
 export const closedTransitions = (
-  closed: ReadonlyArray<{ readonly orgId: string; readonly id: string; readonly severity: Severity }>,
+  closed: ReadonlyArray<{ readonly orgId: OrgId; readonly id: IncidentId; readonly severity: Severity }>,
   at: Date,
   close?: NewTransition["close"],
 ): ReadonlyArray<NewTransition> =>
@@ -83,12 +83,12 @@ export class TransitionsRepo extends Effect.Service<TransitionsRepo>()("Transiti
         for (const row of rows) yield* Metric.increment(Metric.tagged(incidentTransitions, "kind", row.kind))
         return rows.map((r) => r.id)
       }, dbErrors),
-      forIncident: (incidentId: string) =>
+      forIncident: (incidentId: IncidentId) =>
         sql<{ id: string; kind: string; fromSeverity: string | null; toSeverity: string; at: Date }>`
           select id, kind, from_severity, to_severity, at from incident_transitions
           where incident_id = ${incidentId} order by at, id`.pipe(dbErrors),
       /** An incident's history as its page shows it, oldest first, in its organization only. */
-      history: (orgId: string, incidentId: string) =>
+      history: (orgId: OrgId, incidentId: IncidentId) =>
         sql<TransitionRow>`
           select t.id, t.kind, t.from_severity, t.to_severity, t.at, t.close_reason, t.close_note, t.actor,
             u.email as actor_email

@@ -4,7 +4,7 @@ import { Effect } from "effect"
 import { TransitionsRepo } from "../../src/repos/TransitionsRepo.ts"
 import { freePort } from "../support/console.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
-import { get } from "../support/fixtures.ts"
+import { get, idOf } from "../support/fixtures.ts"
 import { type RunningServer, shutdown, startServer, testEnv } from "../support/server.ts"
 
 /**
@@ -105,7 +105,9 @@ const checkStory = async (apiUrl: string, key: string, db: TestDatabase, ranFrom
   for (const e of [...attempts, ...ofType("ssh.command")]) expect(e.port).toBe(22)
   expect(JSON.stringify(events)).not.toContain("P@ssw0rd")
   expect(JSON.stringify(events)).not.toContain("Winter2026!")
-  const attackTransitions = await db.run(Effect.flatMap(TransitionsRepo, (t) => t.forIncident(attack.id)))
+  const attackTransitions = await db.run(
+    Effect.flatMap(TransitionsRepo, (t) => t.forIncident(idOf("incident", attack.id))),
+  )
   expect(attackTransitions.map((t) => t.kind)).toEqual(["created", "escalated", "escalated"])
 
   // The first wave is in the past; nothing is dated after the demo ran.
@@ -116,7 +118,7 @@ const checkStory = async (apiUrl: string, key: string, db: TestDatabase, ranFrom
   // The second address: its incident was closed, then re-opened by activity dated after the close.
   const reopened = bySource.get(RETURNING) as { id: string }
   expect(reopened).toMatchObject({ status: "open", resolvedAt: null })
-  const transitions = await db.run(Effect.flatMap(TransitionsRepo, (t) => t.forIncident(reopened.id)))
+  const transitions = await db.run(Effect.flatMap(TransitionsRepo, (t) => t.forIncident(idOf("incident", reopened.id))))
   expect(transitions.map((t) => t.kind)).toEqual(["created", "closed", "reopened"])
   const closedAt = new Date(transitions[1]?.at ?? Number.NaN).getTime()
   expect(new Date(transitions[2]?.at ?? Number.NaN).getTime()).toBeGreaterThanOrEqual(closedAt)

@@ -3,10 +3,11 @@ import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import { AdminActor, orgUser } from "../../src/admin/actor.ts"
 import { IgnoreAdmin } from "../../src/admin/IgnoreAdmin.ts"
+import { StoredId } from "../../src/domain/ids.ts"
 import { parseNetwork } from "../../src/domain/ip.ts"
 import { admin, adminJson } from "../support/cli.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
-import { createSensor, createTenant } from "../support/fixtures.ts"
+import { createSensor, createTenant, idOf } from "../support/fixtures.ts"
 import { type RunningServer, shutdown, startServer } from "../support/server.ts"
 
 /**
@@ -189,7 +190,14 @@ describe("bun run admin ignore", () => {
 
 describe("IgnoreAdmin: who may", () => {
   const as = (role: "admin" | "analyst", org: string) =>
-    AdminActor.of(orgUser({ id: `usr_test_${role}`, ip: "192.0.2.10", orgId: org, role }))
+    AdminActor.of(
+      orgUser({
+        id: StoredId.UserId.make(`usr_test_${role}`),
+        ip: "192.0.2.10",
+        orgId: idOf("organization", org),
+        role,
+      }),
+    )
 
   test("an organization's administrator adds and removes (audited with their id and address); an analyst only lists; another organization's rule is unknown", async () => {
     const run = <A, E>(actor: ReturnType<typeof as>, f: (rules: IgnoreAdmin) => Effect.Effect<A, E, AdminActor>) =>

@@ -4,11 +4,11 @@ import { Effect } from "effect"
 import { AdminActor, OPERATOR, orgUser } from "../../src/admin/actor.ts"
 import { IncidentAdmin } from "../../src/admin/IncidentAdmin.ts"
 import { IncidentHistory } from "../../src/console/incidents/history.tsx"
-import { newId } from "../../src/domain/ids.ts"
+import { newId, type OrgId, StoredId } from "../../src/domain/ids.ts"
 import { TransitionsRepo } from "../../src/repos/TransitionsRepo.ts"
 import { admin, adminJson } from "../support/cli.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
-import { createSensor, createTenant, get, seedIncident } from "../support/fixtures.ts"
+import { createSensor, createTenant, get, idOf, seedIncident } from "../support/fixtures.ts"
 import { ingest, nativeEvent } from "../support/ingest.ts"
 import { type RunningServer, shutdown, startServer, testEnv } from "../support/server.ts"
 
@@ -20,7 +20,7 @@ import { type RunningServer, shutdown, startServer, testEnv } from "../support/s
 
 let server: RunningServer
 let db: TestDatabase
-let tenant: { orgId: string; key: string }
+let tenant: { orgId: OrgId; key: string }
 let sensor: { id: string; token: string }
 
 beforeAll(async () => {
@@ -39,7 +39,7 @@ const newIncident = async (sourceIp: string) => {
 }
 
 const history = (incidentId: string) =>
-  db.run(Effect.flatMap(TransitionsRepo, (t) => t.history(tenant.orgId, incidentId)))
+  db.run(Effect.flatMap(TransitionsRepo, (t) => t.history(tenant.orgId, idOf("incident", incidentId))))
 
 const auditRows = (orgId: string) =>
   db.run(
@@ -143,7 +143,7 @@ describe("IncidentAdmin as a console user", () => {
     const foreign = res.body.results[0].incidentId as string
     const own = await newIncident("198.51.100.5")
     const analyst = orgUser({
-      id: "usr_01JANALYST0000000000000000",
+      id: StoredId.UserId.make("usr_01JANALYST0000000000000000"),
       ip: "127.0.0.1",
       orgId: tenant.orgId,
       role: "analyst",

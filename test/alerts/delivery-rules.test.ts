@@ -7,13 +7,14 @@ import {
   serializeAlertMessage,
 } from "../../src/domain/alertMessage.ts"
 import { JITTER, nextState } from "../../src/domain/deliveryRetry.ts"
+import { StoredId } from "../../src/domain/ids.ts"
 import type { EventRow } from "../../src/repos/EventsRepo.ts"
 import type { IncidentRow } from "../../src/repos/IncidentsRepo.ts"
 
 const incidentRow: IncidentRow = {
-  id: "inc_01JDEMO0000000000000000000",
-  orgId: "org_01JDEMO0000000000000000000",
-  sensorId: "sen_01JDEMO0000000000000000000",
+  id: StoredId.IncidentId.make("inc_01JDEMO0000000000000000000"),
+  orgId: StoredId.OrgId.make("org_01JDEMO0000000000000000000"),
+  sensorId: StoredId.SensorId.make("sen_01JDEMO0000000000000000000"),
   sensorName: "fin-db-01",
   sourceIp: "203.0.113.66",
   status: "open",
@@ -38,7 +39,7 @@ const incidentRow: IncidentRow = {
 }
 
 const eventRow = (i: number): EventRow => ({
-  id: `evt_${String(i).padStart(26, "0")}`,
+  id: StoredId.EventId.make(`evt_${String(i).padStart(26, "0")}`),
   orgId: incidentRow.orgId,
   incidentId: incidentRow.id,
   sensorId: incidentRow.sensorId,

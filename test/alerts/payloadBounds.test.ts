@@ -9,6 +9,7 @@ import {
   serializeAlertMessage,
 } from "../../src/domain/alertMessage.ts"
 import { maskSecret } from "../../src/domain/attackerInput.ts"
+import { StoredId } from "../../src/domain/ids.ts"
 import { CUT_MEMBER } from "../../src/domain/sanitize.ts"
 import { signatureHeader } from "../../src/domain/webhookSignature.ts"
 import type { EventRow } from "../../src/repos/EventsRepo.ts"
@@ -51,10 +52,10 @@ const WORST_INPUTS: Record<string, () => Record<string, unknown>> = {
 }
 
 const eventRow = (i: number, attackerInput: Record<string, unknown>): EventRow => ({
-  id: `evt_01JD2Q7R4Y8K3M5N6P7Q8R9S${String(i).padStart(2, "0")}`,
-  orgId: "org_x",
-  incidentId: "inc_x",
-  sensorId: "sen_x",
+  id: StoredId.EventId.make(`evt_01JD2Q7R4Y8K3M5N6P7Q8R9S${String(i).padStart(2, "0")}`),
+  orgId: StoredId.OrgId.make("org_x"),
+  incidentId: StoredId.IncidentId.make("inc_x"),
+  sensorId: StoredId.SensorId.make("sen_x"),
   sensorName: "web-01",
   sensorEventId: `s-${i}`,
   time: new Date(Date.UTC(2026, 10, 21, 15, 0, i)),
@@ -72,9 +73,9 @@ const eventRow = (i: number, attackerInput: Record<string, unknown>): EventRow =
 })
 
 const incidentRow = (overrides: Partial<IncidentRow> = {}): IncidentRow => ({
-  id: "inc_01JD2Q7QZX3V5B7N9M1K3J5H7G",
-  orgId: "org_x",
-  sensorId: "sen_x",
+  id: StoredId.IncidentId.make("inc_01JD2Q7QZX3V5B7N9M1K3J5H7G"),
+  orgId: StoredId.OrgId.make("org_x"),
+  sensorId: StoredId.SensorId.make("sen_x"),
   sensorName: "web-01",
   sourceIp: "203.0.113.7",
   status: "open",

@@ -3,6 +3,7 @@ import { SqlError } from "@effect/sql/SqlError"
 import { EventNotFound, IncidentNotFound } from "../../src/api/errors.ts"
 import { CursorInvalid, InvalidQuery, QueryParameterRepeated, TimeRangeInverted } from "../../src/api/params.ts"
 import { authProblem, lookupProblem, queryProblem } from "../../src/api/problems.ts"
+import { OrgId } from "../../src/domain/ids.ts"
 import { DatabaseError } from "../../src/platform/db/errors.ts"
 import { databaseFailureKind } from "../../src/platform/http/problems.ts"
 import {
@@ -67,7 +68,7 @@ describe("authProblem: spec 'API keys' 7-8, D10", () => {
     [new KeyRevoked({ keyId: KEY_ID }), unauthorized("The API key has been revoked.")],
     [new KeyExpired({ keyId: KEY_ID }), unauthorized("The API key has expired.")],
     [
-      new DeceptionDisabled({ keyId: KEY_ID, orgId: "org_01ARZ3NDEKTSV4RRFFQ69G5FAV" }),
+      new DeceptionDisabled({ keyId: KEY_ID, orgId: OrgId.make("org_01ARZ3NDEKTSV4RRFFQ69G5FAV") }),
       forbidden("feature_disabled", "The Deception feature is not active for this organization."),
     ],
     [

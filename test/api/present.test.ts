@@ -1,6 +1,7 @@
 import { expect, test } from "bun:test"
 import { Schema } from "effect"
 import fc from "fast-check"
+import { EventId, IncidentId, OrgId, SensorId, StoredId } from "../../src/domain/ids.ts"
 import { EventPage, Incident, IncidentPage } from "../../src/domain/models.ts"
 import type { EventRow } from "../../src/repos/EventsRepo.ts"
 import type { IncidentRow } from "../../src/repos/IncidentsRepo.ts"
@@ -49,10 +50,10 @@ const attackerInput = fc
   )
 
 const eventRow = fc.record({
-  id: fc.constant("evt_01ARZ3NDEKTSV4RRFFQ69G5FAV"),
-  orgId: fc.constant("org_01ARZ3NDEKTSV4RRFFQ69G5FAV"),
-  incidentId: fc.constant("inc_01ARZ3NDEKTSV4RRFFQ69G5FAV"),
-  sensorId: fc.constant("sen_01ARZ3NDEKTSV4RRFFQ69G5FAV"),
+  id: fc.constant(EventId.make("evt_01ARZ3NDEKTSV4RRFFQ69G5FAV")),
+  orgId: fc.constant(OrgId.make("org_01ARZ3NDEKTSV4RRFFQ69G5FAV")),
+  incidentId: fc.constant(IncidentId.make("inc_01ARZ3NDEKTSV4RRFFQ69G5FAV")),
+  sensorId: fc.constant(SensorId.make("sen_01ARZ3NDEKTSV4RRFFQ69G5FAV")),
   sensorName: fc.string(),
   sensorEventId: fc.string(),
   time: date,
@@ -70,9 +71,9 @@ const eventRow = fc.record({
 }) as fc.Arbitrary<EventRow>
 
 const incidentRow = fc.record({
-  id: fc.constant("inc_01ARZ3NDEKTSV4RRFFQ69G5FAV"),
-  orgId: fc.constant("org_01ARZ3NDEKTSV4RRFFQ69G5FAV"),
-  sensorId: fc.constant("sen_01ARZ3NDEKTSV4RRFFQ69G5FAV"),
+  id: fc.constant(IncidentId.make("inc_01ARZ3NDEKTSV4RRFFQ69G5FAV")),
+  orgId: fc.constant(OrgId.make("org_01ARZ3NDEKTSV4RRFFQ69G5FAV")),
+  sensorId: fc.constant(SensorId.make("sen_01ARZ3NDEKTSV4RRFFQ69G5FAV")),
   sensorName: fc.string(),
   sourceIp: fc.constant("192.0.2.1"),
   status: fc.constantFrom("open", "closed"),
@@ -155,10 +156,10 @@ test("the console's incident shows the events the API's answer shows when the by
 test("a stored attackerInput the schema would refuse reads back in the D20 shape, never a failure", () => {
   const row = (attackerInput: Record<string, unknown>) =>
     ({
-      id: "evt_01ARZ3NDEKTSV4RRFFQ69G5FAV",
-      orgId: "o",
-      incidentId: "i",
-      sensorId: "s",
+      id: EventId.make("evt_01ARZ3NDEKTSV4RRFFQ69G5FAV"),
+      orgId: StoredId.OrgId.make("o"),
+      incidentId: StoredId.IncidentId.make("i"),
+      sensorId: StoredId.SensorId.make("s"),
       sensorName: "n",
       sensorEventId: "x",
       time: new Date(0),

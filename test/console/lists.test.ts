@@ -5,6 +5,7 @@ import { join } from "node:path"
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import { csvText, parseCsv } from "../../src/console/csv.ts"
+import type { OrgId } from "../../src/domain/ids.ts"
 import { eventListStatement } from "../../src/repos/EventsRepo.ts"
 import {
   type Browser,
@@ -33,7 +34,7 @@ const RUN = Date.now().toString(36)
 let server: RunningServerProcess
 let db: TestDatabase
 let consoleUrl: string
-let orgId: string
+let orgId: OrgId
 let apiKey: string
 let adminCookie: string
 let analystCookie: string

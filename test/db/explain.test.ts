@@ -2,6 +2,7 @@ import { afterAll, beforeAll, expect, test } from "bun:test"
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import { eventChangesStatement, incidentChangesStatement } from "../../src/api/ChangesRepo.ts"
+import { type IncidentId, type OrgId, type SensorId, StoredId } from "../../src/domain/ids.ts"
 import {
   type EventFilters,
   eventByIdStatement,
@@ -16,9 +17,9 @@ import { type RunningServer, shutdown, startServer } from "../support/server.ts"
 
 let server: RunningServer
 let db: TestDatabase
-let orgId: string
-let sensorId: string
-let incidentId: string
+let orgId: OrgId
+let sensorId: SensorId
+let incidentId: IncidentId
 
 beforeAll(async () => {
   server = await startServer()
@@ -76,7 +77,7 @@ test("every list statement, with every combination of filters and with a cursor,
     }
   }
   statements.push(["incident by id", incidentByIdStatement(orgId, incidentId)])
-  statements.push(["event by id", eventByIdStatement(orgId, "evt_Z")])
+  statements.push(["event by id", eventByIdStatement(orgId, StoredId.EventId.make("evt_Z"))])
   statements.push(["members oldest first", eventMembersStatement(orgId, incidentId, 200, false)])
   statements.push(["members newest first", eventMembersStatement(orgId, incidentId, 20, true)])
 

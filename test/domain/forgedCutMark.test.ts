@@ -6,6 +6,7 @@ import {
   SENT_CUT_MEMBER,
   webhookAttackerInput,
 } from "../../src/domain/attackerInput.ts"
+import { StoredId } from "../../src/domain/ids.ts"
 import { CUT_MEMBER } from "../../src/domain/sanitize.ts"
 import type { EventRow } from "../../src/repos/EventsRepo.ts"
 import type { IncidentRow } from "../../src/repos/IncidentsRepo.ts"
@@ -57,10 +58,10 @@ describe("a sensor-sent cut mark is renamed at ingestion", () => {
 })
 
 const eventRow = (i: number, attackerInput: Record<string, unknown>): EventRow => ({
-  id: `evt_01JD2Q7R4Y8K3M5N6P7Q8R9S${String(i).padStart(2, "0")}`,
-  orgId: "org_x",
-  incidentId: "inc_x",
-  sensorId: "sen_x",
+  id: StoredId.EventId.make(`evt_01JD2Q7R4Y8K3M5N6P7Q8R9S${String(i).padStart(2, "0")}`),
+  orgId: StoredId.OrgId.make("org_x"),
+  incidentId: StoredId.IncidentId.make("inc_x"),
+  sensorId: StoredId.SensorId.make("sen_x"),
   sensorName: "web-01",
   sensorEventId: `s-${i}`,
   time: new Date(Date.UTC(2026, 10, 21, 15, 0, i)),

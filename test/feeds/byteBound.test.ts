@@ -2,6 +2,7 @@ import { describe, expect, test } from "bun:test"
 import { Effect } from "effect"
 import type { ChangePage, ChangeQuery, Positioned } from "../../src/api/ChangesRepo.ts"
 import { feedPage } from "../../src/api/feeds.ts"
+import { StoredId } from "../../src/domain/ids.ts"
 import { serializedAnswer } from "../../src/repos/present.ts"
 
 /**
@@ -16,7 +17,7 @@ interface Row {
 }
 
 const key = new Uint8Array(32).fill(9)
-const ORG = "org_feed"
+const ORG = StoredId.OrgId.make("org_feed")
 
 const table: ReadonlyArray<Positioned<Row>> = Array.from({ length: 40 }, (_, i) => ({
   id: `c${String(i).padStart(2, "0")}`,

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { join } from "node:path"
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
-import { newId } from "../../src/domain/ids.ts"
+import { type IncidentId, newId, type OrgId, type SensorId } from "../../src/domain/ids.ts"
 import { EventsRepo } from "../../src/repos/EventsRepo.ts"
 import { IncidentsRepo } from "../../src/repos/IncidentsRepo.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
@@ -48,7 +48,7 @@ const drain = async (path: string, key: string, after: string | undefined, limit
 }
 
 /** A stored event written inside a transaction of this process. */
-const heldEvent = (orgId: string, sensorId: string, incidentId: string, n: string) => ({
+const heldEvent = (orgId: OrgId, sensorId: SensorId, incidentId: IncidentId, n: string) => ({
   id: newId("event"),
   orgId,
   incidentId,

@@ -2,14 +2,14 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { SqlClient } from "@effect/sql"
 import { Effect, Schema } from "effect"
 import { AlertMessage } from "../../src/domain/alertMessage.ts"
-import { newId } from "../../src/domain/ids.ts"
+import { newId, type OrgId } from "../../src/domain/ids.ts"
 import { REPAIR_TASK, repairStoredAttackerInputs } from "../../src/ingest/AttackerInputRepair.ts"
 import { OrgKeys } from "../../src/ingest/OrgKeys.ts"
 import { readMigrations } from "../../src/platform/db/migrate.ts"
 import { EventsRepo } from "../../src/repos/EventsRepo.ts"
 import { IncidentsRepo } from "../../src/repos/IncidentsRepo.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
-import { closeIncident, createChannel, createSensor, createTenant, get } from "../support/fixtures.ts"
+import { closeIncident, createChannel, createSensor, createTenant, get, idOf } from "../support/fixtures.ts"
 import { ingest, nativeEvent } from "../support/ingest.ts"
 import { type RunningServer, shutdown, startServer, testEnv } from "../support/server.ts"
 
@@ -19,7 +19,7 @@ import { type RunningServer, shutdown, startServer, testEnv } from "../support/s
  */
 let server: RunningServer
 let db: TestDatabase
-let tenant: { orgId: string; key: string }
+let tenant: { orgId: OrgId; key: string }
 let sensor: { id: string; token: string }
 
 beforeAll(async () => {
@@ -176,7 +176,7 @@ describe("a stored row never makes a read fail", () => {
     await db.run(
       Effect.gen(function* () {
         const events = yield* EventsRepo
-        const row = yield* events.findById(tenant.orgId, first.id)
+        const row = yield* events.findById(tenant.orgId, idOf("event", first.id))
         if (row._tag === "None") throw new Error("no row")
         const { sensorName: _, ...rest } = row.value
         yield* events.insert({ ...rest, id, sensorEventId: `old-${id}`, attackerInput: stored })
@@ -319,7 +319,7 @@ describe("clock skew", () => {
         incidents.closeIdle(new Date("2001-01-02T00:00:00Z"), new Date(), 1000),
       ),
     )
-    expect(closed.map((c) => c.id)).toEqual([r.incidentId])
+    expect(closed.map((c): string => c.id)).toEqual([r.incidentId])
     const incident = await get(server.url, `/v1/incidents/${r.incidentId}`, tenant.key)
     expect(incident.body.status).toBe("closed")
     expect(Date.parse(incident.body.resolvedAt)).toBeGreaterThanOrEqual(Date.parse(incident.body.lastSeenAt))

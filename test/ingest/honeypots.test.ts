@@ -2,6 +2,7 @@ import { afterAll, beforeAll, expect, test } from "bun:test"
 import { createHash } from "node:crypto"
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
+import type { OrgId, SensorId } from "../../src/domain/ids.ts"
 import { CowrieSessionsRepo } from "../../src/ingest/CowrieSessionsRepo.ts"
 import { canonicalJson } from "../../src/ingest/formats/native.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
@@ -11,8 +12,8 @@ import { type RunningServer, shutdown, startServer } from "../support/server.ts"
 
 let server: RunningServer
 let db: TestDatabase
-let tenant: { orgId: string; key: string }
-let sensor: { id: string; token: string }
+let tenant: { orgId: OrgId; key: string }
+let sensor: { id: SensorId; token: string }
 
 beforeAll(async () => {
   server = await startServer()
@@ -352,7 +353,7 @@ test("remembered Cowrie sessions are the sensor's own, organization-scoped, and 
 
   const run = <A, E>(effect: Effect.Effect<A, E, CowrieSessionsRepo>) =>
     db.run(Effect.provide(effect, CowrieSessionsRepo.Default))
-  const connects = (orgId: string, sessions: Array<string>) =>
+  const connects = (orgId: OrgId, sessions: Array<string>) =>
     run(Effect.flatMap(CowrieSessionsRepo, (r) => r.load(orgId, sensor.id, sessions, []))).then(
       (rows) => new Map([...rows].flatMap(([s, row]) => (row.connect === undefined ? [] : [[s, row.connect]]))),
     )

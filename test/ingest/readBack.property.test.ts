@@ -4,13 +4,14 @@ import { Effect, Schema } from "effect"
 import fc from "fast-check"
 import { AlertMessage, alertIncident, serializeAlertMessage } from "../../src/domain/alertMessage.ts"
 import { EVENT_TYPE_NAMES } from "../../src/domain/eventTypes.ts"
+import type { OrgId } from "../../src/domain/ids.ts"
 import { AttackerInput } from "../../src/domain/models.ts"
 import { COWRIE_EVENTIDS } from "../../src/ingest/formats/cowrie.ts"
 import { OPENCANARY_LOGTYPES } from "../../src/ingest/formats/opencanary.ts"
 import { EventsRepo } from "../../src/repos/EventsRepo.ts"
 import { IncidentsRepo } from "../../src/repos/IncidentsRepo.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
-import { createChannel, createSensor, createTenant, get } from "../support/fixtures.ts"
+import { createChannel, createSensor, createTenant, get, idOf } from "../support/fixtures.ts"
 import { ingest } from "../support/ingest.ts"
 import { type RunningServer, shutdown, startServer, testEnv } from "../support/server.ts"
 
@@ -30,7 +31,7 @@ const SEED = process.env.FC_SEED === undefined ? Date.now() % 2_147_483_647 : Nu
 
 let server: RunningServer
 let db: TestDatabase
-let tenant: { orgId: string; key: string }
+let tenant: { orgId: OrgId; key: string }
 let sensor: { id: string; token: string }
 
 beforeAll(async () => {
@@ -171,8 +172,10 @@ const webhookBodiesOf = (incidentId: string) =>
     Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient
       const stored = yield* sql<{ body: string }>`select body from webhook_deliveries where incident_id = ${incidentId}`
-      const incident = yield* Effect.flatMap(IncidentsRepo, (r) => r.findById(tenant.orgId, incidentId))
-      const recent = yield* Effect.flatMap(EventsRepo, (r) => r.recent(tenant.orgId, incidentId, 20))
+      const incident = yield* Effect.flatMap(IncidentsRepo, (r) =>
+        r.findById(tenant.orgId, idOf("incident", incidentId)),
+      )
+      const recent = yield* Effect.flatMap(EventsRepo, (r) => r.recent(tenant.orgId, idOf("incident", incidentId), 20))
       if (incident._tag === "None") throw new Error(`incident ${incidentId} not found`)
       const built = serializeAlertMessage({
         id: "whd_property",

@@ -1,4 +1,5 @@
 import { describe, expect, test } from "bun:test"
+import { StoredId } from "../../src/domain/ids.ts"
 import type { Severity } from "../../src/domain/severity.ts"
 import {
   type CurrentIncident,
@@ -33,7 +34,7 @@ const contribution = (overrides: Partial<EventContribution> = {}): EventContribu
 })
 
 const incident = (overrides: Partial<CurrentIncident> = {}): CurrentIncident => ({
-  id: "inc_01JD0000000000000000000000",
+  id: StoredId.IncidentId.make("inc_01JD0000000000000000000000"),
   status: "open",
   severity: "medium",
   eventCount: 3,
@@ -325,7 +326,7 @@ describe("transitionsOf", () => {
     const step = (events: ReadonlyArray<EventContribution>, nowMs: number) => {
       const decision = decide(current, nowMs, WINDOW)
       const after = merge(decision.kind === "create" ? undefined : decision.incident, events)
-      const id = decision.kind === "create" ? `inc_new_${nowMs}` : decision.incident.id
+      const id = decision.kind === "create" ? StoredId.IncidentId.make(`inc_new_${nowMs}`) : decision.incident.id
       current = { ...after, id, sourceScope: "external", sourceNetwork: null, linked: false }
       return { kind: decision.kind, id, transitions: transitionsOf(decision, after).map((t) => t.kind) }
     }

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { randomBytes } from "node:crypto"
 import { SqlClient } from "@effect/sql"
 import { Chunk, Clock, Duration, Effect, Layer, Option, TestClock, TestContext } from "effect"
-import { newId } from "../../src/domain/ids.ts"
+import { newId, type OrgId } from "../../src/domain/ids.ts"
 import { CowrieSessionsRepo } from "../../src/ingest/CowrieSessionsRepo.ts"
 import { IdleCloserLive } from "../../src/jobs/idleClose.ts"
 import { SensorHealthSweepLive } from "../../src/jobs/sensorHealth.ts"
@@ -33,7 +33,7 @@ const SWEEP_EVERY = Duration.seconds(30)
 
 let server: RunningServer
 let db: TestDatabase
-let orgId: string
+let orgId: OrgId
 
 beforeAll(async () => {
   const env = await testEnv({ SENSOR_SWEEP_INTERVAL: "1 day" })

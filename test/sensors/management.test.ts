@@ -7,6 +7,7 @@ import { INGEST_ROUTE_TABLE } from "../../src/ingest/routes.ts"
 import { SensorsRepo } from "../../src/repos/SensorsRepo.ts"
 import { admin, adminJson } from "../support/cli.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
+import { idOf } from "../support/fixtures.ts"
 import { ingest, nativeEvent } from "../support/ingest.ts"
 import { type RunningServer, shutdown, startServer, testEnv } from "../support/server.ts"
 
@@ -42,11 +43,13 @@ const newOrg = async (name: string) =>
   (await adminJson(server.env, ["org", "create", "--name", `${name} ${RUN}`])).id as string
 
 /** Two sensors in service in one organization have two names. */
-const newSensor = async (orgId: string, extra: ReadonlyArray<string> = [], name = "s-1") =>
-  (await adminJson(server.env, ["sensor", "create", "--org", orgId, "--name", name, ...extra])) as {
+const newSensor = async (orgId: string, extra: ReadonlyArray<string> = [], name = "s-1") => {
+  const made = (await adminJson(server.env, ["sensor", "create", "--org", orgId, "--name", name, ...extra])) as {
     id: string
     token: string
   }
+  return { id: idOf("sensor", made.id), token: made.token }
+}
 
 const listed = async (orgId: string, sensorId: string) => {
   const rows = (await adminJson(server.env, ["sensor", "list", "--org", orgId])) as Array<Record<string, unknown>>

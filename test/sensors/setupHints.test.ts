@@ -6,6 +6,7 @@ import type { SensorView } from "../../src/admin/SensorAdmin.ts"
 import { HEARTBEAT_HEADER_FILE, setupSnippets } from "../../src/admin/sensorSetup.ts"
 import { SensorPage } from "../../src/console/sensors/sensorPage.tsx"
 import { SensorsPage } from "../../src/console/sensors/sensorsPage.tsx"
+import { SensorId } from "../../src/domain/ids.ts"
 import { type RunningServer, startServer, testEnv } from "../support/server.ts"
 
 /**
@@ -14,7 +15,7 @@ import { type RunningServer, startServer, testEnv } from "../support/server.ts"
  * the page and once in the start-up log; a sensor's heartbeat form starts on its current value.
  */
 
-const SENSOR_ID = "sen_01JD2Q7QZX3V5B7N9M1K3J5H7G"
+const SENSOR_ID = SensorId.make("sen_01JD2Q7QZX3V5B7N9M1K3J5H7G")
 const TOKEN = `dst_${SENSOR_ID}_${"Q".repeat(43)}`
 
 const sensor = (overrides: Partial<SensorView> = {}): SensorView => ({

@@ -1,6 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
-import { newId } from "../../src/domain/ids.ts"
+import { isId, newId } from "../../src/domain/ids.ts"
 import { EventsRepo } from "../../src/repos/EventsRepo.ts"
 import { IncidentsRepo } from "../../src/repos/IncidentsRepo.ts"
 import { testDatabase } from "./db.ts"
@@ -11,7 +11,11 @@ import { testDatabase } from "./db.ts"
  * transaction open for up to <holdMs> (so later transactions of other processes commit first), then writes a
  * second event and updates the incident, and commits. Prints "done" at the end.
  */
-const [orgId = "", sensorId = "", countText = "5", holdText = "1000"] = process.argv.slice(2)
+const [orgArg = "", sensorArg = "", countText = "5", holdText = "1000"] = process.argv.slice(2)
+if (!isId("organization", orgArg) || !isId("sensor", sensorArg))
+  throw new Error("usage: <orgId> <sensorId> <count> <holdMs>")
+const orgId = orgArg
+const sensorId = sensorArg
 const db = testDatabase(process.env as Record<string, string>)
 
 const one = (i: number) =>

@@ -1,7 +1,7 @@
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSecurity, OpenApi } from "@effect/platform"
 import { Context, Schema } from "effect"
 import { EVENT_TYPE_NAMES } from "../../domain/eventTypeNames.ts"
-import { idPattern } from "../../domain/ids.ts"
+import { type ApiKeyId, idPattern, type OrgId } from "../../domain/ids.ts"
 import {
   EventChangePage,
   EventPage,
@@ -29,7 +29,7 @@ import { describeServer, requiresScope } from "./openapi.ts"
 /** The authenticated caller, provided to handlers by the auth middleware. */
 export class Caller extends Context.Tag("Caller")<
   Caller,
-  { readonly orgId: string; readonly keyId: string; readonly scopes: ReadonlyArray<Scope> }
+  { readonly orgId: OrgId; readonly keyId: ApiKeyId; readonly scopes: ReadonlyArray<Scope> }
 >() {}
 
 const authFailures = Schema.Union(Unauthorized, Forbidden, RateLimited, InternalError, ServiceUnavailable)
