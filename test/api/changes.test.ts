@@ -1,9 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
-import { admin } from "../support/cli.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
-import { createKey, createSensor, createTenant, get } from "../support/fixtures.ts"
+import { closeIncident, createKey, createSensor, createTenant, get } from "../support/fixtures.ts"
 import { ingest, nativeEvent } from "../support/ingest.ts"
 import { type RunningServer, shutdown, startServer } from "../support/server.ts"
 
@@ -127,7 +126,7 @@ describe("GET /v1/incidents/changes and /v1/events/changes", () => {
     expect(first.items).toHaveLength(1)
     const again = await drain("/v1/incidents/changes", key, first.token)
     expect(again.items).toEqual([])
-    expect((await admin(server.env, ["incident", "close", first.items[0].id, "--reason", "resolved"])).code).toBe(0)
+    await closeIncident(db, first.items[0].id)
     const closed = await drain("/v1/incidents/changes", key, again.token)
     expect(closed.items.map((i: Json) => [i.id, i.status])).toEqual([[first.items[0].id, "closed"]])
     expect(closed.items[0].resolvedAt).not.toBeNull()

@@ -7,7 +7,9 @@ import { SYSLOG_SD_ID, syslogMessage } from "../../src/domain/channels/syslog.ts
 import { PRODUCT } from "../../src/domain/product.ts"
 import { sendSyslog } from "../../src/platform/outbound/syslogSend.ts"
 import { allFixtures, type Fixture } from "../support/channelMessages.ts"
-import { admin, adminJson } from "../support/cli.ts"
+import { admin } from "../support/cli.ts"
+import { type TestDatabase, testDatabase } from "../support/db.ts"
+import { closeIncident, createChannelOf, createOrg, createSensor } from "../support/fixtures.ts"
 import { ingest, nativeEvent } from "../support/ingest.ts"
 import { type ParsedSyslog, type Rsyslog, readJsonLines, startRsyslog } from "../support/rsyslog.ts"
 import { type RunningServer, shutdown, startServer, testEnv } from "../support/server.ts"
@@ -37,6 +39,7 @@ let certificate: TestCertificate
 let caFile: string
 let rsyslog: Rsyslog
 let server: RunningServer
+let db: TestDatabase
 /** What the documented rule routed, as rsyslog parsed it, once it has `count` messages (or 5 s have passed). */
 const routed = async (count: number): Promise<ReadonlyArray<ParsedSyslog>> => {
   const until = performance.now() + 5000
@@ -65,10 +68,11 @@ beforeAll(async () => {
       WEBHOOK_POLL_INTERVAL: "200 millis",
     }),
   })
+  db = testDatabase(server.env)
 }, 120_000)
 
 afterAll(async () => {
-  await shutdown(server)
+  await shutdown(server, db)
   await rsyslog?.stop()
 })
 
@@ -89,11 +93,11 @@ test("the page names the APP-NAME the service sends, and its rule is a real rsys
 })
 
 test("the rsyslog rule of docs/channels/syslog.md, as written, routes what the running service's syslog channels send", async () => {
-  const org = await adminJson(server.env, ["org", "create", "--name", `Syslog rule ${crypto.randomUUID().slice(0, 8)}`])
-  const sensor = await adminJson(server.env, ["sensor", "create", "--org", org.id, "--name", "web-01"])
+  // Made by the admin services as the operator; `sensor create` without --profile makes a generic sensor.
+  const org = await createOrg(db, `Syslog rule ${crypto.randomUUID().slice(0, 8)}`)
+  const sensor = await createSensor(db, org.id, "web-01", "generic")
   const url = `syslog+tls://127.0.0.1:${rsyslog.port}`
-  const create = (format: string) =>
-    adminJson(server.env, ["channel", "create", "--org", org.id, "--kind", "syslog", "--format", format, "--url", url])
+  const create = (format: string) => createChannelOf(db, org.id, { kind: "syslog", format, url })
   const native = await create("native")
   const ocsf = await create("ocsf")
 
@@ -104,10 +108,7 @@ test("the rsyslog rule of docs/channels/syslog.md, as written, routes what the r
   expect(sent.status).toBe(200)
   await received(2, "incident.created on both channels")
   // Its close (to the OCSF channel), and Send test on each.
-  const closed = await admin(server.env, [
-    ...["incident", "close", sent.body.results[0].incidentId, "--reason", "resolved"],
-  ])
-  expect([closed.code, closed.stderr]).toEqual([0, ""])
+  await closeIncident(db, sent.body.results[0].incidentId)
   await received(3, "incident.closed")
   for (const channel of [native, ocsf]) {
     const result = await admin(server.env, ["channel", "test", channel.id])
