@@ -2,6 +2,7 @@ import { HttpServerRequest, type HttpServerResponse } from "@effect/platform"
 import { Effect, Option } from "effect"
 import { AdminActor, type AdminActorValue, orgUser } from "../admin/actor.ts"
 import { DEVICE_COOKIE_DAYS, SignIn } from "../admin/SignIn.ts"
+import type { UserId } from "../domain/ids.ts"
 import { AppConfig } from "../platform/config.ts"
 import { clientIp } from "../platform/http/clientIp.ts"
 import type { SessionRow } from "../repos/ConsoleUsersRepo.ts"
@@ -24,7 +25,7 @@ export const deviceCookieOptions = {
 /** A signed-in session as the routes see it. */
 export interface SignedIn extends SessionRow {
   readonly token: string
-  readonly viewer: Viewer & { readonly userId: string }
+  readonly viewer: Viewer & { readonly userId: UserId }
   /** The acting user the admin services check (their organization and role). */
   readonly actor: AdminActorValue
 }
