@@ -306,8 +306,8 @@ export class CowrieSessionsRepo extends Effect.Service<CowrieSessionsRepo>()("Co
     const rejudge = (
       orgId: OrgId,
       rows: ReadonlyArray<{
-        readonly eventId: string
-        readonly incidentId: string | null
+        readonly eventId: EventId
+        readonly incidentId: IncidentId | null
         readonly ignoreRuleId: string | null
         readonly renew: boolean
       }>,

@@ -320,7 +320,7 @@ export class Ingestor extends Effect.Service<Ingestor>()("Ingestor", {
             now,
           )).map((m) => [m.key, m.ruleId]),
         )
-        const marks: Array<{ eventId: string; incidentId: null; ignoreRuleId: string; renew: false }> = []
+        const marks: Array<{ eventId: EventId; incidentId: null; ignoreRuleId: string; renew: false }> = []
         for (const [key, c] of changed.entries()) {
           const rule = matched.get(key) ?? null
           const was = c.was.ignoreRuleId ?? null

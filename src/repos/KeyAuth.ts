@@ -36,17 +36,17 @@ export class KeyMalformed extends Data.TaggedError("KeyMalformed") {}
 /** No key has the token's key id. */
 export class KeyUnknown extends Data.TaggedError("KeyUnknown") {}
 /** The key exists but the token's secret is not its secret. */
-export class KeyMismatch extends Data.TaggedError("KeyMismatch")<{ readonly keyId: string }> {}
-export class KeyRevoked extends Data.TaggedError("KeyRevoked")<{ readonly keyId: string }> {}
-export class KeyExpired extends Data.TaggedError("KeyExpired")<{ readonly keyId: string }> {}
+export class KeyMismatch extends Data.TaggedError("KeyMismatch")<{ readonly keyId: ApiKeyId }> {}
+export class KeyRevoked extends Data.TaggedError("KeyRevoked")<{ readonly keyId: ApiKeyId }> {}
+export class KeyExpired extends Data.TaggedError("KeyExpired")<{ readonly keyId: ApiKeyId }> {}
 /** The key is valid, but Deception is not active for its organization (spec "API keys" 8). */
 export class DeceptionDisabled extends Data.TaggedError("DeceptionDisabled")<{
-  readonly keyId: string
+  readonly keyId: ApiKeyId
   readonly orgId: OrgId
 }> {}
 /** The key is valid but lacks the endpoint's scope. */
 export class ScopeMissing extends Data.TaggedError("ScopeMissing")<{
-  readonly keyId: string
+  readonly keyId: ApiKeyId
   /** The scope asked for (`a or b` when any of several would do). */
   readonly scope: string
 }> {}

@@ -3,7 +3,7 @@ import { SqlError } from "@effect/sql/SqlError"
 import { EventNotFound, IncidentNotFound } from "../../src/api/errors.ts"
 import { CursorInvalid, InvalidQuery, QueryParameterRepeated, TimeRangeInverted } from "../../src/api/params.ts"
 import { authProblem, lookupProblem, queryProblem } from "../../src/api/problems.ts"
-import { OrgId } from "../../src/domain/ids.ts"
+import { ApiKeyId, OrgId } from "../../src/domain/ids.ts"
 import { DatabaseError } from "../../src/platform/db/errors.ts"
 import { databaseFailureKind } from "../../src/platform/http/problems.ts"
 import {
@@ -55,7 +55,7 @@ const badRequest = (detail: string) => ({
   detail,
 })
 
-const KEY_ID = "key_01ARZ3NDEKTSV4RRFFQ69G5FAV"
+const KEY_ID = ApiKeyId.make("key_01ARZ3NDEKTSV4RRFFQ69G5FAV")
 const NOT_VALID = "The API key is not valid. Send Authorization: Bearer <API_KEY>."
 
 describe("authProblem: spec 'API keys' 7-8, D10", () => {
