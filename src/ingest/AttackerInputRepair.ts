@@ -10,7 +10,7 @@ export const REPAIR_TASK = "attacker_input_d19_d20"
 const BATCH = 500
 
 /**
- * D19, D20: rewrites the attackerInput of events stored by older versions to what ingestion
+ * Rewrites the attackerInput of events stored by older versions to what ingestion
  * stores now (repairAttackerInput): `username` a string, null members left out, every password-like member masked
  * with the organization's real fingerprint, secrets inside URLs, paths, form bodies and header lines masked. Rows
  * already in that shape are left alone. An organization whose key cannot be opened (a SECRET_KEY lost) still has its

@@ -5,8 +5,8 @@ import { OrgsRepo } from "../repos/OrgsRepo.ts"
 import { lineIdKey } from "./formats/native.ts"
 
 /**
- * An organization's ingestion keys, unsealed once per process and organization: the D19 fingerprint key (password
- * fingerprints) and the key of honeypot line ids derived from it (`lineIdKey`, D22). The organization's sealed key
+ * An organization's ingestion keys, unsealed once per process and organization: the fingerprint key (password
+ * fingerprints) and the key of honeypot line ids derived from it (`lineIdKey`). The organization's sealed key
  * never changes (a SECRET_KEY rotation reseals the same bytes), so the cache needs no invalidation.
  */
 export class OrgKeys extends Effect.Service<OrgKeys>()("OrgKeys", {

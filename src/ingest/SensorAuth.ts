@@ -10,7 +10,7 @@ import type { SensorIdentity } from "./batch.ts"
 /**
  * Why a sensor token was refused. Each face maps it to its own answer: the `/ingest/v1/*` routes answer 401 for
  * every reason (`authenticate`); the Splunk HEC face answers `missing` with 401 code 2 "Token is required" and the
- * others with 403 code 4 "Invalid token" (D41). Never carries the token or its secret.
+ * others with 403 code 4 "Invalid token", as Splunk does. Never carries the token or its secret.
  */
 export class SensorTokenRejected extends Data.TaggedError("SensorTokenRejected")<{
   /** No token was presented. */
@@ -18,14 +18,14 @@ export class SensorTokenRejected extends Data.TaggedError("SensorTokenRejected")
 }> {}
 
 /**
- * D22, D43: sensors authenticate with their own token (`dst_sen_<id>_<secret>`), stored hashed and compared in
+ * Sensors authenticate with their own token (`dst_sen_<id>_<secret>`), stored hashed and compared in
  * constant time. An API key is not a sensor token, so it is refused here, as a sensor token is on the API.
  *
  * There is no token cache: every request reads its sensor's row (one primary-key read), so a revocation or a
  * rotation takes effect on the very next request in every process. During a rotation's grace the previous token
  * works too, until its expiry (compared with the clock on every request).
  *
- * A request that authenticates is contact (D43 "last heard from"): recorded off the request path, at most once per
+ * A request that authenticates is contact ("last heard from"): recorded off the request path, at most once per
  * sensor per LAST_SEEN_EVERY_MS from this process, and once per interval across processes (SensorsRepo.touchLastSeen).
  */
 export class SensorAuth extends Effect.Service<SensorAuth>()("SensorAuth", {
@@ -79,7 +79,7 @@ export class SensorAuth extends Effect.Service<SensorAuth>()("SensorAuth", {
         authorization === undefined || authorization.trim() === "" ? undefined : (bearerToken(authorization) ?? "-"),
       )
 
-    /** The `/ingest/v1/*` routes: every refusal is a 401 problem (D22, D43 "revoke: immediately 401"). */
+    /** The `/ingest/v1/*` routes: every refusal is a 401 problem (a revoked token at once). */
     const authenticate = (authorization: string | undefined) =>
       Effect.catchTag(check(authorization), "SensorTokenRejected", (e) =>
         Effect.fail(

@@ -12,11 +12,12 @@ const tooLarge = () =>
   payloadTooLarge(`A heartbeat body may hold at most ${MAX_HEARTBEAT_BODY_BYTES} bytes; send it empty.`)
 
 /**
- * D43: `POST /ingest/v1/heartbeat` with the sensor's token and an empty body, the one line a timer runs. The token
- * is checked as on every ingest route (401 when missing, wrong or revoked) and the contact recorded (SensorAuth);
- * the answer is 204. Nothing in the body could change the answer, but it is bounded all the same: a declared length
- * over MAX_HEARTBEAT_BODY_BYTES is refused (413) before the token is looked up, and a body without one (chunked) is
- * counted while it is read and refused once it passes the bound, so no heartbeat holds the listener with megabytes.
+ * `POST /ingest/v1/heartbeat` (so a silent sensor can be noticed) with the sensor's token and an empty body, the one
+ * line a timer runs. The token is checked as on every ingest route (401 when missing, wrong or revoked) and the contact
+ * recorded (SensorAuth); the answer is 204. Nothing in the body could change the answer, but it is bounded all the
+ * same: a declared length over MAX_HEARTBEAT_BODY_BYTES is refused (413) before the token is looked up, and a body
+ * without one (chunked) is counted while it is read and refused once it passes the bound, so no heartbeat holds the
+ * listener with megabytes.
  */
 export const heartbeatRoute = Effect.gen(function* () {
   const request = yield* HttpServerRequest.HttpServerRequest

@@ -26,7 +26,7 @@ import { noteOutcomes, noteSensor } from "./requestLog.ts"
 import { SensorAuth } from "./SensorAuth.ts"
 
 /**
- * D41 (a): the Splunk HTTP Event Collector protocol on the ingest listener, so a honeypot or a log shipper reports
+ * The Splunk HTTP Event Collector protocol on the ingest listener, so a honeypot or a log shipper reports
  * with nothing but its own configuration (Cowrie's `output_splunk`, Vector's `splunk_hec_logs`, Fluent Bit's
  * `splunk`, Logstash, the OpenTelemetry Collector's `splunk_hec`).
  *
@@ -37,18 +37,18 @@ import { SensorAuth } from "./SensorAuth.ts"
  *   JSON array of them. Each `event` (an object, or a JSON text of one) is routed by its shape: `eventid` starting
  *   `cowrie.` → the Cowrie mapping (sessions completed inside the ingest transaction), `logtype` → the OpenCanary mapping,
  *   anything else → a native event. HEC's `time` (epoch seconds) is used only when the event has no time of its own.
- * - Same limits, UTF-8 rule, clock-skew rule, idempotency and single transaction as the routes of D22.
+ * - Same limits, UTF-8 rule, clock-skew rule, idempotency and single transaction as the native routes.
  * - `Content-Encoding: gzip` (the OpenTelemetry Collector's default) and `deflate` (zlib) are inflated as they stream,
  *   with the same 1 MiB bound on the inflated size (413 past it, however small the compressed body).
  * - Framing errors refuse the request (nothing stored): a piece that is not a JSON object, an `event` missing, blank
  *   or not a JSON object (or a JSON text of one), an unreadable HEC `time`: 400 code 6 (12/13 for a missing/blank
- *   `event`) with `invalid-event-number` (counting from 0). An event that its mapping or validation rejects (D42,
- *   D36 clock skew) does not (D22: one bad event does not reject the batch): the others are stored, the answer is
+ *   `event`) with `invalid-event-number` (counting from 0). An event that its mapping or validation rejects (e.g.
+ *   for clock skew) does not (one bad event never rejects the batch): the others are stored, the answer is
  *   Success with `rejected` (their count) and `reason` (the first one's), and the rejected ones are counted in the
  *   request's log line and metrics. HEC senders do not retry a 400, so refusing the batch would lose its good events.
  *   When every event is rejected, nothing is lost by saying so: 400 code 6 with the first one's
  *   `invalid-event-number` and `reason`, so a sensor with a wrong clock sees an error. A resent batch stores nothing
- *   twice (D22 ids).
+ *   twice (sensor event ids).
  * - A missing or malformed token is a 401 with `WWW-Authenticate: Splunk`, as Splunk answers (not the API's Bearer).
  * - Answers are HEC's (`{"text", "code"}`), never RFC 9457 problems: HEC clients read `code`.
  */
@@ -57,7 +57,7 @@ export interface HecBody {
   readonly text: string
   readonly code: number
   readonly "invalid-event-number"?: number
-  /** Why an event was refused (cleaned and bounded like every D22 reason); not part of Splunk's answer. */
+  /** Why an event was refused (cleaned and bounded like every ingest reason); not part of Splunk's answer. */
   readonly reason?: string
   /** On a Success: how many events mapping or validation rejected (none stored); not part of Splunk's answer. */
   readonly rejected?: number
@@ -321,7 +321,7 @@ const handleEvents = Effect.gen(function* () {
   const token = hecToken(authorization)
   if (token === undefined) return HEC_INVALID_AUTHORIZATION
   const auth = yield* SensorAuth
-  // Unknown, wrong and revoked tokens are all HEC's "Invalid token" (D43: a revoked token is refused at once).
+  // Unknown, wrong and revoked tokens are all HEC's "Invalid token" (a revoked token is refused at once).
   const authenticated = yield* Effect.either(auth.verifyToken(token))
   if (Either.isLeft(authenticated)) {
     const error = authenticated.left
@@ -367,7 +367,7 @@ const takeIn = (request: HttpServerRequest.HttpServerRequest, sensor: SensorIden
     for (const [indexes, results] of groups) checked.push(...(yield* checkMapped(results, indexes)))
     checked.sort((a, b) => a.index - b.index)
 
-    // D22: the events that mapping or validation rejected are left out (counted below); the others are stored.
+    // The events that mapping or validation rejected are left out (counted below); the others are stored.
     const ingestor = yield* Ingestor
     const stored = yield* ingestor.ingest(sensor, eventsToStore(checked), mergesOf(checked))
     const outcomes = [...checked.flatMap((c) => ("outcome" in c ? [c.outcome] : [])), ...stored]

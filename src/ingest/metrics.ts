@@ -18,7 +18,7 @@ export const ingestRequests = Metric.counter("ingest_requests_total", {
   incremental: true,
 })
 
-/** Per-event outcomes (D22, D42). */
+/** Per-event outcomes. */
 export const INGEST_OUTCOMES = ["accepted", "duplicate", "rejected", "merged", "ignored"] as const
 export type IngestOutcome = (typeof INGEST_OUTCOMES)[number]
 /** Per-request results, from the status answered. */

@@ -1,7 +1,7 @@
 import { isRecord } from "../domain/json.ts"
 
 /**
- * D41 (b): the bodies of OpenCanary's own `WebhookHandler` (opencanary/logger.py). It formats each log record (the
+ * The bodies of OpenCanary's own `WebhookHandler` (opencanary/logger.py). It formats each log record (the
  * JSON line, `json.dumps(logdata, sort_keys=True)`) as `message` and posts, through Python Requests:
  * - no `data` configured, no JSON header (the default): `data={"message": line}`, a form body `message=<line>`
  *   (`application/x-www-form-urlencoded`);
@@ -14,7 +14,7 @@ import { isRecord } from "../domain/json.ts"
 const utf8Encoder = new TextEncoder()
 const strictUtf8 = new TextDecoder("utf-8", { fatal: true })
 
-/** Strict decoding of one form field: `+` is a space, `%XX` a byte, and the bytes must be UTF-8 (D22). */
+/** Strict decoding of one form field: `+` is a space, `%XX` a byte, and the bytes must be UTF-8. */
 const decodeFormComponent = (text: string): string | undefined => {
   const plus = text.replace(/\+/g, " ")
   if (!plus.includes("%")) return plus
@@ -48,7 +48,7 @@ export type FormLines =
 
 /**
  * The `message` fields of a form body, in order (OpenCanary sends one). Other fields are ignored. A field whose
- * escapes are malformed or decode to bytes that are not UTF-8 refuses the body: a byte is never replaced (D22).
+ * escapes are malformed or decode to bytes that are not UTF-8 refuses the body: a byte is never replaced.
  */
 export const formMessages = (body: string): FormLines => {
   const lines: Array<string> = []

@@ -12,8 +12,8 @@ import { OrgKeys } from "./OrgKeys.ts"
 import { type ValidEvent, validateEvent } from "./validate.ts"
 
 /**
- * The steps every ingest route shares (D22, D41): reading the body (streamed, capped, strict UTF-8), mapping a
- * request's values with the mapper of their format, and validating the mapped events (D36 clock skew included).
+ * The steps every ingest route shares: reading the body (streamed, capped, strict UTF-8), mapping a
+ * request's values with the mapper of their format, and validating the mapped events (clock skew included).
  * Each route adds only how its body is framed and how it answers.
  */
 
@@ -82,7 +82,7 @@ export const inflateCapped = (
 /**
  * The body as text: read as it streams, up to MAX_BODY_BYTES (a chunked body of any size stops there too), inflated
  * when it is compressed (`encoding`; the same MAX_BODY_BYTES bound applies to what it inflates to), and refused whole
- * when it is not UTF-8 (D22: a byte is never replaced). BadEncoding: not a body of the encoding it declared.
+ * when it is not UTF-8 (a replaced byte could merge two ids). BadEncoding: not a body of the encoding it declared.
  */
 export const readEncodedBodyText = (
   request: HttpServerRequest.HttpServerRequest,
@@ -107,7 +107,7 @@ export const readEncodedBodyText = (
     return { _tag: "Text", text: decoded.text } as const
   })
 
-/** readEncodedBodyText for a body sent uncompressed (the routes of D22). */
+/** readEncodedBodyText for a body sent uncompressed (the native routes). */
 export const readBodyText = (request: HttpServerRequest.HttpServerRequest): Effect.Effect<BodyText> =>
   Effect.map(readEncodedBodyText(request, "identity"), (body) =>
     body._tag === "BadEncoding" ? ({ _tag: "TooLarge" } as const) : body,
@@ -141,13 +141,13 @@ export const mapCowrieLines: BatchMapper<OrgKeys> = (sensor, values) =>
     (key) => mapCowrieBatch(values, key, new Map()).results,
   )
 
-/** An item's outcome: D22's, or D42's ignored and merged lines (stored as no event of their own). */
+/** An item's outcome: accepted, duplicate, rejected, or a honeypot's ignored and merged lines (stored as no event). */
 export type ItemOutcome =
   | EventOutcome
   | { readonly index: number; readonly status: "ignored" | "merged"; readonly reason: string }
 
 /**
- * What the checks made of one item: an event to store (with its Cowrie session link, D42), or its outcome already
+ * What the checks made of one item: an event to store (with its Cowrie session link), or its outcome already
  * decided (a merged line keeps its client details for the session's events).
  */
 export type Checked =
@@ -155,7 +155,7 @@ export type Checked =
   | { readonly index: number; readonly outcome: ItemOutcome; readonly merge?: CowrieMerge | undefined }
 
 /**
- * Validates mapped events (D22 fields, D36 clock skew: MAX_CLOCK_SKEW from the configuration). `results[i]` belongs
+ * Validates mapped events (fields, clock skew: MAX_CLOCK_SKEW from the configuration). `results[i]` belongs
  * to the item at `indexes[i]`.
  */
 export const checkMapped = (results: ReadonlyArray<MapResult>, indexes: ReadonlyArray<number>) =>
@@ -180,7 +180,7 @@ export const checkMapped = (results: ReadonlyArray<MapResult>, indexes: Readonly
 export const eventsToStore = (checked: ReadonlyArray<Checked>) =>
   checked.flatMap((c) => ("event" in c ? [{ index: c.index, event: c.event, cowrie: c.cowrie }] : []))
 
-/** The merged lines' client details, in request order (D42). */
+/** The merged lines' client details, in request order. */
 export const mergesOf = (checked: ReadonlyArray<Checked>) =>
   checked.flatMap((c) => ("merge" in c && c.merge !== undefined ? [c.merge] : []))
 

@@ -5,7 +5,7 @@ import { maxSeverity, type Severity, severityRank } from "../domain/severity.ts"
 import { BAIT_CREDENTIAL_TAG, judgedSeverity } from "../domain/significance.ts"
 
 /**
- * The grouping rules (D3, D12, D13, D14) as pure functions: which incident an event joins, how an incident's
+ * The grouping rules as pure functions: which incident an event joins, how an incident's
  * aggregate changes, which transitions that records. The Ingestor applies them inside one transaction.
  */
 
@@ -73,7 +73,7 @@ export type Decision =
   | { readonly kind: "reopen"; readonly incident: CurrentIncident }
 
 /**
- * D12: join the key's newest incident when it is open, or re-open it when it was resolved within the window
+ * Join the key's newest incident when it is open, or re-open it when it was resolved within the window
  * (measured back from now, the arrival of the activity); otherwise start a new incident.
  */
 export const decide = (newest: CurrentIncident | undefined, nowMs: number, reopenWindowMs: number): Decision => {

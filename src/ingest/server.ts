@@ -55,11 +55,11 @@ import { INGEST_ROUTE_TABLE, type IngestHandlerKind, type IngestRouteEntry } fro
 import { SensorAuth } from "./SensorAuth.ts"
 
 /**
- * D22: the ingestion listener on INGEST_PORT (never the API's port). One route per format; each answers with one
- * outcome per event (accepted with its ids, duplicate, or rejected with the reason), so one bad event never
- * rejects the batch. D41: the Splunk HEC routes (hec.ts) and OpenCanary's webhook forms on the OpenCanary route.
- * The routes are the table's (routes.ts); every request is logged once and counted on the route the router matched
- * (requestLog.ts).
+ * The ingestion listener on INGEST_PORT (never the API's port). One route per format; each answers with one outcome per
+ * event (accepted with its ids, duplicate, or rejected with the reason), so one bad event never rejects the batch.
+ * Sensors report with their own configuration: the Splunk HEC routes (hec.ts) and OpenCanary's webhook forms on the
+ * OpenCanary route. The routes are the table's (routes.ts); every request is logged once and counted on the route the
+ * router matched (requestLog.ts).
  */
 
 /** The paths of the non-HEC routes, named by the 404; and the HEC paths that take POST, whose other methods are 405. */
@@ -70,14 +70,14 @@ const HEC_PATHS: ReadonlyArray<string> = INGEST_ROUTE_TABLE.filter((route) => ro
 
 const badRequest = (detail: string) => problem(400, "Bad Request", "invalid_request", detail)
 
-/** How a route's body becomes items: D22's JSON forms, or OpenCanary's webhook forms as well (D41 b). */
+/** How a route's body becomes items: the JSON forms, or OpenCanary's webhook forms as well. */
 type Framing = (text: string, request: HttpServerRequest.HttpServerRequest) => ParsedBody | { readonly reason: string }
 
 const jsonFraming: Framing = (text) => parseBody(text)
 
 /**
- * D41 (b): OpenCanary's WebhookHandler: a form body `message=<line>`; `{"message": "<line>"}`; a JSON string whose
- * content is the line; or the line itself (and D22's array and NDJSON of lines).
+ * OpenCanary's WebhookHandler: a form body `message=<line>`; `{"message": "<line>"}`; a JSON string whose
+ * content is the line; or the line itself (and the array and NDJSON of lines).
  */
 const openCanaryFraming: Framing = (text, request) => {
   if (isFormBody(request.headers["content-type"])) {
@@ -130,7 +130,7 @@ const takeIn = <R>(
     const ingestor = yield* Ingestor
     const body = yield* readBodyText(request)
     if (body._tag === "TooLarge") return payloadTooLarge(`A request body may hold at most ${MAX_BODY_BYTES} bytes.`)
-    // D22: never replace a byte (two different sensorEventIds could become one): refuse the whole body.
+    // Never replace a byte (two different sensorEventIds could become one): refuse the whole body.
     if (body._tag === "NotUtf8") {
       return badRequest(
         `The body is not valid UTF-8: the sequence starting at byte ${body.invalidAt} (counting from 0) is not well-formed UTF-8. Nothing was stored.`,
@@ -292,7 +292,7 @@ export const IngestServerLive = Layer.unwrapEffect(
         Layer.provide(Layer.effectDiscard(Effect.zipRight(touchIngestMetrics, listening("ingest")))),
         // The listener's own bound on the bodies it works on at once.
         Layer.provide(IngestAdmission.Default),
-        // Bun's own limit is set far above ours, so our check answers every oversized body with a problem (D22).
+        // Bun's own limit is set far above ours, so our check answers every oversized body with a problem.
         Layer.provide(
           BunHttpServer.layer({
             port: config.ingestPort,

@@ -6,8 +6,8 @@ import { Confidence, Severity } from "../domain/severity.ts"
 import { parseTimestamp } from "../domain/time.ts"
 
 /**
- * D22: validation of one native event (the item of `POST /ingest/v1/events`, or what a honeypot mapper made).
- * The reason of a refusal names the field. D36: a time more than MAX_CLOCK_SKEW (default 5 minutes) ahead of the
+ * Validation of one native event (the item of `POST /ingest/v1/events`, or what a honeypot mapper made).
+ * The reason of a refusal names the field. A time more than MAX_CLOCK_SKEW (default 5 minutes) ahead of the
  * server's clock is refused with the skew in seconds, so a sensor with a wrong clock learns it at once and no
  * incident's lastSeenAt lies in the future; times before 2000 are refused too.
  */
@@ -75,7 +75,7 @@ export const NativeEventSchema = Schema.Struct({
   attackerInput: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown })),
 })
 
-/** A validated event, defaults applied from the event-type table (D23); attacker input not yet masked. */
+/** A validated event, defaults applied from the one event-type table; attacker input not yet masked. */
 export interface ValidEvent {
   readonly sensorEventId: string
   readonly time: Date
@@ -95,8 +95,8 @@ const decode = Schema.decodeUnknownEither(NativeEventSchema, { errors: "first", 
 
 /**
  * The reason names the field and what it must be. Schema's own messages end in `, actual <the value>`: that value is
- * attacker-controlled and may be 1 MiB long, so it is cut to 64 code points and cleaned (D20), and left out entirely
- * under attackerInput, where it may be a captured password (D4: a reason never echoes secrets).
+ * attacker-controlled and may be 1 MiB long, so it is cut to 64 code points and cleaned, and left out entirely
+ * under attackerInput, where it may be a captured password (a reason never echoes secrets).
  */
 const ACTUAL = /, actual ([\s\S]*)$/
 const reasonOf = (error: ParseResult.ParseError): string => {

@@ -1,5 +1,5 @@
 /**
- * D22: maps Cowrie JSON log lines (`POST /ingest/v1/cowrie`, Cowrie's `output_jsonlog`) to native event inputs.
+ * Maps Cowrie JSON log lines (`POST /ingest/v1/cowrie`, Cowrie's `output_jsonlog`) to native event inputs.
  * Pure, never throws.
  *
  * Every Cowrie line has `eventid`, `message`, `sensor`, `timestamp` (ISO 8601 UTC, microseconds), `src_ip` and
@@ -14,8 +14,8 @@
  * source port 0 and the type's default port (22).
  *
  * `sensorEventId` is `cw:k1:` + the HMAC-SHA256 of the line's canonical JSON under the organization's line-id key
- * (`lineId` in native.ts): a line sent again is a duplicate, and the id is no oracle for the password in the line
- * (D19). (`cowrie:<session>:` + an unkeyed SHA-256 was the form before.)
+ * (`lineId` in native.ts): a line sent again is a duplicate, and the id is no oracle for the password in the line.
+ * (`cowrie:<session>:` + an unkeyed SHA-256 was the form before.)
  */
 import {
   ATTACKER_INPUT_MAX_BYTES,
@@ -43,12 +43,12 @@ import {
 } from "./native.ts"
 
 /**
- * D42: what each Cowrie eventid becomes. Every eventid that Cowrie's sources emit (src/cowrie/core/eventids.py, the
- * catalogue Cowrie checks its emitters against) is listed: `accepted` as an event of the action's type (ssh.* or
- * telnet.* by the session's protocol), `merged` into the session's events when it only describes the attacker's client
- * (its members are listed), or `ignored` with the reason when it records no attacker action. An eventid missing here
- * (a later Cowrie version's) is accepted as `<protocol>.activity`, a generic event without techniques: a line of an
- * attacker's session is kept rather than dropped, and nothing is claimed about it.
+ * What each Cowrie eventid becomes, so every line has a right outcome. Every eventid that Cowrie's sources emit
+ * (src/cowrie/core/eventids.py, the catalogue Cowrie checks its emitters against) is listed: `accepted` as an event of
+ * the action's type (ssh.* or telnet.* by the session's protocol), `merged` into the session's events when it only
+ * describes the attacker's client (its members are listed), or `ignored` with the reason when it records no attacker
+ * action. An eventid missing here (a later Cowrie version's) is accepted as `<protocol>.activity`, a generic event
+ * without techniques: a line of an attacker's session is kept rather than dropped, and nothing is claimed about it.
  */
 export type CowrieOutcome =
   | { readonly outcome: "accepted"; readonly action: string }
@@ -119,7 +119,7 @@ export const COWRIE_EVENTIDS: ReadonlyMap<string, CowrieOutcome> = new Map([
 export const COWRIE_UNKNOWN_ACTION = "activity"
 
 /**
- * D42: the attackerInput members that merged lines give the session's events, in the order they are kept when the
+ * The attackerInput members that merged lines give the session's events, in the order they are kept when the
  * size bounds leave no room for all (short ones first, the environment last). Own members of an event never use
  * these names, so the session's members can be added to a stored event at any time without hiding its own, and taken
  * off again when they change. `clientCut` says how much of the session's client details was left out.
@@ -215,7 +215,7 @@ const ESCAPED_FORM = /^(?:[\x20-\x5b\x5d-\x7e]|\\\\|\\x[0-9a-fA-F]{2})*$/
 const strictUtf8 = new TextDecoder("utf-8", { fatal: true })
 
 /**
- * D42: Cowrie writes usernames, passwords and client versions (and the proxy's variables) through
+ * Cowrie writes usernames, passwords and client versions (and the proxy's variables) through
  * `escape_nonprintable` (src/cowrie/core/utils.py): every byte outside printable ASCII becomes `\xNN`, a backslash
  * `\\`. When the whole string has that form and its bytes are UTF-8, the characters they encode are returned
  * (`r\xc3\xa9mi` → `rémi`); otherwise the string is returned unchanged (bytes that are not UTF-8 stay escaped). A
@@ -314,7 +314,7 @@ const ownMembers = (
       putScalar(attackerInput, "password", password)
       putScalar(attackerInput, "keyFingerprint", line.fingerprint)
       putScalar(attackerInput, "keyType", line.type)
-      // D42: a public-key attempt carries the key and no password.
+      // A public-key attempt carries the key and no password.
       const pubkey = line.password === undefined && (line.fingerprint !== undefined || line.key !== undefined)
       // Techniques say what happened: default credentials are a technique only when they let the attacker in.
       const user = typeof username === "string" ? username : undefined
@@ -520,7 +520,7 @@ export const mapCowrieBatch = (
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// D42: a session's client members, kept per session (cowrie_sessions.client) and bounded on their own
+// A session's client members, kept per session (cowrie_sessions.client) and bounded on their own
 
 /**
  * What is kept of a session's merged lines: for each member the earliest line's value, for the environment the
@@ -682,11 +682,11 @@ export const ownMembersOf = (stored: Record<string, unknown>): Record<string, un
   Object.fromEntries(Object.entries(stored).filter(([k]) => !COWRIE_CLIENT_MEMBERS.includes(k)))
 
 /**
- * D42 with the bound of every stored attackerInput: an event's own members (already prepared, within
- * ATTACKER_INPUT_MAX_BYTES) first, then the session's client members, each kept whole while the whole stays within
- * ATTACKER_INPUT_MAX_BYTES, ATTACKER_INPUT_MAX_KEYS members and ATTACKER_INPUT_MAX_MASKED masked secrets. What is left
- * out is counted in `clientCut` (with what the session's own bound left out); the event's own members and its own cut
- * mark are never touched. Pure.
+ * Merged client members within the bound of every stored attackerInput: an event's own members (already prepared,
+ * within ATTACKER_INPUT_MAX_BYTES) first, then the session's client members, each kept whole while the whole stays
+ * within ATTACKER_INPUT_MAX_BYTES, ATTACKER_INPUT_MAX_KEYS members and ATTACKER_INPUT_MAX_MASKED masked secrets. What
+ * is left out is counted in `clientCut` (with what the session's own bound left out); the event's own members and its
+ * own cut mark are never touched. Pure.
  */
 export const withClientMembers = (
   own: Record<string, unknown>,

@@ -1,9 +1,9 @@
 /**
- * D22: the native event input, i.e. one item of a `POST /ingest/v1/events` body before validation, and the pieces the
+ * The native event input, i.e. one item of a `POST /ingest/v1/events` body before validation, and the pieces the
  * honeypot-format mappers (`opencanary.ts`, `cowrie.ts`) share to produce it. Pure functions, no I/O (HMAC and HKDF
  * with `node:crypto` are computation only; every key is an argument).
  *
- * The mappers do not sanitize attacker text (a later stage does, D19/D20); they only make sure that nothing but
+ * The mappers do not sanitize attacker text (a later stage masks and cleans it); they only make sure that nothing but
  * strings, finite numbers and booleans ends up in `attackerInput` (and, under `username` and password-like names, any
  * JSON value but null).
  */
@@ -14,7 +14,7 @@ import { canonicalIp } from "../../domain/ip.ts"
 import { cleanExcerpt } from "../../domain/sanitize.ts"
 
 export interface NativeEventInput {
-  /** Sensor-unique id of the event; a resend with the same id is a duplicate (D22). */
+  /** Sensor-unique id of the event; a resend with the same id is a duplicate. */
   readonly sensorEventId: string
   /** RFC 3339. */
   readonly time: string
@@ -38,7 +38,7 @@ export interface CowrieSession {
 }
 
 /**
- * D42: how a mapped Cowrie line belongs to its session. The Ingestor uses it inside the ingest transaction: a line
+ * How a mapped Cowrie line belongs to its session. The Ingestor uses it inside the ingest transaction: a line
  * that did not name its protocol or ports takes them from the session (when known, now or later), and every event of
  * the session carries the session's merged client details.
  */
@@ -54,7 +54,7 @@ export interface CowrieLink {
   readonly teaches?: CowrieSession | undefined
 }
 
-/** D42: a line that only describes the attacker's client: its details join the session's events. */
+/** A line that only describes the attacker's client: its details join the session's events. */
 export interface CowrieMerge {
   readonly session: string
   readonly sourceIp: string
@@ -69,9 +69,9 @@ export interface CowrieMerge {
 export type MapResult =
   | { readonly _tag: "Mapped"; readonly event: NativeEventInput; readonly cowrie?: CowrieLink | undefined }
   | { readonly _tag: "Rejected"; readonly reason: string }
-  /** D42: a well-formed line that records no attacker action; nothing is stored. */
+  /** A well-formed line that records no attacker action; nothing is stored. */
   | { readonly _tag: "Ignored"; readonly reason: string }
-  /** D42: a line that describes the attacker's client; its details become members of the session's events. */
+  /** A line that describes the attacker's client; its details become members of the session's events. */
   | { readonly _tag: "Merged"; readonly reason: string; readonly merge: CowrieMerge }
 
 export const mapped = (event: NativeEventInput): MapResult => ({ _tag: "Mapped", event })
@@ -79,7 +79,7 @@ export const rejected = (reason: string): MapResult => ({ _tag: "Rejected", reas
 export const ignored = (reason: string): MapResult => ({ _tag: "Ignored", reason })
 
 /**
- * Short description of a value for a rejection reason; strings are cleaned (D20: the reason is answered to the
+ * Short description of a value for a rejection reason; strings are cleaned (the reason is answered to the
  * sensor and may reach a terminal), cut to 64 code points and quoted, never echoed at length.
  */
 export const describe = (v: unknown): string => {
@@ -138,7 +138,7 @@ const canonical = (v: unknown, depth: number): string | undefined => {
 export const canonicalJson = (v: unknown): string => canonical(v, 0) ?? "null"
 
 /**
- * D22/D19: the key of honeypot line ids, derived from the organization's fingerprint key (D19) with HKDF-SHA256 under
+ * The key of honeypot line ids, derived from the organization's fingerprint key with HKDF-SHA256 under
  * its own salt and info. Not `deriveKey` (an HMAC under the fingerprint key itself): a fingerprint is that very HMAC
  * of an attacker-chosen text, so a password equal to the derivation label would store half of the key. Stable across
  * SECRET_KEY rotations (a reseal keeps the fingerprint key's bytes), so a line resent later is still a duplicate.
@@ -147,9 +147,9 @@ export const lineIdKey = (orgFingerprintKey: Uint8Array): Uint8Array =>
   new Uint8Array(hkdfSync("sha256", orgFingerprintKey, "decoy-service honeypot line id", "v1", 32))
 
 /**
- * D22: the `sensorEventId` of a honeypot log line: `prefix` + HMAC-SHA256(lineIdKey, canonical JSON of the line), hex.
+ * The `sensorEventId` of a honeypot log line: `prefix` + HMAC-SHA256(lineIdKey, canonical JSON of the line), hex.
  * Deterministic per (organization, line), so a resent line is a duplicate; keyed, so the stored id is no offline
- * oracle for a captured password in the line (D19): without the key nobody can test a guess against it, and two
+ * oracle for a captured password in the line: without the key nobody can test a guess against it, and two
  * organizations' ids of the same line differ.
  */
 export const lineId = (prefix: string, key: Uint8Array, line: unknown): string =>
@@ -161,7 +161,7 @@ const TIME_PATTERN =
 const daysInMonth = (year: number, month: number): number => new Date(Date.UTC(year, month, 0)).getUTCDate()
 
 /**
- * Parses a honeypot timestamp into RFC 3339 UTC with milliseconds (`2026-11-21T15:57:42.053Z`, D2), or undefined.
+ * Parses a honeypot timestamp into RFC 3339 UTC with milliseconds (`2026-11-21T15:57:42.053Z`), or undefined.
  * Accepts `YYYY-MM-DD HH:MM:SS[.ffffff]` (OpenCanary's `utc_time`, UTC without a zone) and ISO 8601 / RFC 3339 forms
  * with `T` or a space, an optional fraction of up to 9 digits, and `Z`, `±HH:MM`, `±HHMM` or no zone (read as UTC).
  * Calendar-invalid values (month 13, 31 April, hour 24, ...) and years before 1970 are refused. The fraction is cut
@@ -217,7 +217,7 @@ const FORBIDDEN_KEYS: ReadonlySet<string> = new Set(["__proto__", "constructor",
 /** attackerInput keeps at most this many members per event. */
 export const MAX_ATTACKER_INPUT_KEYS = 64
 
-/** D20: username and password-like members keep a non-scalar value too (it becomes its JSON text at ingest). */
+/** Username and password-like members keep a non-scalar value too (it becomes its JSON text at ingest). */
 export const isCredentialKey = (key: string): boolean => key === "username" || isPasswordLikeKey(key)
 
 /** A value that may be copied into attackerInput: a string, a finite number or a boolean. */
@@ -244,7 +244,7 @@ export const camelCaseKey = (key: string): string | undefined => {
 
 /**
  * Adds `key: value` when the value is a scalar, the key is not taken yet and the object is not full. Under `username`
- * and a password-like name (D19) any JSON value but null is kept: D20 makes it its JSON text, masked when it is a
+ * and a password-like name any JSON value but null is kept: ingestion makes it its JSON text, masked when it is a
  * secret, rather than letting a captured password that is an object go unseen.
  */
 export const putScalar = (out: Record<string, unknown>, key: string, value: unknown): void => {

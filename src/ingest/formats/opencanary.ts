@@ -1,5 +1,5 @@
 /**
- * D22: maps one OpenCanary JSON log line (`POST /ingest/v1/opencanary`) to a native event input. Pure, never throws.
+ * Maps one OpenCanary JSON log line (`POST /ingest/v1/opencanary`) to a native event input. Pure, never throws.
  *
  * An OpenCanary line looks like
  *   {"dst_host": "10.0.0.5", "dst_port": 22, "local_time": "2026-11-21 15:57:42.053123",
@@ -12,7 +12,7 @@
  *
  * OpenCanary lines carry no event id, so `sensorEventId` is `oc:k1:` + the HMAC-SHA256 of the line's canonical JSON
  * under the organization's line-id key (`lineId`, `lineIdKey` in native.ts): a line sent again is recognised as a
- * duplicate, and the id tells nothing about the password inside the line to anyone without the key (D19). (`oc:` +
+ * duplicate, and the id tells nothing about the password inside the line to anyone without the key. (`oc:` +
  * an unkeyed SHA-256 was the form before; `k1` names the keyed one.)
  */
 import { eventTypeSpec } from "../../domain/eventTypes.ts"
@@ -82,12 +82,12 @@ const LOGTYPE_NAMES: ReadonlyMap<number, string> = new Map([
 ])
 
 /**
- * D42: what each OpenCanary logtype becomes. Every LOG_* constant of opencanary/logger.py is listed: `accepted` as an
- * event of the type named, or `ignored` with the reason when the line records no attacker action (the daemon's own
- * boot, service and error messages). MongoDB (20001) logs all its lines under one logtype: `logdata.action` decides
- * (MONGODB_ACTIONS). A logtype missing here (a later version's module, or a user module's 99000–99009 when not listed)
- * is accepted as `decoy.activity`, a generic event without techniques, with its logdata's scalar fields: a line from a
- * decoy service is kept rather than dropped, and nothing is claimed about it.
+ * What each OpenCanary logtype becomes, so every line has a right outcome. Every LOG_* constant of opencanary/logger.py
+ * is listed: `accepted` as an event of the type named, or `ignored` with the reason when the line records no attacker
+ * action (the daemon's own boot, service and error messages). MongoDB (20001) logs all its lines under one logtype:
+ * `logdata.action` decides (MONGODB_ACTIONS). A logtype missing here (a later version's module, or a user module's
+ * 99000–99009 when not listed) is accepted as `decoy.activity`, a generic event without techniques, with its logdata's
+ * scalar fields: a line from a decoy service is kept rather than dropped, and nothing is claimed about it.
  */
 export type OpenCanaryOutcome =
   | { readonly outcome: "accepted"; readonly type: string }
@@ -302,7 +302,7 @@ const mapLine = (line: unknown, lineIdKey: Uint8Array): MapResult => {
   const isRedisAuth = logtype === 17001 && typeof logdata.CMD === "string" && logdata.CMD.toUpperCase() === "AUTH"
   for (const [rawKey, value] of Object.entries(logdata)) {
     if (typeof value === "string" && PLACEHOLDERS.has(value)) continue
-    // Redis AUTH's argument is the password the attacker tried: keep it under a name that gets masked (D19).
+    // Redis AUTH's argument is the password the attacker tried: keep it under a name that gets masked.
     const key = isRedisAuth && rawKey === "ARGS" ? "password" : (KEY_NAMES.get(rawKey) ?? camelCaseKey(rawKey))
     if (key !== undefined) putScalar(attackerInput, key, value)
   }
