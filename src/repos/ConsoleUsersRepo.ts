@@ -108,7 +108,7 @@ export class ConsoleUsersRepo extends Effect.Service<ConsoleUsersRepo>()("Consol
         ),
       /** Marks the link used; false when it already was (two tabs, a replay). */
       useLink: (tokenHash: Uint8Array, at: Date) =>
-        sql<{ userId: string }>`update console_password_links set used_at = ${at}
+        sql<{ userId: UserId }>`update console_password_links set used_at = ${at}
           where token_hash = ${tokenHash} and used_at is null and expires_at > ${at} returning user_id`.pipe(
           Effect.map((rows) => rows.length === 1),
           dbErrors,
@@ -238,7 +238,7 @@ export class ConsoleUsersRepo extends Effect.Service<ConsoleUsersRepo>()("Consol
        * `user.password_set` rows, newest first, at most `limit`). Read through the organization's index; an unknown
        * user (orgId "") finds none in the same way.
        */
-      signInAddresses: (orgId: string, userId: string, since: Date, limit: number) =>
+      signInAddresses: (orgId: OrgId | "", userId: UserId | "", since: Date, limit: number) =>
         sql<{ ip: string | null }>`
           select ip from audit_log
           where org_id = ${orgId} and at > ${since} and action in ('signin', 'user.password_set') and target = ${userId}
