@@ -24,7 +24,7 @@ export interface CowrieSessionEvent {
  * ignore rule is judged again with (the event joins its key's incidents as a fresh one when it is no longer ignored).
  */
 export interface IncompleteCowrieEvent extends CowrieSessionEvent {
-  /** Null for an event an ignore rule ignored (D44). */
+  /** Null for an event an ignore rule ignored (it joins no incident). */
   readonly incidentId: IncidentId | null
   /** The rule that ignored it (null: not ignored). */
   readonly ignoreRuleId: string | null
@@ -110,7 +110,7 @@ const isPort = (v: unknown): v is number => typeof v === "number" && Number.isIn
 const json = (v: unknown) => JSON.stringify(v, (_k, x) => (typeof x === "string" ? x.toWellFormed() : x))
 
 /**
- * D22/D42: what the service knows of Cowrie sessions, by (sensor, session): the connect's protocol and ports and the
+ * What the service knows of Cowrie sessions, by (sensor, session): the connect's protocol and ports and the
  * session's client state (`cowrie_sessions`, one row per session), and the events stored from the session's lines
  * (`cowrie_session_events`). The Ingestor calls these inside its transaction, under the advisory lock of the
  * session's source address. Every query but the prune takes the organization and filters on it.

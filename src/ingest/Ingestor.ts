@@ -79,7 +79,7 @@ const passwordFingerprintOf = (input: Record<string, unknown>): string | undefin
 const LINK_WINDOW_MS = 7 * 24 * 60 * 60 * 1000
 
 /**
- * Records events and groups them into incidents (D12–D14, D19, D20, D22). The events of one request are written in
+ * Records events and groups them into incidents. The events of one request are written in
  * one transaction under an advisory lock per grouping key (organization, sensor, sourceIp): the events, the incident
  * changes, their transitions and their webhook deliveries commit together, concurrent requests (also from other
  * server processes) never create two incidents for one key, and no count is lost.
@@ -141,7 +141,7 @@ export class Ingestor extends Effect.Service<Ingestor>()("Ingestor", {
     }
 
     /**
-     * D14/D42: writes again the event types and texts of incidents whose events changed type (a Cowrie session's
+     * Writes again the event types and service-written texts of incidents whose events changed type (a Cowrie session's
      * events completed by a connect that arrived after them).
      */
     const refreshIncidents = (sensor: SensorIdentity, incidentIds: ReadonlyArray<IncidentId>) =>
@@ -439,7 +439,7 @@ export class Ingestor extends Effect.Service<Ingestor>()("Ingestor", {
       })
 
     /**
-     * D44: the rule that ignores each event, by the event's index: one lookup per distinct (source, decoy port, type)
+     * The ignore rule that matches each event, by the event's index: one lookup per distinct (source, decoy port, type)
      * of the request, all in one statement.
      */
     const matchIgnoreRules = (sensor: SensorIdentity, fresh: ReadonlyArray<Prepared>, now: Date) =>
@@ -494,7 +494,7 @@ export class Ingestor extends Effect.Service<Ingestor>()("Ingestor", {
               order by h
             ) l`
           const outcomes: Array<EventOutcome> = []
-          // D42: Cowrie sessions first (under the locks just taken), so that the newest incidents read below already
+          // Cowrie sessions first (under the locks just taken), so that the newest incidents read below already
           // hold the event types of any stored event this request completes.
           const cowrie = yield* completeCowrieSessions(sensor, key, items, merges, now)
           const unmarked = cowrie.items.map((item) =>
@@ -514,7 +514,7 @@ export class Ingestor extends Effect.Service<Ingestor>()("Ingestor", {
               prepared.map((p) => p.row.sensorEventId),
             )).map((r) => [r.sensorEventId, r.id]),
           )
-          // D22: a sensor event id seen before, or earlier in this batch (whatever its sourceIp), is a duplicate.
+          // A sensor event id seen before, or earlier in this batch (any sourceIp), is a duplicate: resending is safe.
           const inBatch = new Map<string, EventId>()
           const fresh: Array<Prepared> = []
           for (const p of prepared) {
@@ -526,7 +526,7 @@ export class Ingestor extends Effect.Service<Ingestor>()("Ingestor", {
             inBatch.set(p.row.sensorEventId, p.row.id)
             fresh.push(p)
           }
-          // D44: an event an active ignore rule matches is stored marked with the rule and joins no group.
+          // An event an active ignore rule matches is still stored (the record is kept), marked, and joins no group.
           const ignoredBy = yield* matchIgnoreRules(sensor, fresh, now)
           const ignored: Array<Prepared> = []
           const groups = new Map<string, Array<Prepared>>()
@@ -694,7 +694,7 @@ export class Ingestor extends Effect.Service<Ingestor>()("Ingestor", {
             })),
           )
           const ids = yield* transitions.insert(changes.flat())
-          // D15/D17: the webhook deliveries of these transitions commit with them (the outbox).
+          // The webhook deliveries of these transitions commit with them (the outbox: nothing lost, nothing invented).
           let next = 0
           yield* outbox.enqueueAll(
             plans.map((plan, i) => ({
@@ -705,8 +705,8 @@ export class Ingestor extends Effect.Service<Ingestor>()("Ingestor", {
               transitions: (changes[i] ?? []).map((t) => ({ ...t, id: ids[next++] ?? "" })),
             })),
           )
-          // D44: the ignored events stored here (a concurrent duplicate is not a hit), as the last write, so the
-          // rules' rows stay locked only until the commit.
+          // Ignore-rule hits: the ignored events stored here (a concurrent duplicate is not a hit), as the last write,
+          // so the rules' rows stay locked only until the commit.
           const hits = new Map(cowrie.hits)
           for (const p of ignored) {
             if (!writtenIds.has(p.row.sensorEventId)) {
@@ -728,7 +728,7 @@ export class Ingestor extends Effect.Service<Ingestor>()("Ingestor", {
 
     /**
      * Ingests validated events of one sensor, and the client details of Cowrie lines merged into their sessions'
-     * events (D42); returns one outcome per event, in input order (a merged line's outcome is the route's).
+     * events; returns one outcome per event, in input order (a merged line's outcome is the route's).
      */
     const ingest: (
       sensor: SensorIdentity,
@@ -740,7 +740,7 @@ export class Ingestor extends Effect.Service<Ingestor>()("Ingestor", {
       merges: ReadonlyArray<CowrieMerge> = [],
     ) {
       if (events.length === 0 && merges.length === 0) return []
-      // D19: the organization's fingerprint key, unsealed once per process.
+      // The organization's fingerprint key (for masked secrets), unsealed once per process.
       const key = yield* orgKeys.fingerprintKey(sensor.orgId)
       const outcomes = yield* ingestBatch(sensor, key, events, merges).pipe(
         transactionErrors,
