@@ -2,14 +2,14 @@ import { hostname } from "node:os"
 import { PgClient } from "@effect/sql-pg"
 import { Cause, Clock, Duration, Effect, FiberSet, Layer, Metric, Queue } from "effect"
 import { nextState } from "../domain/deliveryRetry.ts"
-import { newId } from "../domain/ids.ts"
+import { type ChannelId, newId } from "../domain/ids.ts"
 import { AppConfig } from "../platform/config.ts"
 import { listenForever } from "../platform/db/listen.ts"
 import { webhookAttempts } from "../platform/metrics.ts"
 import { ChannelSender } from "../platform/outbound/ChannelSender.ts"
 import { type ClaimedDelivery, DELIVERIES_NOTIFY_CHANNEL, DeliveriesRepo } from "../repos/DeliveriesRepo.ts"
 
-/** D15/D17 attempt log: a receiver's answer is kept, cut to this many characters. */
+/** Attempt log: a receiver's answer is kept, cut to this many characters. */
 export const MAX_LOGGED_RESPONSE = 65_536
 
 /**
@@ -36,7 +36,7 @@ export const AlertDispatcherLive = Layer.scopedDiscard(
     const owner = `${hostname()}:${process.pid}:${newId("deliveryAttempt").slice(-8)}`
     const scheduleMs = settings.retrySchedule.map(Duration.toMillis)
     const leaseMs = Duration.toMillis(settings.lease)
-    const inflight = new Map<string, number>()
+    const inflight = new Map<ChannelId, number>()
     let total = 0
     let stopping = false
     const wake = yield* Queue.sliding<void>(1)

@@ -4,7 +4,7 @@
  * Self-contained on purpose: it imports nothing from the service and no npm package, only `node:crypto`
  * (available in Node, Bun and Deno), so it can be copied or published as is.
  *
- * The header is Stripe-style (spec "Webhook signature", D16):
+ * The header is Stripe-style (spec "Webhook signature"), so a Stripe-style verifier works as well as this one:
  *
  *     X-Service-Signature: t=<unix seconds>,v1=<lowercase hex HMAC-SHA256>[,v1=<…>]
  *
