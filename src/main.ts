@@ -18,7 +18,7 @@ import { exitOnPortInUse } from "./platform/portInUse.ts"
 import { RateLimiter } from "./platform/ratelimit/RateLimiter.ts"
 import { exitOnStartupFailure } from "./platform/startupFailure.ts"
 
-/** D11 counts: in memory, or shared through Redis when REDIS_URL is set. */
+/** Rate-limit counts: in memory, or shared through Redis when REDIS_URL is set. */
 const RateLimiterLive = Layer.unwrapEffect(Effect.map(AppConfig, (config) => RateLimiter.layerFrom(config.rateLimit)))
 
 /**
@@ -40,7 +40,7 @@ const ConfigLogLive = Layer.effectDiscard(
 )
 
 /**
- * The read API on PORT with the MCP door at POST /mcp (one key cache for both), on the API's own pool (D37) so a busy
+ * The read API on PORT with the MCP door at POST /mcp (one key cache for both), on the API's own pool so a busy
  * ingest never takes an API client's connection. Fresh: layers are memoised by identity across the whole build, so
  * without it the API would reuse the repositories the ingest side built on the ingest pool.
  */
