@@ -5,7 +5,7 @@ import { MISSED_HEARTBEATS } from "../domain/sensorStatus.ts"
 import { readRows } from "../platform/db/directReads.ts"
 import { dbErrors } from "../platform/db/errors.ts"
 
-/** D43: what `health` records (the status last announced to the alert channels). */
+/** What `health` records (the status last announced to the alert channels). */
 export const SENSOR_HEALTH = ["unknown", "alive", "silent"] as const
 export type SensorHealth = (typeof SENSOR_HEALTH)[number]
 
@@ -44,7 +44,7 @@ const COLUMNS = `id, org_id, name, profile, created_at, revoked_at, last_seen_at
   health_changed_at, previous_token_expires_at, updated_at`
 
 /**
- * Decoy sensors (D22, D43). Their ingest token is stored as a SHA-256 hash only; during a rotation's grace the
+ * Decoy sensors. Their ingest token is stored as a SHA-256 hash only; during a rotation's grace the
  * previous token's hash too, until it expires. Every statement names the sensor by id; the organization check is
  * the caller's (admin/SensorAdmin.ts), as for the other admin tables.
  */
