@@ -219,7 +219,7 @@ export class DeliveriesRepo extends Effect.Service<DeliveriesRepo>()("Deliveries
         readonly now: Date
         readonly leaseUntil: Date
         readonly limit: number
-        readonly skipChannels: ReadonlyArray<string>
+        readonly skipChannels: ReadonlyArray<ChannelId>
       }) => claim(request).pipe(dbErrors),
 
       /**
