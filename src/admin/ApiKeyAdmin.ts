@@ -12,7 +12,7 @@ import { invalid, malformed, missing, notFound } from "./errors.ts"
 import { OrgAdmin } from "./OrgAdmin.ts"
 
 /**
- * API keys (D9): created with their scopes, the key shown once (the return value, never audited nor stored: only
+ * API keys: created with their scopes, the key shown once (the return value, never audited nor stored: only
  * its hash), listed without it, revoked by an administrator of their organization or the operator.
  */
 export class ApiKeyAdmin extends Effect.Service<ApiKeyAdmin>()("ApiKeyAdmin", {
@@ -85,7 +85,7 @@ export class ApiKeyAdmin extends Effect.Service<ApiKeyAdmin>()("ApiKeyAdmin", {
       }))
     })
 
-    /** The key, if the actor may see it (another organization's key is unknown, D30). */
+    /** The key, if the actor may see it (another organization's key is unknown, so none is revealed to exist). */
     const find = Effect.fn("ApiKeyAdmin.find")(function* (keyId: string) {
       // The foreign key guarantees the kind of id.
       const rows = isId("apiKey", keyId)

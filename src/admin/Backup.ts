@@ -25,7 +25,7 @@ import { auditing } from "./common.ts"
 import { Forbidden, invalid } from "./errors.ts"
 
 /**
- * D49: `admin backup` / `admin restore`, in the service itself (no pg_dump: the embedded package ships none, and an
+ * `admin backup` / `admin restore`, in the service itself (no pg_dump: the embedded package ships none, and an
  * older system one refuses a PostgreSQL 18 server).
  *
  * The file is gzip'd JSON lines: a header {format, version, keyId, migrations, createdAt, tables (name, columns, rows),

@@ -35,8 +35,8 @@ const DELIVERY_LOG_LIMIT = 50
 const MAX_GRACE_MS = 30 * 86_400_000
 
 /**
- * D31: never a secret in the audit log. Incoming-webhook URLs often carry a token in their path or query (and
- * D18 refuses credentials in the authority), so only scheme://host[:port] is recorded, beside the channel id.
+ * Never a secret in the audit log. Incoming-webhook URLs often carry a token in their path or query (and
+ * the URL rule refuses credentials in the authority), so only scheme://host[:port] is recorded, beside the channel id.
  */
 export const originOf = (url: string | undefined): string => {
   try {
@@ -102,7 +102,7 @@ const describe = (c: ChannelRow, at: Date) => ({
 export type ChannelView = ReturnType<typeof describe>
 
 /**
- * Webhook channels and their deliveries (D15–D18): a signing secret is returned only by `create` and `rotate`,
+ * Webhook channels and their deliveries: a signing secret is returned only by `create` and `rotate`,
  * stored sealed (AES-256-GCM under SECRET_KEY), never audited; test sends and re-deliveries; the delivery log.
  */
 export class ChannelAdmin extends Effect.Service<ChannelAdmin>()("ChannelAdmin", {
@@ -118,7 +118,7 @@ export class ChannelAdmin extends Effect.Service<ChannelAdmin>()("ChannelAdmin",
     const encoder = new TextEncoder()
     const now = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
 
-    /** D30: another organization's channel is the same "unknown" as one that does not exist. */
+    /** Another organization's channel is the same "unknown" as one that does not exist, so none is revealed. */
     const find = Effect.fn("ChannelAdmin.find")(function* (channelId: string) {
       const found = isId("webhookChannel", channelId) ? yield* channelRepo.findChannel(channelId) : Option.none()
       if (Option.isNone(found)) return yield* notFound("channel", channelId)
@@ -127,8 +127,9 @@ export class ChannelAdmin extends Effect.Service<ChannelAdmin>()("ChannelAdmin",
     })
 
     /**
-     * D18 at creation: the kind's address rule through the same check as every send. An `https` URL: no credentials,
-     * every resolved address public (WEBHOOK_ALLOW_PRIVATE aside); a syslog destination: `syslog+tls://host[:port]`.
+     * The address rule at creation (so a channel cannot aim at the service's own network), the same check as every
+     * send. An `https` URL: no credentials, every resolved address public (WEBHOOK_ALLOW_PRIVATE aside); a syslog
+     * destination: `syslog+tls://host[:port]`.
      */
     const checkAddress = (spec: ChannelKindSpec, address: string | undefined) =>
       Effect.gen(function* () {
@@ -155,7 +156,7 @@ export class ChannelAdmin extends Effect.Service<ChannelAdmin>()("ChannelAdmin",
       })
 
     /**
-     * Where a channel sends and what it keeps sealed (D46), as its kind's credential says: a signing secret (made
+     * Where a channel sends and what it keeps sealed, as its kind's credential says: a signing secret (made
      * here, shown once), a token the receiver made, or a URL that is itself the credential (sealed, with only its
      * origin kept in view).
      */
@@ -186,8 +187,8 @@ export class ChannelAdmin extends Effect.Service<ChannelAdmin>()("ChannelAdmin",
       })
 
     /**
-     * `kind` (D46, default webhook) and `format` (D47, default native; ocsf for webhook, syslog and splunk_hec).
-     * `sensorHealth`: D43 opt-in to `sensor.silent` / `sensor.recovered` (off unless asked for; not for OCSF, whose
+     * `kind` (default webhook) and `format` (default native; ocsf for webhook, syslog and splunk_hec).
+     * `sensorHealth`: opt-in to `sensor.silent` / `sensor.recovered` (off unless asked for; not for OCSF, whose
      * findings are incidents). Only a webhook returns a secret: the others' secrets were given by the admin.
      */
     const create = Effect.fn("ChannelAdmin.create")(function* (
@@ -271,9 +272,9 @@ export class ChannelAdmin extends Effect.Service<ChannelAdmin>()("ChannelAdmin",
     })
 
     /**
-     * D16: a webhook gets a new signing secret; with a grace period the old one keeps signing too (second v1) until
-     * it ends. D46: a HEC channel takes the new token and a Slack or Teams channel its new URL (`replacement`), at
-     * once: the receiver made them, so the old one is already void there. A syslog channel has no secret.
+     * A webhook gets a new signing secret; with a grace period the old one keeps signing too (second v1) until
+     * it ends, so receivers can switch. A HEC channel takes the new token and a Slack or Teams channel its new URL
+     * (`replacement`) at once: the receiver made them, so the old one is already void there. Syslog has no secret.
      */
     const rotate = Effect.fn("ChannelAdmin.rotate")(function* (
       channelId: string,
@@ -348,7 +349,7 @@ export class ChannelAdmin extends Effect.Service<ChannelAdmin>()("ChannelAdmin",
       return { id: channel.id, enabled }
     }, sql.withTransaction)
 
-    /** D43: sensor-health alerts on or off for a channel (later changes of a sensor's health only). */
+    /** Sensor-health alerts on or off for a channel (later changes of a sensor's health only). */
     const setSensorHealth = Effect.fn("ChannelAdmin.setSensorHealth")(function* (channelId: string, on: boolean) {
       yield* requireAdmin
       const channel = yield* find(channelId)
@@ -386,7 +387,7 @@ export class ChannelAdmin extends Effect.Service<ChannelAdmin>()("ChannelAdmin",
     }, sql.withTransaction)
 
     /**
-     * D15 `webhook.test`: sent now, through the same sender as every delivery, and logged like one; outside any
+     * `webhook.test`: sent now, through the same sender as every delivery, and logged like one; outside any
      * transaction (a slow receiver must not hold one open), then audited. Not retried: if it fails it is dead at
      * once (re-drivable like any delivery).
      */
@@ -484,7 +485,7 @@ export class ChannelAdmin extends Effect.Service<ChannelAdmin>()("ChannelAdmin",
       }))
     })
 
-    /** D17: a delivery (dead, failed or even delivered) is queued again now; a running dispatcher is woken. */
+    /** Re-drive: a delivery (dead, failed or even delivered) is queued again now; a running dispatcher is woken. */
     const redeliver = Effect.fn("ChannelAdmin.redeliver")(function* (deliveryId: string) {
       yield* requireAdmin
       const found = isId("webhookDelivery", deliveryId) ? yield* deliveryRepo.findDelivery(deliveryId) : Option.none()

@@ -69,7 +69,7 @@ const viewOf = (r: IgnoreRuleRow, all: ReadonlyArray<IgnoreRuleRow>, now: Date):
 })
 
 /**
- * Ignore rules (D44): an administrator of the organization (or the operator) adds and removes them, anyone of the
+ * Ignore rules: an administrator of the organization (or the operator) adds and removes them, anyone of the
  * organization lists them; every change is audited. A rule applies to events ingested after it is added and until
  * it expires or is removed; it never changes what is already stored.
  */
@@ -173,7 +173,7 @@ export class IgnoreAdmin extends Effect.Service<IgnoreAdmin>()("IgnoreAdmin", {
       return rows.map((r) => viewOf(r, rows, now))
     })
 
-    /** The rule, if the actor may see it (another organization's rule is unknown, D30). */
+    /** The rule, if the actor may see it (another organization's rule is unknown). */
     const find = Effect.fn("IgnoreAdmin.find")(function* (ruleId: string) {
       const unknown = notFound("ignoreRule", ruleId)
       const row = isId("ignoreRule", ruleId) ? yield* rules.findById(ruleId) : undefined

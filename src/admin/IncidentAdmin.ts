@@ -68,7 +68,7 @@ export const parseOlderThan = (text: string, now: Date): Date | undefined => {
 }
 
 /**
- * Incidents as a person triages them (D13, D45): closing one with a reason and a note, notes, and closing every open
+ * Incidents as a person triages them: closing one with a reason and a note, notes, and closing every open
  * incident that a filter matches. Any user of the incident's organization (admin or analyst) may do each; the
  * operator any organization's. Each is audited.
  */
@@ -82,7 +82,7 @@ export class IncidentAdmin extends Effect.Service<IncidentAdmin>()("IncidentAdmi
     const sql = yield* SqlClient.SqlClient
     const { audited } = yield* auditing
 
-    /** The organization of an incident the actor may see; another organization's is unknown (D30). */
+    /** The organization of an incident the actor may see; another organization's is unknown, as if it did not exist. */
     const ownerOf = (incidentId: string, reason: "unknown" | "notOpen") =>
       Effect.gen(function* () {
         if (!isId("incident", incidentId)) return yield* notFound("incident", incidentId, reason)

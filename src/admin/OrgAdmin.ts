@@ -14,7 +14,7 @@ const operatorOnly = Effect.flatMap(AdminActor, (actor) =>
   actor._tag === "Operator" ? Effect.void : Effect.fail(new Forbidden({ reason: "operatorOnly" })),
 )
 
-/** Organizations (D24): created by the operator; the Deception switch (D10); their fingerprint keys (D19). */
+/** Organizations: created by the operator; the Deception switch (403 when off); their fingerprint keys. */
 export class OrgAdmin extends Effect.Service<OrgAdmin>()("OrgAdmin", {
   effect: Effect.gen(function* () {
     const orgs = yield* OrgsRepo
@@ -52,7 +52,7 @@ export class OrgAdmin extends Effect.Service<OrgAdmin>()("OrgAdmin", {
           takenBy: taken.id,
         })
       }
-      // D19: the per-organization fingerprint key, sealed under SECRET_KEY.
+      // The per-organization fingerprint key (no cross-org correlation of captures), sealed under SECRET_KEY.
       const org = yield* orgs.create({ name: checked, fingerprintKey: sealer.seal(randomBytes(32)) })
       yield* audited(org.id, "org.create", org.id, checked)
       return { id: org.id }
@@ -66,7 +66,7 @@ export class OrgAdmin extends Effect.Service<OrgAdmin>()("OrgAdmin", {
         .map((o) => ({ id: o.id, name: o.name, deception: o.deceptionEnabled }))
     })
 
-    /** D10: announced to every server's key cache before it returns (OrgsRepo.setDeception). */
+    /** Announced to every server's key cache before it returns (OrgsRepo.setDeception). */
     const setDeception = Effect.fn("OrgAdmin.setDeception")(function* (org: string, state: string | undefined) {
       yield* requireAdmin
       if (state !== "on" && state !== "off")
@@ -87,7 +87,7 @@ export class OrgAdmin extends Effect.Service<OrgAdmin>()("OrgAdmin", {
     })
 
     /**
-     * D49: how many days the organization's events are kept; blank or "default" for RETENTION_DAYS. Audited with the
+     * How many days the organization's events are kept; blank or "default" for RETENTION_DAYS. Audited with the
      * value before and after.
      */
     const setRetention = Effect.fn("OrgAdmin.setRetention")(function* (orgText: string, days: string | undefined) {

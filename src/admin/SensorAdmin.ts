@@ -33,7 +33,7 @@ export const describeSensor = (s: SensorRow, now: Date) => ({
 })
 export type SensorView = ReturnType<typeof describeSensor>
 
-/** D43: one of the documented profiles (src/admin/sensorSetup.ts); anything else is refused with the list. */
+/** One of the documented profiles (src/admin/sensorSetup.ts); anything else is refused with the list. */
 const checkProfile = (profile: string | undefined) => {
   const chosen = (profile ?? DEFAULT_PROFILE).trim()
   return findProfile(chosen) === undefined
@@ -62,7 +62,7 @@ const notRevoked = (sensor: SensorRow) =>
   sensor.revokedAt === null ? Effect.void : Effect.fail(revokedRefusal(sensor.id))
 
 /**
- * Decoy sensors (D22, D43): their ingest token is returned once (create, rotate) and never audited; every change is
+ * Decoy sensors: their ingest token is returned once (create, rotate) and never audited; every change is
  * audited in its transaction. Within an organization no two sensors in service share a name (ignoring case): the
  * console and the incidents name a sensor, and two alike could not be told apart. A revoked sensor's name is free.
  */
@@ -119,14 +119,14 @@ export class SensorAdmin extends Effect.Service<SensorAdmin>()("SensorAdmin", {
       return { id: issued.id, token: issued.token }
     }, sql.withTransaction)
 
-    /** D43: every sensor of the organization with its status now and when it was last heard from. */
+    /** Every sensor of the organization with its status now and when it was last heard from. */
     const list = Effect.fn("SensorAdmin.list")(function* (org: string) {
       const orgId = (yield* orgAdmin.require(org)).id
       const now = new Date()
       return (yield* sensors.listByOrg(orgId)).map((s) => describeSensor(s, now))
     })
 
-    /** D30: another organization's sensor is the same "unknown" as a sensor that does not exist. */
+    /** Another organization's sensor is the same "unknown" as a sensor that does not exist. */
     const find = Effect.fn("SensorAdmin.find")(function* (sensorId: string) {
       const found = isId("sensor", sensorId) ? yield* sensors.findById(sensorId) : Option.none()
       if (Option.isNone(found)) return yield* notFound("sensor", sensorId)
@@ -160,8 +160,8 @@ export class SensorAdmin extends Effect.Service<SensorAdmin>()("SensorAdmin", {
     }, sql.withTransaction)
 
     /**
-     * D43: a new token, shown once. With a grace period the old token keeps working until it ends (as for webhook
-     * secrets, D16); without one it stops at once. While the grace of an earlier rotation is still running the
+     * A new token, shown once. With a grace period the old token keeps working until it ends (as for webhook
+     * secrets); without one it stops at once. While the grace of an earlier rotation is still running the
      * rotation is refused (it would end that grace early, and with it the token a sensor may still be moving off)
      * unless `force`, which ends it: only the token current until this call is kept. The audit row says the grace.
      */

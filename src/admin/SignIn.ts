@@ -9,7 +9,7 @@ import { AuditRepo } from "../repos/AuditRepo.ts"
 import { ConsoleUsersRepo, type FailureCounts, type SessionRow, type UserRow } from "../repos/ConsoleUsersRepo.ts"
 import { invalid, LinkExpired } from "./errors.ts"
 
-/** D26 and D27, in one place. */
+/** Password, link, session and sign-in throttle limits, in one place. */
 export const PASSWORD_MIN = 12
 export const PASSWORD_MAX = 256
 export const LINK_VALID_MS = 24 * 3_600_000
@@ -49,8 +49,8 @@ export const hashToken = (token: string) => sha256(token)
 export const normalizeEmail = (email: string) => email.trim().toLowerCase().replace(/\.+$/, "")
 
 /**
- * Verified when the email is unknown, so an unknown email and a wrong password take the same time (D27). Made on
- * first use, not at import: the admin CLI imports this module for every command.
+ * Verified when the email is unknown, so an unknown email and a wrong password take the same time (no account
+ * enumeration). Made on first use, not at import: the admin CLI imports this module for every command.
  */
 let dummyHash: Promise<string> | undefined
 const DUMMY_HASH = () => {
@@ -76,14 +76,14 @@ export type SignInResult =
 export type LinkState = "valid" | "expired" | "unknown"
 
 /**
- * The known-device cookie (D27): set at each sign-in and when a password is set, so this browser is known to be the
+ * The known-device cookie: set at each sign-in and when a password is set, so this browser is known to be the
  * user's. `__Host-`, Secure, HttpOnly, SameSite=Strict, Path=/. Its value is `<device id>.<issued>.<MAC>`: 128
  * random bits, the issue time (Unix seconds), and HMAC-SHA256 over the user id, the user's device generation, the
  * device id and the issue time under a key derived from SECRET_KEY (so it cannot be made for another user or
  * another device, nor made younger, and survives restarts on every replica). The server refuses it past
  * DEVICE_COOKIE_DAYS after its issue time, whatever the browser keeps; `user reset`, `user disable` and a password
  * set bump the generation, so every earlier cookie of the user stops counting. Not a credential: the password is
- * always needed; it only decides how a sign-in is throttled.
+ * always needed; it only decides how a sign-in is throttled, letting the owner's own browser past an email's lock.
  */
 export const DEVICE_COOKIE = "__Host-device"
 const DEVICE_ID = /^[A-Za-z0-9_-]{22}$/
@@ -94,8 +94,8 @@ const deviceMessage = (userId: string, generation: number, deviceId: string, iss
   `console-device-v2\n${userId}\n${generation}\n${deviceId}\n${issued}`
 
 /**
- * The console's sign-in (D27): passwords set through one-time links (D26; the links are made by UserAdmin), the
- * sign-in throttle, known devices and sessions. Sign-in, a password set and sign-out are audited (D31).
+ * The console's sign-in: passwords set through one-time links (the links are made by UserAdmin), the
+ * sign-in throttle, known devices and sessions. Sign-in, a password set and sign-out are audited.
  */
 export class SignIn extends Effect.Service<SignIn>()("SignIn", {
   effect: Effect.gen(function* () {
@@ -147,9 +147,9 @@ export class SignIn extends Effect.Service<SignIn>()("SignIn", {
     })
 
     /**
-     * D26: 12–256 characters, argon2id; the link is spent, every session of the user ends, the user is enabled. Every
+     * 12–256 characters, argon2id; the link is spent, every session of the user ends, the user is enabled. Every
      * earlier known-device cookie of the user stops counting; this browser becomes a known device under a new id
-     * (the returned `device` cookie value), and the address a known one (D27).
+     * (the returned `device` cookie value), and the address a known one.
      */
     const setPassword = Effect.fn("SignIn.setPassword")(function* (token: string, password: string, ip: string) {
       // The link first: hashing (argon2id, 64 MiB) is done only for a live link, never for anyone who POSTs to
@@ -235,7 +235,7 @@ export class SignIn extends Effect.Service<SignIn>()("SignIn", {
     })
 
     /**
-     * D27: throttled first, then the same answer and the same work for an unknown email and a wrong password. A
+     * Throttled first, then the same answer and the same work for an unknown email and a wrong password. A
      * fresh session on every sign-in, and the browser's previous session (its cookie, when it sent one) ends.
      *
      * Throttling (429 with Retry-After), per 15-minute window:
@@ -271,7 +271,7 @@ export class SignIn extends Effect.Service<SignIn>()("SignIn", {
       const now = new Date()
       const since = new Date(now.getTime() - THROTTLE_WINDOW_MS)
       const attemptId = newToken()
-      // Per IP as the API's rate limiter counts (D11): an IPv6 client per /64, which it can rotate through at will.
+      // Per IP as the API's rate limiter counts: an IPv6 client per /64, which it can rotate through at will.
       const ipBucket = addressBucketKey(ip)
       const candidate = Option.getOrUndefined(yield* users.findByEmail(email))
       const deviceId = deviceOf(device, candidate, now)
@@ -351,7 +351,7 @@ export class SignIn extends Effect.Service<SignIn>()("SignIn", {
     /**
      * The live session of a cookie value (idle 12 h, absolute 7 d, user enabled). A page load touches last_seen_at;
      * a background read (`touch: false`, the live refresh a tab polls every 10 s) does not, so an unattended tab
-     * still idles out after 12 h (D27).
+     * still idles out after 12 h.
      */
     const session = Effect.fn("SignIn.session")(function* (
       token: string,

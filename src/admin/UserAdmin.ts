@@ -12,7 +12,7 @@ import { hashToken, LINK_VALID_MS, newToken, normalizeEmail } from "./SignIn.ts"
 const EMAIL = /^[^\s@\p{Cc}\p{Cf}]{1,64}@[^\s@\p{Cc}\p{Cf}]{1,255}$/u
 
 /**
- * Console users (D26, D27): created with a one-time link to set a password (the link is the secret, returned once,
+ * Console users: created with a one-time link to set a password (the link is the secret, returned once,
  * never audited), disabled, reset, unlocked. Only an administrator of the user's organization, or the operator.
  */
 export class UserAdmin extends Effect.Service<UserAdmin>()("UserAdmin", {
@@ -36,7 +36,7 @@ export class UserAdmin extends Effect.Service<UserAdmin>()("UserAdmin", {
         return { link: `${appUrl}/set-password/${token}`, expiresAt: new Date(at.getTime() + LINK_VALID_MS) }
       })
 
-    /** A user the actor may see (another organization's user is unknown, as for D30's ids). */
+    /** A user the actor may see (another organization's user is unknown, as for ids). */
     const find = Effect.fn("UserAdmin.find")(function* (userId: string) {
       const found = isId("consoleUser", userId) ? yield* users.findById(userId) : Option.none()
       if (Option.isNone(found)) return yield* notFound("user", userId)
@@ -95,7 +95,7 @@ export class UserAdmin extends Effect.Service<UserAdmin>()("UserAdmin", {
       }))
     })
 
-    /** D27: a disabled user's sessions end at once. Nobody disables themselves. */
+    /** A disabled user's sessions end at once. Nobody disables themselves. */
     const disable = Effect.fn("UserAdmin.disable")(function* (userId: string) {
       const actor = yield* requireAdmin
       const user = yield* find(userId)
@@ -112,7 +112,7 @@ export class UserAdmin extends Effect.Service<UserAdmin>()("UserAdmin", {
     }, sql.withTransaction)
 
     /**
-     * D26: a new one-time link, and every session ends now. The old password stops working at once (a reset is what
+     * A new one-time link, and every session ends now. The old password stops working at once (a reset is what
      * an admin does when it may be known to someone else): the user signs in again only after using the link. Every
      * known-device cookie of the user stops counting as known (one may be stolen too). A disabled user stays
      * disabled until the link is used.
@@ -131,7 +131,7 @@ export class UserAdmin extends Effect.Service<UserAdmin>()("UserAdmin", {
 
     /**
      * `admin user unlock <email>`: every failed sign-in of the window for this email is forgotten, so every address
-     * is verified again at once (after an attack, for a user with no known device). Audited (D31).
+     * is verified again at once (after an attack, for a user with no known device). Audited.
      */
     const unlock = Effect.fn("UserAdmin.unlock")(function* (emailInput: string) {
       const actor = yield* requireAdmin

@@ -7,7 +7,7 @@ import { Forbidden, notFound, type Thing } from "./errors.ts"
  * Who is acting, given to every admin service through the context (never as an argument). Two kinds:
  * - the operator at the CLI (`bun run admin`), who may act on every organization;
  * - a console user, who acts only in their own organization and with their role.
- * Audit rows (D31) name `id` and `ip`.
+ * Audit rows name `id` and `ip`.
  */
 export type AdminActorValue =
   | { readonly _tag: "Operator"; readonly id: "cli"; readonly ip: null }

@@ -21,7 +21,7 @@ export const sameName = (a: string, b: string) => a.trim().toLowerCase() === b.t
 
 /**
  * Built in each service's constructor, so its methods need only the AdminActor:
- * - `audited`: D31, one audit row by the acting user, on the caller's connection (inside a transaction it commits
+ * - `audited`: one audit row by the acting user, on the caller's connection (inside a transaction it commits
  *   with the change). Never a secret in `detail`.
  * - `lockNames`: within a transaction, one name check at a time for this key (an organization's sensors, the
  *   organization names), so two concurrent creations of the same name cannot both pass the check. Released at the

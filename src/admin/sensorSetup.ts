@@ -1,5 +1,5 @@
 /**
- * D43: the documented sensor profiles and the ready-to-paste configuration shown with a new token. Pure: no I/O.
+ * The documented sensor profiles and the ready-to-paste configuration shown with a new token. Pure: no I/O.
  *
  * A profile says what the sensor is. The service stores it and sends it as `sensor.profile` in every incident
  * webhook (spec "Webhook payload") and in `sensor.silent` / `sensor.recovered`, so a receiver can route on it; the
