@@ -4,7 +4,7 @@ import type { OrgId } from "../domain/ids.ts"
 import { dbErrors } from "../platform/db/errors.ts"
 
 /**
- * The console's reads beyond the API's (D30): the overview's figures and
+ * The console's reads beyond the API's: the overview's figures and
  * the live-refresh check. Every query takes the organization id.
  */
 export class ConsoleReads extends Effect.Service<ConsoleReads>()("ConsoleReads", {

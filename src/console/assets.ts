@@ -3,8 +3,8 @@ import { join } from "node:path"
 import { sha256 } from "../domain/crypto.ts"
 
 /**
- * D29: the console's static files, served under names that carry a hash of their content, so they can be cached
- * for a year and a new release never mixes with an old file.
+ * The console's static files (no inline script or style, per the CSP), served under names that carry a hash of their
+ * content, so they can be cached for a year and a new release never mixes with an old file.
  */
 export interface Asset {
   readonly path: string

@@ -12,9 +12,9 @@ export const FORM_COOKIE = "__Host-form"
 export const formCookie = () => randomBytes(24).toString("base64url")
 
 /**
- * D28: the guard of every state change. Cross-site requests are refused before anything runs; then the session,
- * its CSRF token (constant time), the role; the handler, run with the session's user as the AdminActor, answers
- * with a 303.
+ * The guard of every state change (a POST form with a CSRF token). Cross-site requests are refused before anything
+ * runs; then the session, its CSRF token (constant time), the role; the handler, run with the session's user as the
+ * AdminActor, answers with a 303.
  */
 export const makeAction = (sessions: Sessions) =>
   Effect.map(AppConfig, (config) => {

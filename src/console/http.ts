@@ -3,7 +3,7 @@ import { Data, Effect } from "effect"
 import { constantTimeEqual } from "../domain/crypto.ts"
 import { readBodyCapped } from "../platform/http/body.ts"
 
-/** D29: on every console response. */
+/** On every console response: a strict CSP, so even an escaping bug could not run injected script. */
 export const CONTENT_SECURITY_POLICY =
   "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 
@@ -15,12 +15,12 @@ export const SECURITY_HEADERS: Readonly<Record<string, string>> = {
   "cross-origin-opener-policy": "same-origin",
 }
 
-/** What a page component returns: Hono's JSX renders to an already escaped string (D29). */
+/** What a page component returns: Hono's JSX renders to an already escaped string. */
 export interface Rendered {
   toString(): string | Promise<string>
 }
 
-/** A page: rendered by Hono's JSX (escaping every string), never cached (D29). Page components are synchronous. */
+/** A page: rendered by Hono's JSX (escaping every string), never cached. Page components are synchronous. */
 export const html = (node: Rendered, status = 200, headers: Record<string, string> = {}) =>
   HttpServerResponse.text(`<!doctype html>${String(node.toString())}`, {
     status,
@@ -36,7 +36,10 @@ export const html = (node: Rendered, status = 200, headers: Record<string, strin
 const SAFE_PATH = /^\/(?![/\\])[A-Za-z0-9\-._~!$&'()*+,;=:@%/?]*$/
 const MAX_NEXT_CHARS = 1000
 
-/** D28: after a POST, the browser goes to a page with GET; anything but a safe same-origin path goes to `/`. */
+/**
+ * After a POST, the browser goes to a page with GET, so a reload never repeats the action; anything but a safe
+ * same-origin path goes to `/`.
+ */
 export const seeOther = (location: string) =>
   HttpServerResponse.empty({
     status: 303,
@@ -51,8 +54,8 @@ export const safeNext = (next: string | undefined): string =>
   next !== undefined && next.length <= MAX_NEXT_CHARS && SAFE_PATH.test(next) ? next : "/"
 
 /**
- * D28: refused when the browser says the request comes from another site: `Sec-Fetch-Site` other than same-origin
- * or none, or an `Origin` that is neither this host nor APP_URL's.
+ * Refused (before anything runs) when the browser says the request comes from another site: `Sec-Fetch-Site` other than
+ * same-origin or none, or an `Origin` that is neither this host nor APP_URL's.
  */
 export const isCrossSite = (headers: Readonly<Record<string, string | undefined>>, appOrigin: string): boolean => {
   const site = headers["sec-fetch-site"]
@@ -208,6 +211,6 @@ export const formFields = Effect.map(formEntries, (entries) => {
 
 /**
  * A request path as the console logs it: the token of a set-password link is a live credential for 24 h, so its
- * path segment never reaches a log line (D26, D31). Everything else is kept.
+ * path segment never reaches a log line. Everything else is kept.
  */
 export const redactPath = (url: string): string => url.replace(/\/set-password\/[^/?#]*/gi, "/set-password/…")

@@ -10,10 +10,10 @@ import type { Viewer } from "./components.tsx"
 import { seeOther } from "./http.ts"
 import { forbidden } from "./responses.tsx"
 
-/** D27: the session cookie; `__Host-` binds it to this host, Secure, Path=/ and no Domain. */
+/** The session cookie; `__Host-` binds it to this host, Secure, Path=/ and no Domain. */
 export const SESSION_COOKIE = "__Host-session"
 export const cookieOptions = { httpOnly: true, secure: true, sameSite: "lax" as const, path: "/" }
-/** D27: the known-device cookie (SignIn.ts DEVICE_COOKIE), sent only with this site's own requests. */
+/** The known-device cookie (SignIn.ts DEVICE_COOKIE), sent only with this site's own requests. */
 export const deviceCookieOptions = {
   httpOnly: true,
   secure: true,
@@ -34,7 +34,7 @@ export const request = HttpServerRequest.HttpServerRequest
 export const query = Effect.map(request, (req) => new URL(req.url, "http://console").searchParams)
 
 /**
- * Sessions (D27): the client's address, the session of the request's cookie, and `page`, the guard of every page
+ * Sessions: the client's address, the session of the request's cookie, and `page`, the guard of every page
  * for a signed-in user. The admin services run with the session's user as their AdminActor.
  */
 export const makeSessions = Effect.gen(function* () {
@@ -44,7 +44,7 @@ export const makeSessions = Effect.gen(function* () {
   const ipOf = (req: HttpServerRequest.HttpServerRequest) =>
     clientIp(Option.getOrUndefined(req.remoteAddress), req.headers["x-forwarded-for"], config.trustProxy)
 
-  /** The signed-in session; `touch: false` for background reads that must not keep a session alive (D27). */
+  /** The signed-in session; `touch: false` for background reads that must not keep a session alive. */
   const sessionOf = (options: { readonly touch: boolean }) =>
     Effect.gen(function* () {
       const req = yield* request
@@ -70,7 +70,7 @@ export const makeSessions = Effect.gen(function* () {
     return seeOther(`/sign-in?next=${encodeURIComponent(url.pathname + url.search)}${expired}`)
   })
 
-  /** A page for a signed-in user; otherwise to sign-in, and back here after it (D25). */
+  /** A page for a signed-in user; otherwise to sign-in, and straight back here after it. */
   const page = <E, R>(
     render: (s: SignedIn) => Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>,
     adminOnly = false,

@@ -1,4 +1,4 @@
-// The console's only script (D28: every page works without it). Conveniences: copy buttons, live refresh.
+// The console's only script (every page works without it). Conveniences: copy buttons, live refresh.
 
 document.addEventListener("click", (event) => {
   const button = event.target instanceof Element ? event.target.closest("[data-copy]") : null
