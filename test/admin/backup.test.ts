@@ -11,6 +11,7 @@ import { decodeSecretKey } from "../../src/platform/config.ts"
 import { Keys } from "../../src/platform/keys.ts"
 import { admin, adminJson } from "../support/cli.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
+import { eventually } from "../support/eventually.ts"
 import { get } from "../support/fixtures.ts"
 import { ingest, nativeEvent } from "../support/ingest.ts"
 import {
@@ -293,17 +294,26 @@ describe("admin backup and restore", () => {
       nativeEvent({ sourceIp: "203.0.113.99" }),
     ])
     expect(added.status).toBe(200)
-    const feed: Array<Json> = []
-    let after: string | undefined
-    for (;;) {
-      const query = `?limit=100&${after === undefined ? "from=2000-01-01T00:00:00Z" : `after=${encodeURIComponent(after)}`}`
-      const page = await get(restoredServer.url, `/v1/events/changes${query}`, key.key)
-      expect(page.status).toBe(200)
-      const body = page.body as Json
-      feed.push(...body.data)
-      after = body.nextToken
-      if (!body.hasMore) break
+    // Read as a feed client reads: again until the new event shows. A change becomes visible once every older writing
+    // transaction of the PostgreSQL server has ended, and other test files write on the same server.
+    const readFeed = async () => {
+      const feed: Array<Json> = []
+      let after: string | undefined
+      for (;;) {
+        const query = `?limit=100&${after === undefined ? "from=2000-01-01T00:00:00Z" : `after=${encodeURIComponent(after)}`}`
+        const page = await get(restoredServer.url, `/v1/events/changes${query}`, key.key)
+        expect(page.status).toBe(200)
+        const body = page.body as Json
+        feed.push(...body.data)
+        after = body.nextToken
+        if (!body.hasMore) return feed
+      }
     }
+    let feed = await readFeed()
+    await eventually("the new event in the feed", async () => {
+      feed = await readFeed()
+      return feed.length > eventsRestored
+    })
     expect(feed.length).toBe(eventsRestored + 1)
     expect(feed.at(-1)?.sourceIp).toBe("203.0.113.99")
   }, 300_000)

@@ -361,7 +361,7 @@ describe("what channel create refuses, in one line, creating nothing", () => {
       [create("--token", HEC_TOKEN, "--url", "https://127.0.0.1:9/x"), "--token is for splunk_hec"],
       [create("--kind", "slack", "--token", "-", "--url", SLACK_URL), "--token is for splunk_hec", `${HEC_TOKEN}\n`],
       [create("--kind", "splunk_hec", "--url", HEC_URL), "--token is required"],
-      [create("--kind", "splunk_hec", "--url", HEC_URL, "--token", "two words"), "--token must be"],
+      [create("--kind", "splunk_hec", "--url", HEC_URL, "--token", "two words"), "the HEC token must be"],
       [create("--kind", "syslog", "--url", "https://127.0.0.1:6514"), "syslog+tls://"],
       [create("--kind", "syslog", "--url", "syslog://127.0.0.1:514"), "syslog+tls://"],
       [create("--kind", "slack", "--url", "http://127.0.0.1:9/services/T/B/x"), "https"],

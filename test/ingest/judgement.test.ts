@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { Effect } from "effect"
 import { type AdminActor, asOperator } from "../../src/admin/actor.ts"
+import { cliWords } from "../../src/admin/cli/words.ts"
+import type { AdminError } from "../../src/admin/errors.ts"
 import { JudgementAdmin } from "../../src/admin/JudgementAdmin.ts"
 import { capturedNow, captureLines } from "../support/captureTime.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
@@ -111,7 +113,7 @@ describe("bait credentials", () => {
           Effect.flatMap(JudgementAdmin, (a) => a.baitAdd(tenant.orgId, { username: "svc", password: "Planted-1" })),
         ).pipe(Effect.flip),
       )
-      .then((e) => (e as { message: string }).message)
+      .then((e) => cliWords(e as AdminError))
     expect(again).toContain("already registered")
     const long = await db
       .run(
@@ -119,7 +121,7 @@ describe("bait credentials", () => {
           Effect.flatMap(JudgementAdmin, (a) => a.baitAdd(tenant.orgId, { username: "x", password: "p".repeat(300) })),
         ).pipe(Effect.flip),
       )
-      .then((e) => (e as { message: string }).message)
+      .then((e) => cliWords(e as AdminError))
     expect(long).toContain("at most 256")
     expect(await judgement((admin) => admin.baitList(other.orgId))).toEqual([])
     expect(await judgement((admin) => admin.baitRemove(added.id))).toEqual({ id: added.id, removed: true })
@@ -189,7 +191,7 @@ describe("inside or outside", () => {
           Effect.flatMap(JudgementAdmin, (a) => a.setNetworks(tenant.orgId, "10.0.0.0/8 ok\n300.1.2.3/8 bad")),
         ).pipe(Effect.flip),
       )
-      .then((e) => (e as { message: string }).message)
+      .then((e) => cliWords(e as AdminError))
     expect(refused).toContain("line 2")
     expect((await judgement((admin) => admin.networks(tenant.orgId))).custom).toBe(false)
   })
