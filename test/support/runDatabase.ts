@@ -35,7 +35,7 @@ const usingPostgresRun = () => (process.env.DATABASE_URL ?? "") !== ""
  * A run killed before its end (a test time-out of the whole job, ^C) leaves its embedded server running in its
  * directory: the next run stops the servers of runs whose process is gone and removes their directories.
  */
-const removeAbandonedRuns = () => {
+export const removeAbandonedRuns = () => {
   for (const name of readdirSync(tmpdir())) {
     if (!name.startsWith(RUN_PREFIX)) continue
     const pid = Number(name.slice(RUN_PREFIX.length).split("-")[0])
@@ -49,7 +49,14 @@ const removeAbandonedRuns = () => {
     if (existsSync(pidFile)) {
       const postmaster = Number(readFileSync(pidFile, "utf8").split("\n")[0])
       try {
-        if (Number.isInteger(postmaster) && postmaster > 0) process.kill(postmaster, "SIGQUIT")
+        if (Number.isInteger(postmaster) && postmaster > 0) {
+          process.kill(postmaster, "SIGQUIT")
+          // Gone before its directory is: a server still writing would leave files behind the removal.
+          for (let waited = 0; waited < 5_000; waited += 50) {
+            process.kill(postmaster, 0)
+            Bun.sleepSync(50)
+          }
+        }
       } catch {}
     }
     rmSync(dir, { recursive: true, force: true })
@@ -98,6 +105,15 @@ const externalServer = (): RunServer => {
 /** What `bun run test` (scripts/test.ts) hands its workers: the run's PostgreSQL, already up, and its template. */
 const HANDED_URL = "TEST_RUN_POSTGRES_URL"
 const HANDED_TEMPLATE = "TEST_RUN_TEMPLATE"
+
+/**
+ * On the embedded run `bun run test` hands no database: each worker starts an embedded server of its own (lazily, as
+ * a single `bun test` process does) and leaves it running for its next files; `bun run test` removes them all at the
+ * end (removeAbandonedRuns). A change feed shows a change only once every older writing transaction of its server
+ * has ended, so files that share a server delay each other's feeds; a server per worker keeps that within a worker.
+ */
+const WORKER_CLUSTERS = "TEST_RUN_WORKER_CLUSTERS"
+const ownClusterPerWorker = process.env[WORKER_CLUSTERS] === "1"
 
 const handed = process.env[HANDED_URL] !== undefined && process.env[HANDED_TEMPLATE] !== undefined
 const runTag = handed
@@ -186,6 +202,7 @@ export const newEmptyTestDatabase = async (): Promise<string> => {
  * that hand both to the workers.
  */
 export const prepareRunDatabase = async (): Promise<Record<string, string>> => {
+  if (!usingPostgresRun()) return { [WORKER_CLUSTERS]: "1" }
   await migratedTemplate()
   return { [HANDED_URL]: (await runServer()).adminUrl, [HANDED_TEMPLATE]: TEMPLATE }
 }
@@ -196,7 +213,7 @@ export const prepareRunDatabase = async (): Promise<Record<string, string>> => {
  * the database by `bun run test` leaves it alone.
  */
 export const endTestDatabases = async () => {
-  if (handed || server === undefined) return
+  if (handed || ownClusterPerWorker || server === undefined) return
   const run = await server
   if (usingPostgresRun()) {
     const rows = await onAdmin<Array<{ datname: string }>>(
