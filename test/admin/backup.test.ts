@@ -24,7 +24,7 @@ import {
 } from "../support/server.ts"
 
 /**
- * D49: `admin backup FILE` while the service ingests, `admin restore FILE` into an empty database (a new one on the
+ * `admin backup FILE` while the service ingests, `admin restore FILE` into an empty database (a new one on the
  * run's PostgreSQL), and a server on it with the same SECRET_KEY.
  */
 

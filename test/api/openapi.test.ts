@@ -334,7 +334,7 @@ describe("OpenAPI and docs", () => {
     }
   })
 
-  test("RateLimit headers on every response, Retry-After on 429 (and on 503, D37), WWW-Authenticate on 401", () => {
+  test("RateLimit headers on every response, Retry-After on 429 (and on 503 when the database is busy), WWW-Authenticate on 401", () => {
     for (const path of OPERATIONS) {
       for (const [status, response] of Object.entries<J>(operation(path).responses)) {
         const headers = documentedHeaders(response)

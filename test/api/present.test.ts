@@ -153,7 +153,7 @@ test("the console's incident shows the events the API's answer shows when the by
   )
 })
 
-test("a stored attackerInput the schema would refuse reads back in the D20 shape, never a failure", () => {
+test("a stored attackerInput the schema would refuse reads back in the attackerInput shape, never a failure", () => {
   const row = (attackerInput: Record<string, unknown>) =>
     ({
       id: EventId.make("evt_01ARZ3NDEKTSV4RRFFQ69G5FAV"),

@@ -144,7 +144,7 @@ beforeAll(async () => {
   const other = await ingest(server.ingestUrl, "events", sensorB.token, [nativeEvent({ sourceIp: "192.0.2.200" })])
   otherOrgIncident = other.body.results[0].incidentId
 
-  // D26: users through the admin service (`user create`), passwords through their one-time links.
+  // Users through the admin service (`user create`), passwords through their one-time links.
   const lead = await createUser(setup, orgA, adminEmail, "admin")
   const analyst = await createUser(setup, orgA, analystEmail, "analyst")
   await setup.close()
@@ -186,7 +186,7 @@ test("an incident's url from the API opens its page after sign-in, then straight
   expect(viaCookie.status).toBe(401)
 })
 
-test("the session cookie is __Host-, HttpOnly, Secure, SameSite=Lax, Path=/; every response has the D29 headers", async () => {
+test("the session cookie is __Host-, HttpOnly, Secure, SameSite=Lax, Path=/; every response has the console's security headers", async () => {
   const session = (await admin.context.cookies()).find((c) => c.name === "__Host-session")
   expect(session).toBeDefined()
   expect(session?.httpOnly).toBe(true)

@@ -428,14 +428,14 @@ describe("(widened) secrets inside attacker text keep the name and the rest, the
     expect(prepareAttackerInput({ tags: ["password", "admin"] }, orgKeyA).tags).toEqual(["password", "admin"])
   })
 
-  test("a header line is masked although D20 then removes its line breaks", () => {
+  test("a header line is masked although the attackerInput rules then remove its line breaks", () => {
     const out = prepareAttackerInput({ headers: "GET / HTTP/1.1\r\nCookie: sid=s3cret\r\nHost: x" }, orgKeyA)
     expect(out.headers).toBe("GET / HTTP/1.1Cookie: **********Host: x")
   })
 })
 
 describe("readableAttackerInput: any stored jsonb reads back as a valid attackerInput", () => {
-  test("old shapes become the D20 shape; secrets still in clear are masked without a fingerprint", () => {
+  test("old shapes become the attackerInput shape; secrets still in clear are masked without a fingerprint", () => {
     expect(
       readableAttackerInput({
         username: 42,

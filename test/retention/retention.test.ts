@@ -13,7 +13,7 @@ import { ingest, nativeEvent } from "../support/ingest.ts"
 import { type RunningServer, shutdown, startServer, testEnv } from "../support/server.ts"
 
 /**
- * D49 retention: the purge (src/jobs/retention.ts) against the real PostgreSQL through the real repositories, its
+ * Retention: the purge (src/jobs/retention.ts) against the real PostgreSQL through the real repositories, its
  * fiber on the TestClock, ingestion through the real server while it runs, and 410 token_expired through the real
  * API. Ages are set by moving rows' times back in SQL: the purge reads the clock, never the row's own idea of "now".
  */
