@@ -1,15 +1,16 @@
 import { SqlClient } from "@effect/sql"
 import { Duration, Effect, Option } from "effect"
-import { isId, type OrgId } from "../domain/ids.ts"
+import { type IncidentId, isId, type OrgId, type UserId } from "../domain/ids.ts"
 import { canonicalIp } from "../domain/ip.ts"
 import { parseTimestamp } from "../domain/time.ts"
 import { parseShortDuration } from "../platform/config.ts"
 import { AlertOutbox, closedDeliveries } from "../repos/AlertOutbox.ts"
+import { ConsoleUsersRepo } from "../repos/ConsoleUsersRepo.ts"
 import { IncidentNotesRepo } from "../repos/IncidentNotesRepo.ts"
 import { type BulkCloseFilter, IncidentsRepo } from "../repos/IncidentsRepo.ts"
 import { SensorsRepo } from "../repos/SensorsRepo.ts"
 import { CLOSE_REASONS, type CloseReason, closedTransitions, TransitionsRepo } from "../repos/TransitionsRepo.ts"
-import { AdminActor, requireScope } from "./actor.ts"
+import { AdminActor, requireScope, requireWriter } from "./actor.ts"
 import { auditing } from "./common.ts"
 import { type Field, invalid, malformed, missing, notFound } from "./errors.ts"
 
@@ -17,6 +18,10 @@ import { type Field, invalid, malformed, missing, notFound } from "./errors.ts"
 export const NOTE_MAX = 2000
 /** A bulk close closes at most this many incidents; the rest stay open for the next one. */
 export const BULK_CLOSE_MAX = 10_000
+/** A bulk close's preview lists this many of the incidents it would close (and counts the rest). */
+export const BULK_PREVIEW_LISTED = 50
+/** One acknowledge or assign changes at most this many incidents. */
+export const TRIAGE_MAX = 100
 
 /** What a person gives when closing: a reason (required) and an optional note. */
 export interface CloseInput {
@@ -68,8 +73,8 @@ export const parseOlderThan = (text: string, now: Date): Date | undefined => {
 }
 
 /**
- * Incidents as a person triages them: closing one with a reason and a note, notes, and closing every open
- * incident that a filter matches. Any user of the incident's organization (admin or analyst) may do each; the
+ * Incidents as a person triages them: closing one with a reason and a note, notes, closing every open incident
+ * that a filter matches, acknowledging and assigning. An administrator or analyst of the incident's organization (not a viewer) may do each; the
  * operator any organization's. Each is audited.
  */
 export class IncidentAdmin extends Effect.Service<IncidentAdmin>()("IncidentAdmin", {
@@ -79,6 +84,7 @@ export class IncidentAdmin extends Effect.Service<IncidentAdmin>()("IncidentAdmi
     const outbox = yield* AlertOutbox
     const notes = yield* IncidentNotesRepo
     const sensors = yield* SensorsRepo
+    const users = yield* ConsoleUsersRepo
     const sql = yield* SqlClient.SqlClient
     const { audited } = yield* auditing
 
@@ -99,12 +105,13 @@ export class IncidentAdmin extends Effect.Service<IncidentAdmin>()("IncidentAdmi
      * (with its reason), in one transaction.
      */
     const close = Effect.fn("IncidentAdmin.close")(function* (incidentId: string, input: CloseInput) {
+      yield* requireWriter
       const reason = yield* checkReason(input.reason)
       const note = yield* checkNote("note", input.note, false)
       const owned = yield* ownerOf(incidentId, "notOpen")
       const actor = yield* AdminActor
       const now = new Date()
-      const closed = yield* incidents.close(owned.id, now)
+      const closed = yield* incidents.close(owned.id, now, reason)
       if (Option.isNone(closed)) return yield* notFound("incident", incidentId, "notOpen")
       const c = closed.value
       const ids = yield* transitions.insert(
@@ -117,6 +124,7 @@ export class IncidentAdmin extends Effect.Service<IncidentAdmin>()("IncidentAdmi
 
     /** A note on an incident of the actor's organization: plain text, its author and time. */
     const addNote = Effect.fn("IncidentAdmin.addNote")(function* (incidentId: string, text: string | undefined) {
+      yield* requireWriter
       const body = yield* checkNote("note", text, true)
       if (body === undefined) return yield* missing("note")
       const { orgId, id } = yield* ownerOf(incidentId, "unknown")
@@ -171,8 +179,92 @@ export class IncidentAdmin extends Effect.Service<IncidentAdmin>()("IncidentAdmi
     ) {
       const filter = yield* bulkFilter(orgId, input, new Date())
       const matching = yield* incidents.countMatching(filter)
-      return { orgId: filter.orgId, matching, wouldClose: Math.min(matching, BULK_CLOSE_MAX), filter }
+      // The first of those a close would close (least recently seen first), for a person to look at before closing.
+      const first = matching === 0 ? [] : yield* incidents.previewMatching(filter, BULK_PREVIEW_LISTED)
+      return { orgId: filter.orgId, matching, wouldClose: Math.min(matching, BULK_CLOSE_MAX), filter, first }
     })
+
+    /**
+     * The incidents a triage change is about: 1 to TRIAGE_MAX ids (repeats counted once), every one an incident of
+     * the organization, locked until the transaction ends. Any other id (malformed, unknown, another organization's)
+     * refuses the whole change as an unknown incident, before anything is written.
+     */
+    const triageTargets = (orgId: string | undefined, ids: ReadonlyArray<string>) =>
+      Effect.gen(function* () {
+        const actor = yield* AdminActor
+        const org = orgId ?? (actor._tag === "OrgUser" ? actor.orgId : undefined)
+        if (org === undefined || org === "") return yield* missing("org")
+        if (!isId("organization", org)) return yield* notFound("organization", org)
+        yield* requireScope(org, "organization", org)
+        const unique = [...new Set(ids.map((id) => id.trim()))]
+        if (unique.length === 0 || unique.length > TRIAGE_MAX) {
+          return yield* invalid({ reason: "malformed", detail: `Choose 1 to ${TRIAGE_MAX} incidents at once.` })
+        }
+        const wellFormed: Array<IncidentId> = []
+        for (const id of unique) {
+          if (!isId("incident", id)) return yield* notFound("incident", id.slice(0, 64))
+          wellFormed.push(id)
+        }
+        const owned = new Set(yield* incidents.lockOwned(org, wellFormed))
+        const stranger = wellFormed.find((id) => !owned.has(id))
+        if (stranger !== undefined) return yield* notFound("incident", stranger)
+        return { orgId: org, ids: wellFormed, actor }
+      })
+
+    /**
+     * Acknowledges (someone has seen them) 1 to TRIAGE_MAX incidents of an organization, open or closed: the first
+     * acknowledgement stands, so one acknowledged already is left as it is. Each change is a row update (the incident
+     * feed shows it), a history row and an audit row, in one transaction. Returns the ids it changed.
+     */
+    const acknowledge = Effect.fn("IncidentAdmin.acknowledge")(function* (
+      orgId: string | undefined,
+      ids: ReadonlyArray<string>,
+    ) {
+      yield* requireWriter
+      const target = yield* triageTargets(orgId, ids)
+      const changed = yield* incidents.acknowledge(target.orgId, target.ids, target.actor.id, new Date())
+      for (const id of changed) yield* audited(target.orgId, "incident.acknowledge", id, null)
+      return { orgId: target.orgId, asked: target.ids.length, changed }
+    }, sql.withTransaction)
+
+    /**
+     * Assigns 1 to TRIAGE_MAX incidents of an organization to one of its enabled users, or to nobody (null or "").
+     * An incident that has that owner already is left as it is. Each change is a row update (the incident feed shows
+     * it), a history row and an audit row naming the assignee, in one transaction. Returns the ids it changed.
+     */
+    const assign = Effect.fn("IncidentAdmin.assign")(function* (
+      orgId: string | undefined,
+      ids: ReadonlyArray<string>,
+      assigneeUserId: string | null,
+    ) {
+      yield* requireWriter
+      const target = yield* triageTargets(orgId, ids)
+      const wanted = assigneeUserId === null ? "" : assigneeUserId.trim()
+      let assignee: { id: UserId; email: string } | null = null
+      if (wanted !== "") {
+        const user = isId("consoleUser", wanted) ? yield* users.findById(wanted) : Option.none()
+        if (Option.isNone(user) || user.value.orgId !== target.orgId || user.value.disabledAt !== null) {
+          return yield* malformed("assignee", "must be an enabled user of this organization")
+        }
+        assignee = { id: user.value.id, email: user.value.email }
+      }
+      const changed = yield* incidents.assign(
+        target.orgId,
+        target.ids,
+        assignee?.id ?? null,
+        target.actor.id,
+        new Date(),
+      )
+      for (const id of changed) {
+        yield* audited(
+          target.orgId,
+          "incident.assign",
+          id,
+          assignee === null ? "unassigned" : `assigned to ${assignee.email} (${assignee.id})`,
+        )
+      }
+      return { orgId: target.orgId, asked: target.ids.length, changed, assignee: assignee?.email ?? null }
+    }, sql.withTransaction)
 
     /**
      * Closes the open incidents the filter matches (at most BULK_CLOSE_MAX, least recently seen first), each with a
@@ -188,6 +280,7 @@ export class IncidentAdmin extends Effect.Service<IncidentAdmin>()("IncidentAdmi
       close: CloseInput,
       expected?: number,
     ) {
+      yield* requireWriter
       const reason = yield* checkReason(close.reason)
       const note = yield* checkNote("note", close.note, false)
       const now = new Date()
@@ -203,11 +296,12 @@ export class IncidentAdmin extends Effect.Service<IncidentAdmin>()("IncidentAdmi
             wouldClose: Math.min(matching, BULK_CLOSE_MAX),
             previewed: expected,
             filter,
+            first: yield* incidents.previewMatching(filter, BULK_PREVIEW_LISTED),
           }
         }
       }
       const cap = expected === undefined ? BULK_CLOSE_MAX : Math.min(expected, BULK_CLOSE_MAX)
-      const closed = cap <= 0 ? [] : yield* incidents.closeMatching(filter, now, cap)
+      const closed = cap <= 0 ? [] : yield* incidents.closeMatching(filter, now, cap, reason)
       const ids = yield* transitions.insert(
         closedTransitions(closed, now, { reason, note: note ?? null, actor: actor.id }),
       )
@@ -227,6 +321,6 @@ export class IncidentAdmin extends Effect.Service<IncidentAdmin>()("IncidentAdmi
       return { _tag: "Closed" as const, orgId: filter.orgId, closed: closed.length, remaining, reason }
     }, sql.withTransaction)
 
-    return { close, addNote, previewBulk, closeBulk } as const
+    return { close, addNote, previewBulk, closeBulk, acknowledge, assign } as const
   }),
 }) {}

@@ -1,16 +1,20 @@
 import { HttpRouter, type HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Cause, Effect, Option } from "effect"
 import { DatabaseError } from "../platform/db/errors.ts"
+import { accountRoutes } from "./account/routes.tsx"
+import { confirmationRoutes } from "./alerts/confirmation.tsx"
 import { alertRoutes } from "./alerts/routes.tsx"
 import { ASSETS } from "./assets.ts"
 import { authRoutes } from "./auth/routes.tsx"
 import { eventRoutes } from "./events/routes.tsx"
 import { checkRequest, redactPath } from "./http.ts"
 import { ignoreRoutes } from "./ignore/routes.tsx"
+import { incidentListRoutes } from "./incidents/listRoutes.tsx"
 import { incidentRoutes } from "./incidents/routes.tsx"
 import { makeKit } from "./kit.ts"
 import { overviewRoutes } from "./overview/routes.tsx"
 import { badRequest, notFound, serverError, tooLarge } from "./responses.tsx"
+import { tableMismatches } from "./routeRoles.ts"
 import { sensorRoutes } from "./sensors/routes.tsx"
 import { request, type SignedIn } from "./session.ts"
 import { settingsRoutes } from "./settings/routes.tsx"
@@ -36,18 +40,27 @@ const cancelledStatement = (failure: Option.Option<unknown>): boolean => {
 const clientGone = (req: HttpServerRequest.HttpServerRequest): boolean =>
   (req.source as { readonly signal?: AbortSignal } | undefined)?.signal?.aborted === true
 
+/**
+ * The routes (method and path as registered) of the console this process built last: what the role table's test
+ * compares the table with (routeRoles.ts).
+ */
+export const registeredRoutes: Array<{ readonly method: string; readonly path: string }> = []
+
 export const makeConsoleApp = Effect.gen(function* () {
   const kit = yield* makeKit
   const routes = HttpRouter.concatAll(
     yield* authRoutes(kit),
     yield* overviewRoutes(kit),
+    yield* incidentListRoutes(kit),
     yield* incidentRoutes(kit),
     yield* eventRoutes(kit),
     yield* settingsRoutes(kit),
     yield* ignoreRoutes(kit),
     yield* sourceRoutes(kit),
     yield* alertRoutes(kit),
+    yield* confirmationRoutes(kit),
     yield* sensorRoutes(kit),
+    yield* accountRoutes(kit),
   )
   let withAssets = routes
   for (const asset of ASSETS) {
@@ -61,6 +74,16 @@ export const makeConsoleApp = Effect.gen(function* () {
         }),
       ),
     )
+  }
+  registeredRoutes.splice(
+    0,
+    registeredRoutes.length,
+    ...Array.from(withAssets.routes, (r) => ({ method: r.method, path: r.path })),
+  )
+  // A route missing from the role table is refused to everyone (session.ts); the log says which, at start-up.
+  const mismatches = tableMismatches(registeredRoutes)
+  if (mismatches.length > 0) {
+    yield* Effect.logError("console routes and the role table disagree").pipe(Effect.annotateLogs({ mismatches }))
   }
 
   // A plain Effect, not a router value: the Bun server serves a router value through Bun's own routes, without the

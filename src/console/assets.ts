@@ -1,4 +1,4 @@
-import { readFileSync } from "node:fs"
+import { readdirSync, readFileSync } from "node:fs"
 import { join } from "node:path"
 import { sha256 } from "../domain/crypto.ts"
 
@@ -19,6 +19,20 @@ const load = (file: string, contentType: string): Asset => {
   return { path: `/static/${file.slice(0, dot)}.${hash}${file.slice(dot)}`, body, contentType }
 }
 
-export const STYLESHEET = load("console.css", "text/css; charset=utf-8")
+/**
+ * One stylesheet: console.css (the shared look) then each area's own file (`<area>.css`, alphabetical), served as one
+ * hashed file so a page still loads a single stylesheet.
+ */
+const stylesheet = (): Asset => {
+  const dir = join(import.meta.dir, "static")
+  const areas = readdirSync(dir)
+    .filter((f) => f.endsWith(".css") && f !== "console.css")
+    .sort()
+  const body = Buffer.concat(["console.css", ...areas].map((f) => readFileSync(join(dir, f))))
+  const hash = sha256(body).toString("hex").slice(0, 12)
+  return { path: `/static/console.${hash}.css`, body: new Uint8Array(body), contentType: "text/css; charset=utf-8" }
+}
+
+export const STYLESHEET = stylesheet()
 export const SCRIPT = load("console.js", "text/javascript; charset=utf-8")
 export const ASSETS: ReadonlyArray<Asset> = [STYLESHEET, SCRIPT]

@@ -1,6 +1,8 @@
 import type { Child } from "hono/jsx"
+import type { IncidentSummary } from "../domain/models.ts"
 import { codePointLength, firstCodePoints } from "../domain/sanitize.ts"
 import { splitServiceText } from "../domain/serviceText.ts"
+import type { Role } from "../repos/ConsoleUsersRepo.ts"
 
 /**
  * The pieces every page is built from. Hono's JSX escapes every string it renders (text and attributes), and no
@@ -8,7 +10,8 @@ import { splitServiceText } from "../domain/serviceText.ts"
  * test/console/render.test.ts checks both.
  */
 
-export type Role = "admin" | "analyst"
+export type { Role }
+
 export interface Viewer {
   readonly email: string
   readonly role: Role
@@ -255,3 +258,31 @@ export const Techniques = ({ techniques }: { techniques: ReadonlyArray<{ id: str
       ))}
     </span>
   )
+
+/**
+ * What matters most about an incident, as small marks beside its title in a list: a bait credential used, a source
+ * inside the organization's networks.
+ */
+export const IncidentMarkers = ({ incident }: { incident: IncidentSummary }) => (
+  <>
+    {incident.baitCredentialUsed && (
+      <>
+        {" "}
+        <span class="marker marker-bait" title="A bait credential was used">
+          bait
+        </span>
+      </>
+    )}
+    {incident.source.scope === "internal" && (
+      <>
+        {" "}
+        <span
+          class="marker marker-inside"
+          title={`From inside your network${incident.source.network ? ` (${incident.source.network.label})` : ""}`}
+        >
+          inside
+        </span>
+      </>
+    )}
+  </>
+)

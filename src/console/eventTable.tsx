@@ -178,7 +178,7 @@ const EventDetail = ({ e }: { e: Event }) => {
 }
 
 /** The event type: its label when the type is known, and its name. */
-const EventType = ({ e }: { e: Event }) => {
+export const EventType = ({ e }: { e: Event }) => {
   const spec = eventTypeSpec(e.type)
   return (
     <>
@@ -195,32 +195,40 @@ const EventType = ({ e }: { e: Event }) => {
   )
 }
 
+/** The columns of an events table (the incident's timeline uses them too). */
+export const EVENT_COLUMNS = [
+  "Time",
+  "Severity",
+  "Type",
+  "Summary and attacker input",
+  { label: "Source", class: "hide-sm" },
+] as const
+
+/** One event as a row of an events table. */
+export const EventRow = ({ e, now }: { e: Event; now: Date }) => (
+  <tr id={e.id}>
+    <td>
+      <Time at={e.time} now={now} />
+    </td>
+    <td>
+      <SeverityBadge severity={e.severity} />
+    </td>
+    <td class="type">
+      <EventType e={e} />
+    </td>
+    <td>
+      <EventDetail e={e} />
+    </td>
+    <td class="hide-sm mono">
+      {e.sourceIp}:{e.sourcePort} → {e.service}/{e.port}
+    </td>
+  </tr>
+)
+
 /** A page's events, as many as PAGE_ATTACKER_BUDGET allows (the caller says what to do about the rest). */
 export const EventTable = ({ events, now }: { events: ReadonlyArray<Event>; now: Date }) => (
-  <DataTable
-    columns={["Time", "Severity", "Type", "Summary and attacker input", { label: "Source", class: "hide-sm" }]}
-    empty="No events."
-    rows={events}
-  >
-    {(e) => (
-      <tr id={e.id}>
-        <td>
-          <Time at={e.time} now={now} />
-        </td>
-        <td>
-          <SeverityBadge severity={e.severity} />
-        </td>
-        <td class="type">
-          <EventType e={e} />
-        </td>
-        <td>
-          <EventDetail e={e} />
-        </td>
-        <td class="hide-sm mono">
-          {e.sourceIp}:{e.sourcePort} → {e.service}/{e.port}
-        </td>
-      </tr>
-    )}
+  <DataTable columns={EVENT_COLUMNS} empty="No events." rows={events}>
+    {(e) => <EventRow e={e} now={now} />}
   </DataTable>
 )
 

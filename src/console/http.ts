@@ -1,6 +1,6 @@
 import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Data, Effect } from "effect"
-import { constantTimeEqual } from "../domain/crypto.ts"
+import { constantTimeEqualText } from "../domain/crypto.ts"
 import { readBodyCapped } from "../platform/http/body.ts"
 
 /** On every console response: a strict CSP, so even an escaping bug could not run injected script. */
@@ -47,6 +47,16 @@ export const seeOther = (location: string) =>
   })
 
 /**
+ * To an organization's sign-in provider: the one redirect to another site, to a URL the provider's own discovery
+ * document named (its authorization endpoint, checked by the outbound address rule) with our parameters.
+ */
+export const toProviderAt = (url: string) =>
+  HttpServerResponse.empty({
+    status: 303,
+    headers: { location: url.startsWith("https://") ? url : "/", "cache-control": "no-store" },
+  })
+
+/**
  * A same-site path to return to after sign-in, or "/" (never another site: `//host`, `/\host`, a scheme; never a
  * character outside SAFE_PATH's).
  */
@@ -73,9 +83,7 @@ export const isCrossSite = (headers: Readonly<Record<string, string | undefined>
 
 export const tokensEqual = (a: string | undefined, b: string | undefined): boolean => {
   if (a === undefined || b === undefined || a === "" || b === "") return false
-  const x = Buffer.from(a)
-  const y = Buffer.from(b)
-  return x.length === y.length && constantTimeEqual(x, y)
+  return constantTimeEqualText(a, b)
 }
 
 /**
@@ -145,11 +153,14 @@ export const checkRequest = (request: HttpServerRequest.HttpServerRequest): "ok"
 /**
  * Form fields written in a textarea, whose line breaks are kept, with the most characters each may hold. A note is
  * an ordinary value; the list of an organization's networks (Settings → Networks, up to 500 lines) is bounded by the
- * body limit alone, and a tab in it (a list pasted from a spreadsheet) is kept for its parser to read as a space.
+ * body limit alone, and a tab in it (a list pasted from a spreadsheet) is kept for its parser to read as a space; so
+ * are an email channel's recipients.
  */
 const MULTILINE_FIELDS: ReadonlyMap<string, { readonly max: number; readonly tabs: boolean }> = new Map([
   ["note", { max: MAX_VALUE_CHARS, tabs: false }],
   ["networks", { max: MAX_BODY_BYTES, tabs: true }],
+  // An email channel's recipients, one a line or separated by commas (at most 20 addresses of 254 characters).
+  ["recipients", { max: 6000, tabs: true }],
 ])
 
 const readForm = (
@@ -210,7 +221,8 @@ export const formFields = Effect.map(formEntries, (entries) => {
 })
 
 /**
- * A request path as the console logs it: the token of a set-password link is a live credential for 24 h, so its
- * path segment never reaches a log line. Everything else is kept.
+ * A request path as the console logs it: the token of a set-password link is a live credential for 24 h, and an email
+ * confirmation link's for 7 days, so their path segment never reaches a log line. Everything else is kept.
  */
-export const redactPath = (url: string): string => url.replace(/\/set-password\/[^/?#]*/gi, "/set-password/…")
+export const redactPath = (url: string): string =>
+  url.replace(/\/(set-password|email\/confirm)\/[^/?#]*/gi, (_m, path: string) => `/${path}/…`)

@@ -6,6 +6,12 @@ import { Csrf, type Flash, FlashNotice, type Viewer } from "./components.tsx"
 
 export type Section = "overview" | "incidents" | "events" | "settings" | "none"
 
+/** Whether the user changes incidents (close, note, acknowledge, assign): an analyst or an administrator. */
+export const canTriage = (viewer: Viewer) => viewer.role === "admin" || viewer.role === "analyst"
+
+/** Whether the user reads Settings: not a viewer. */
+export const readsSettings = (viewer: Viewer | undefined) => viewer !== undefined && viewer.role !== "viewer"
+
 const NAV: ReadonlyArray<readonly [Section, string, string]> = [
   ["overview", "/", "Overview"],
   ["incidents", "/incidents", "Incidents"],
@@ -14,11 +20,19 @@ const NAV: ReadonlyArray<readonly [Section, string, string]> = [
 ]
 
 /** A page. Its `title` (the browser tab's, where nothing can be marked as attacker text) is never attacker-derived. */
-export const Layout = (props: { title: string; viewer?: Viewer | undefined; section: Section; children: Child }) => (
+export const Layout = (props: {
+  title: string
+  viewer?: Viewer | undefined
+  section: Section
+  children: Child
+  /** A page that moves on by itself to this address (the way to a sign-in provider). */
+  refreshTo?: string | undefined
+}) => (
   <html lang="en">
     <head>
       <meta charset="utf-8" />
       <meta name="viewport" content="width=device-width, initial-scale=1" />
+      {props.refreshTo !== undefined && <meta http-equiv="refresh" content={`0;url=${props.refreshTo}`} />}
       <title>{`${props.title} · Decoy console`}</title>
       <link rel="stylesheet" href={STYLESHEET.path} />
       <script src={SCRIPT.path} defer />
@@ -34,15 +48,20 @@ export const Layout = (props: { title: string; viewer?: Viewer | undefined; sect
         {props.viewer && (
           <>
             <nav aria-label="Main">
-              {NAV.map(([section, href, label]) => (
-                <a href={href} aria-current={props.section === section ? "page" : undefined}>
-                  {label}
-                </a>
-              ))}
+              {NAV.filter(([section]) => section !== "settings" || readsSettings(props.viewer)).map(
+                ([section, href, label]) => (
+                  <a href={href} aria-current={props.section === section ? "page" : undefined}>
+                    {label}
+                  </a>
+                ),
+              )}
             </nav>
             <div class="who">
               <span>
-                {props.viewer.email} ({props.viewer.role})
+                <a href="/account/sessions" title="Your sessions">
+                  {props.viewer.email}
+                </a>{" "}
+                ({props.viewer.role})
               </span>
               <form class="inline" method="post" action="/sign-out">
                 <Csrf token={props.viewer.csrfToken} />
@@ -57,7 +76,7 @@ export const Layout = (props: { title: string; viewer?: Viewer | undefined; sect
   </html>
 )
 
-type Tab = "api" | "alerts" | "sensors" | "networks" | "bait" | "ignore" | "users" | "retention" | "audit"
+type Tab = "api" | "alerts" | "sensors" | "networks" | "bait" | "ignore" | "users" | "signin" | "retention" | "audit"
 const TABS: ReadonlyArray<readonly [Tab, string, string]> = [
   ["api", "/settings/api", "API and export"],
   ["alerts", "/settings/alerts", "Alerts"],
@@ -66,6 +85,7 @@ const TABS: ReadonlyArray<readonly [Tab, string, string]> = [
   ["bait", "/settings/bait", "Bait credentials"],
   ["ignore", "/settings/ignore", "Ignore rules"],
   ["users", "/settings/users", "Users"],
+  ["signin", "/settings/sign-in", "Sign-in"],
   ["retention", "/settings/retention", "Retention"],
   ["audit", "/settings/audit", "Audit log"],
 ]

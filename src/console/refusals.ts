@@ -31,6 +31,7 @@ const FIELD_WORDS: Readonly<Record<Field, string>> = {
   password: "the password",
   reason: "the reason",
   note: "the note",
+  assignee: "the assignee",
   sensor: "the sensor",
   source: "the source",
   olderThan: "“last seen longer ago than”",
@@ -40,6 +41,14 @@ const FIELD_WORDS: Readonly<Record<Field, string>> = {
   username: "the username",
   label: "the label",
   file: "the file",
+  recipients: "the recipient list",
+  issuer: "the issuer URL",
+  clientId: "the client ID",
+  clientSecret: "the client secret",
+  domains: "the email domains",
+  roleClaim: "the role claim",
+  defaultRole: "the default role",
+  passwordSignIn: "password sign-in",
 }
 
 /** A form's own names for some inputs, where they differ from FIELD_WORDS (the bulk close's "source IP"). */
@@ -70,11 +79,21 @@ export const invalidText = (e: Invalid, words: FieldWords = {}): string => {
   return e.detail ?? `${name(e.field)} ${REASON_WORDS[e.reason]}`
 }
 
+/** A viewer's refusal: what a viewer may not change, and who may. */
+export const READ_ONLY_TEXT =
+  "A viewer reads only: closing, notes, acknowledging and assigning incidents are for analysts and administrators."
+
+/** A viewer's refusal of a Settings page. */
+export const NO_SETTINGS_TEXT =
+  "Settings are for analysts and administrators: a viewer reads incidents, events and sources."
+
 /** Why the role may not: the 403 page's text. */
 export const forbiddenText = (e: Forbidden): string =>
   e.reason === "operatorOnly"
     ? "Only an operator, at the server's command line (bun run admin), can do this."
-    : "Only an administrator can change settings."
+    : e.reason === "readOnly"
+      ? READ_ONLY_TEXT
+      : "Only an administrator can change settings."
 
 /** A refusal shown as an error notice on the page the form came from (an unknown id is the 404 page instead). */
 export const refusalText = (e: Exclude<AdminError, { readonly _tag: "NotFound" }>, words: FieldWords = {}): string => {

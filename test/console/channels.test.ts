@@ -100,6 +100,11 @@ afterAll(async () => {
 /** How many channels the organization has, as `webhook list` counts them (read through the admin service). */
 const channelCount = async () => (await listChannels(db, orgId)).length
 
+/** Opens the Add channel form, behind its button (a <details>) once channels exist. */
+const openAddForm = async (page: Page) => {
+  if (!(await page.$eval("#add", (d) => (d as unknown as { open: boolean }).open))) await page.click("#add > summary")
+}
+
 /** Fills the Add channel form and sends it; the page after the redirect. */
 const addChannel = async (
   page: Page,
@@ -114,6 +119,7 @@ const addChannel = async (
   },
 ) => {
   await page.goto(`${consoleUrl}/settings/alerts`)
+  await openAddForm(page)
   await page.selectOption("#channel-kind", fields.kind)
   await page.fill("#channel-url", fields.url)
   if (fields.token !== undefined) await page.fill("#channel-token", fields.token)
@@ -150,6 +156,7 @@ const newestDelivery = async (page: Page): Promise<string> =>
 test("an admin adds Slack, Teams, syslog and Splunk HEC channels on the page; Send test on each arrives", async () => {
   const { page, watch } = admin
   await page.goto(`${consoleUrl}/settings/alerts`)
+  await openAddForm(page)
   // The form as the docs show it: a HEC channel filled in (example values; the token is masked).
   await page.selectOption("#channel-kind", "splunk_hec")
   await page.fill("#channel-url", "https://splunk.example.com:8088")
@@ -163,6 +170,7 @@ test("an admin adds Slack, Teams, syslog and Splunk HEC channels on the page; Se
     "Microsoft Teams",
     "Syslog over TLS",
     "Splunk HEC",
+    "Email",
   ])
   expect(await page.textContent("label[for=channel-format]")).toContain("webhook, syslog and Splunk HEC")
   expect(await seriousAccessibilityViolations(page)).toEqual([])
@@ -352,7 +360,7 @@ test("hostile or refused URLs, and formats a kind cannot take, come back as the 
 test("the settle window: the form takes it for Slack and Teams, each channel's form changes it, and a webhook's or an out-of-range one is refused by its name", async () => {
   const { page, watch } = admin
   await page.goto(`${consoleUrl}/settings/alerts`)
-  expect(await page.textContent("label[for=channel-settle]")).toContain("Slack and Teams")
+  expect(await page.textContent("label[for=channel-settle]")).toContain("Slack, Teams and email")
   expect(await page.textContent("#channel-settle-hint")).toContain("Empty: 30 s; 0: off; at most 3600.")
   const settleOf = async (id: string) => ((await page.textContent(`#channel-${id} .channel-settle`)) ?? "").trim()
 
@@ -390,7 +398,7 @@ test("the settle window: the form takes it for Slack and Teams, each channel's f
   const count = await channelCount()
   await addChannel(page, { kind: "webhook", url: `${receiver.url}/settle-hook`, settle: "30" })
   const notice = async () => (await page.textContent(".notice-error")) ?? ""
-  expect(await notice()).toContain("the settle window is for slack and teams channels")
+  expect(await notice()).toContain("the settle window is for slack, teams and email channels")
   expect(await notice()).not.toContain("--")
   const submitUnchecked = async (form: string, value: string) => {
     await page.$eval(form, (f) => {
@@ -406,6 +414,7 @@ test("the settle window: the form takes it for Slack and Teams, each channel's f
   expect(await notice()).toContain(range)
   await submitUnchecked(slackForm, "")
   expect(await notice()).toContain("the settle window is required")
+  await openAddForm(page)
   await page.selectOption("#channel-kind", "slack")
   await page.fill("#channel-url", `${receiver.url}/services/T/B/settleBad`)
   await submitUnchecked("form[action='/settings/alerts/channels']", "-5")

@@ -279,7 +279,7 @@ test("an incident from inside says where from before anything else, and names th
   expect((await page.locator("td.source-sensor").allTextContents()).sort()).toEqual(["fs-decoy-01", "web-decoy-02"])
   expect(await page.locator(`tr#${onFiles} a[href='/incidents/${onFiles}']`).count()).toBe(1)
   expect(await page.locator(`tr#${onWeb} .marker-inside`).count()).toBe(1)
-  await screenshot(page, "source", shots)
+  await screenshot(page, "source-sensors", shots)
   expect(await seriousAccessibilityViolations(page)).toEqual([])
 
   await page.goto(`${consoleUrl}/incidents`)

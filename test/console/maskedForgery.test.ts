@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, expect, test } from "bun:test"
+import { cookieOf } from "../support/console.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
 import { createSensor, createTenant, createUser } from "../support/fixtures.ts"
 import { ingest, nativeEvent } from "../support/ingest.ts"
@@ -18,12 +19,6 @@ let server: RunningServer
 let db: TestDatabase
 let cookie: string
 let incidentId: string
-
-const cookieOf = (response: Response, name: string) =>
-  response.headers
-    .getSetCookie()
-    .find((c) => c.startsWith(`${name}=`))
-    ?.split(";")[0]
 
 const post = (path: string, fields: Record<string, string>, cookies: string) =>
   fetch(`${server.consoleUrl}${path}`, {

@@ -4,6 +4,7 @@ import { Effect } from "effect"
 import { SignIn } from "../../src/admin/SignIn.ts"
 import { redactPath } from "../../src/console/http.ts"
 import { adminJson } from "../support/cli.ts"
+import { cookieOf } from "../support/console.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
 import {
   createChannel,
@@ -34,12 +35,6 @@ let adminA: { id: string; email: string }
 let ipCounter = 0
 /** A fresh client address (documentation range 198.18.0.0/15) for one test. */
 const newIp = () => `198.18.${Math.floor(++ipCounter / 250)}.${(ipCounter % 250) + 1}`
-
-const cookieOf = (response: Response, name: string) =>
-  response.headers
-    .getSetCookie()
-    .find((c) => c.startsWith(`${name}=`))
-    ?.split(";")[0]
 
 const query = <A extends object>(text: string, params: ReadonlyArray<unknown> = []) =>
   db.run(Effect.flatMap(SqlClient.SqlClient, (sql) => sql.unsafe<A>(text, params as Array<unknown>)))

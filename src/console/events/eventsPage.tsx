@@ -4,7 +4,7 @@ import type { EventFilters } from "../../repos/EventsRepo.ts"
 import { FilterSelect, type Viewer } from "../components.tsx"
 import { EventsLeftOut, EventTable, fitEvents } from "../eventTable.tsx"
 import { Layout } from "../layout.tsx"
-import { EVENT_FILTER_NAMES, type EventFiltersForm } from "../listFilters.ts"
+import { EVENT_FILTER_NAMES, type EventFiltersForm, SEARCH_MAX } from "../listFilters.ts"
 
 export type { EventFiltersForm }
 
@@ -31,7 +31,10 @@ const continueAfter = (filters: FiltersGiven, last: Event): string => {
   return `/events?${params.toString()}`
 }
 
-/** The API request for the filters that were applied (the API has no source-network filter: that one is left out). */
+/**
+ * The API request for the filters that were applied (the API has no source-network, inside-or-outside or search
+ * filter: those are left out).
+ */
 const apiRequest = (filters: FiltersGiven, applied: EventFilters | undefined): string => {
   const params = new URLSearchParams()
   if (applied === undefined) {
@@ -51,8 +54,9 @@ const apiRequest = (filters: FiltersGiven, applied: EventFilters | undefined): s
 }
 
 /**
- * Events: type, severity, sensor, source (an address or a CIDR network) and time filters (a plain date is that
- * day in UTC), keyset paging, a CSV export of the same filters; a page stops adding events past its size budget. A
+ * Events: type, severity, sensor, source (an address or a CIDR network), inside or outside the organization's
+ * networks (the event's incident's judgement), time filters (a plain date is that day in UTC) and a search of attacker
+ * input and summaries, keyset paging, a CSV export of the same filters; a page stops adding events past its size budget. A
  * filter that cannot be read is named, with what it accepts, and the list shows what the other filters select.
  */
 export const EventsPage = (props: {
@@ -80,7 +84,19 @@ export const EventsPage = (props: {
       <p class="small">
         Events an ignore rule matched are not listed here: <a href="/events/ignored">Show ignored events</a>
       </p>
-      <form class="filters" method="get" action="/events">
+      <form class="filters search-filters" method="get" action="/events">
+        <div class="search-q">
+          <label for="q">Search attacker input and summaries</label>
+          <input
+            id="q"
+            name="q"
+            type="search"
+            class="mono"
+            maxlength={SEARCH_MAX}
+            placeholder="wget http://, a hash, a file name"
+            value={props.filters.q ?? ""}
+          />
+        </div>
         <FilterSelect id="type" label="Type" options={props.types} selected={props.filters.type} />
         <FilterSelect id="severity" label="Severity" options={SEVERITIES} selected={props.filters.severity ?? ""} />
         <FilterSelect id="sensorId" label="Sensor" options={props.sensors ?? []} selected={props.filters.sensorId} />
@@ -102,6 +118,15 @@ export const EventsPage = (props: {
           <label for="to">To (UTC date, inclusive, or RFC 3339)</label>
           <input id="to" name="to" type="text" placeholder="2026-11-21" value={props.filters.to} />
         </div>
+        <FilterSelect
+          id="scope"
+          label="Inside or outside"
+          options={[
+            ["internal", "Inside your networks"],
+            ["external", "Outside"],
+          ]}
+          selected={props.filters.scope ?? ""}
+        />
         {props.filters.incidentId !== "" && <input type="hidden" name="incidentId" value={props.filters.incidentId} />}
         <button type="submit">Filter</button>
         <a href={`/events.csv${exportQuery === "" ? "" : `?${exportQuery}`}`} download>

@@ -35,6 +35,8 @@ export const eventRoutes = (kit: Kit) =>
             orgId: s.orgId,
             filters: read.filters,
             sourceNetwork: read.sourceNetwork,
+            scope: read.scope,
+            q: read.q,
             after,
             fetch: PAGE_SIZE + 1,
           }),
@@ -79,6 +81,8 @@ export const eventRoutes = (kit: Kit) =>
           orgId: s.orgId,
           filters: read.filters,
           sourceNetwork: read.sourceNetwork,
+          scope: read.scope,
+          q: read.q,
           after,
           fetch,
         })

@@ -1,4 +1,4 @@
-import { Csrf, FlashNotice, type Viewer } from "../components.tsx"
+import { Csrf, DataTable, FlashNotice, ServiceText, SeverityBadge, Time, type Viewer } from "../components.tsx"
 import { Layout } from "../layout.tsx"
 import { CloseFields } from "./history.tsx"
 
@@ -70,14 +70,73 @@ export const BulkCloseForm = ({ sensors }: { sensors: ReadonlyArray<readonly [id
   </details>
 )
 
+/** One incident a bulk close would close, as its preview lists it. */
+export interface BulkPreviewIncident {
+  readonly id: string
+  /** The service's title, quoting attacker text (shown marked as such). */
+  readonly title: string
+  readonly severity: string
+  readonly sensorName: string
+  readonly sourceIp: string
+  readonly lastSeenAt: Date
+}
+
+/**
+ * The first incidents the close would close (least recently seen first, the order it closes them in), each with a
+ * link to its page, and how many more it would close.
+ */
+const PreviewList = (props: { first: ReadonlyArray<BulkPreviewIncident>; wouldClose: number; now: Date }) => {
+  const more = props.wouldClose - props.first.length
+  return (
+    <div class="panel triage-preview">
+      <h2>{props.first.length < props.wouldClose ? `The first ${props.first.length}` : "The incidents"}</h2>
+      <DataTable columns={["Severity", "Incident", "Sensor", "Source", "Last seen"]} rows={props.first} stacked>
+        {(i) => (
+          <tr>
+            <td data-label="Severity">
+              <SeverityBadge severity={i.severity} />
+            </td>
+            <td data-label="Incident">
+              <a href={`/incidents/${i.id}`}>
+                <ServiceText text={i.title} known={[i.sensorName]} />
+              </a>
+            </td>
+            <td data-label="Sensor">{i.sensorName}</td>
+            <td class="mono" data-label="Source">
+              {i.sourceIp}
+            </td>
+            <td data-label="Last seen">
+              <Time at={i.lastSeenAt} now={props.now} />
+            </td>
+          </tr>
+        )}
+      </DataTable>
+      {more > 0 && (
+        <p id="bulk-more" class="small">
+          and {more.toLocaleString("en-US")} more
+        </p>
+      )}
+    </div>
+  )
+}
+
 /** The bulk close's preview: how many open incidents match now, and the reason and note to close them with. */
 export const BulkClosePage = (props: {
   viewer: Viewer
   sensors: ReadonlyArray<readonly [id: string, name: string]>
   fields: BulkCloseFields
   /** The count now and the absolute time the filter's "longer ago than" was resolved to ("" without one). */
-  preview: { readonly matching: number; readonly wouldClose: number; readonly seenBefore: string } | undefined
+  preview:
+    | {
+        readonly matching: number
+        readonly wouldClose: number
+        readonly seenBefore: string
+        /** The first of the incidents the close would close (none given: no list). */
+        readonly first?: ReadonlyArray<BulkPreviewIncident> | undefined
+      }
+    | undefined
   error: string | undefined
+  now?: Date | undefined
 }) => {
   const p = props.preview
   const n = (k: number) => `${k.toLocaleString("en-US")} ${k === 1 ? "incident" : "incidents"}`
@@ -96,6 +155,9 @@ export const BulkClosePage = (props: {
               ? `${n(p.matching)} match; at most ${n(p.wouldClose)} are closed at once (the least recently seen). Run it again for the rest.`
               : `${p.matching.toLocaleString("en-US")} open ${p.matching === 1 ? "incident matches" : "incidents match"} this filter now.`}
         </p>
+      )}
+      {p?.first !== undefined && p.first.length > 0 && (
+        <PreviewList first={p.first} wouldClose={p.wouldClose} now={props.now ?? new Date()} />
       )}
       {p && p.wouldClose > 0 && (
         <form class="panel" method="post" action="/incidents/bulk-close">

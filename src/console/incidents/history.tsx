@@ -1,6 +1,9 @@
 import { SeverityBadge, Time } from "../components.tsx"
 
-/** Triage on an incident's page: its history (created, escalated, closed, re-opened), its notes, the close. */
+/**
+ * Triage on an incident's page: its history (created, escalated, closed, re-opened, acknowledged, assigned), its
+ * notes, the close.
+ */
 
 /** The words of each close reason. */
 export const CLOSE_REASON_LABELS: Readonly<Record<string, string>> = {
@@ -30,9 +33,9 @@ export const CloseFields = ({ idPrefix }: { idPrefix: string }) => (
 )
 
 /** A state change as the incident's history shows it (TransitionsRepo.history). */
-export interface HistoryEntry {
+export interface TransitionEntry {
   readonly id: string
-  readonly kind: string
+  readonly kind: "created" | "escalated" | "reopened" | "closed"
   readonly fromSeverity: string | null
   readonly toSeverity: string
   readonly at: Date
@@ -41,6 +44,29 @@ export interface HistoryEntry {
   readonly actor: string | null
   readonly actorEmail: string | null
 }
+
+/** An acknowledgement or (un)assignment as the incident's history shows it (IncidentsRepo.triageHistory). */
+export interface TriageEntry {
+  readonly id: string
+  readonly kind: "acknowledged" | "assigned" | "unassigned"
+  readonly at: Date
+  /** A console user's id, or `cli`. */
+  readonly actor: string
+  readonly actorEmail: string | null
+  readonly assigneeEmail: string | null
+}
+
+/** One line of the history: a state change, or triage by a person. */
+export type HistoryEntry = TransitionEntry | TriageEntry
+
+/** The transitions and the triage of an incident as one history, in time order (ties: transitions first, then id). */
+export const mergeHistory = (
+  transitions: ReadonlyArray<TransitionEntry>,
+  triage: ReadonlyArray<TriageEntry>,
+): ReadonlyArray<HistoryEntry> =>
+  [...transitions.map((t) => [0, t] as const), ...triage.map((t) => [1, t] as const)]
+    .sort(([ka, a], [kb, b]) => a.at.getTime() - b.at.getTime() || ka - kb || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+    .map(([, e]) => e)
 
 /** A note on an incident (IncidentNotesRepo.forIncident). */
 export interface NoteEntry {
@@ -100,12 +126,32 @@ const HistoryLine = ({ t }: { t: HistoryEntry }) => {
           )}
         </>
       )
-    default:
-      return <>{t.kind}</>
+    case "acknowledged":
+      return (
+        <>
+          <strong>Acknowledged</strong> by {actorText(t.actor, t.actorEmail, "the service")}
+        </>
+      )
+    case "assigned":
+      return (
+        <>
+          <strong>Assigned</strong> to {t.assigneeEmail ?? "a user"} by{" "}
+          {actorText(t.actor, t.actorEmail, "the service")}
+        </>
+      )
+    case "unassigned":
+      return (
+        <>
+          <strong>Unassigned</strong> by {actorText(t.actor, t.actorEmail, "the service")}
+        </>
+      )
   }
 }
 
-/** The incident's history, oldest first: created, escalated, closed (why, by whom), re-opened, with times. */
+/**
+ * The incident's history, oldest first: created, escalated, closed (why, by whom), re-opened, acknowledged, assigned
+ * and unassigned (to whom, by whom), with times.
+ */
 export const IncidentHistory = ({ history, now }: { history: ReadonlyArray<HistoryEntry>; now: Date }) =>
   history.length === 0 ? (
     <p class="muted">No recorded changes.</p>

@@ -1,3 +1,4 @@
+import { TLP_LEVELS, type TlpLevel } from "../../domain/stix.ts"
 import { Csrf, DataTable, type Flash, Time, type Viewer } from "../components.tsx"
 import { isAdmin, SettingsLayout } from "../layout.tsx"
 
@@ -11,12 +12,55 @@ export interface KeyView {
   readonly lastUsedAt: string | null
 }
 
+/** What each TLP 2.0 level tells whoever reads the organization's TAXII feed. */
+export const TLP_MEANINGS: Readonly<Record<TlpLevel, string>> = {
+  clear: "the reader may share it with anyone, publicly included.",
+  green: "the reader may share it within their community (peers and partner organizations), not publicly.",
+  amber: "the reader may share it within their own organization and with its clients who need to know, no further.",
+  "amber+strict": "the reader may share it within their own organization only, with those who need to know.",
+  red: "for the reader's eyes only: no sharing at all, not even within their organization.",
+}
+
+/** The organization's TLP 2.0 marking of its STIX objects; an admin may change it. */
+const TlpPanel = (props: { viewer: Viewer; tlp: TlpLevel; apiUrl: string }) => (
+  <section class="panel" aria-labelledby="tlp-heading">
+    <h2 id="tlp-heading">Threat intelligence sharing: TLP for STIX/TAXII</h2>
+    <p>
+      Every STIX object of this organization's TAXII collection (<code>{props.apiUrl}/taxii2/</code>) carries the TLP
+      2.0 marking <strong id="tlp-current">TLP:{props.tlp.toUpperCase()}</strong>: it tells whoever reads the feed how
+      far they may share what the decoys saw.
+    </p>
+    {isAdmin(props.viewer) ? (
+      <form method="post" action="/settings/api/tlp">
+        <Csrf token={props.viewer.csrfToken} />
+        <fieldset class="field">
+          <legend class="small muted">TLP level</legend>
+          {TLP_LEVELS.map((level) => (
+            <div>
+              <input id={`tlp-${level}`} type="radio" name="tlp" value={level} checked={level === props.tlp} />{" "}
+              <label for={`tlp-${level}`} class="inline-label">
+                <strong>TLP:{level.toUpperCase()}</strong>: {TLP_MEANINGS[level]}
+              </label>
+            </div>
+          ))}
+        </fieldset>
+        <button type="submit">Save the TLP</button>
+      </form>
+    ) : (
+      <p class="small muted">
+        TLP:{props.tlp.toUpperCase()}: {TLP_MEANINGS[props.tlp]} An administrator can change it.
+      </p>
+    )}
+  </section>
+)
+
 export const ApiSettingsPage = (props: {
   viewer: Viewer
   keys: ReadonlyArray<KeyView>
   flash: Flash | undefined
   now: Date
   apiUrl: string
+  tlp: TlpLevel
 }) => (
   <SettingsLayout viewer={props.viewer} tab="api" title="API and export" flash={props.flash}>
     <p>
@@ -40,7 +84,20 @@ export const ApiSettingsPage = (props: {
           <input id="scope-events" type="checkbox" name="scope" value="events:read" checked />{" "}
           <label for="scope-events" class="inline-label">
             events:read
+          </label>{" "}
+          <input id="scope-intel" type="checkbox" name="scope" value="intel:read" />{" "}
+          <label for="scope-intel" class="inline-label">
+            intel:read
+          </label>{" "}
+          <input id="scope-audit" type="checkbox" name="scope" value="audit:read" />{" "}
+          <label for="scope-audit" class="inline-label">
+            audit:read
           </label>
+          <p class="small muted">
+            intel:read alone is for a firewall: it reads the blocklist at <code>{props.apiUrl}/v1/blocklist.txt</code>{" "}
+            and no incident or event. audit:read reads the audit log (<code>{props.apiUrl}/v1/audit</code>), for a SIEM
+            or an archive.
+          </p>
         </fieldset>
         <div class="field">
           <label for="key-expires">Expires (optional, end of this UTC day)</label>
@@ -79,6 +136,7 @@ export const ApiSettingsPage = (props: {
         </tr>
       )}
     </DataTable>
+    <TlpPanel viewer={props.viewer} tlp={props.tlp} apiUrl={props.apiUrl} />
   </SettingsLayout>
 )
 

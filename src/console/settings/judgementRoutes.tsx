@@ -106,13 +106,11 @@ export const judgementRoutes = (kit: Kit) =>
 
     // --- Bait credentials (administrators only) ---------------------------------------------------------------------
 
-    const listBait = page(
-      (s) =>
-        Effect.gen(function* () {
-          const baits = yield* judgement.baitList(s.orgId)
-          return html(<BaitPage viewer={s.viewer} flash={yield* readFlash(s)} baits={baits} now={new Date()} />)
-        }),
-      true,
+    const listBait = page((s) =>
+      Effect.gen(function* () {
+        const baits = yield* judgement.baitList(s.orgId)
+        return html(<BaitPage viewer={s.viewer} flash={yield* readFlash(s)} baits={baits} now={new Date()} />)
+      }),
     )
 
     const addBait = action((s, fields) =>
@@ -126,15 +124,13 @@ export const judgementRoutes = (kit: Kit) =>
       }).pipe(refused(s, "/settings/bait")),
     )
 
-    const confirmRemoveBait = page(
-      (s) =>
-        Effect.gen(function* () {
-          const { id } = yield* HttpRouter.params
-          const bait = (yield* judgement.baitList(s.orgId)).find((b) => b.id === id)
-          if (bait === undefined) return notFound(s.viewer)
-          return html(<RemoveBaitPage viewer={s.viewer} bait={bait} />)
-        }),
-      true,
+    const confirmRemoveBait = page((s) =>
+      Effect.gen(function* () {
+        const { id } = yield* HttpRouter.params
+        const bait = (yield* judgement.baitList(s.orgId)).find((b) => b.id === id)
+        if (bait === undefined) return notFound(s.viewer)
+        return html(<RemoveBaitPage viewer={s.viewer} bait={bait} />)
+      }),
     )
 
     const removeBait = action((s) =>

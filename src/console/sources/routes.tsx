@@ -1,4 +1,5 @@
 import { HttpRouter } from "@effect/platform"
+import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import { SensorAdmin } from "../../admin/SensorAdmin.ts"
 import { sourceFactsOf } from "../../domain/enrichment.ts"
@@ -12,8 +13,8 @@ import { NetworksRepo } from "../../repos/NetworksRepo.ts"
 import { presentIncidentSummary } from "../../repos/present.ts"
 import { html, seeOther } from "../http.ts"
 import type { Kit } from "../kit.ts"
-import { notFound } from "../responses.tsx"
-import { SourcePage } from "./sourcePage.tsx"
+import { NotAnAddressPage, SourcePage, UnknownSourcePage } from "./sourcePage.tsx"
+import { sourceEventCounts } from "./sourceReads.ts"
 
 /**
  * A source address's page, /sources/<ip>: the reads GET /v1/sources/{ip} makes (its incidents on every sensor and
@@ -24,6 +25,7 @@ import { SourcePage } from "./sourcePage.tsx"
 export const sourceRoutes = (kit: Kit) =>
   Effect.gen(function* () {
     const config = yield* AppConfig
+    const sql = yield* SqlClient.SqlClient
     const incidents = yield* IncidentsRepo
     const networks = yield* NetworksRepo
     const ignoreRules = yield* IgnoreRulesRepo
@@ -34,16 +36,19 @@ export const sourceRoutes = (kit: Kit) =>
       Effect.gen(function* () {
         const { ip: text = "" } = yield* HttpRouter.params
         const ip = text.length > 64 ? undefined : canonicalIp(text)
-        if (ip === undefined) return notFound(s.viewer)
+        // Not found either way (the status an unknown path gets), each with a page saying which it is.
+        if (ip === undefined) return html(<NotAnAddressPage viewer={s.viewer} />, 404)
         if (ip !== text) return seeOther(`/sources/${ip}`)
         const now = new Date()
         const { rows, totals, anyEvent } = yield* incidents.forSource(s.orgId, ip, SOURCE_INCIDENTS_SHOWN)
-        if (totals.incidents === 0 && !anyEvent) return notFound(s.viewer)
-        const [own, rule, sensors] = yield* Effect.all([
+        if (totals.incidents === 0 && !anyEvent) return html(<UnknownSourcePage viewer={s.viewer} ip={ip} />, 404)
+        const [own, rule, sensors, events] = yield* Effect.all([
           networks.get(s.orgId),
           ignoreRules.holding(s.orgId, ip, now),
           sensorAdmin.list(s.orgId),
+          sourceEventCounts(sql, s.orgId, ip),
         ])
+        const sensorName = (id: string) => sensors.find((x) => x.id === id)?.name ?? id
         const judged = classifySource(ip, own.networks)
         const facts = sourceFactsOf(rows[0] ?? {})
         return html(
@@ -62,14 +67,14 @@ export const sourceRoutes = (kit: Kit) =>
                 : {
                     id: rule.id,
                     source: rule.source,
-                    sensorName:
-                      rule.sensorId === null
-                        ? null
-                        : (sensors.find((x) => x.id === rule.sensorId)?.name ?? rule.sensorId),
+                    sensorName: rule.sensorId === null ? null : sensorName(rule.sensorId),
                     port: rule.port,
                     eventType: rule.eventType,
                   }
             }
+            eventCounts={events.counts.map((c) => ({ ...c, sensorName: sensorName(c.sensorId) }))}
+            countsCapped={events.capped}
+            sensors={sensors.filter((x) => x.revokedAt === null).map((x) => ({ id: x.id, name: x.name }))}
             now={now}
           />,
         )
