@@ -32,6 +32,7 @@ export const SAMPLE_PAGES = {
   syslog: "syslog.md",
   splunk_hec: "splunk-hec.md",
   ocsf: "ocsf.md",
+  email: "email.md",
 } as const
 export type SampleName = keyof typeof SAMPLE_PAGES
 
@@ -55,6 +56,16 @@ export const channelSamples = (): Record<SampleName, string> => {
     splunk_hec: indented(render("splunk_hec", "native")),
     // The finding a webhook in the OCSF format posts (and the MSG or `event` of a syslog or HEC one).
     ocsf: indented(render("webhook", "ocsf")),
+    // An email's subject and plain-text part (its HTML part says the same, in the same order).
+    email: (() => {
+      const mail = JSON.parse(
+        renderStored("email", "native", stored, {
+          ...SAMPLE_CONTEXT,
+          channel: { id: "whc_sample00000000000000000000", organization: "Example Corp" },
+        }) ?? "{}",
+      ) as { subject: string; text: string }
+      return `Subject: ${mail.subject}\n\n${mail.text}`
+    })(),
   }
 }
 

@@ -1,6 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { Clock, Duration, Effect, Option } from "effect"
 import { sampleIncident, serializeAlertMessage } from "../domain/alertMessage.ts"
+import { EMAIL_CHANNEL_URL, MAX_EMAIL_RECIPIENTS } from "../domain/channels/email.ts"
 import {
   CHANNEL_FORMATS,
   type ChannelFormat,
@@ -17,12 +18,15 @@ import { SEVERITIES, type Severity } from "../domain/severity.ts"
 import { AppConfig, parseShortDuration } from "../platform/config.ts"
 import { Keys } from "../platform/keys.ts"
 import { ChannelSender } from "../platform/outbound/ChannelSender.ts"
+import { normalizeAddress } from "../platform/outbound/mailSend.ts"
 import { checkSyslogDestination } from "../platform/outbound/syslogSend.ts"
 import { checkAndResolveWebhookUrl, systemLookup } from "../platform/outbound/urlRule.ts"
 import { type ChannelRow, ChannelsRepo } from "../repos/ChannelsRepo.ts"
 import { DeliveriesRepo } from "../repos/DeliveriesRepo.ts"
+import { EmailRecipientsRepo } from "../repos/EmailRecipientsRepo.ts"
 import { AdminActor, requireAdmin, requireScope } from "./actor.ts"
 import { auditing } from "./common.ts"
+import { emailInvitations, parseRecipients } from "./emailRecipients.ts"
 import { Forbidden, invalid, malformed, missing, notFound } from "./errors.ts"
 import { OrgAdmin } from "./OrgAdmin.ts"
 
@@ -115,6 +119,8 @@ export class ChannelAdmin extends Effect.Service<ChannelAdmin>()("ChannelAdmin",
     const sql = yield* SqlClient.SqlClient
     const { audited } = yield* auditing
     const { sealer } = yield* Keys
+    const recipientsRepo = yield* EmailRecipientsRepo
+    const invitations = yield* emailInvitations
     const encoder = new TextEncoder()
     const now = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
 
@@ -165,6 +171,17 @@ export class ChannelAdmin extends Effect.Service<ChannelAdmin>()("ChannelAdmin",
       input: { readonly url: string | undefined; readonly token?: string | undefined },
     ) =>
       Effect.gen(function* () {
+        // An email channel has no address of its own: it mails its confirmed recipients through the server's SMTP.
+        if (spec.address.scheme === "mailto") {
+          if (input.url !== undefined && input.url.trim() !== "") {
+            return yield* invalid({
+              field: "url",
+              reason: "notApplicable",
+              rule: "an email channel has recipients, not a URL",
+            })
+          }
+          return { url: EMAIL_CHANNEL_URL, sealed: undefined, secret: undefined }
+        }
         const url = yield* checkAddress(spec, input.url)
         const credential = spec.credential
         switch (credential.type) {
@@ -202,6 +219,8 @@ export class ChannelAdmin extends Effect.Service<ChannelAdmin>()("ChannelAdmin",
         readonly sensorHealth?: boolean | undefined
         /** Seconds (text as given, or a number); undefined or empty: the kind's default. */
         readonly settle?: string | number | undefined
+        /** An email channel's recipients: addresses, or text of addresses separated by commas, spaces or lines. */
+        readonly recipients?: string | ReadonlyArray<string> | undefined
       },
     ) {
       yield* requireAdmin
@@ -233,6 +252,14 @@ export class ChannelAdmin extends Effect.Service<ChannelAdmin>()("ChannelAdmin",
       if (!SEVERITIES.includes(minSeverity))
         return yield* malformed("minSeverity", `must be one of ${SEVERITIES.join(", ")}`)
       const settleSeconds = yield* settleOf(spec, input.settle)
+      const mails = spec.transport === "smtp"
+      const givenRecipients =
+        input.recipients !== undefined && (typeof input.recipients !== "string" || input.recipients.trim() !== "")
+      if (givenRecipients && !mails) {
+        return yield* invalid({ field: "recipients", reason: "notApplicable", rule: "is for email channels" })
+      }
+      if (mails) yield* invitations.requireEmail
+      const recipients = mails ? yield* parseRecipients(input.recipients) : []
       // The address is resolved outside any transaction (a slow resolver must not hold one open).
       const destination = yield* destinationOf(spec, input)
       const id = newId("webhookChannel")
@@ -256,13 +283,95 @@ export class ChannelAdmin extends Effect.Service<ChannelAdmin>()("ChannelAdmin",
             orgId,
             "webhook.create",
             id,
-            `${kind}${format === "ocsf" ? " (OCSF)" : ""} ${originOf(destination.url)} (min ${minSeverity}${input.sensorHealth === true ? ", sensor health" : ""}${settleSeconds > 0 ? `, ${settleWording(settleSeconds)}` : ""})`,
+            `${kind}${format === "ocsf" ? " (OCSF)" : ""} ${mails ? `${recipients.length} ${recipients.length === 1 ? "recipient" : "recipients"}` : originOf(destination.url)} (min ${minSeverity}${input.sensorHealth === true ? ", sensor health" : ""}${settleSeconds > 0 ? `, ${settleWording(settleSeconds)}` : ""})`,
           ),
         ),
       )
+      if (mails) {
+        // Each recipient is mailed a confirmation link (outside the transaction: a slow mail server holds none open).
+        const invited = yield* invitations.invite({ id, orgId }, recipients)
+        return { id, kind, format, settleSeconds, recipients: invited }
+      }
       return destination.secret === undefined
         ? { id, kind, format, settleSeconds }
         : { id, kind, format, settleSeconds, secret: destination.secret }
+    })
+
+    /** An email channel of the actor's organization, or the refusal. */
+    const findEmail = (channelId: string) =>
+      Effect.gen(function* () {
+        const channel = yield* find(channelId)
+        if (kindSpec(channel.kind).transport !== "smtp") {
+          return yield* invalid({
+            field: "recipients",
+            reason: "notApplicable",
+            rule: `is for email channels; ${channel.id} is a ${channel.kind} channel`,
+          })
+        }
+        return channel
+      })
+
+    /** An email channel's recipients: confirmed, or waiting for their link (until when). */
+    const recipients = Effect.fn("ChannelAdmin.recipients")(function* (channelId: string) {
+      const channel = yield* findEmail(channelId)
+      return (yield* recipientsRepo.list(channel.id)).map((r) => ({
+        address: r.address,
+        state: r.confirmedAt !== null ? ("confirmed" as const) : ("waiting" as const),
+        invitedAt: r.invitedAt.toISOString(),
+        confirmedAt: r.confirmedAt?.toISOString() ?? null,
+        linkValidUntil: r.confirmExpiresAt?.toISOString() ?? null,
+      }))
+    })
+
+    /**
+     * Adds recipients to an email channel, or mails a waiting one a fresh link (the old one stops working); a confirmed
+     * recipient is left as they are. Each new or waiting one gets only the confirmation mail until they confirm.
+     */
+    const inviteRecipients = Effect.fn("ChannelAdmin.inviteRecipients")(function* (
+      channelId: string,
+      given: string | ReadonlyArray<string> | undefined,
+    ) {
+      yield* requireAdmin
+      const channel = yield* findEmail(channelId)
+      yield* invitations.requireEmail
+      const addresses = yield* parseRecipients(given)
+      const known = new Set((yield* recipientsRepo.list(channel.id)).map((r) => r.address))
+      const added = addresses.filter((a) => !known.has(a)).length
+      if (known.size + added > MAX_EMAIL_RECIPIENTS) {
+        return yield* malformed(
+          "recipients",
+          `may hold at most ${MAX_EMAIL_RECIPIENTS} addresses per channel (it has ${known.size})`,
+        )
+      }
+      const outcomes = yield* invitations.invite(channel, addresses)
+      yield* audited(
+        channel.orgId,
+        "email.invite",
+        channel.id,
+        outcomes
+          .map(
+            (o) =>
+              `${o.address} ${o.state === "confirmed" ? "already confirmed" : o.state === "recent" ? "mailed less than 10 minutes ago, not again" : o.mailed ? "mailed" : "not mailed"}`,
+          )
+          .join(", "),
+      )
+      return outcomes
+    })
+
+    const removeRecipient = Effect.fn("ChannelAdmin.removeRecipient")(function* (channelId: string, given: string) {
+      yield* requireAdmin
+      const channel = yield* findEmail(channelId)
+      const address = normalizeAddress(given) ?? given.trim().toLowerCase()
+      const removed = yield* recipientsRepo.remove(channel.id, address)
+      if (!removed) {
+        return yield* invalid({
+          field: "recipients",
+          reason: "unknown",
+          rule: `${JSON.stringify(address.slice(0, 80))} is not a recipient of this channel`,
+        })
+      }
+      yield* audited(channel.orgId, "email.remove", channel.id, address)
+      return { id: channel.id, removed: address }
     })
 
     const list = Effect.fn("ChannelAdmin.list")(function* (org: string) {
@@ -420,7 +529,21 @@ export class ChannelAdmin extends Effect.Service<ChannelAdmin>()("ChannelAdmin",
           leaseUntil: new Date(at.getTime() + 60_000),
         },
       ])
-      const { startedAt, result } = yield* sender.send({ url: channel.url, body, deliveryId, attempt: 1, channel })
+      // An email channel mails its confirmed recipients, and its footer names the channel and the organization.
+      const mails = kindSpec(channel.kind).transport === "smtp"
+      const email = mails
+        ? {
+            recipients: yield* recipientsRepo.confirmed(channel.id),
+            mailedFor: { id: channel.id, organization: (yield* orgAdmin.require(channel.orgId)).name },
+          }
+        : {}
+      const { startedAt, result } = yield* sender.send({
+        url: channel.url,
+        body,
+        deliveryId,
+        attempt: 1,
+        channel: { ...channel, ...email },
+      })
       const next = nextState(result, 0, [], new Date(yield* Clock.currentTimeMillis))
       yield* deliveryRepo.recordAttempt(owner, {
         attempt: {
@@ -533,6 +656,9 @@ export class ChannelAdmin extends Effect.Service<ChannelAdmin>()("ChannelAdmin",
     return {
       find,
       create,
+      recipients,
+      inviteRecipients,
+      removeRecipient,
       list,
       rotate,
       setEnabled,

@@ -38,5 +38,33 @@ export const signatureHeader = (
   return parts.join(",")
 }
 
+/**
+ * The Standard Webhooks `webhook-signature` value: `v1,<base64 HMAC-SHA256>` per secret, space-separated, in the given
+ * order (current secret first, then the previous one during a rotation grace), duplicates signed once. Each is keyed
+ * with the secret's exact UTF-8 bytes, the same key as `X-Service-Signature` (our secrets are `whsec_` + unpadded
+ * base64url, which the Standard Webhooks libraries' default decoding does not read, so receivers pass the shown secret
+ * to them as a raw key), over `${id}.${t}.` + raw body bytes. Throws on programming errors like `signatureHeader`, and
+ * on an id that is empty, longer than 256 characters or not printable ASCII without spaces.
+ */
+export const standardSignatureHeader = (
+  secrets: ReadonlyArray<string>,
+  id: string,
+  timestampSeconds: number,
+  rawBody: string | Uint8Array,
+): string => {
+  // The same checks on the secrets and the timestamp: the two headers are always made from the same inputs.
+  signatureHeader(secrets, timestampSeconds, "")
+  if (!/^[\x21-\x7e]{1,256}$/.test(id))
+    throw new TypeError("the webhook id must be 1 to 256 printable ASCII characters")
+  const body = typeof rawBody === "string" ? Buffer.from(rawBody, "utf8") : rawBody
+  const signed = `${id}.${timestampSeconds}.`
+  return [...new Set(secrets)]
+    .map(
+      (secret) =>
+        `v1,${createHmac("sha256", Buffer.from(secret, "utf8")).update(signed, "utf8").update(body).digest("base64")}`,
+    )
+    .join(" ")
+}
+
 /** A new signing secret: `whsec_` followed by 32 random bytes in unpadded base64url (43 characters). */
 export const generateSigningSecret = (): string => `${SECRET_PREFIX}${randomBytes(SECRET_BYTES).toString("base64url")}`

@@ -39,6 +39,26 @@ export const FirstDelivery = Schema.Struct({
 })
 export type FirstDelivery = typeof FirstDelivery.Type
 
+/**
+ * A channel's state as the alerts list shows it: its latest delivery (none: never used) with the time of that
+ * delivery's latest attempt, and how many attempts failed in the window asked for.
+ */
+export const ChannelDeliveryState = Schema.Struct({
+  channelId: StoredId.ChannelId,
+  lastId: Schema.NullOr(Schema.String),
+  lastType: Schema.NullOr(Schema.String),
+  lastDeliveryStatus: Schema.NullOr(DeliveryStatus),
+  lastAttempts: Schema.NullOr(Schema.Int),
+  lastResponse: Schema.NullOr(Schema.Int),
+  lastError: Schema.NullOr(Schema.String),
+  lastCreatedAt: Schema.NullOr(Schema.DateFromSelf),
+  lastAttemptAt: Schema.NullOr(Schema.DateFromSelf),
+  lastDeliveredAt: Schema.NullOr(Schema.DateFromSelf),
+  lastNextAttemptAt: Schema.NullOr(Schema.DateFromSelf),
+  failures: Schema.Int,
+})
+export type ChannelDeliveryState = typeof ChannelDeliveryState.Type
+
 /** A claimed delivery with what sending it needs from its channel. */
 export const ClaimedDelivery = Schema.Struct({
   id: Schema.String,
@@ -53,6 +73,10 @@ export const ClaimedDelivery = Schema.Struct({
   secretEnc: Schema.NullOr(Schema.String),
   previousSecretEnc: Schema.NullOr(Schema.String),
   previousSecretExpiresAt: Schema.NullOr(Schema.DateFromSelf),
+  /** An email channel's confirmed recipients when claimed (JSON text: the same on both database drivers); else []. */
+  recipients: Schema.parseJson(Schema.Array(Schema.String)),
+  /** An email channel's id and organization name, for its footer; null for the other kinds. */
+  mailedFor: Schema.NullOr(Schema.parseJson(Schema.Struct({ id: Schema.String, organization: Schema.String }))),
 })
 export type ClaimedDelivery = typeof ClaimedDelivery.Type
 
@@ -139,6 +163,48 @@ export class DeliveriesRepo extends Effect.Service<DeliveriesRepo>()("Deliveries
     })
 
     /**
+     * Every channel of an organization with its latest delivery and its failed attempts since `since`, in one
+     * statement: the channels through their organization's index, each one's latest delivery through the channel's
+     * (channel_id, created_at desc, id desc) index, that delivery's latest attempt and the failures through the
+     * attempts' (delivery_id, attempt) index. The failures are counted among the deliveries created since
+     * `createdSince` (the window plus the retry schedule: no older delivery is still tried, unless an admin
+     * redelivers it), so the count reads a bounded range of the channel's index, never its whole history.
+     */
+    const channelStates = SqlSchema.findAll({
+      Request: Schema.Struct({
+        orgId: Schema.String,
+        since: Schema.DateFromSelf,
+        createdSince: Schema.DateFromSelf,
+      }),
+      Result: ChannelDeliveryState,
+      execute: ({ orgId, since, createdSince }) => sql`
+        select c.id as channel_id, last.id as last_id, last.type as last_type, last.status as last_delivery_status,
+          last.attempts as last_attempts, last.last_status as last_response, last.last_error,
+          last.created_at as last_created_at, tried.started_at as last_attempt_at,
+          last.delivered_at as last_delivered_at, last.next_attempt_at as last_next_attempt_at,
+          coalesce(failed.count, 0)::int as failures
+        from webhook_channels c
+        left join lateral (
+          select d.id, d.type, d.status, d.attempts, d.last_status, d.last_error, d.created_at, d.delivered_at,
+            d.next_attempt_at
+          from webhook_deliveries d where d.channel_id = c.id
+          order by d.created_at desc, d.id desc limit 1
+        ) last on true
+        left join lateral (
+          select a.started_at from webhook_delivery_attempts a where a.delivery_id = last.id
+          order by a.attempt desc limit 1
+        ) tried on true
+        left join lateral (
+          select count(*) as count
+          from webhook_deliveries d join webhook_delivery_attempts a on a.delivery_id = d.id
+          where d.channel_id = c.id and d.created_at >= ${createdSince}
+            and a.started_at >= ${since} and a.error is not null
+        ) failed on true
+        where c.org_id = ${orgId}
+        order by c.id`,
+    })
+
+    /**
      * The first delivery of each of these incidents on each of these channels that has one (through the incident
      * index: an incident has a few deliveries per channel, one per announced transition at most).
      */
@@ -184,7 +250,14 @@ export class DeliveriesRepo extends Effect.Service<DeliveriesRepo>()("Deliveries
           for update of due skip locked
         )
         returning d.id, d.channel_id, d.type, d.body, d.attempts, d.retry_index, c.kind, c.format, c.url, c.secret_enc,
-          c.previous_secret_enc, c.previous_secret_expires_at`,
+          c.previous_secret_enc, c.previous_secret_expires_at,
+          case when c.kind = 'email' then coalesce((
+            select json_agg(r.address order by r.address) from email_recipients r
+            where r.channel_id = c.id and r.confirmed_at is not null), '[]'::json)::text
+          else '[]' end as recipients,
+          case when c.kind = 'email' then (
+            select json_build_object('id', c.id, 'organization', o.name)::text from organizations o where o.id = c.org_id)
+          end as mailed_for`,
     })
 
     return {
@@ -254,6 +327,9 @@ export class DeliveriesRepo extends Effect.Service<DeliveriesRepo>()("Deliveries
                 where id in ${sql.in(ids)} and lease_owner = ${owner}`.pipe(Effect.asVoid, dbErrors),
 
       findDelivery: (id: string) => findDelivery(id).pipe(dbErrors),
+      /** Every channel of the organization with its latest delivery and its failed attempts since `since`. */
+      channelStates: (orgId: OrgId, since: Date, createdSince: Date) =>
+        channelStates({ orgId, since, createdSince }).pipe(dbErrors),
       listDeliveries: (channelId: ChannelId, status: DeliveryStatus | undefined, limit: number) =>
         listDeliveries({ channelId, status, limit }).pipe(dbErrors),
       attemptsOf: (ids: ReadonlyArray<string>) =>

@@ -2,10 +2,13 @@ import { afterAll, beforeAll, expect, test } from "bun:test"
 import { writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { Effect } from "effect"
+import { TwoFactor } from "../../src/admin/TwoFactor.ts"
+import type { UserId } from "../../src/domain/ids.ts"
 import { verifyWebhook } from "../../src/webhooks/verify.ts"
 import { admin, adminJson } from "../support/cli.ts"
-import { testDatabase } from "../support/db.ts"
-import { createChannel, createKey, createOrg, createSensor, get } from "../support/fixtures.ts"
+import { type TestDatabase, testDatabase } from "../support/db.ts"
+import { createChannel, createKey, createOrg, createSensor, createUser, get } from "../support/fixtures.ts"
 import { ingest, nativeEvent } from "../support/ingest.ts"
 import { type OwnDatabase, ownDatabaseOnPostgresRun } from "../support/postgres.ts"
 import { type Receiver, startReceiver } from "../support/receiver.ts"
@@ -46,6 +49,11 @@ afterAll(async () => {
   await ownDatabase?.drop()
 })
 
+/** The user's two-factor secret as enrolment shows it (the one stored, opened; a new one when none opens). */
+const twoFactorSecretOf = async (db: TestDatabase, user: { id: string; email: string }) =>
+  (await db.run(Effect.flatMap(TwoFactor, (t) => t.beginEnrolment({ userId: user.id as UserId, email: user.email }))))
+    ?.secret
+
 const restart = async (keys: Record<string, string>) => {
   await server?.stop()
   server = await startServer({ env: { ...env, ...keys } })
@@ -57,14 +65,18 @@ test("SECRET_KEY rotation: SECRET_KEY_PREVIOUS keeps sealed secrets open, `secre
   // The fixtures, made by the admin services as the operator under the first SECRET_KEY; that connection is closed
   // before the server restarts with other keys.
   const setup = testDatabase(s.env)
-  const { org, sensor, key, channel } = await (async () => {
+  const { org, sensor, key, channel, user, enrolment } = await (async () => {
     try {
       const org = await createOrg(setup, `Rekey ${crypto.randomUUID().slice(0, 8)}`)
+      const user = await createUser(setup, org.id, `rekey-${crypto.randomUUID().slice(0, 8)}@example.com`, "analyst")
       return {
         org,
         sensor: await createSensor(setup, org.id, "web-01"),
         key: await createKey(setup, org.id, "events:read"),
         channel: await createChannel(setup, org.id, `${receiver.url}/rekey`),
+        user,
+        // A two-factor secret, sealed under the first key.
+        enrolment: await twoFactorSecretOf(setup, user),
       }
     } finally {
       await setup.close()
@@ -101,15 +113,24 @@ test("SECRET_KEY rotation: SECRET_KEY_PREVIOUS keeps sealed secrets open, `secre
   expect(blind.code).toBe(1)
   expect(blind.stdout).toContain(org.id)
   expect(blind.stdout).toContain(channel.id)
+  expect(blind.stdout).toContain(user.id)
 
   const resealed = await adminJson(s.env, ["secrets", "reseal"])
   expect(resealed.fingerprintKeys).toMatchObject({ resealed: 1, unreadable: [] })
   expect(resealed.channelSecrets).toMatchObject({ resealed: 1, unreadable: [] })
+  expect(resealed.twoFactorSecrets).toMatchObject({ resealed: 1, unreadable: [] })
   const again = await adminJson(s.env, ["secrets", "reseal"])
-  expect(again.fingerprintKeys.resealed + again.channelSecrets.resealed).toBe(0)
+  expect(again.fingerprintKeys.resealed + again.channelSecrets.resealed + again.twoFactorSecrets.resealed).toBe(0)
 
   // The old key is gone: same fingerprints, same channel secret.
   s = await restart({ SECRET_KEY: NEW_KEY, SECRET_KEY_PREVIOUS: "" })
   expect(await round(s)).toBe(fingerprint)
   expect(s.logs.join("\n")).not.toContain(NEW_KEY)
+  // The two-factor secret opens under the new key alone: the same secret, not a new one.
+  const after = testDatabase(s.env)
+  try {
+    expect(await twoFactorSecretOf(after, user)).toBe(enrolment)
+  } finally {
+    await after.close()
+  }
 }, 120_000)

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, expect, test } from "bun:test"
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import { adminJson, admin as runAdmin } from "../support/cli.ts"
+import { cookieOf } from "../support/console.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
 import { createTenant, createUser as makeUser } from "../support/fixtures.ts"
 import { type RunningServer, shutdown, startServer, testEnv } from "../support/server.ts"
@@ -23,12 +24,6 @@ let orgId: string
 let ipCounter = 0
 /** A fresh client address (documentation range 198.18.0.0/15) for each sign-in, so no lock of another test counts. */
 const newIp = () => `198.18.${Math.floor(++ipCounter / 250)}.${(ipCounter % 250) + 1}`
-
-const cookieOf = (response: Response, name: string) =>
-  response.headers
-    .getSetCookie()
-    .find((c) => c.startsWith(`${name}=`))
-    ?.split(";")[0]
 
 const openForm = async (path: string) => {
   const form = await fetch(`${consoleUrl}${path}`)

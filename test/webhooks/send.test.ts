@@ -4,6 +4,7 @@ import { type HttpsSendRequest, type SendResult, sendHttps } from "../../src/pla
 import { type AddressPolicy, checkAndResolveWebhookUrl } from "../../src/platform/outbound/urlRule.ts"
 import {
   issueCertificate,
+  lookupTo,
   makeTestCa,
   type RawReceiver,
   type Receiver,
@@ -27,16 +28,6 @@ const HEADERS = {
   "X-Service-Signature": SIGNATURE,
   "X-Service-Webhook-Id": "dlv_01JDEMO0000000000000000000",
   "User-Agent": "DecoyIncidentService-Webhooks/1.0",
-}
-
-/** A DNS stand-in that answers `addresses` and records which host names were looked up. */
-const lookupTo = (...addresses: ReadonlyArray<string>) => {
-  const hosts: Array<string> = []
-  const lookup = async (host: string): Promise<ReadonlyArray<string>> => {
-    hosts.push(host)
-    return addresses
-  }
-  return { lookup, hosts }
 }
 
 let ca: TestCa

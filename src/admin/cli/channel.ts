@@ -3,6 +3,7 @@ import { Effect } from "effect"
 import { type ChannelCredential, defaultSettleSeconds, MAX_SETTLE_SECONDS } from "../../domain/channels/kinds.ts"
 import { CHANNEL_KIND_SPECS, CHANNEL_KINDS, kindSpec } from "../../domain/channels/registry.ts"
 import { ChannelAdmin, settleWording } from "../ChannelAdmin.ts"
+import type { InviteOutcome } from "../emailRecipients.ts"
 import {
   argument,
   asAdmin,
@@ -47,10 +48,15 @@ const create = Command.make(
     org,
     kind: optionalFlag("kind", CHANNEL_KINDS.join("|"), "the kind of channel (default: webhook)"),
     format: optionalFlag("format", "native|ocsf", "native (default) or ocsf: webhook, syslog, splunk_hec only"),
-    url: flag(
+    url: optionalFlag(
       "url",
       "<url|->",
-      "where it sends: https://… or syslog+tls://host[:6514]; a Slack or Teams URL is a credential: - reads it from standard input (one line)",
+      "where it sends (every kind but email): https://… or syslog+tls://host[:6514]; a Slack or Teams URL is a credential: - reads it from standard input (one line)",
+    ),
+    recipients: optionalFlag(
+      "recipients",
+      "<address,…>",
+      "email only: who it mails, separated by commas; each is mailed a confirmation link and gets alerts once confirmed",
     ),
     token: optionalFlag("token", "<HEC token>|-", "a HEC token (a credential): - reads it from standard input"),
     minSeverity: optionalFlag("min-severity", "low|medium|high|critical", "the least severity it sends"),
@@ -62,12 +68,16 @@ const create = Command.make(
     asAdmin(
       Effect.gen(function* () {
         const orgId = yield* required(input.org, "--org")
-        yield* required(input.url, "--url")
+        const mails = kindSpec(input.kind ?? "webhook")?.transport === "smtp"
+        if (mails && input.recipients === undefined)
+          return yield* usage("--recipients is required for an email channel")
+        if (!mails) yield* required(input.url, "--url")
         yield* oneFromStdin(input)
         const created = yield* (yield* ChannelAdmin).create(orgId, {
           kind: input.kind,
           format: input.format,
-          url: yield* credential(input.url, "--url"),
+          url: input.url === undefined ? undefined : yield* credential(input.url, "--url"),
+          recipients: input.recipients,
           // Read only for a kind that takes a token: any other refuses --token before a terminal is asked for it.
           token:
             kindSpec(input.kind ?? "webhook")?.credential.type === "sealedToken"
@@ -83,14 +93,17 @@ const create = Command.make(
           format: input.format ?? "native",
           settleSeconds: created.settleSeconds,
           secret: created.secret,
+          recipients: created.recipients,
         }
         const sealed = sealedName(kindSpec(created.kind).credential)
         const settle = created.settleSeconds > 0 ? ` (${settleWording(created.settleSeconds)})` : ""
         return yield* print(input.json, result, () =>
-          created.secret !== undefined
-            ? `${created.kind} channel ${created.id} created${settle}. Its signing secret, shown only now:\n${created.secret}`
-            : `${created.kind} channel ${created.id} created${settle}` +
-              (sealed === undefined ? "" : `; its ${sealed} is stored sealed and not shown again`),
+          created.recipients !== undefined
+            ? `${created.kind} channel ${created.id} created${settle}.\n${invitedLines(created.recipients)}`
+            : created.secret !== undefined
+              ? `${created.kind} channel ${created.id} created${settle}. Its signing secret, shown only now:\n${created.secret}`
+              : `${created.kind} channel ${created.id} created${settle}` +
+                (sealed === undefined ? "" : `; its ${sealed} is stored sealed and not shown again`),
         )
       }),
     ),
@@ -270,6 +283,66 @@ const deliveries = Command.make(
     ),
 ).pipe(Command.withDescription("the delivery log (attempts, status codes, errors, times)"))
 
+/** One line per recipient asked for: mailed a link, confirmed already, or the mail failed (why). */
+const invitedLines = (outcomes: ReadonlyArray<InviteOutcome>) =>
+  outcomes
+    .map((o) =>
+      o.state === "confirmed"
+        ? `${o.address}: confirmed already`
+        : o.state === "recent"
+          ? `${o.address}: mailed a link less than 10 minutes ago; not mailed again yet`
+          : o.mailed
+            ? `${o.address}: confirmation link mailed (alerts start once they confirm)`
+            : `${o.address}: the confirmation link could not be mailed (${o.error ?? "refused"}); try channel invite again`,
+    )
+    .join("\n")
+
+const recipients = Command.make("recipients", { channelId, json }, ({ channelId, json }) =>
+  asAdmin(
+    Effect.gen(function* () {
+      const rows = yield* (yield* ChannelAdmin).recipients(yield* required(channelId, "<channel-id>"))
+      return yield* print(json, rows, () => (rows.length === 0 ? "(none)" : table(rows)))
+    }),
+  ),
+).pipe(Command.withDescription("an email channel's recipients: confirmed, or waiting for their link (until when)"))
+
+const invite = Command.make(
+  "invite",
+  {
+    channelId,
+    recipients: optionalFlag("recipients", "<address,…>", "addresses separated by commas"),
+    json,
+  },
+  ({ channelId, recipients, json }) =>
+    asAdmin(
+      Effect.gen(function* () {
+        const id = yield* required(channelId, "<channel-id>")
+        const outcomes = yield* (yield* ChannelAdmin).inviteRecipients(id, yield* required(recipients, "--recipients"))
+        yield* print(json, outcomes, () => invitedLines(outcomes))
+        if (outcomes.some((o) => o.state === "invited" && !o.mailed)) {
+          return yield* usage("a confirmation link could not be mailed")
+        }
+      }),
+    ),
+).pipe(
+  Command.withDescription(
+    "add recipients to an email channel, or mail a waiting one a new link (the old one stops working)",
+  ),
+)
+
+const removeRecipient = Command.make(
+  "remove-recipient",
+  { channelId, address: argument("address", "the recipient's address"), json },
+  ({ channelId, address, json }) =>
+    asAdmin(
+      Effect.gen(function* () {
+        const id = yield* required(channelId, "<channel-id>")
+        const result = yield* (yield* ChannelAdmin).removeRecipient(id, yield* required(address, "<address>"))
+        return yield* print(json, result, () => `${result.removed} no longer receives channel ${result.id}'s alerts`)
+      }),
+    ),
+).pipe(Command.withDescription("stop mailing a recipient of an email channel"))
+
 const redeliver = Command.make(
   "redeliver",
   { deliveryId: argument("delivery-id", "the delivery"), json },
@@ -302,6 +375,9 @@ const channelGroup = (name: "channel" | "webhook") =>
       test,
       deliveries,
       redeliver,
+      recipients,
+      invite,
+      removeRecipient,
     ]),
   )
 

@@ -1,3 +1,4 @@
+import { MAX_EMAIL_RECIPIENTS } from "../../domain/channels/email.ts"
 import {
   type ChannelKindSpec,
   defaultSettleSeconds,
@@ -8,7 +9,15 @@ import {
 import { CHANNEL_KIND_SPECS } from "../../domain/channels/registry.ts"
 import { Csrf, type Flash, type Viewer } from "../components.tsx"
 import { isAdmin, SettingsLayout } from "../layout.tsx"
-import { ChannelActions, ChannelFacts, type ChannelView } from "./channel.tsx"
+import {
+  ChannelActions,
+  ChannelFacts,
+  type ChannelState,
+  ChannelStatus,
+  ChannelUrl,
+  type ChannelView,
+  kindLabel,
+} from "./channel.tsx"
 
 /** A kind's hint, its code parts as code. */
 const Hint = ({ parts }: { parts: ReadonlyArray<HintPart> }) => (
@@ -51,7 +60,6 @@ const tokenFieldLabel = listed(
 /** One form for every kind and format (no script): each field says which kinds use it; the service checks the rest. */
 const AddChannelForm = ({ viewer }: { viewer: Viewer }) => (
   <form class="panel" method="post" action="/settings/alerts/channels">
-    <h2>Add a channel</h2>
     <Csrf token={viewer.csrfToken} />
     <div class="field">
       <label for="channel-kind">Kind</label>
@@ -62,12 +70,11 @@ const AddChannelForm = ({ viewer }: { viewer: Viewer }) => (
       </select>
     </div>
     <div class="field">
-      <label for="channel-url">URL or destination</label>
+      <label for="channel-url">URL or destination (all but email)</label>
       <input
         id="channel-url"
         name="url"
         type="url"
-        required
         autocomplete="off"
         placeholder="https://soar.example.com/hooks/decoy"
         aria-describedby="channel-url-hint"
@@ -82,6 +89,21 @@ const AddChannelForm = ({ viewer }: { viewer: Viewer }) => (
       <p class="small muted">
         {sealedCredentials} are stored sealed and never shown again. Every address must resolve to public addresses
         only.
+      </p>
+    </div>
+    <div class="field">
+      <label for="channel-recipients">Recipients (Email only)</label>
+      <textarea
+        id="channel-recipients"
+        name="recipients"
+        rows={2}
+        maxLength={6000}
+        autocomplete="off"
+        aria-describedby="channel-recipients-hint"
+      />
+      <p id="channel-recipients-hint" class="small muted">
+        Up to {MAX_EMAIL_RECIPIENTS} addresses, separated by commas, spaces or lines. Each is mailed a confirmation link
+        and gets alerts only once they have confirmed.
       </p>
     </div>
     <div class="field">
@@ -134,34 +156,67 @@ const AddChannelForm = ({ viewer }: { viewer: Viewer }) => (
   </form>
 )
 
+/** What a channel's state is when the list has none for it (a channel added while the page was read). */
+const UNUSED: ChannelState = { last: null, failures: 0 }
+
+/**
+ * Settings → Alerts: the channels first, each with its latest delivery and its failures of the last 24 hours, then
+ * (admins) the Add a channel form behind its button, a <details> closed unless there is no channel yet or the last
+ * add was refused (`addOpen`), so it works without a script.
+ */
 export const AlertsPage = (props: {
   viewer: Viewer
   channels: ReadonlyArray<ChannelView>
+  /** Each channel's latest delivery and recent failures (absent, or a channel missing: never used). */
+  states?: ReadonlyMap<string, ChannelState>
+  /** The add form opens (after a refused add); it is open anyway while there is no channel. */
+  addOpen?: boolean
   flash: Flash | undefined
   now: Date
-}) => (
-  <SettingsLayout viewer={props.viewer} tab="alerts" title="Alerts" flash={props.flash}>
-    <p>
-      Channels receive <code>incident.created</code>, <code>incident.escalated</code> and <code>incident.reopened</code>
-      : a webhook signed with the channel's secret, a Slack or Microsoft Teams message, syslog over TLS, or a Splunk HEC
-      event. A channel that opts in to sensor-health alerts also receives <code>sensor.silent</code> and{" "}
-      <code>sensor.recovered</code> when a sensor misses three heartbeats and when it is heard from again. A channel in
-      the OCSF format also receives <code>incident.closed</code> (the finding's Close activity). Channels read by people
-      ({kindsWhere((spec) => spec.settle.readers === "people")}) wait their settle window after an incident's first
-      message, so that changes within seconds make one message with the final state; the others get every transition at
-      once.
-    </p>
-    {isAdmin(props.viewer) && <AddChannelForm viewer={props.viewer} />}
-    <h2>Channels</h2>
-    {props.channels.length === 0 && <p class="muted">No channels yet.</p>}
-    {props.channels.map((c) => (
-      <div class="panel channel" id={`channel-${c.id}`}>
-        <ChannelFacts viewer={props.viewer} c={c} now={props.now} />
-        <p>
-          <a href={`/settings/alerts/channels/${c.id}`}>Delivery log</a>
-        </p>
-        {isAdmin(props.viewer) && <ChannelActions viewer={props.viewer} c={c} />}
-      </div>
-    ))}
-  </SettingsLayout>
-)
+}) => {
+  const failing = props.channels.filter((c) => (props.states?.get(c.id)?.failures ?? 0) > 0).length
+  return (
+    <SettingsLayout viewer={props.viewer} tab="alerts" title="Alerts" flash={props.flash}>
+      <h2 class="alerts-heading">Channels</h2>
+      <p class="alerts-summary">
+        {props.channels.length === 0
+          ? "No channels yet: nothing is sent anywhere."
+          : `${props.channels.length} ${props.channels.length === 1 ? "channel" : "channels"}; ${
+              failing === 0 ? "none" : failing
+            } with failed attempts in the last 24 h.`}
+      </p>
+      {props.channels.map((c) => (
+        <section class="panel channel" id={`channel-${c.id}`} aria-labelledby={`channel-title-${c.id}`}>
+          <h3 class="alerts-title" id={`channel-title-${c.id}`}>
+            {kindLabel(c.kind)} <ChannelUrl viewer={props.viewer} url={c.url} kind={c.kind} />
+            {!c.enabled && <span class="alerts-disabled"> (disabled)</span>}
+          </h3>
+          <ChannelStatus state={props.states?.get(c.id) ?? UNUSED} now={props.now} />
+          <p>
+            <a href={`/settings/alerts/channels/${c.id}`}>Delivery log</a>
+          </p>
+          <ChannelFacts viewer={props.viewer} c={c} now={props.now} />
+          {isAdmin(props.viewer) && <ChannelActions viewer={props.viewer} c={c} />}
+        </section>
+      ))}
+      {isAdmin(props.viewer) && (
+        <details class="alerts-add" id="add" open={props.addOpen === true || props.channels.length === 0}>
+          <summary class="button">Add a channel…</summary>
+          <AddChannelForm viewer={props.viewer} />
+        </details>
+      )}
+      <h2>What channels receive</h2>
+      <p>
+        Channels receive <code>incident.created</code>, <code>incident.escalated</code> and{" "}
+        <code>incident.reopened</code>: a webhook signed with the channel's secret, a Slack or Microsoft Teams message,
+        syslog over TLS, a Splunk HEC event, or an email to the recipients who confirmed their address. A channel that
+        opts in to sensor-health alerts also receives <code>sensor.silent</code> and <code>sensor.recovered</code> when
+        a sensor misses three heartbeats and when it is heard from again. A channel in the OCSF format also receives{" "}
+        <code>incident.closed</code> (the finding's Close activity). Channels read by people (
+        {kindsWhere((spec) => spec.settle.readers === "people")}) wait their settle window after an incident's first
+        message, so that changes within seconds make one message with the final state; the others get every transition
+        at once.
+      </p>
+    </SettingsLayout>
+  )
+}

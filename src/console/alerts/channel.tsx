@@ -17,7 +17,9 @@ export const kindLabel = (kind: string | undefined) => specOf(kind)?.label ?? ki
  * destination is host and port, nothing secret.
  */
 export const ChannelUrl = ({ viewer, url, kind }: { viewer: Viewer; url: string; kind: string | undefined }) =>
-  specOf(kind)?.address.shownWhole === "everyone" ? (
+  specOf(kind)?.address.scheme === "mailto" ? (
+    <span class="muted">to its confirmed recipients</span>
+  ) : specOf(kind)?.address.shownWhole === "everyone" ? (
     <span class="mono">{url}</span>
   ) : specOf(kind)?.credential.type === "sealedUrl" ? (
     <span>
@@ -66,10 +68,22 @@ export const ChannelFacts = ({ viewer, c, now }: { viewer: Viewer; c: ChannelVie
     <dd class="channel-kind">{kindLabel(c.kind)}</dd>
     <dt>Format</dt>
     <dd class="channel-format">{formatLabel(c)}</dd>
-    <dt>{specOf(c.kind)?.address.noun === "destination" ? "Destination" : "URL"}</dt>
-    <dd>
-      <ChannelUrl viewer={viewer} url={c.url} kind={c.kind} />
-    </dd>
+    {specOf(c.kind)?.address.scheme === "mailto" ? (
+      <>
+        <dt>Recipients</dt>
+        <dd>
+          its confirmed recipients, through the server's mail server (
+          <a href={`/settings/alerts/channels/${c.id}#recipients`}>recipients</a>)
+        </dd>
+      </>
+    ) : (
+      <>
+        <dt>{specOf(c.kind)?.address.noun === "destination" ? "Destination" : "URL"}</dt>
+        <dd>
+          <ChannelUrl viewer={viewer} url={c.url} kind={c.kind} />
+        </dd>
+      </>
+    )}
     <dt>Id</dt>
     <dd class="mono small">{c.id}</dd>
     <dt>Minimum severity</dt>
@@ -212,3 +226,93 @@ export const ChannelActions = ({ viewer, c }: { viewer: Viewer; c: ChannelView }
     <RotateForm viewer={viewer} c={c} />
   </div>
 )
+
+/** A channel's latest delivery and its recent failures, as the alerts list shows them (read in one query). */
+export interface ChannelState {
+  readonly last: {
+    readonly id: string
+    readonly type: string
+    readonly status: "pending" | "failed" | "succeeded" | "dead"
+    readonly attempts: number
+    readonly response: number | null
+    readonly error: string | null
+    readonly createdAt: Date
+    readonly attemptedAt: Date | null
+    readonly deliveredAt: Date | null
+    readonly nextAttemptAt: Date
+  } | null
+  /** Failed attempts in the last 24 hours. */
+  readonly failures: number
+}
+
+/** The longest error text of an attempt shown in the list (the delivery log has the attempt's detail). */
+const ERROR_SHOWN = 160
+
+/** "HTTP 503" and the attempt's error, or the error alone (syslog, no connection). */
+const DeliveryResponse = ({ response, error }: { response: number | null; error: string | null }) => {
+  // The sender words a bare failed status as "HTTP 503": said once, not twice.
+  const said = error === null || (response !== null && error === `HTTP ${response}`) ? null : error
+  return (
+    <>
+      {response !== null && <span class="mono">HTTP {response}</span>}
+      {response !== null && said !== null && " "}
+      {said !== null && (
+        <span class="mono small alerts-error">
+          ({said.length > ERROR_SHOWN ? `${said.slice(0, ERROR_SHOWN)}…` : said})
+        </span>
+      )}
+    </>
+  )
+}
+
+/**
+ * The latest delivery in words: never used, queued, delivered (when), retrying (what the receiver answered, when
+ * the next try is), or failed for good. Then the failed attempts of the last 24 hours.
+ */
+export const ChannelStatus = ({ state, now }: { state: ChannelState; now: Date }) => {
+  const last = state.last
+  return (
+    <div class="alerts-status">
+      <p class="alerts-last">
+        <span class="alerts-label">Last delivery:</span>{" "}
+        {last === null ? (
+          <span class="alerts-never muted">never used (no delivery yet)</span>
+        ) : last.status === "succeeded" ? (
+          <>
+            <span class="alerts-state alerts-delivered">delivered</span>{" "}
+            {last.response !== null && (
+              <>
+                <span class="mono">HTTP {last.response}</span>{" "}
+              </>
+            )}
+            <Time at={last.deliveredAt ?? last.attemptedAt ?? last.createdAt} now={now} />
+          </>
+        ) : last.status === "failed" ? (
+          <>
+            <span class="alerts-state alerts-retrying">retrying</span> after{" "}
+            <DeliveryResponse response={last.response} error={last.error} />{" "}
+            <Time at={last.attemptedAt ?? last.createdAt} now={now} />; next retry{" "}
+            <Time at={last.nextAttemptAt} now={now} />
+          </>
+        ) : last.status === "dead" ? (
+          <>
+            <span class="alerts-state alerts-failed">failed</span>{" "}
+            <DeliveryResponse response={last.response} error={last.error} />{" "}
+            <Time at={last.attemptedAt ?? last.createdAt} now={now} />; no more retries (Redeliver in the delivery log)
+          </>
+        ) : (
+          <>
+            <span class="alerts-state alerts-queued">queued</span>{" "}
+            <Time at={last.attempts === 0 ? last.createdAt : (last.attemptedAt ?? last.createdAt)} now={now} />
+          </>
+        )}
+        {last !== null && <span class="mono small muted"> {last.type}</span>}
+      </p>
+      <p class={state.failures > 0 ? "alerts-failures alerts-has-failures" : "alerts-failures muted"}>
+        {state.failures === 0
+          ? "No failed attempt in the last 24 h."
+          : `${state.failures} failed ${state.failures === 1 ? "attempt" : "attempts"} in the last 24 h.`}
+      </p>
+    </div>
+  )
+}

@@ -1,14 +1,18 @@
 import { HttpRouter } from "@effect/platform"
-import { Effect, Schema } from "effect"
+import { Duration, Effect, Schema } from "effect"
 import { ChannelAdmin } from "../../admin/ChannelAdmin.ts"
+import type { InviteOutcome } from "../../admin/emailRecipients.ts"
 import { type ChannelKind, kindSpec } from "../../domain/channels/registry.ts"
+import { AppConfig } from "../../platform/config.ts"
+import { type ChannelDeliveryState, DeliveriesRepo } from "../../repos/DeliveriesRepo.ts"
 import type { Flash } from "../components.tsx"
 import { Blank, Checkbox, decodeForm, OptionalText, Text } from "../forms.ts"
 import { html } from "../http.ts"
 import type { Kit } from "../kit.ts"
 import { notFound } from "../responses.tsx"
-import type { SignedIn } from "../session.ts"
+import { query, type SignedIn } from "../session.ts"
 import { AlertsPage } from "./alertsPage.tsx"
+import type { ChannelState } from "./channel.tsx"
 import { DeliveryLogPage } from "./deliveryLogPage.tsx"
 
 /**
@@ -19,11 +23,35 @@ const createdFlash = (created: {
   readonly id: string
   readonly kind: ChannelKind
   readonly secret?: string
-}): Flash => ({
-  kind: "ok",
-  text: kindSpec(created.kind).added(created.id),
-  ...(created.secret === undefined ? {} : { secret: { label: "Its signing secret.", value: created.secret } }),
-})
+  readonly recipients?: ReadonlyArray<InviteOutcome>
+}): Flash => {
+  const unsent = (created.recipients ?? []).filter((r) => r.state === "invited" && !r.mailed)
+  return {
+    kind: unsent.length === 0 ? "ok" : "error",
+    text:
+      unsent.length === 0
+        ? kindSpec(created.kind).added(created.id)
+        : `Email channel ${created.id} added, but the confirmation could not be mailed to ${unsent.map((r) => `${r.address} (${r.error ?? "refused"})`).join(", ")}: send it again from the channel's page.`,
+    ...(created.secret === undefined ? {} : { secret: { label: "Its signing secret.", value: created.secret } }),
+  }
+}
+
+/** What Invite says: who was mailed a link, who had confirmed already, whose mail failed. */
+const invitedFlash = (outcomes: ReadonlyArray<InviteOutcome>): Flash => {
+  const failed = outcomes.filter((o) => o.state === "invited" && !o.mailed)
+  const mailed = outcomes.filter((o) => o.state === "invited" && o.mailed).map((o) => o.address)
+  const confirmed = outcomes.filter((o) => o.state === "confirmed").map((o) => o.address)
+  const recent = outcomes.filter((o) => o.state === "recent").map((o) => o.address)
+  const parts = [
+    ...(mailed.length > 0 ? [`Confirmation link mailed to ${mailed.join(", ")}.`] : []),
+    ...(confirmed.length > 0 ? [`Already confirmed: ${confirmed.join(", ")}.`] : []),
+    ...(recent.length > 0 ? [`Mailed a link less than 10 minutes ago, so not again yet: ${recent.join(", ")}.`] : []),
+    ...(failed.length > 0
+      ? [`Could not mail ${failed.map((o) => `${o.address} (${o.error ?? "refused"})`).join(", ")}.`]
+      : []),
+  ]
+  return { kind: failed.length > 0 ? "error" : "ok", text: parts.join(" ") }
+}
 
 const rotatedFlash = (
   kind: ChannelKind,
@@ -47,17 +75,46 @@ const rotatedFlash = (
 const AddChannelForm = Schema.Struct({
   kind: OptionalText,
   format: OptionalText,
-  url: Text,
+  url: OptionalText,
   token: OptionalText,
+  recipients: OptionalText,
   minSeverity: Text,
   sensorHealth: Checkbox("on"),
   settle: OptionalText,
 })
 const SettleForm = Schema.Struct({ settle: Blank })
+/** An email channel's recipient(s): addresses to invite, or the one to remove. */
+const RecipientsForm = Schema.Struct({ recipients: Blank })
 /** Rotate: a signing secret's grace period, or the new URL or token the receiver made (empty: not given). */
 const RotateForm = Schema.Struct({ grace: OptionalText, replacement: OptionalText })
 
 type Fields = Record<string, string>
+
+/** The window of the list's failure count. */
+const FAILURE_WINDOW_MS = 24 * 60 * 60 * 1000
+
+/** Where a refused Add channel returns: the list with the form open again, to correct and resend. */
+const ADD_AGAIN = "/settings/alerts?add=1"
+
+/** A row of the one query as the list shows it. */
+const stateOf = (row: ChannelDeliveryState): ChannelState => ({
+  failures: row.failures,
+  last:
+    row.lastId === null || row.lastDeliveryStatus === null || row.lastCreatedAt === null
+      ? null
+      : {
+          id: row.lastId,
+          type: row.lastType ?? "",
+          status: row.lastDeliveryStatus,
+          attempts: row.lastAttempts ?? 0,
+          response: row.lastResponse,
+          error: row.lastError,
+          createdAt: row.lastCreatedAt,
+          attemptedAt: row.lastAttemptAt,
+          deliveredAt: row.lastDeliveredAt,
+          nextAttemptAt: row.lastNextAttemptAt ?? row.lastCreatedAt,
+        },
+})
 
 /**
  * Settings → Alerts: channels of every kind and format, a webhook's secret (shown once), rotation as the kind needs
@@ -66,12 +123,32 @@ type Fields = Record<string, string>
 export const alertRoutes = (kit: Kit) =>
   Effect.gen(function* () {
     const channelAdmin = yield* ChannelAdmin
+    const deliveries = yield* DeliveriesRepo
+    const config = yield* AppConfig
     const { page, action, flashTo, readFlash, refused } = kit
+    /** How long a delivery may still be tried after it was made: the whole retry schedule. */
+    const retrySpanMs = config.webhooks.retrySchedule.reduce((sum, d) => sum + Duration.toMillis(d), 0)
 
     const listChannels = page((s) =>
       Effect.gen(function* () {
-        const channels = yield* channelAdmin.list(s.orgId)
-        return html(<AlertsPage viewer={s.viewer} channels={channels} flash={yield* readFlash(s)} now={new Date()} />)
+        const now = new Date()
+        const since = new Date(now.getTime() - FAILURE_WINDOW_MS)
+        const [channels, rows] = yield* Effect.all([
+          channelAdmin.list(s.orgId),
+          deliveries.channelStates(s.orgId, since, new Date(since.getTime() - retrySpanMs)),
+        ])
+        const states = new Map(rows.map((row) => [row.channelId as string, stateOf(row)]))
+        const addOpen = (yield* query).get("add") === "1"
+        return html(
+          <AlertsPage
+            viewer={s.viewer}
+            channels={channels}
+            states={states}
+            addOpen={addOpen}
+            flash={yield* readFlash(s)}
+            now={now}
+          />,
+        )
       }),
     )
 
@@ -80,7 +157,7 @@ export const alertRoutes = (kit: Kit) =>
         const form = yield* decodeForm(AddChannelForm)(fields)
         const created = yield* channelAdmin.create(s.orgId, form)
         return yield* flashTo(s, "/settings/alerts", createdFlash(created))
-      }).pipe(refused(s, "/settings/alerts")),
+      }).pipe(refused(s, ADD_AGAIN)),
     )
 
     /** A channel's own page: its facts and its delivery log. */
@@ -90,10 +167,13 @@ export const alertRoutes = (kit: Kit) =>
         const channel = (yield* channelAdmin.list(s.orgId)).find((c) => c.id === id)
         if (channel === undefined) return notFound(s.viewer)
         const deliveries = yield* channelAdmin.deliveries(channel.id, undefined)
+        const recipients =
+          kindSpec(channel.kind).transport === "smtp" ? yield* channelAdmin.recipients(channel.id) : undefined
         return html(
           <DeliveryLogPage
             viewer={s.viewer}
             channel={channel}
+            recipients={recipients}
             deliveries={deliveries}
             flash={yield* readFlash(s)}
             now={new Date()}
@@ -151,6 +231,23 @@ export const alertRoutes = (kit: Kit) =>
         return yield* flashTo(s, "/settings/alerts", rotatedFlash((yield* channelAdmin.find(id)).kind, rotated))
       })
 
+    const invite = (s: SignedIn, id: string, back: string, fields: Fields) =>
+      Effect.gen(function* () {
+        const form = yield* decodeForm(RecipientsForm)(fields)
+        const outcomes = yield* channelAdmin.inviteRecipients(id, form.recipients)
+        return yield* flashTo(s, back, invitedFlash(outcomes))
+      })
+
+    const removeRecipient = (s: SignedIn, id: string, back: string, fields: Fields) =>
+      Effect.gen(function* () {
+        const form = yield* decodeForm(RecipientsForm)(fields)
+        const done = yield* channelAdmin.removeRecipient(id, form.recipients)
+        return yield* flashTo(s, back, {
+          kind: "ok",
+          text: `${done.removed} no longer receives this channel's alerts.`,
+        })
+      })
+
     const CHANGES = {
       test: sendTest,
       enable: setEnabled,
@@ -159,6 +256,8 @@ export const alertRoutes = (kit: Kit) =>
       "sensor-health-off": setSensorHealth,
       settle: setSettle,
       rotate,
+      invite,
+      "remove-recipient": removeRecipient,
     }
 
     /** POST /settings/alerts/channels/<id>/<verb>: a verb the console does not know is the 404 page. */

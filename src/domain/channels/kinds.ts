@@ -33,13 +33,16 @@ export interface FormatContext {
   }
   /** The sending host's name (syslog HOSTNAME, HEC `host`). */
   readonly hostname: string
+  /** The channel and its organization's name, for a message that says why its reader gets it (email's footer). */
+  readonly channel?: { readonly id: string; readonly organization: string } | undefined
 }
 
 /**
- * The transports platform/outbound has: one HTTPS POST through the address rule (`send.ts`), or one RFC 5424 message
- * over TLS (`syslogSend.ts`). A kind that needs another adds it there and here.
+ * The transports platform/outbound has: one HTTPS POST through the address rule (`send.ts`), one RFC 5424 message
+ * over TLS (`syslogSend.ts`), or one email through the operator's SMTP server (`mailSend.ts`; the kind renders the
+ * JSON of an `EmailContent`, emailText.ts). A kind that needs another adds it there and here.
  */
-export type ChannelTransport = "https" | "syslog-tls"
+export type ChannelTransport = "https" | "syslog-tls" | "smtp"
 
 /** What a webhook's signature headers are made from at send time. */
 export interface SigningInput {
@@ -138,8 +141,9 @@ export interface ChannelKindSpec<Name extends string = string> {
    * the origin only; `everyone`: nothing in it is secret; a sealed URL's origin is all anyone sees).
    */
   readonly address: {
-    readonly scheme: "https" | "syslog+tls"
-    readonly noun: "URL" | "destination"
+    /** `mailto`: the channel has no address of its own; it mails its confirmed recipients (`url` is `mailto:`). */
+    readonly scheme: "https" | "syslog+tls" | "mailto"
+    readonly noun: "URL" | "destination" | "recipients"
     readonly defaultPath?: string
     readonly shownWhole: "admins" | "everyone"
     /** The Add channel form's hint for this kind's address. */

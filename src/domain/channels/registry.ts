@@ -1,3 +1,4 @@
+import { emailKind } from "./email.ts"
 import { splunkHecKind } from "./hec.ts"
 import type { ChannelKindSpec } from "./kinds.ts"
 import { slackKind } from "./slack.ts"
@@ -9,7 +10,7 @@ import { webhookKind } from "./webhook.ts"
  * Every channel kind, in the order the console offers them. A new kind is its descriptor module in this folder
  * and one line here (and a migration widening the database's check on `webhook_channels.kind`, kept as a safety net).
  */
-export const CHANNEL_KIND_SPECS = [webhookKind, slackKind, teamsKind, syslogKind, splunkHecKind] as const
+export const CHANNEL_KIND_SPECS = [webhookKind, slackKind, teamsKind, syslogKind, splunkHecKind, emailKind] as const
 
 export type ChannelKind = (typeof CHANNEL_KIND_SPECS)[number]["name"]
 

@@ -1,11 +1,12 @@
-import { generateSigningSecret, signatureHeader } from "../webhookSignature.ts"
+import { generateSigningSecret, signatureHeader, standardSignatureHeader } from "../webhookSignature.ts"
 import type { ChannelKindSpec } from "./kinds.ts"
 import { payloadOf } from "./ocsf.ts"
 
 /**
  * The `webhook` kind, the spec's signed webhook: an HTTPS POST of the stored body (or, in the OCSF
  * format, its Detection Finding), signed at send time over the exact bytes sent with the channel's secret, which the
- * service makes and shows once.
+ * service makes and shows once. Each request carries the signature twice: ours (`X-Service-Signature`) and the
+ * Standard Webhooks headers (`webhook-id`, `webhook-timestamp`, `webhook-signature`), both keyed with the same secret.
  */
 export const webhookKind: ChannelKindSpec<"webhook"> = {
   name: "webhook",
@@ -20,11 +21,19 @@ export const webhookKind: ChannelKindSpec<"webhook"> = {
   credential: {
     type: "signingSecret",
     generate: generateSigningSecret,
-    headers: ({ secrets, at, body, deliveryId, attempt }) => ({
-      "X-Service-Signature": signatureHeader(secrets, Math.floor(at.getTime() / 1000), body),
-      "X-Service-Webhook-Id": deliveryId,
-      "X-Service-Delivery-Attempt": String(attempt),
-    }),
+    headers: ({ secrets, at, body, deliveryId, attempt }) => {
+      const t = Math.floor(at.getTime() / 1000)
+      return {
+        "X-Service-Signature": signatureHeader(secrets, t, body),
+        "X-Service-Webhook-Id": deliveryId,
+        "X-Service-Delivery-Attempt": String(attempt),
+        // The same signature by the Standard Webhooks scheme, for receivers that verify with its libraries: the
+        // delivery's id (the same on every retry and redelivery), the same seconds as `t=`, the same secrets.
+        "webhook-id": deliveryId,
+        "webhook-timestamp": String(t),
+        "webhook-signature": standardSignatureHeader(secrets, deliveryId, t, body),
+      }
+    },
   },
   address: {
     scheme: "https",

@@ -1,11 +1,12 @@
 import { hostname } from "node:os"
-import { Clock, Duration, Effect } from "effect"
+import { Clock, Duration, Effect, Option, Redacted, Schema } from "effect"
 import type { ChannelFormat, FormatContext } from "../../domain/channels/kinds.ts"
 import { type ChannelKind, kindSpec } from "../../domain/channels/registry.ts"
 import { PRODUCT } from "../../domain/product.ts"
 import { AppConfig } from "../config.ts"
 import { Keys } from "../keys.ts"
 import { renderStored } from "./channelKinds.ts"
+import { sendMail } from "./mailSend.ts"
 import { noAnswer, type SendResult, sendHttps } from "./send.ts"
 import { sendSyslog } from "./syslogSend.ts"
 import { systemLookup } from "./urlRule.ts"
@@ -21,6 +22,10 @@ export interface SendableChannel {
   readonly secretEnc: string | null
   readonly previousSecretEnc: string | null
   readonly previousSecretExpiresAt: Date | null
+  /** An email channel's confirmed recipients (absent or empty: nobody to mail). */
+  readonly recipients?: ReadonlyArray<string>
+  /** The channel and its organization's name, which an email's footer names (absent for the other kinds). */
+  readonly mailedFor?: { readonly id: string; readonly organization: string } | null | undefined
 }
 
 /** The sealed secrets of a channel (sealed because the service must use them again). */
@@ -32,6 +37,11 @@ export interface SentAttempt {
 }
 
 const failure = (error: string): SendResult => noAnswer(0, error, null)
+
+/** What an email kind renders: the JSON of its subject and two parts. */
+const decodeEmail = Schema.decodeEither(
+  Schema.parseJson(Schema.Struct({ subject: Schema.String, text: Schema.String, html: Schema.String })),
+)
 
 /**
  * Sends one delivery on its channel, as the kind's descriptor (domain/channels) says: its
@@ -91,9 +101,24 @@ export class ChannelSender extends Effect.Service<ChannelSender>()("ChannelSende
       // A kind sends the stored bytes as they are in the format it says (a native webhook); otherwise it renders them.
       let rendered = input.body
       if (spec.sendsStored !== channel.format) {
-        const out = renderStored(channel.kind, channel.format, input.body, context)
+        const out = renderStored(channel.kind, channel.format, input.body, {
+          ...context,
+          channel: channel.mailedFor ?? undefined,
+        })
         if (out === undefined) return failure("the stored message cannot be read")
         rendered = out
+      }
+      if (spec.transport === "smtp") {
+        if (Option.isNone(config.email)) return failure("email is not set up on this server (SMTP_URL and SMTP_FROM)")
+        const recipients = channel.recipients ?? []
+        if (recipients.length === 0) return failure("no confirmed recipient: nobody has confirmed their address yet")
+        const content = decodeEmail(rendered)
+        if (content._tag === "Left") return failure("the rendered email cannot be read")
+        const email = config.email.value
+        return sendMail(
+          { server: Redacted.value(email.server), from: email.from, ca: email.ca, timeoutMs },
+          { to: recipients, ...content.right },
+        )
       }
       if (spec.transport === "syslog-tls") {
         return sendSyslog({
