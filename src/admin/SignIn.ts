@@ -2,12 +2,16 @@ import { randomBytes } from "node:crypto"
 import { SqlClient } from "@effect/sql"
 import { Effect, Option } from "effect"
 import { constantTimeEqual, hmacSha256, sha256 } from "../domain/crypto.ts"
-import type { OrgId, UserId } from "../domain/ids.ts"
+import { isId, newId, type OrgId, type UserId } from "../domain/ids.ts"
+import { firstCodePoints } from "../domain/sanitize.ts"
+import { dbErrors } from "../platform/db/errors.ts"
 import { Keys } from "../platform/keys.ts"
 import { addressBucketKey } from "../platform/ratelimit/core.ts"
 import { AuditRepo } from "../repos/AuditRepo.ts"
 import { ConsoleUsersRepo, type FailureCounts, type SessionRow, type UserRow } from "../repos/ConsoleUsersRepo.ts"
+import { SignInProvidersRepo } from "../repos/SignInProvidersRepo.ts"
 import { invalid, LinkExpired } from "./errors.ts"
+import { TwoFactor } from "./TwoFactor.ts"
 
 /** Password, link, session and sign-in throttle limits, in one place. */
 export const PASSWORD_MIN = 12
@@ -37,8 +41,21 @@ export const DEVICE_COOKIE_DAYS = 365
 /** A known-device cookie issued this far in the future (another replica's clock) still counts. */
 const DEVICE_CLOCK_SKEW_SECONDS = 300
 const KNOWN_ADDRESSES_READ = 200
+/** A session's user agent is kept to this many characters (client text, shown on the user's list of sessions). */
+export const USER_AGENT_MAX = 512
 /** last_seen_at is written at most this often per session (a page load is not a write each time). */
 const TOUCH_EVERY_MS = 60_000
+/** How long the step between a right password and the two-factor code lasts. */
+export const PENDING_SIGNIN_MS = 5 * 60_000
+
+/** A browser's User-Agent as a session keeps it: control characters replaced, at most USER_AGENT_MAX, none if empty. */
+export const sessionUserAgent = (header: string | undefined): string | null => {
+  if (header === undefined) return null
+  const kept = firstCodePoints(header.slice(0, USER_AGENT_MAX * 2), USER_AGENT_MAX)
+    .replace(/\p{Cc}/gu, "\uFFFD")
+    .trim()
+  return kept === "" ? null : kept
+}
 
 export const newToken = () => randomBytes(32).toString("base64url")
 export const hashToken = (token: string) => sha256(token)
@@ -69,9 +86,17 @@ export type SignInResult =
       readonly orgId: OrgId
       /** The known-device cookie's value to set (DEVICE_COOKIE). */
       readonly device: string
+      /** The organization requires two-factor codes and the user has none: the session opens only enrolment. */
+      readonly enrolOnly: boolean
     }
   | { readonly _tag: "Refused" }
   | { readonly _tag: "Throttled"; readonly retryAfterSeconds: number }
+  /** The password was right and the user has two-factor codes: the pending sign-in's token (PENDING_COOKIE). */
+  | { readonly _tag: "CodeNeeded"; readonly pending: string }
+  /** The pending sign-in is unknown, spent or older than PENDING_SIGNIN_MS: the password again. */
+  | { readonly _tag: "PendingExpired" }
+  /** The password was right, but the user's organization signs in through its provider only. */
+  | { readonly _tag: "PasswordOff" }
 
 export type LinkState = "valid" | "expired" | "unknown"
 
@@ -100,8 +125,10 @@ const deviceMessage = (userId: string, generation: number, deviceId: string, iss
 export class SignIn extends Effect.Service<SignIn>()("SignIn", {
   effect: Effect.gen(function* () {
     const users = yield* ConsoleUsersRepo
+    const providers = yield* SignInProvidersRepo
     const audit = yield* AuditRepo
     const sql = yield* SqlClient.SqlClient
+    const twoFactor = yield* TwoFactor
     // The current key signs; a key from before a SECRET_KEY rotation is still accepted.
     const deviceKeys = (yield* Keys).deriveWithPrevious("console-device-v1")
 
@@ -196,17 +223,28 @@ export class SignIn extends Effect.Service<SignIn>()("SignIn", {
       )
     })
 
-    const startSession = Effect.fn("SignIn.startSession")(function* (userId: UserId, ip: string) {
+    const startSession = Effect.fn("SignIn.startSession")(function* (
+      userId: UserId,
+      ip: string,
+      userAgent: string | null,
+      enrolOnly = false,
+    ) {
       const token = newToken()
       const at = new Date()
+      const tokenHash = hashToken(token)
       yield* users.insertSession({
-        tokenHash: hashToken(token),
+        id: newId("consoleSession", at.getTime()),
+        userAgent,
+        tokenHash,
         userId,
         csrfToken: newToken(),
         createdAt: at,
         expiresAt: new Date(at.getTime() + SESSION_ABSOLUTE_MS),
         ip,
       })
+      if (enrolOnly) {
+        yield* sql`update console_sessions set enrol_only = true where token_hash = ${tokenHash}`.pipe(dbErrors)
+      }
       return token
     })
 
@@ -235,8 +273,8 @@ export class SignIn extends Effect.Service<SignIn>()("SignIn", {
     })
 
     /**
-     * Throttled first, then the same answer and the same work for an unknown email and a wrong password. A
-     * fresh session on every sign-in, and the browser's previous session (its cookie, when it sent one) ends.
+     * The throttle of one attempt, a password or a two-factor code (both count alike, as failed sign-ins of the
+     * user's email): Throttled, or the attempt admitted to be verified.
      *
      * Throttling (429 with Retry-After), per 15-minute window:
      * - A known device of the user (its DEVICE_COOKIE, made for this email's user at the user's current device
@@ -257,23 +295,17 @@ export class SignIn extends Effect.Service<SignIn>()("SignIn", {
      * is right. So at most 5 (or 20) attempts are ever verified per window and address or device, however many arrive
      * at once, and at most NEW_ADDRESS_TRIES more from each address new to the email.
      */
-    const signIn = Effect.fn("SignIn.signIn")(function* (
-      emailInput: string,
-      password: string,
+    const admit = Effect.fn("SignIn.admit")(function* (
+      email: string,
       ip: string,
-      previousToken?: string,
-      device?: string,
+      candidate: UserRow | undefined,
+      device: string | undefined,
+      now: Date,
     ) {
-      // Control characters never reach the database (PostgreSQL refuses NUL): the attempt is still counted.
-      const email = normalizeEmail(emailInput)
-        .replace(/\p{Cc}/gu, "\uFFFD")
-        .slice(0, 320)
-      const now = new Date()
       const since = new Date(now.getTime() - THROTTLE_WINDOW_MS)
       const attemptId = newToken()
       // Per IP as the API's rate limiter counts: an IPv6 client per /64, which it can rotate through at will.
       const ipBucket = addressBucketKey(ip)
-      const candidate = Option.getOrUndefined(yield* users.findByEmail(email))
       const deviceId = deviceOf(device, candidate, now)
       yield* users.recordAttempt(attemptId, email, ipBucket, deviceId ?? null, now, since)
       const failures = yield* users.failuresSince(email, ipBucket, deviceId ?? null, since)
@@ -297,56 +329,215 @@ export class SignIn extends Effect.Service<SignIn>()("SignIn", {
         return {
           _tag: "Throttled",
           retryAfterSeconds: Math.max(1, Math.ceil(Math.max(...waits) / 1000)),
-        } as SignInResult
+        } as const
       }
-      const matches = yield* Effect.promise(async () =>
-        Bun.password
-          .verify(password.slice(0, PASSWORD_MAX * 4), candidate?.passwordHash ?? (await DUMMY_HASH()))
-          .catch(() => false),
-      )
-      if (!candidate || candidate.passwordHash === null || candidate.disabledAt !== null || !matches) {
+      return { _tag: "Admitted", attemptId, ipBucket, deviceId, since } as const
+    })
+
+    /** A wrong password or code: audited for the user (when there is one) and logged. */
+    const refused = (candidate: UserRow | undefined, ip: string, detail: string | null) =>
+      Effect.gen(function* () {
         yield* audit.record({
           orgId: candidate?.orgId ?? null,
           actor: candidate?.id ?? "unknown",
           action: "signin.failed",
           target: candidate?.id ?? null,
           ip,
-          detail: null,
+          detail,
         })
         yield* Effect.logWarning("console sign-in failed").pipe(
           Effect.annotateLogs({ userId: candidate?.id ?? null, ip }),
         )
         return { _tag: "Refused" } as SignInResult
-      }
-      const token = yield* sql.withTransaction(
-        Effect.gen(function* () {
-          yield* users.pruneSessions(now, new Date(now.getTime() - SESSION_IDLE_MS))
-          // The session this browser held before (whoever's it was) ends: one browser, one session.
-          if (previousToken !== undefined && previousToken.length <= 100) {
-            yield* users.deleteSession(hashToken(previousToken))
-          }
-          const token = yield* startSession(candidate.id, ip)
-          yield* users.clearFailures(email, ipBucket, deviceId ?? null, since)
-          yield* audit.record({
-            orgId: candidate.orgId,
-            actor: candidate.id,
-            action: "signin",
-            target: candidate.id,
-            ip,
-            detail: null,
-          })
-          return token
-        }),
+      })
+
+    /**
+     * A session for a user who passed every check, in one transaction with what the sign-in also writes (`also`):
+     * expired sessions pruned, the browser's previous session ended (whoever's it was: one browser, one session), the
+     * `signin` audit row. The known-device cookie to set comes with it.
+     */
+    const openSession = <E>(
+      user: UserRow,
+      request: {
+        readonly ip: string
+        readonly previousToken: string | undefined
+        readonly userAgent: string | undefined
+      },
+      how: {
+        readonly enrolOnly: boolean
+        readonly deviceId: string | undefined
+        /** The audit row's detail (how the user signed in, when not with a password). */
+        readonly detail: string | null
+        readonly also: Effect.Effect<void, E>
+        readonly logged: Readonly<Record<string, string>>
+      },
+    ) =>
+      Effect.gen(function* () {
+        const now = new Date()
+        const token = yield* sql.withTransaction(
+          Effect.gen(function* () {
+            yield* users.pruneSessions(now, new Date(now.getTime() - SESSION_IDLE_MS))
+            if (request.previousToken !== undefined && request.previousToken.length <= 100) {
+              yield* users.deleteSession(hashToken(request.previousToken))
+            }
+            const token = yield* startSession(user.id, request.ip, sessionUserAgent(request.userAgent), how.enrolOnly)
+            yield* how.also
+            yield* audit.record({
+              orgId: user.orgId,
+              actor: user.id,
+              action: "signin",
+              target: user.id,
+              ip: request.ip,
+              detail: how.detail,
+            })
+            return token
+          }),
+        )
+        yield* Effect.logInfo("console sign-in").pipe(
+          Effect.annotateLogs({ userId: user.id, ip: request.ip, ...how.logged }),
+        )
+        return {
+          _tag: "SignedIn",
+          token,
+          userId: user.id,
+          orgId: user.orgId,
+          device: deviceCookie(user, new Date(), how.deviceId),
+          enrolOnly: how.enrolOnly,
+        } as Extract<SignInResult, { _tag: "SignedIn" }>
+      })
+
+    /** The session of a sign-in that passed every check; the window's failures of this email and address go. */
+    const completeSignIn = (
+      candidate: UserRow,
+      email: string,
+      admitted: { readonly ipBucket: string; readonly deviceId: string | undefined; readonly since: Date },
+      ip: string,
+      enrolOnly: boolean,
+      previousToken: string | undefined,
+      userAgent: string | undefined,
+    ) =>
+      openSession(
+        candidate,
+        { ip, previousToken, userAgent },
+        {
+          enrolOnly,
+          deviceId: admitted.deviceId,
+          detail: null,
+          also: users.clearFailures(email, admitted.ipBucket, admitted.deviceId ?? null, admitted.since),
+          logged: {},
+        },
       )
-      yield* Effect.logInfo("console sign-in").pipe(Effect.annotateLogs({ userId: candidate.id, ip }))
-      return {
-        _tag: "SignedIn",
-        token,
-        userId: candidate.id,
-        orgId: candidate.orgId,
-        device: deviceCookie(candidate, new Date(), deviceId),
-      } as SignInResult
+
+    /**
+     * Throttled first (admit), then the same answer and the same work for an unknown email and a wrong password. A
+     * fresh session on every sign-in, and the browser's previous session (its cookie, when it sent one) ends. A
+     * user with two-factor codes gets a pending sign-in (5 minutes, this browser's cookie) instead of a session: the
+     * code step (signInWithCode) is throttled and counted like a password. A user whose organization requires codes
+     * and who has none gets a session that opens only enrolment.
+     */
+    const signIn = Effect.fn("SignIn.signIn")(function* (
+      emailInput: string,
+      password: string,
+      ip: string,
+      previousToken?: string,
+      device?: string,
+      userAgent?: string,
+    ) {
+      // Control characters never reach the database (PostgreSQL refuses NUL): the attempt is still counted.
+      const email = normalizeEmail(emailInput)
+        .replace(/\p{Cc}/gu, "\uFFFD")
+        .slice(0, 320)
+      const now = new Date()
+      const candidate = Option.getOrUndefined(yield* users.findByEmail(email))
+      const admitted = yield* admit(email, ip, candidate, device, now)
+      if (admitted._tag === "Throttled") return admitted as SignInResult
+      const matches = yield* Effect.promise(async () =>
+        Bun.password
+          .verify(password.slice(0, PASSWORD_MAX * 4), candidate?.passwordHash ?? (await DUMMY_HASH()))
+          .catch(() => false),
+      )
+      if (!candidate || candidate.passwordHash === null || candidate.disabledAt !== null || !matches) {
+        return yield* refused(candidate, ip, null)
+      }
+      // Said only to someone who knew the password: the organization has turned passwords off for its provider.
+      const provider = yield* providers.forOrg(candidate.orgId)
+      if (Option.isSome(provider) && !provider.value.passwordAllowed) {
+        yield* refused(candidate, ip, "password sign-in is off (the organization signs in through its provider)")
+        return { _tag: "PasswordOff" } as SignInResult
+      }
+      const state = yield* twoFactor.stateOf(candidate.id, candidate.orgId)
+      if (state.enrolled) {
+        // The password alone is not a sign-in: its attempt is no failure, and the window's failures stay until the
+        // code is right too.
+        yield* users.forgetAttempt(admitted.attemptId)
+        const pending = newToken()
+        yield* sql`delete from console_pending_signins where expires_at < ${now}`.pipe(dbErrors)
+        yield* sql`insert into console_pending_signins (token_hash, user_id, device_id, created_at, expires_at)
+            values (${hashToken(pending)}, ${candidate.id}, ${admitted.deviceId ?? ""}, ${now},
+              ${new Date(now.getTime() + PENDING_SIGNIN_MS)})`.pipe(dbErrors)
+        return { _tag: "CodeNeeded", pending } as SignInResult
+      }
+      return yield* completeSignIn(candidate, email, admitted, ip, state.required, previousToken, userAgent)
     })
+
+    /**
+     * The second step: the pending sign-in of this browser (made by signIn for this user and this browser's known
+     * device, if any, within PENDING_SIGNIN_MS) and a two-factor or recovery code. Throttled and counted exactly as a
+     * password (a wrong code is a failed sign-in of the user's email); the pending sign-in is spent by the session.
+     */
+    const signInWithCode = Effect.fn("SignIn.signInWithCode")(function* (
+      pending: string,
+      code: string,
+      ip: string,
+      previousToken?: string,
+      device?: string,
+      userAgent?: string,
+    ) {
+      const expired = { _tag: "PendingExpired" } as SignInResult
+      if (pending.length > 100) return expired
+      const now = new Date()
+      const rows = yield* sql<{ userId: UserId; deviceId: string }>`
+        select user_id, device_id from console_pending_signins
+        where token_hash = ${hashToken(pending)} and expires_at > ${now}`.pipe(dbErrors)
+      const row = rows[0]
+      if (row === undefined) return expired
+      const candidate = Option.getOrUndefined(yield* users.findById(row.userId))
+      if (candidate === undefined || candidate.disabledAt !== null || candidate.passwordHash === null) return expired
+      // Bound to the browser's known device as the password step saw it: another browser's cookie is no match.
+      if ((deviceOf(device, candidate, now) ?? "") !== row.deviceId) return expired
+      const admitted = yield* admit(candidate.email, ip, candidate, device, now)
+      if (admitted._tag === "Throttled") return admitted as SignInResult
+      const taken = yield* twoFactor.checkCode({ userId: candidate.id, orgId: candidate.orgId, ip }, code.slice(0, 64))
+      if (!taken) return yield* refused(candidate, ip, "wrong two-factor code")
+      const spent = yield* sql`delete from console_pending_signins where token_hash = ${hashToken(pending)}
+          returning user_id`.pipe(dbErrors)
+      if (spent.length !== 1) return expired
+      return yield* completeSignIn(candidate, candidate.email, admitted, ip, false, previousToken, userAgent)
+    })
+
+    /**
+     * A session for a user the organization's provider vouched for (ProviderSignIn checked the answer): no password
+     * and no code of ours (the provider's own sign-in policy, its second factor included, governs it). The browser's
+     * previous session ends, as with a password.
+     */
+    const providerSession = (
+      user: UserRow,
+      issuer: string,
+      ip: string,
+      previousToken: string | undefined,
+      userAgent: string | undefined,
+    ) =>
+      openSession(
+        user,
+        { ip, previousToken, userAgent },
+        {
+          enrolOnly: false,
+          deviceId: undefined,
+          detail: `through ${issuer.slice(0, 200)}`,
+          also: Effect.void,
+          logged: { through: "provider" },
+        },
+      )
 
     /**
      * The live session of a cookie value (idle 12 h, absolute 7 d, user enabled). A page load touches last_seen_at;
@@ -389,10 +580,69 @@ export class SignIn extends Effect.Service<SignIn>()("SignIn", {
       )
     })
 
+    /** The user's live sessions, the most recently used first (the list a user sees of their own). */
+    const sessionsOf = Effect.fn("SignIn.sessionsOf")(function* (userId: UserId) {
+      const now = new Date()
+      return yield* users.listSessionsOf(userId, now, new Date(now.getTime() - SESSION_IDLE_MS))
+    })
+
+    /**
+     * A user ends one of their own sessions (by its public id): false when they have none of that id, whether it is
+     * another user's, ended already or no id at all (nothing ends, nothing is audited). Audited `session.end`.
+     */
+    const endSession = Effect.fn("SignIn.endSession")(function* (
+      by: { readonly userId: UserId; readonly orgId: OrgId; readonly ip: string | null },
+      sessionId: string,
+    ) {
+      if (!isId("consoleSession", sessionId)) return false
+      return yield* sql.withTransaction(
+        Effect.gen(function* () {
+          if (!(yield* users.deleteSessionOfUser(by.userId, sessionId))) return false
+          yield* audit.record({
+            orgId: by.orgId,
+            actor: by.userId,
+            action: "session.end",
+            target: sessionId,
+            ip: by.ip,
+            detail: null,
+          })
+          return true
+        }),
+      )
+    })
+
+    /** Every session of the user but the one this request came with ends; how many. Audited `session.end_others`. */
+    const endOtherSessions = Effect.fn("SignIn.endOtherSessions")(function* (session: {
+      readonly token: string
+      readonly userId: UserId
+      readonly orgId: OrgId
+      readonly ip: string | null
+    }) {
+      return yield* sql.withTransaction(
+        Effect.gen(function* () {
+          const ended = yield* users.deleteOtherSessionsOf(session.userId, hashToken(session.token))
+          yield* audit.record({
+            orgId: session.orgId,
+            actor: session.userId,
+            action: "session.end_others",
+            target: session.userId,
+            ip: session.ip,
+            detail: `${ended} session(s) ended`,
+          })
+          return ended
+        }),
+      )
+    })
+
     return {
+      sessionsOf,
+      endSession,
+      endOtherSessions,
       linkState,
       setPassword,
       signIn,
+      signInWithCode,
+      providerSession,
       session,
       signOut,
     } as const

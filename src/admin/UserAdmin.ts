@@ -130,6 +130,18 @@ export class UserAdmin extends Effect.Service<UserAdmin>()("UserAdmin", {
     }, sql.withTransaction)
 
     /**
+     * Every session of the user ends now (a lost laptop, a shared browser); the password and the known-device cookies
+     * stay. Audited `user.end_sessions` with the number ended.
+     */
+    const endSessions = Effect.fn("UserAdmin.endSessions")(function* (userId: string) {
+      yield* requireAdmin
+      const user = yield* find(userId)
+      const ended = yield* users.deleteSessionsOf(user.id)
+      yield* audited(user.orgId, "user.end_sessions", user.id, `${user.email} (${ended} session(s) ended)`)
+      return { id: user.id, email: user.email, ended }
+    }, sql.withTransaction)
+
+    /**
      * `admin user unlock <email>`: every failed sign-in of the window for this email is forgotten, so every address
      * is verified again at once (after an attack, for a user with no known device). Audited.
      */
@@ -146,6 +158,6 @@ export class UserAdmin extends Effect.Service<UserAdmin>()("UserAdmin", {
       return { id: user.id, email, cleared }
     }, sql.withTransaction)
 
-    return { find, create, list, disable, reset, unlock } as const
+    return { find, create, list, disable, reset, endSessions, unlock } as const
   }),
 }) {}

@@ -43,9 +43,16 @@ export const requireScope = (orgId: OrgId, field: Thing, id: string, reason: "un
     actsOn(actor, orgId) ? Effect.succeed(actor) : Effect.fail(notFound(field, id, reason)),
   )
 
-/** A change to settings: the operator, or an organization's administrator (an analyst reads only). */
+/** A change to settings: the operator, or an organization's administrator (an analyst or a viewer reads only). */
 export const requireAdmin = Effect.flatMap(AdminActor, (actor) =>
   actor._tag === "Operator" || actor.role === "admin"
     ? Effect.succeed(actor)
     : Effect.fail(new Forbidden({ reason: "adminOnly" })),
+)
+
+/** A change an analyst makes (closing, notes, triage): the operator, an administrator or an analyst; not a viewer. */
+export const requireWriter = Effect.flatMap(AdminActor, (actor) =>
+  actor._tag === "Operator" || actor.role === "admin" || actor.role === "analyst"
+    ? Effect.succeed(actor)
+    : Effect.fail(new Forbidden({ reason: "readOnly" })),
 )

@@ -1,4 +1,4 @@
-import { HttpServerRequest, type HttpServerResponse } from "@effect/platform"
+import { HttpRouter, HttpServerRequest, type HttpServerResponse } from "@effect/platform"
 import { Effect, Option } from "effect"
 import { AdminActor, type AdminActorValue, orgUser } from "../admin/actor.ts"
 import { DEVICE_COOKIE_DAYS, SignIn } from "../admin/SignIn.ts"
@@ -8,7 +8,9 @@ import { clientIp } from "../platform/http/clientIp.ts"
 import type { SessionRow } from "../repos/ConsoleUsersRepo.ts"
 import type { Viewer } from "./components.tsx"
 import { seeOther } from "./http.ts"
+import { NO_SETTINGS_TEXT, READ_ONLY_TEXT } from "./refusals.ts"
 import { forbidden } from "./responses.tsx"
+import { mayUse, type Who, whoMayUse } from "./routeRoles.ts"
 
 /** The session cookie; `__Host-` binds it to this host, Secure, Path=/ and no Domain. */
 export const SESSION_COOKIE = "__Host-session"
@@ -33,6 +35,43 @@ export interface SignedIn extends SessionRow {
 export const request = HttpServerRequest.HttpServerRequest
 export const query = Effect.map(request, (req) => new URL(req.url, "http://console").searchParams)
 
+/** Who may use the route being answered, from the role table (routeRoles.ts); undefined for a route not in it. */
+export const routeWho = Effect.map(HttpRouter.RouteContext, (context): Who | undefined =>
+  whoMayUse(context.route.method, context.route.path),
+)
+
+/** Where a session that must enrol in two-factor codes first is sent, and what it may reach: enrolment, sign-out. */
+export const ENROL_PATH = "/account/two-factor"
+const OPEN_WHILE_ENROLLING = new Set(["GET /account/two-factor", "POST /account/two-factor/confirm", "POST /sign-out"])
+
+/** Whether this session may use the route being answered: every route, unless it must enrol first. */
+export const enrolmentAllows = (session: SignedIn) =>
+  Effect.map(
+    HttpRouter.RouteContext,
+    (context) => !session.enrolOnly || OPEN_WHILE_ENROLLING.has(`${context.route.method} ${context.route.path}`),
+  )
+
+/**
+ * Why the signed-in user may not use this route (the 403 page's text), or undefined when they may. A route missing
+ * from the table is refused to everyone (app.ts logs each at start-up).
+ */
+export const roleRefusal = (
+  session: SignedIn,
+  change: boolean,
+): Effect.Effect<string | undefined, never, HttpRouter.RouteContext> =>
+  Effect.gen(function* () {
+    const who = yield* routeWho
+    if (who === undefined) {
+      yield* Effect.logError("console route missing from the role table")
+      return "This page is not open to anyone."
+    }
+    if (mayUse(session.role, who)) return undefined
+    if (who === "admin")
+      return change ? "Only an administrator can change settings." : "Only an administrator can do this."
+    const context = yield* HttpRouter.RouteContext
+    return !change && context.route.path.startsWith("/settings") ? NO_SETTINGS_TEXT : READ_ONLY_TEXT
+  })
+
 /**
  * Sessions: the client's address, the session of the request's cookie, and `page`, the guard of every page
  * for a signed-in user. The admin services run with the session's user as their AdminActor.
@@ -44,8 +83,11 @@ export const makeSessions = Effect.gen(function* () {
   const ipOf = (req: HttpServerRequest.HttpServerRequest) =>
     clientIp(Option.getOrUndefined(req.remoteAddress), req.headers["x-forwarded-for"], config.trustProxy)
 
-  /** The signed-in session; `touch: false` for background reads that must not keep a session alive. */
-  const sessionOf = (options: { readonly touch: boolean }) =>
+  /**
+   * The signed-in session, one that must enrol in two-factor codes first included (the guards below send it to
+   * enrolment).
+   */
+  const anySessionOf = (options: { readonly touch: boolean }) =>
     Effect.gen(function* () {
       const req = yield* request
       const token = req.cookies[SESSION_COOKIE]
@@ -61,7 +103,16 @@ export const makeSessions = Effect.gen(function* () {
         }),
       )
     })
-  const currentSession = sessionOf({ touch: true })
+  const currentSession = anySessionOf({ touch: true })
+  /**
+   * The signed-in session for a read outside the guards (a tab's background poll); `touch: false` for those that
+   * must not keep a session alive. A session that must enrol first is none.
+   */
+  const sessionOf = (options: { readonly touch: boolean }) =>
+    Effect.map(
+      anySessionOf(options),
+      Option.filter((s) => !s.enrolOnly),
+    )
 
   /** To sign-in and back here after it; a cookie that no longer opens a session says so on the sign-in page. */
   const toSignIn = Effect.map(request, (req) => {
@@ -70,17 +121,17 @@ export const makeSessions = Effect.gen(function* () {
     return seeOther(`/sign-in?next=${encodeURIComponent(url.pathname + url.search)}${expired}`)
   })
 
-  /** A page for a signed-in user; otherwise to sign-in, and straight back here after it. */
-  const page = <E, R>(
-    render: (s: SignedIn) => Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>,
-    adminOnly = false,
-  ) =>
+  /**
+   * A page for a signed-in user whose role the role table allows (routeRoles.ts); another role gets the 403 page
+   * saying why. No session: to sign-in, and straight back here after it.
+   */
+  const page = <E, R>(render: (s: SignedIn) => Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>
     Effect.gen(function* () {
       const session = yield* currentSession
       if (Option.isNone(session)) return yield* toSignIn
-      if (adminOnly && session.value.role !== "admin") {
-        return forbidden("Only an administrator can do this.", session.value.viewer)
-      }
+      if (!(yield* enrolmentAllows(session.value))) return seeOther(ENROL_PATH)
+      const refusal = yield* roleRefusal(session.value, false)
+      if (refusal !== undefined) return forbidden(refusal, session.value.viewer)
       return yield* Effect.provideService(render(session.value), AdminActor, session.value.actor)
     })
 

@@ -14,5 +14,9 @@ export const constantTimeEqual = (a: Uint8Array, b: Uint8Array): boolean => {
   return timingSafeEqual(a, b)
 }
 
+/** Constant-time equality of two texts, as their UTF-8 bytes (tokens a browser sends back). */
+export const constantTimeEqualText = (a: string, b: string): boolean =>
+  constantTimeEqual(Buffer.from(a), Buffer.from(b))
+
 /** A purpose-bound key derived from the master key, so one master key never serves two purposes directly. */
 export const deriveKey = (master: Uint8Array, purpose: string): Buffer => hmacSha256(master, `derive:${purpose}`)

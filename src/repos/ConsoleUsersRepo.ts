@@ -3,8 +3,9 @@ import { Effect, Option } from "effect"
 import type { OrgId, UserId } from "../domain/ids.ts"
 import { dbErrors } from "../platform/db/errors.ts"
 
-export type Role = "admin" | "analyst"
-export const ROLES: ReadonlyArray<Role> = ["admin", "analyst"]
+/** An administrator changes settings; an analyst reads and triages incidents; a viewer reads only, and no settings. */
+export type Role = "admin" | "analyst" | "viewer"
+export const ROLES: ReadonlyArray<Role> = ["admin", "analyst", "viewer"]
 
 export interface UserRow {
   // Branded as read: the table's keys guarantee the kinds.
@@ -21,6 +22,8 @@ export interface UserRow {
 
 /** A live session with its user, as the console reads it on every request. */
 export interface SessionRow {
+  /** The session's public id (`ses_…`): what the console shows and posts to end it, never the token. */
+  readonly sessionId: string
   readonly userId: UserId
   readonly orgId: OrgId
   readonly email: string
@@ -29,6 +32,18 @@ export interface SessionRow {
   readonly createdAt: Date
   readonly lastSeenAt: Date
   readonly expiresAt: Date
+  /** The organization requires two-factor codes and the user had none at sign-in: only enrolment opens. */
+  readonly enrolOnly: boolean
+}
+
+/** A live session as its user's list shows it. */
+export interface SessionListRow {
+  readonly id: string
+  readonly createdAt: Date
+  readonly lastSeenAt: Date
+  readonly expiresAt: Date
+  readonly ip: string
+  readonly userAgent: string | null
 }
 
 /** Failed sign-ins of the throttle window, by email, by address, by the two together, and by known device. */
@@ -79,6 +94,8 @@ export class ConsoleUsersRepo extends Effect.Service<ConsoleUsersRepo>()("Consol
         sql<UserRow>`select ${userColumns} from console_users where org_id = ${orgId} order by created_at, id`.pipe(
           dbErrors,
         ),
+      setRole: (id: UserId, role: Role) =>
+        sql`update console_users set role = ${role} where id = ${id}`.pipe(Effect.asVoid, dbErrors),
       setDisabled: (id: UserId, at: Date | null) =>
         sql`update console_users set disabled_at = ${at} where id = ${id}`.pipe(Effect.asVoid, dbErrors),
       setPasswordHash: (id: UserId, hash: string | null) =>
@@ -115,20 +132,24 @@ export class ConsoleUsersRepo extends Effect.Service<ConsoleUsersRepo>()("Consol
         ),
 
       insertSession: (row: {
+        id: string
         tokenHash: Uint8Array
         userId: UserId
         csrfToken: string
         createdAt: Date
         expiresAt: Date
         ip: string
+        userAgent: string | null
       }) =>
-        sql`insert into console_sessions (token_hash, user_id, csrf_token, created_at, last_seen_at, expires_at, ip)
-            values (${row.tokenHash}, ${row.userId}, ${row.csrfToken}, ${row.createdAt}, ${row.createdAt},
-                    ${row.expiresAt}, ${row.ip})`.pipe(Effect.asVoid, dbErrors),
+        sql`insert into console_sessions
+              (id, token_hash, user_id, csrf_token, created_at, last_seen_at, expires_at, ip, user_agent)
+            values (${row.id}, ${row.tokenHash}, ${row.userId}, ${row.csrfToken}, ${row.createdAt}, ${row.createdAt},
+                    ${row.expiresAt}, ${row.ip}, ${row.userAgent})`.pipe(Effect.asVoid, dbErrors),
       /** The session if it is neither past its absolute end nor idle since `idleSince`, and its user is enabled. */
       findSession: (tokenHash: Uint8Array, now: Date, idleSince: Date) =>
         sql<SessionRow>`
-          select s.user_id, u.org_id, u.email, u.role, s.csrf_token, s.created_at, s.last_seen_at, s.expires_at
+          select s.id as session_id, s.user_id, u.org_id, u.email, u.role, s.csrf_token, s.created_at, s.last_seen_at,
+            s.expires_at, s.enrol_only
           from console_sessions s join console_users u on u.id = s.user_id
           where s.token_hash = ${tokenHash} and s.expires_at > ${now} and s.last_seen_at > ${idleSince}
             and u.disabled_at is null`.pipe(
@@ -148,8 +169,33 @@ export class ConsoleUsersRepo extends Effect.Service<ConsoleUsersRepo>()("Consol
           Effect.asVoid,
           dbErrors,
         ),
+      /** Every session of the user ends; how many there were. */
       deleteSessionsOf: (userId: UserId) =>
-        sql`delete from console_sessions where user_id = ${userId}`.pipe(Effect.asVoid, dbErrors),
+        sql<{ n: number }>`with gone as (delete from console_sessions where user_id = ${userId} returning 1)
+          select count(*)::int as n from gone`.pipe(
+          Effect.map((rows) => rows[0]?.n ?? 0),
+          dbErrors,
+        ),
+      /** The user's live sessions (as findSession judges them), the most recently used first. */
+      listSessionsOf: (userId: UserId, now: Date, idleSince: Date) =>
+        sql<SessionListRow>`
+          select id, created_at, last_seen_at, expires_at, ip, user_agent from console_sessions
+          where user_id = ${userId} and expires_at > ${now} and last_seen_at > ${idleSince}
+          order by last_seen_at desc, created_at desc, id`.pipe(dbErrors),
+      /** This session of this user ends; false when the user has no session of that id (another user's is none). */
+      deleteSessionOfUser: (userId: UserId, id: string) =>
+        sql`delete from console_sessions where user_id = ${userId} and id = ${id} returning id`.pipe(
+          Effect.map((rows) => rows.length === 1),
+          dbErrors,
+        ),
+      /** Every session of the user but the one of `keep` (a token hash) ends; how many did. */
+      deleteOtherSessionsOf: (userId: UserId, keep: Uint8Array) =>
+        sql<{ n: number }>`with gone as (
+            delete from console_sessions where user_id = ${userId} and token_hash <> ${keep} returning 1)
+          select count(*)::int as n from gone`.pipe(
+          Effect.map((rows) => rows[0]?.n ?? 0),
+          dbErrors,
+        ),
 
       insertFlash: (row: { id: string; sessionHash: Uint8Array; body: string; expiresAt: Date }) =>
         sql`insert into console_flashes (id, session_hash, body, expires_at)

@@ -46,6 +46,16 @@ const withTempDir = <A>(use: (dir: string) => A): A => {
 
 const EC_KEY = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
 
+/** A DNS stand-in that answers `addresses` and records which host names were looked up. */
+export const lookupTo = (...addresses: ReadonlyArray<string>) => {
+  const hosts: Array<string> = []
+  const lookup = async (host: string): Promise<ReadonlyArray<string>> => {
+    hosts.push(host)
+    return addresses
+  }
+  return { lookup, hosts }
+}
+
 /** A fresh self-signed CA (P-256), valid for two days. */
 export const makeTestCa = (commonName = "Throwaway Webhook Test CA"): TestCa =>
   withTempDir((dir) => {

@@ -1,5 +1,6 @@
 import { Command } from "@effect/cli"
 import { Effect } from "effect"
+import { SCOPES } from "../../domain/scopes.ts"
 import { ApiKeyAdmin } from "../ApiKeyAdmin.ts"
 import { argument, asAdmin, flag, json, optionalFlag, print, required, table } from "./shared.ts"
 
@@ -10,7 +11,11 @@ const create = Command.make(
   {
     org,
     name: flag("name", "<name>", "what the key is for, 1 to 200 printable characters"),
-    scopes: flag("scopes", "incidents:read,events:read", "what the key may read, comma-separated"),
+    scopes: flag(
+      "scopes",
+      "incidents:read,events:read",
+      `what the key may read, comma-separated, of: ${SCOPES.join(", ")} (intel:read: the firewall blocklist; audit:read: the audit trail)`,
+    ),
     expires: optionalFlag("expires", "<RFC 3339>", "when the key stops working (default: never)"),
     json,
   },

@@ -11,7 +11,11 @@ const create = Command.make(
   {
     org,
     email: flag("email", "<email>", "the user's address"),
-    role: flag("role", "admin|analyst", "an administrator changes settings; an analyst reads and triages"),
+    role: flag(
+      "role",
+      "admin|analyst|viewer",
+      "an administrator changes settings; an analyst reads and triages; a viewer reads only",
+    ),
     json,
   },
   ({ org, email, role, json }) =>
@@ -64,6 +68,15 @@ const reset = Command.make("reset", { userId, json }, ({ userId, json }) =>
   ),
 ).pipe(Command.withDescription("new set-password link; all their sessions end"))
 
+const endSessions = Command.make("end-sessions", { userId, json }, ({ userId, json }) =>
+  asAdmin(
+    Effect.gen(function* () {
+      const done = yield* (yield* UserAdmin).endSessions(yield* required(userId, "<user-id>"))
+      return yield* print(json, done, () => `${done.ended} session(s) of ${done.email} ended`)
+    }),
+  ),
+).pipe(Command.withDescription("end every console session of a user (they sign in again)"))
+
 const unlock = Command.make("unlock", { email: argument("email", "the address"), json }, ({ email, json }) =>
   asAdmin(
     Effect.gen(function* () {
@@ -79,5 +92,5 @@ const unlock = Command.make("unlock", { email: argument("email", "the address"),
 
 export const user = Command.make("user").pipe(
   Command.withDescription("console users"),
-  Command.withSubcommands([create, list, disable, reset, unlock]),
+  Command.withSubcommands([create, list, disable, reset, endSessions, unlock]),
 )
