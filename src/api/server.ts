@@ -1,15 +1,16 @@
 import { HttpApiBuilder, HttpMiddleware, HttpRouter } from "@effect/platform"
-import { BunHttpServer } from "@effect/platform-bun"
 import { Effect, Layer } from "effect"
 import { MAX_URL_LENGTH } from "../domain/problem.ts"
 import { AppConfig } from "../platform/config.ts"
-import { SERVER_MAX_BODY_BYTES } from "../platform/http/body.ts"
 import { draining } from "../platform/http/drain.ts"
 import { listening } from "../platform/http/listening.ts"
+import { nodeServerLayer } from "../platform/http/nodeServer.ts"
 import { RateLimiter } from "../platform/ratelimit/RateLimiter.ts"
 import { KeyAuth } from "../repos/KeyAuth.ts"
 import { ReposLive } from "../repos/layers.ts"
-import { EventsAuthLive, IncidentsAuthLive } from "./auth.ts"
+import { AuditHandlers } from "./audit.ts"
+import { AuditAuthLive, EventsAuthLive, IncidentsAuthLive, IntelAuthLive } from "./auth.ts"
+import { IntelHandlers } from "./blocklist.ts"
 import { ChangesRepo } from "./ChangesRepo.ts"
 import { IncidentApi } from "./contract/definition.ts"
 import { DocsLive } from "./docs.ts"
@@ -18,8 +19,8 @@ import { EventsHandlers, IncidentsHandlers } from "./handlers.ts"
 
 /** The read API as a Layer: the HttpApi, its handlers and their authentication. */
 export const ApiLive = HttpApiBuilder.api(IncidentApi).pipe(
-  Layer.provide([IncidentsHandlers, EventsHandlers]),
-  Layer.provide([IncidentsAuthLive, EventsAuthLive]),
+  Layer.provide([IncidentsHandlers, EventsHandlers, IntelHandlers, AuditHandlers]),
+  Layer.provide([IncidentsAuthLive, EventsAuthLive, IntelAuthLive, AuditAuthLive]),
 )
 
 /**
@@ -48,14 +49,10 @@ export const apiServer = <E, R>(routes: Layer.Layer<never, E, R>) =>
           // limit reaches the handler, which answers 404.
           Layer.provide(HttpRouter.setRouterConfig({ maxParamLength: MAX_URL_LENGTH })),
           Layer.provide(Layer.effectDiscard(listening("api"))),
-          // A body of any size gets our 405 problem (the API is read-only), never Bun's bare 413.
-          Layer.provide(
-            BunHttpServer.layer({
-              port: config.port,
-              hostname: config.host,
-              maxRequestBodySize: SERVER_MAX_BODY_BYTES,
-            }),
-          ),
+          // node:http, not Bun.serve: one socket write per response (platform/http/nodeServer.ts). It has no body
+          // limit of its own: a body of any size gets our 405 problem (the API is read-only), and POST /mcp reads at
+          // most its own bound.
+          Layer.provide(nodeServerLayer({ port: config.port, host: config.host })),
         )
       }),
     ),

@@ -1,5 +1,5 @@
 import type { HttpServerRequest } from "@effect/platform"
-import { Duration, Effect, Option } from "effect"
+import { Duration, Effect, Metric, Option } from "effect"
 import { AppConfig } from "../platform/config.ts"
 import { MAX_BODY_BYTES } from "../platform/http/body.ts"
 import { bodyEncodingOf } from "./pipeline.ts"
@@ -9,6 +9,15 @@ const MIN_WEIGHT = 16 * 1024
 
 /** How long a request waits for room before it is answered busy (503, Retry-After): a sensor resends it. */
 export const ADMISSION_WAIT = Duration.seconds(10)
+
+/** The room's state on /metrics: how full it is, and how many requests wait at its door. */
+const inflightGauge = Metric.gauge("ingest_inflight_bytes", {
+  description:
+    "Request bodies the ingest listener has let in and not finished, in bytes (INGEST_INFLIGHT_MIB bounds it)",
+})
+const waitingGauge = Metric.gauge("ingest_waiting_requests", {
+  description: "Requests waiting for room before their body is read (answered busy after 10 s)",
+})
 
 /**
  * What the ingest listener takes in at once, by body size (INGEST_INFLIGHT_MIB). A batch of 1,000 events is about
@@ -20,8 +29,11 @@ export const ADMISSION_WAIT = Duration.seconds(10)
  */
 export class IngestAdmission extends Effect.Service<IngestAdmission>()("IngestAdmission", {
   effect: Effect.gen(function* () {
-    const { ingestInflightBytes } = yield* AppConfig
-    const room = weightedRoom(Math.max(ingestInflightBytes, MAX_BODY_BYTES))
+    const { ingestInflightBytes: capacity } = yield* AppConfig
+    const room = weightedRoom(Math.max(capacity, MAX_BODY_BYTES), (inUse, waiting) => {
+      inflightGauge.unsafeUpdate(inUse, [])
+      waitingGauge.unsafeUpdate(waiting, [])
+    })
 
     const weightOf = (request: HttpServerRequest.HttpServerRequest): number => {
       const declared = Number(request.headers["content-length"])
@@ -56,16 +68,21 @@ export class IngestAdmission extends Effect.Service<IngestAdmission>()("IngestAd
   }),
 }) {}
 
-/** A first-come first-served room of `capacity` units: a large request is never passed over by smaller ones. */
-export const weightedRoom = (capacity: number) => {
+/**
+ * A first-come first-served room of `capacity` units: a large request is never passed over by smaller ones.
+ * `changed` hears every change of what is taken and of how many wait.
+ */
+export const weightedRoom = (capacity: number, changed: (inUse: number, waiting: number) => void = () => {}) => {
   let used = 0
   const queue: Array<{ weight: number; grant: () => void }> = []
+  changed(used, queue.length)
   const admitWaiting = () => {
     for (let head = queue[0]; head !== undefined && used + head.weight <= capacity; head = queue[0]) {
       queue.shift()
       used += head.weight
       head.grant()
     }
+    changed(used, queue.length)
   }
   return {
     /** True once `weight` units are taken; false when `waitMs` passed first (nothing taken). */
@@ -74,6 +91,7 @@ export const weightedRoom = (capacity: number) => {
         const units = Math.min(weight, capacity)
         if (queue.length === 0 && used + units <= capacity) {
           used += units
+          changed(used, queue.length)
           return resume(Effect.succeed(true))
         }
         const waiter = {
@@ -91,6 +109,7 @@ export const weightedRoom = (capacity: number) => {
           resume(Effect.succeed(false))
         }, waitMs)
         queue.push(waiter)
+        changed(used, queue.length)
       }),
     leave: (weight: number) => {
       used -= Math.min(weight, capacity)

@@ -4,12 +4,14 @@ import { authenticateRequest } from "../api/auth.ts"
 import type { Caller, EventListParams, IncidentListParams } from "../api/contract/definition.ts"
 import { makeReadQueries, type ReadQueries } from "../api/queries.ts"
 import { problemBody } from "../domain/problem.ts"
-import { SCOPES } from "../domain/scopes.ts"
 import { AppConfig } from "../platform/config.ts"
 import { problem, problemResponse } from "../platform/http/responses.ts"
 import { RateLimiter } from "../platform/ratelimit/RateLimiter.ts"
 import { KeyAuth } from "../repos/KeyAuth.ts"
 import type { Backend, ProblemBody, ToolArgs, ToolName } from "./tools.ts"
+
+/** The scopes whose tools the MCP door serves. */
+const MCP_SCOPES = ["incidents:read", "events:read"] as const
 
 /**
  * The MCP SDK (and zod beneath it) is loaded by the first POST /mcp, not at start-up: about 16 MiB of resident
@@ -127,7 +129,8 @@ export const McpRouteLive = HttpApiBuilder.Router.use((router) =>
         const [title, code, detail] = TRANSPORT_PROBLEMS[405] ?? ["", "", ""]
         return problem(405, title, code, detail, { allow: "POST" })
       }
-      const caller = yield* authenticateRequest(auth, limiter, request, SCOPES)
+      // The MCP tools read incidents and events: a key with neither scope (an intelligence reader's) is refused here.
+      const caller = yield* authenticateRequest(auth, limiter, request, MCP_SCOPES)
       const web = yield* HttpServerRequest.toWeb(request)
       const runtime = yield* Effect.runtime<never>()
       const backend = localBackend(queries, caller, runtime)

@@ -80,6 +80,18 @@ afterAll(() => shutdown(server, db))
 const countEvents = async (sourceIp: string) =>
   (await walk(server.url, `/v1/events?limit=100&sourceIp=${sourceIp}`, key)).ids.length
 
+/** Waits until a gauge of the ingest room on the operations listener's /metrics reads `value`. */
+const gaugeReads = async (name: "ingest_inflight_bytes" | "ingest_waiting_requests", value: number) => {
+  const deadline = Date.now() + 15_000
+  for (;;) {
+    const text = await (await fetch(`${server.opsUrl}/metrics`)).text()
+    const read = Number(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, "m").exec(text)?.[1])
+    if (read === value) return
+    if (Date.now() > deadline) throw new Error(`${name} never read ${value} (last ${read})`)
+    await Bun.sleep(50)
+  }
+}
+
 /** A chunked upload (so it counts as 1 MiB) that sends its events only when told, trickling whitespace meanwhile. */
 const slowUpload = (events: ReadonlyArray<unknown>) => {
   const url = new URL(server.ingestUrl)
@@ -112,10 +124,10 @@ const slowUpload = (events: ReadonlyArray<unknown>) => {
 describe("INGEST_INFLIGHT_MIB on the ingest listener", () => {
   test("a request with no room for 10 s is answered busy (problem 503 with Retry-After; HEC code 9); the one holding the room is stored", async () => {
     const held = slowUpload([nativeEvent({ sourceIp: "198.51.100.71" })])
-    // The chunked upload is let in (after its token's lookup) and holds the whole room.
-    await Bun.sleep(500)
+    // The chunked upload is let in (after its token's lookup) and holds the whole room: /metrics says when.
+    await gaugeReads("ingest_inflight_bytes", 1024 * 1024)
     const started = Date.now()
-    const [native, hec] = await Promise.all([
+    const answers = Promise.all([
       ingest(server.ingestUrl, "events", token, [nativeEvent({ sourceIp: "198.51.100.72" })]),
       fetch(`${server.ingestUrl}/services/collector/event`, {
         method: "POST",
@@ -123,6 +135,8 @@ describe("INGEST_INFLIGHT_MIB on the ingest listener", () => {
         body: JSON.stringify({ event: nativeEvent({ sourceIp: "198.51.100.73" }) }),
       }),
     ])
+    await gaugeReads("ingest_waiting_requests", 2)
+    const [native, hec] = await answers
     const waited = Date.now() - started
     expect(waited).toBeGreaterThanOrEqual(Duration.toMillis(ADMISSION_WAIT) - 100)
     expect(native.status).toBe(503)
@@ -141,6 +155,8 @@ describe("INGEST_INFLIGHT_MIB on the ingest listener", () => {
     const again = await ingest(server.ingestUrl, "events", token, [nativeEvent({ sourceIp: "198.51.100.72" })])
     expect(again.status).toBe(200)
     expect(await countEvents("198.51.100.72")).toBe(1)
+    await gaugeReads("ingest_inflight_bytes", 0)
+    await gaugeReads("ingest_waiting_requests", 0)
   }, 40_000)
 
   test("six batches near the 1 MiB limit posted at once take turns, and every event of each is stored", async () => {

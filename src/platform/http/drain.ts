@@ -40,7 +40,9 @@ class InFlight {
     if (this.settled()) return Effect.void
     return Effect.logInfo("waiting for requests in flight").pipe(
       Effect.annotateLogs({ requests: this.count }),
-      Effect.zipRight(Effect.repeat(Effect.sleep(Duration.millis(25)), { until: this.settled })),
+      // A finalizer runs uninterruptibly: the wait must be interruptible itself, or the time-out could never stop
+      // it and one request that never ends (a client gone mid-answer) would hold the process for ever.
+      Effect.zipRight(Effect.interruptible(Effect.repeat(Effect.sleep(Duration.millis(25)), { until: this.settled }))),
       Effect.timeoutOption(DRAIN_TIMEOUT),
       Effect.flatMap((done) =>
         done._tag === "Some"

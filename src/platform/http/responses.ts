@@ -53,7 +53,10 @@ export const secureWith =
       "cache-control": "no-store",
       "referrer-policy": "no-referrer",
     }
-    if (response.status === 401) headers["www-authenticate"] = WWW_AUTHENTICATE
+    // A route with its own challenge (the TAXII server's Basic realm) keeps it.
+    if (response.status === 401 && response.headers["www-authenticate"] === undefined) {
+      headers["www-authenticate"] = WWW_AUTHENTICATE
+    }
     // A 503 (database unreachable or busy) says when to try again.
     if (response.status === 503 && response.headers["retry-after"] === undefined) {
       headers["retry-after"] = String(UNAVAILABLE_RETRY_AFTER_SECONDS)
