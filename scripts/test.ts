@@ -17,10 +17,7 @@
 import { availableParallelism } from "node:os"
 import { endTestDatabases, prepareRunDatabase, removeAbandonedRuns } from "../test/support/runDatabase.ts"
 
-// With DATABASE_URL the workers would share one server, and a change feed waits for every older writing transaction
-// of its server: another worker's transactions held back this worker's feed tests. One worker there.
-const sharedServer = (process.env.DATABASE_URL ?? "") !== ""
-const workers = Number(process.env.TEST_WORKERS ?? String(sharedServer ? 1 : availableParallelism() + 1))
+const workers = Number(process.env.TEST_WORKERS ?? String(availableParallelism() + 1))
 if (!Number.isInteger(workers) || workers < 1) {
   console.error(`TEST_WORKERS must be a whole number of at least 1 (it is ${process.env.TEST_WORKERS})`)
   process.exit(2)

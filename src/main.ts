@@ -17,6 +17,7 @@ import { LoggingLive } from "./platform/logging.ts"
 import { exitOnPortInUse } from "./platform/portInUse.ts"
 import { RateLimiter } from "./platform/ratelimit/RateLimiter.ts"
 import { exitOnStartupFailure } from "./platform/startupFailure.ts"
+import { TaxiiRouteLive } from "./taxii/server.ts"
 
 /** Rate-limit counts: in memory, or shared through Redis when REDIS_URL is set. */
 const RateLimiterLive = Layer.unwrapEffect(Effect.map(AppConfig, (config) => RateLimiter.layerFrom(config.rateLimit)))
@@ -40,12 +41,15 @@ const ConfigLogLive = Layer.effectDiscard(
 )
 
 /**
- * The read API on PORT with the MCP door at POST /mcp (one key cache for both), on the API's own pool so a busy
+ * The read API on PORT with the MCP door at POST /mcp and the TAXII server under /taxii2/ (one key cache for all), on the API's own pool so a busy
  * ingest never takes an API client's connection. Fresh: layers are memoised by identity across the whole build, so
  * without it the API would reuse the repositories the ingest side built on the ingest pool.
  */
 const ReadApiLive = Layer.fresh(
-  apiServer(McpRouteLive).pipe(Layer.provide(RateLimiterLive), Layer.provide(serverPool("api"))),
+  apiServer(Layer.mergeAll(McpRouteLive, TaxiiRouteLive)).pipe(
+    Layer.provide(RateLimiterLive),
+    Layer.provide(serverPool("api")),
+  ),
 )
 
 /**

@@ -72,7 +72,7 @@ const BATCH_BYTES = 4 * 1024 * 1024
  * transaction's xid and new sequence numbers in the old order (the file holds each organization's changes in
  * position order), and sets the sequence after them.
  */
-const FEED_TABLES: ReadonlySet<string> = new Set(["events", "incident_changes"])
+const FEED_TABLES: ReadonlySet<string> = new Set(["events", "incident_changes", "audit_log"])
 const FEED_SEQUENCE = "feed_change_seq"
 const FEED_ORDER = ["org_id", "change_xid", "change_seq"]
 /**
@@ -82,6 +82,7 @@ const FEED_ORDER = ["org_id", "change_xid", "change_seq"]
 const RESTORED_AS: Readonly<Record<string, Readonly<Record<string, string>>>> = {
   events: { change_xid: "pg_current_xact_id()" },
   incident_changes: { change_xid: "pg_current_xact_id()" },
+  audit_log: { change_xid: "pg_current_xact_id()" },
   feed_purges: { purged_xid: "pg_current_xact_id()", purged_seq: "0" },
 }
 /** incidents' insert trigger logs a change per row; the restore drops those and loads the logged ones instead. */
@@ -461,7 +462,9 @@ export class Backup extends Effect.Service<Backup>()("Backup", {
               for (const [i, t] of tables.entries()) {
                 yield* write(JSON.stringify({ table: t.name, rows: counts[i] }))
                 yield* sql.unsafe(
-                  `declare backup_rows no scroll cursor for select row_to_json(t)::text as j from ${ident(t.name)} t` +
+                  // The listed columns only (a generated column is computed again by the restoring database).
+                  `declare backup_rows no scroll cursor for select row_to_json(r)::text as j from ${ident(t.name)} t ` +
+                    `cross join lateral (select ${t.columns.map((c) => `t.${ident(c)}`).join(", ")}) r` +
                     (t.order.length > 0 ? ` order by ${t.order.map((c) => `t.${ident(c)}`).join(", ")}` : ""),
                 )
                 let rows = 0

@@ -3,6 +3,7 @@ import { SqlClient } from "@effect/sql"
 import { Effect, Option } from "effect"
 import { isId } from "../domain/ids.ts"
 import { sealedKeyId } from "../domain/sealing.ts"
+import { TLP_LEVELS, type TlpLevel } from "../domain/stix.ts"
 import { Keys } from "../platform/keys.ts"
 import { ApiKeysRepo } from "../repos/ApiKeysRepo.ts"
 import { OrgsRepo } from "../repos/OrgsRepo.ts"
@@ -107,6 +108,26 @@ export class OrgAdmin extends Effect.Service<OrgAdmin>()("OrgAdmin", {
       return { id: orgId, retentionDays: value }
     }, sql.withTransaction)
 
+    /**
+     * The TLP 2.0 level of the organization's STIX objects (its TAXII collection): one of TLP_LEVELS, given in any
+     * case, with or without a "TLP:" prefix. Audited with the level before and after.
+     */
+    const setTlp = Effect.fn("OrgAdmin.setTlp")(function* (orgText: string, level: string | undefined) {
+      yield* requireAdmin
+      const text = (level ?? "").trim().toLowerCase().replace(/^tlp:/, "")
+      const tlp = TLP_LEVELS.find((l) => l === text)
+      if (tlp === undefined) {
+        return yield* invalid({
+          reason: "malformed",
+          detail: `The TLP level must be one of ${TLP_LEVELS.join(", ")}.`,
+        })
+      }
+      const org = yield* require(orgText)
+      yield* orgs.setTlp(org.id, tlp)
+      yield* audited(org.id, "organization.tlp", org.id, `${org.tlp} -> ${tlp}`)
+      return { id: org.id, tlp: tlp satisfies TlpLevel }
+    }, sql.withTransaction)
+
     /** After a SECRET_KEY rotation: every fingerprint key sealed under an older key is sealed under the current. */
     const resealFingerprintKeys = Effect.fn("OrgAdmin.resealFingerprintKeys")(function* () {
       yield* operatorOnly
@@ -124,6 +145,6 @@ export class OrgAdmin extends Effect.Service<OrgAdmin>()("OrgAdmin", {
       return { resealed, unreadable }
     })
 
-    return { require, create, list, setDeception, setRetention, resealFingerprintKeys } as const
+    return { require, create, list, setDeception, setRetention, setTlp, resealFingerprintKeys } as const
   }),
 }) {}

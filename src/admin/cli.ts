@@ -5,6 +5,7 @@ import { PRODUCT } from "../domain/product.ts"
 import { formatConfigError } from "../platform/config.ts"
 import { CliLoggingLive } from "../platform/logging.ts"
 import { databaseSettings, databaseUnreachableLine } from "../platform/startupFailure.ts"
+import { audit } from "./cli/audit.ts"
 import { backup, restore } from "./cli/backup.ts"
 import { bait } from "./cli/bait.ts"
 import { channel, webhook } from "./cli/channel.ts"
@@ -18,6 +19,7 @@ import { org } from "./cli/org.ts"
 import { secrets } from "./cli/secrets.ts"
 import { sensor } from "./cli/sensor.ts"
 import { UsageError } from "./cli/shared.ts"
+import { signIn } from "./cli/signIn.ts"
 import { user } from "./cli/user.ts"
 import { cliWords } from "./cli/words.ts"
 import { isAdminError } from "./errors.ts"
@@ -38,6 +40,8 @@ const COMMANDS = [
   channel,
   webhook,
   user,
+  signIn,
+  audit,
   backup,
   restore,
   secrets,

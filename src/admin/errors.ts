@@ -35,6 +35,7 @@ export type Field =
   | "password"
   | "reason"
   | "note"
+  | "assignee"
   | "sensor"
   | "source"
   | "olderThan"
@@ -44,6 +45,14 @@ export type Field =
   | "username"
   | "label"
   | "file"
+  | "recipients"
+  | "issuer"
+  | "clientId"
+  | "clientSecret"
+  | "domains"
+  | "roleClaim"
+  | "defaultRole"
+  | "passwordSignIn"
 
 /**
  * What is wrong with an input:
@@ -114,10 +123,13 @@ export class Conflict extends Data.TaggedError("Conflict")<{
   readonly takenBy: string
 }> {}
 
-/** The actor's role may not do this: `operatorOnly` (the CLI alone), `adminOnly` (not an analyst). */
+/**
+ * The actor's role may not do this: `operatorOnly` (the CLI alone), `adminOnly` (not an analyst or a viewer),
+ * `readOnly` (a viewer changes nothing).
+ */
 export class Forbidden extends Data.TaggedError("Forbidden")<{
   readonly field?: undefined
-  readonly reason: "operatorOnly" | "adminOnly"
+  readonly reason: "operatorOnly" | "adminOnly" | "readOnly"
 }> {}
 
 /** A set-password link that is unknown, used or expired (one answer for the three). */

@@ -1,9 +1,11 @@
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
+import type { AuditRowWithActor } from "../domain/audit.ts"
 import type { FeedPosition } from "../domain/feedToken.ts"
 import type { OrgId } from "../domain/ids.ts"
 import { readRows } from "../platform/db/directReads.ts"
 import { type DatabaseError, dbErrors } from "../platform/db/errors.ts"
+import { AUDIT_SELECT, auditRowOf } from "../repos/AuditRepo.ts"
 import { EVENT_SELECT, type EventRow } from "../repos/EventsRepo.ts"
 import { type IncidentRow, SOURCE_COLUMNS } from "../repos/IncidentsRepo.ts"
 import type { SqlText } from "../repos/statement.ts"
@@ -107,7 +109,9 @@ export const incidentChangesStatement = (q: ChangeQuery): SqlText =>
       c.severity, c.title, c.narrative, c.recommended_action as "recommendedAction", c.event_count as "eventCount",
       c.event_types as "eventTypes", c.high_confidence as "highConfidence", c.first_seen_at as "firstSeenAt",
       c.last_seen_at as "lastSeenAt", c.resolved_at as "resolvedAt", c.bait_credential as "baitCredential",
-      c.source_scope as "sourceScope", c.source_network as "sourceNetwork", c.other_sensors as "otherSensors", ${SOURCE_COLUMNS}
+      c.source_scope as "sourceScope", c.source_network as "sourceNetwork", c.other_sensors as "otherSensors", c.close_reason as "closeReason",
+      (select u.email from console_users u where u.id = c.assignee_user_id) as "assignee",
+      c.acknowledged_at as "acknowledgedAt", ${SOURCE_COLUMNS}
       from incident_changes c join sensors s on s.id = c.sensor_id
       left join address_enrichment a on a.address = c.source_ip`,
     "incident_changes",
@@ -115,6 +119,36 @@ export const incidentChangesStatement = (q: ChangeQuery): SqlText =>
     "changed_at",
     q,
   )
+
+/**
+ * The audit feed: one organization's audit rows in position order (audit_log_org_change_idx), with the same horizon
+ * and purge mark as the other feeds, read in the same statement. `from` is the time of the entry. An audit row has no
+ * sensor, so the page is cut from the table directly; each row looks its actor's email up by primary key.
+ */
+export const auditChangesStatement = (q: ChangeQuery): SqlText => {
+  const params: Array<unknown> = [q.orgId, q.after.xid, q.after.seq]
+  let where = `a.org_id = $1 and (a.change_xid, a.change_seq) > ($2::xid8, $3::bigint) and a.change_xid < h.horizon`
+  if (q.after.fromMs !== null) {
+    params.push(new Date(q.after.fromMs))
+    where += ` and a.at >= $${params.length}::timestamptz`
+  }
+  params.push(q.fetch)
+  const order = "order by a.change_xid, a.change_seq"
+  const select = AUDIT_SELECT.replace(
+    "select a.id,",
+    `select a.change_xid::text as "changeXid", a.change_seq::text as "changeSeq", a.id,`,
+  )
+  return {
+    text: `with h as materialized (select pg_snapshot_xmin(pg_current_snapshot()) as horizon,
+        (select p.purged_xid::text from feed_purges p where p.org_id = $1 and p.feed = 'audit/changes') as purged_xid,
+        (select p.purged_seq::text from feed_purges p where p.org_id = $1 and p.feed = 'audit/changes') as purged_seq)
+      select h.horizon::text as "horizon", h.purged_xid as "purgedXid", h.purged_seq as "purgedSeq", r.*
+      from h left join lateral (
+        ${select} where ${where} ${order} limit $${params.length}
+      ) r on true`,
+    params,
+  }
+}
 
 type Raw<Row> = Partial<Positioned<Row>> & {
   readonly horizon: string
@@ -150,6 +184,12 @@ export class ChangesRepo extends Effect.Service<ChangesRepo>()("ChangesRepo", {
 
     return {
       events: (q: ChangeQuery) => read<EventRow>(eventChangesStatement(q)),
+      /** Audit rows in the order they were written. */
+      audit: (q: ChangeQuery) =>
+        Effect.map(read<AuditRowWithActor>(auditChangesStatement(q)), (page) => ({
+          ...page,
+          rows: page.rows.map((r) => auditRowOf(r) as Positioned<AuditRowWithActor>),
+        })),
       /** Incident rows as of each change; tags and usernames are not part of the listed shape. */
       incidents: (q: ChangeQuery) =>
         Effect.map(read<Omit<IncidentRow, "tags" | "usernames">>(incidentChangesStatement(q)), (page) => ({

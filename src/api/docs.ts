@@ -3,6 +3,7 @@ import { dirname, join } from "node:path"
 import { HttpApiBuilder, HttpServerResponse, OpenApi } from "@effect/platform"
 import { Effect } from "effect"
 import { IncidentApi } from "./contract/definition.ts"
+import { TAXII_DISCOVERY_PATH } from "./contract/openapi.ts"
 
 /**
  * The API reference at /docs, working with no network beyond the service. It is the page of
@@ -13,6 +14,8 @@ import { IncidentApi } from "./contract/definition.ts"
  * - no eval probe: the bundle's schema library tests `new Function("")` once; under the page's CSP (no
  *   'unsafe-eval') that probe is a reported violation. A script before the bundle answers it the way the CSP would
  *   (it throws) without trying, so the page reports none and takes its no-eval path as it does anyway.
+ * - a link to the TAXII 2.1 server, which the HttpApi does not describe (it is a paragraph of the document's
+ *   description too), as plain HTML before the reference, so it shows without JavaScript.
  * The page's CSP (api/edge.ts) allows inline scripts and styles and WebAssembly ('wasm-unsafe-eval'), on /docs only.
  */
 
@@ -53,6 +56,11 @@ export const docsPage = (): string => {
     <meta name="viewport" content="width=device-width, initial-scale=1" />
   </head>
   <body>
+    <p id="taxii-link" style="margin: 0.5rem 1rem; font-family: system-ui, sans-serif">
+      Threat intelligence as STIX 2.1 objects: the read-only <a href="${TAXII_DISCOVERY_PATH}">TAXII 2.1 server</a>
+      (intel:read key, Bearer or HTTP Basic), described in the API guide, section "TAXII 2.1 for threat-intelligence
+      platforms".
+    </p>
     <script>${NO_EVAL_PROBE}</script>
     <script id="api-reference" type="application/json">
       ${scriptJson(spec)}

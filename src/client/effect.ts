@@ -1,6 +1,7 @@
 import { HttpApiClient, HttpClient, HttpClientError, HttpClientRequest } from "@effect/platform"
 import { Chunk, Data, Duration, Effect, Option, Stream } from "effect"
 import { IncidentApi } from "../api/contract/definition.ts"
+import type { AuditEntry } from "../domain/audit.ts"
 import type { Event, Incident, IncidentSummary, SourceProfile } from "../domain/models.ts"
 
 /**
@@ -47,6 +48,16 @@ export type EventFilters = {
   readonly type?: string | undefined
   readonly sourceIp?: string | undefined
   readonly incidentId?: string | undefined
+  readonly from?: Date | string | undefined
+  readonly to?: Date | string | undefined
+  readonly limit?: number | undefined
+}
+
+export type AuditFilters = {
+  /** cli, a console user's id (usr_…) or a console user's email address. */
+  readonly actor?: string | undefined
+  /** One action, exactly: key.create, webhook.rotate, signin.failed… */
+  readonly action?: string | undefined
   readonly from?: Date | string | undefined
   readonly to?: Date | string | undefined
   readonly limit?: number | undefined
@@ -243,6 +254,21 @@ export const makeClient = (options: ClientOptions) =>
       call(api.incidents.incidentChanges({ urlParams }))
     const eventChanges = (urlParams: { after?: string; from?: string; limit?: string }) =>
       call(api.events.eventChanges({ urlParams }))
+    const auditPage = (f: AuditFilters, cursor: string | undefined) =>
+      call(
+        api.audit.listAudit({
+          urlParams: {
+            actor: f.actor,
+            action: f.action,
+            from: text(f.from),
+            to: text(f.to),
+            limit: text(f.limit),
+            cursor,
+          },
+        }),
+      )
+    const auditChanges = (urlParams: { after?: string; from?: string; limit?: string }) =>
+      call(api.audit.auditChanges({ urlParams }))
 
     return {
       incidents: {
@@ -274,6 +300,19 @@ export const makeClient = (options: ClientOptions) =>
         /** The event change feed, page after page, forever. */
         follow: (options: FollowOptions = {}): Stream.Stream<ChangePage<Event>, ApiError> =>
           following(eventChanges, options),
+      },
+      /** The audit trail (a key with the audit:read scope). */
+      audit: {
+        /** One page of GET /v1/audit. */
+        page: auditPage,
+        /** Every audit entry matching the filters, newest first, paging as needed. */
+        list: (filters: AuditFilters = {}): Stream.Stream<typeof AuditEntry.Type, ApiError> =>
+          paged((cursor) => auditPage(filters, cursor)),
+        /** One page of GET /v1/audit/changes. */
+        changes: auditChanges,
+        /** The audit feed, page after page, forever. */
+        follow: (options: FollowOptions = {}): Stream.Stream<ChangePage<typeof AuditEntry.Type>, ApiError> =>
+          following(auditChanges, options),
       },
     } as const
   })

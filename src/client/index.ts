@@ -1,8 +1,10 @@
 import { FetchHttpClient } from "@effect/platform"
 import { Cause, Effect, Exit, Option } from "effect"
+import type { AuditEntry as AuditEntrySchema } from "../domain/audit.ts"
 import type { Event, Incident, IncidentSummary, SourceProfile } from "../domain/models.ts"
 import {
   ApiError,
+  type AuditFilters,
   baseUrlProblem,
   type ChangePage,
   type ClientOptions,
@@ -14,7 +16,11 @@ import {
   makeClient,
 } from "./effect.ts"
 
+/** One entry of the audit trail (GET /v1/audit), `at` as a Date. */
+export type AuditEntry = typeof AuditEntrySchema.Type
+
 export type {
+  AuditFilters,
   ChangePage,
   ClientOptions,
   Event,
@@ -64,6 +70,11 @@ export interface Client {
     list(filters?: EventFilters): AsyncIterable<Event>
     get(id: string): Promise<Event>
     follow(options?: FollowCallOptions): FollowHandle<Event>
+  }
+  /** The audit trail: needs a key with the audit:read scope. */
+  readonly audit: {
+    list(filters?: AuditFilters): AsyncIterable<AuditEntry>
+    follow(options?: FollowCallOptions): FollowHandle<AuditEntry>
   }
 }
 
@@ -179,6 +190,10 @@ export const createClient = (options: ClientOptions): Client => {
       list: (filters = {}) => list((c, cursor) => c.events.page(filters, cursor)),
       get: (id) => provided((c) => c.events.get(id)),
       follow: (options) => follow((c, params) => c.events.changes(params), options),
+    },
+    audit: {
+      list: (filters = {}) => list((c, cursor) => c.audit.page(filters, cursor)),
+      follow: (options) => follow((c, params) => c.audit.changes(params), options),
     },
   }
 }

@@ -9,7 +9,7 @@ import { openToken, sealToken } from "./signedToken.ts"
  * sees.
  */
 export interface CursorScope {
-  readonly endpoint: "incidents" | "events"
+  readonly endpoint: "incidents" | "events" | "audit"
   readonly orgId: string
   readonly filters: Readonly<Record<string, string | undefined>>
 }

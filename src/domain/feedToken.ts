@@ -8,7 +8,7 @@ import { openToken, sealToken } from "./signedToken.ts"
  * key derived from SECRET_KEY covers it all, so it survives restarts and works on every replica. A token that is
  * malformed, tampered with, or issued for another endpoint or organization is refused (400).
  */
-export type FeedEndpoint = "incidents/changes" | "events/changes"
+export type FeedEndpoint = "incidents/changes" | "events/changes" | "audit/changes"
 
 export interface FeedPosition {
   /** xid8 as decimal text (64-bit). */

@@ -20,6 +20,7 @@ export const ID_PREFIXES = {
   ignoreRule: "ign",
   incidentNote: "inn",
   baitCredential: "bcr",
+  consoleSession: "ses",
 } as const
 export type IdKind = keyof typeof ID_PREFIXES
 

@@ -108,6 +108,10 @@ export const IncidentSource = Schema.Struct({
 export type IncidentSource = typeof IncidentSource.Type
 
 export const IncidentStatus = Schema.Literal("open", "closed")
+
+/** Why a person closed an incident (the console's and the CLI's close asks for one). */
+export const CloseReason = Schema.Literal("resolved", "false_positive", "authorized_test", "other")
+export type CloseReason = typeof CloseReason.Type
 export type IncidentStatus = typeof IncidentStatus.Type
 
 const incidentFields = {
@@ -137,6 +141,16 @@ const incidentFields = {
   firstSeenAt: Timestamp,
   lastSeenAt: Timestamp,
   resolvedAt: Schema.NullOr(Timestamp).annotations({ description: "Null while unresolved" }),
+  closeReason: Schema.NullOr(CloseReason).annotations({
+    description:
+      "Why the incident was closed, as the person who closed it chose: resolved, false_positive, authorized_test or other; null while open, and when the service closed it for inactivity",
+  }),
+  assignee: Schema.NullOr(Schema.String).annotations({
+    description: "The console user the incident is assigned to (their email address); null when nobody owns it",
+  }),
+  acknowledgedAt: Schema.NullOr(Timestamp).annotations({
+    description: "When a console user first acknowledged (saw) the incident; null until someone has",
+  }),
   url: Schema.String.annotations({ description: "Link to the incident in the web console" }),
   techniques: Schema.Array(Technique),
 }

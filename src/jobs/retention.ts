@@ -5,7 +5,7 @@ import { AppConfig } from "../platform/config.ts"
 
 /** Rows one statement of the purge deletes at most: each batch is its own short transaction. */
 export const PURGE_BATCH = 1000
-/** Empty incidents one transaction deletes at most (with their transitions, notes and deliveries). */
+/** Empty incidents one transaction deletes at most (with their transitions, notes, triage and deliveries). */
 const INCIDENT_BATCH = 200
 /** How often the purge runs (and once at start-up). */
 export const RETENTION_EVERY = Duration.hours(1)
@@ -25,8 +25,8 @@ export interface PurgeCounts {
  * - Events stored (received_at) more than the organization's retention_days, or RETENTION_DAYS, ago are deleted,
  *   ignored ones included; the age is counted from storing, so an event sent late with an old time is kept as long
  *   as any other. The events feed reads the events themselves, so these deletions are its feed rows too.
- * - An incident left without events is deleted with what refers to it (transitions, notes, deliveries and their
- *   attempts). An incident that keeps some events keeps its counts and first-seen time as they were.
+ * - An incident left without events is deleted with what refers to it (transitions, notes, its acknowledgements and
+ *   assignments, deliveries and their attempts). An incident that keeps some events keeps its counts and first-seen time as they were.
  * - incident_changes rows written more than FEED_RETENTION_DAYS ago are deleted.
  * - Each statement deletes at most PURGE_BATCH rows and is its own transaction, so the purge holds no lock for long;
  *   it writes the furthest position it deleted (feed_purges) in the same statement, so a feed token from before it
@@ -153,6 +153,7 @@ const deleteEmptyIncidents = (sql: SqlClient.SqlClient, orgId: OrgId, before: St
            or d.transition_id in (select t.id from incident_transitions t where t.incident_id in ${sql.in(doomed)})`
       yield* sql`delete from incident_transitions where incident_id in ${sql.in(doomed)}`
       yield* sql`delete from incident_notes where incident_id in ${sql.in(doomed)}`
+      yield* sql`delete from incident_triage where incident_id in ${sql.in(doomed)}`
       yield* sql`delete from incidents where id in ${sql.in(doomed)}`
       // The batch was full of candidates: there may be more (the loop goes on while it is).
       return candidates.length

@@ -4,6 +4,7 @@ import { resolve } from "node:path"
 import { Config, ConfigError, Context, Duration, Effect, Either, Layer, LogLevel, Option, Redacted } from "effect"
 import { formerEmbeddedDatabase } from "./db/embedded.ts"
 import { type Cidr, parseTrustProxy } from "./http/clientIp.ts"
+import { type MailFrom, parseMailFrom, parseSmtpUrl, type SmtpServer } from "./outbound/mailSend.ts"
 import { parseAllowPrivate } from "./outbound/urlRule.ts"
 import { DEFAULT_LIMIT, DEFAULT_WINDOW_MS } from "./ratelimit/core.ts"
 
@@ -75,6 +76,17 @@ export interface Settings {
   readonly feedRetentionDays: number
   /** Enrichment of source addresses, off the ingest path (src/jobs/enrichment/). */
   readonly enrichment: EnrichmentSettings
+  /** SMTP_URL, SMTP_FROM and SMTP_CA_FILE: where email alerts are submitted; none means no email channels. */
+  readonly email: Option.Option<EmailSettings>
+}
+
+/** The operator's one SMTP submission server (always over TLS) and the sender address of every email. */
+export interface EmailSettings {
+  /** Its credentials are in it: never logged or shown. */
+  readonly server: Redacted.Redacted<SmtpServer>
+  readonly from: MailFrom
+  /** Extra CA certificates (PEM) trusted for it besides the system roots. */
+  readonly ca: ReadonlyArray<string>
 }
 
 /** A DNS server the reverse lookups ask: an address and a UDP port. */
@@ -106,6 +118,8 @@ export interface WebhookSettings {
   readonly extraCa: ReadonlyArray<string>
   /** SYSLOG_CA_FILE: the same for syslog channels' TLS servers, which often have a private CA. */
   readonly syslogCa: ReadonlyArray<string>
+  /** SMTP_CA_FILE: the same for the SMTP server of email alerts. */
+  readonly smtpCa: ReadonlyArray<string>
   /** Back-off after each failed attempt; after the last one the delivery is dead. */
   readonly retrySchedule: ReadonlyArray<Duration.Duration>
   /** Sends in flight per process, and per channel. */
@@ -518,6 +532,16 @@ export const settingsConfig = Config.all({
   // 0 is refused (it would delete every event as it is stored); "keep forever" is a large number of days.
   retentionDays: daysVar("RETENTION_DAYS", 365),
   feedRetentionDays: daysVar("FEED_RETENTION_DAYS", 30),
+  smtpUrl: secretVar("SMTP_URL", (raw) => {
+    if (raw.trim() === "") return Either.right(Option.none<Redacted.Redacted<SmtpServer>>())
+    const parsed = parseSmtpUrl(raw)
+    return parsed.ok ? Either.right(Option.some(Redacted.make(parsed.server))) : Either.left(parsed.reason)
+  }).pipe(Config.withDefault(Option.none<Redacted.Redacted<SmtpServer>>())),
+  smtpFrom: envVar("SMTP_FROM", (raw) => {
+    if (raw.trim() === "") return Either.right(Option.none<MailFrom>())
+    const parsed = parseMailFrom(raw)
+    return parsed.ok ? Either.right(Option.some(parsed.from)) : Either.left(`${parsed.reason} (got ${shown(raw)})`)
+  }).pipe(Config.withDefault(Option.none<MailFrom>())),
   enrichment: Config.all({
     reverseDns: onOffVar("REVERSE_DNS", false),
     dnsServers: envVar("DNS_SERVERS", (text) => {
@@ -550,6 +574,7 @@ export const settingsConfig = Config.all({
     }).pipe(Config.withDefault([] as ReadonlyArray<string>)),
     extraCa: caFileVar("WEBHOOK_CA_FILE"),
     syslogCa: caFileVar("SYSLOG_CA_FILE"),
+    smtpCa: caFileVar("SMTP_CA_FILE"),
     retrySchedule: envVar(
       "WEBHOOK_RETRY_SCHEDULE",
       expecting("a comma-separated list of durations such as 5s,30s,2m,1h (units ms, s, m, h, d)", (text) => {
@@ -576,6 +601,23 @@ const pemFile = (path: string, what: string): Either.Either<string, string> => {
     return Either.left(`must be a readable PEM file with a ${what.toLowerCase()} (got ${shown(path)}: ${why})`)
   }
 }
+
+/** Email: SMTP_URL and SMTP_FROM together, or neither. */
+const emailSettings = (
+  server: Option.Option<Redacted.Redacted<SmtpServer>>,
+  from: Option.Option<MailFrom>,
+  ca: ReadonlyArray<string>,
+) =>
+  Option.isSome(server) === Option.isSome(from)
+    ? Effect.succeed(Option.zipWith(server, from, (s, f): EmailSettings => ({ server: s, from: f, ca })))
+    : Effect.fail(
+        ConfigError.InvalidData(
+          [Option.isSome(server) ? "SMTP_FROM" : "SMTP_URL"],
+          Option.isSome(server)
+            ? "must be set with SMTP_URL: the sender address of every email (e.g. Decoy alerts <alerts@example.com>)"
+            : "must be set with SMTP_FROM: the SMTP submission server email alerts go through",
+        ),
+      )
 
 /** Console TLS: both files or neither. */
 const consoleTls = (cert: Option.Option<string>, key: Option.Option<string>) =>
@@ -634,6 +676,7 @@ export const loadSettings: Effect.Effect<Settings, ConfigError.ConfigError> = Ef
     retentionDays: raw.retentionDays,
     feedRetentionDays: raw.feedRetentionDays,
     enrichment: raw.enrichment,
+    email: yield* emailSettings(raw.smtpUrl, raw.smtpFrom, raw.webhooks.smtpCa),
   }
 })
 

@@ -59,6 +59,13 @@ export interface EventListQuery {
    * filter and served by no index of its own (the organization's time index, filtered).
    */
   readonly sourceNetwork?: string | undefined
+  /** The console's inside/outside filter: events whose incident's source is inside (or outside) the networks. */
+  readonly scope?: "internal" | "external" | undefined
+  /**
+   * The console's search (1–200 characters): events whose search text (summary and attacker input, sql/0034) holds
+   * it, served by the trigram index events_search_idx.
+   */
+  readonly q?: string | undefined
 }
 
 /**
@@ -119,8 +126,28 @@ export const EVENT_SELECT = `select e.id, e.org_id as "orgId", e.incident_id as 
   end as "attackerInput"
   from events e join sensors s on s.id = e.sensor_id`
 
+/**
+ * A typed search as the LIKE pattern that finds it anywhere in an event's search text (sql/0034): `\`, `%` and `_`
+ * typed by a user are themselves, never wildcards.
+ */
+export const searchPattern = (q: string): string => `%${q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`
+
+/**
+ * The condition that an event (alias `e`) matches a search, its pattern parameter `n`: lower-cased as the stored
+ * text is, so the search ignores case.
+ */
+export const eventSearchCondition = (n: number, alias = "e") => `${alias}.search_text like lower($${n})`
+
 /** One page of GET /v1/events, keyset on (time desc, id desc); each filter has an index led by (org_id, filter). */
-export const eventListStatement = ({ orgId, filters: f, after, fetch, sourceNetwork }: EventListQuery): SqlText => {
+export const eventListStatement = ({
+  orgId,
+  filters: f,
+  after,
+  fetch,
+  sourceNetwork,
+  scope,
+  q,
+}: EventListQuery): SqlText => {
   const params: Array<unknown> = [orgId]
   // An event an ignore rule ignored is never listed (the keyset indexes hold only the others).
   let where = "e.org_id = $1 and e.ignore_rule_id is null"
@@ -138,6 +165,14 @@ export const eventListStatement = ({ orgId, filters: f, after, fetch, sourceNetw
   if (f.to !== undefined) and((n) => `e.time < $${n}::timestamptz`, f.to)
   // Stored source addresses are canonical address text (domain/ip.ts), so the cast cannot fail.
   if (sourceNetwork !== undefined) and((n) => `e.source_ip::inet <<= $${n}::cidr`, sourceNetwork)
+  // A listed event always belongs to an incident, whose judgement says whether its source is inside.
+  if (scope !== undefined) {
+    and(
+      (n) => `e.incident_id in (select si.id from incidents si where si.org_id = $1 and si.source_scope = $${n})`,
+      scope,
+    )
+  }
+  if (q !== undefined) and((n) => eventSearchCondition(n), searchPattern(q))
   if (after) {
     params.push(after.time, after.id)
     where += ` and (e.time, e.id) < ($${params.length - 1}::timestamptz, $${params.length})`

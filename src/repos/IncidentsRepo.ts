@@ -2,8 +2,8 @@ import type { Statement } from "@effect/sql"
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
 import type { CursorPosition } from "../domain/cursor.ts"
-import { type IncidentId, type OrgId, type SensorId, StoredId } from "../domain/ids.ts"
-import { IncidentStatus } from "../domain/models.ts"
+import { type IncidentId, type OrgId, type SensorId, StoredId, type UserId, ulid } from "../domain/ids.ts"
+import { CloseReason, IncidentStatus } from "../domain/models.ts"
 import { Severity } from "../domain/severity.ts"
 import { readRows } from "../platform/db/directReads.ts"
 import { type DatabaseError, dbErrors } from "../platform/db/errors.ts"
@@ -31,6 +31,13 @@ export const IncidentRow = Schema.Struct({
   firstSeenAt: Schema.DateFromSelf,
   lastSeenAt: Schema.DateFromSelf,
   resolvedAt: Schema.NullOr(Schema.DateFromSelf),
+  /**
+   * Triage, read-only in the API: the latest close's reason (shown only while closed), the assignee's email (joined
+   * in on read), when the incident was first acknowledged. Absent on a row ingestion built itself.
+   */
+  closeReason: Schema.optional(Schema.NullOr(CloseReason)),
+  assignee: Schema.optional(Schema.NullOr(Schema.String)),
+  acknowledgedAt: Schema.optional(Schema.NullOr(Schema.DateFromSelf)),
   /** Member events by type. */
   typeCounts: Schema.optional(TypeCounts),
   /** The highest severity of the member events (the judged `severity` adds floors and steps to it). */
@@ -88,6 +95,20 @@ export interface BulkCloseFilter {
   readonly sourceIp?: string | undefined
   readonly seenBefore?: Date | undefined
 }
+
+/** One acknowledgement or (un)assignment as an incident's history shows it, with the emails of who and whom. */
+export interface TriageRow {
+  readonly id: string
+  readonly kind: "acknowledged" | "assigned" | "unassigned"
+  readonly at: Date
+  /** A console user's id, or `cli` for the operator. */
+  readonly actor: string
+  readonly actorEmail: string | null
+  readonly assigneeEmail: string | null
+}
+
+/** incident_triage's ids: this prefix and a ULID, time-sortable like every id. */
+const TRIAGE_ID_PREFIX = "itg"
 
 /** What ingestion reads of a grouping key's newest incident (rules.ts CurrentIncident). */
 const KeyIncident = Schema.Struct({
@@ -169,17 +190,25 @@ const countOtherSensors = (alias: string) => `(select count(distinct o.sensor_id
 export const JUDGEMENT_COLUMNS = `i.bait_credential as "baitCredential", i.source_scope as "sourceScope", i.source_network as "sourceNetwork",
   i.linked, i.other_sensors as "otherSensors"`
 
+/**
+ * Triage as IncidentRow names it: the close reason only while closed, the assignee's email (a user is never deleted,
+ * only disabled, so the subquery always finds one), when first acknowledged.
+ */
+export const TRIAGE_COLUMNS = `case when i.status = 'closed' then i.close_reason end as "closeReason",
+  (select u.email from console_users u where u.id = i.assignee_user_id) as "assignee",
+  i.acknowledged_at as "acknowledgedAt"`
+
 /** The API's incident columns, aliased to IncidentRow's names (the read path runs without name transforms). */
 const INCIDENT_COLUMNS = `select i.id, i.org_id as "orgId", i.sensor_id as "sensorId", s.name as "sensorName",
   i.source_ip as "sourceIp", i.status, i.severity, i.title, i.narrative, i.recommended_action as "recommendedAction",
   i.event_count as "eventCount", i.event_types as "eventTypes", i.tags, i.usernames,
   i.high_confidence as "highConfidence", i.first_seen_at as "firstSeenAt", i.last_seen_at as "lastSeenAt",
-  i.resolved_at as "resolvedAt", ${JUDGEMENT_COLUMNS}`
+  i.resolved_at as "resolvedAt", ${JUDGEMENT_COLUMNS}, ${TRIAGE_COLUMNS}`
 /**
  * With the source address's enrichment joined in, or (`enriched` false: no address has any yet, as with enrichment
  * off, its default) without the join, which costs a probe per row: a row without the columns shows nothing known.
  */
-const incidentSelect = (enriched: boolean) =>
+export const incidentSelect = (enriched: boolean) =>
   enriched
     ? `${INCIDENT_COLUMNS}, ${SOURCE_COLUMNS}
   from incidents i join sensors s on s.id = i.sensor_id left join address_enrichment a on a.address = i.source_ip`
@@ -290,13 +319,14 @@ export class IncidentsRepo extends Effect.Service<IncidentsRepo>()("IncidentsRep
     })
     // Closing sets resolvedAt and touches only open incidents, so two closers never close one twice.
     // resolvedAt is never earlier than lastSeenAt (an event may be dated up to MAX_CLOCK_SKEW ahead of now).
-    const closeWhere = (condition: Statement.Fragment, now: Date) =>
+    // The close's reason is a person's choice; null when the service closed it (the idle-close sweep).
+    const closeWhere = (condition: Statement.Fragment, now: Date, reason: CloseReason | null) =>
       SqlSchema.findAll({
         Request: Schema.Void,
         Result: closedRow,
         execute: () => sql`
           update incidents set status = 'closed', resolved_at = greatest(${now}::timestamptz, last_seen_at),
-            updated_at = ${now}
+            updated_at = ${now}, close_reason = ${reason}
           where status = 'open' and ${condition}
           returning id, org_id, severity, resolved_at`,
       })(undefined).pipe(dbErrors)
@@ -311,6 +341,48 @@ export class IncidentsRepo extends Effect.Service<IncidentsRepo>()("IncidentsRep
         ...(f.seenBefore === undefined ? [] : [sql`last_seen_at < ${f.seenBefore}`]),
       ])
 
+    /** bulkCondition as statement text and its parameters, for the reads that run without name transforms. */
+    const bulkConditionText = (f: BulkCloseFilter) => {
+      const params: Array<unknown> = [f.orgId]
+      let where = "org_id = $1 and status = 'open'"
+      if (f.sensorId !== undefined) {
+        params.push(f.sensorId)
+        where += ` and sensor_id = $${params.length}`
+      }
+      if (f.sourceIp !== undefined) {
+        params.push(f.sourceIp)
+        where += ` and source_ip = $${params.length}`
+      }
+      if (f.seenBefore !== undefined) {
+        params.push(f.seenBefore)
+        where += ` and last_seen_at < $${params.length}`
+      }
+      return { where, params }
+    }
+
+    /** One incident_triage row per incident changed, all at `now` by `actor`. */
+    const insertTriage = (
+      orgId: OrgId,
+      ids: ReadonlyArray<IncidentId>,
+      kind: TriageRow["kind"],
+      actor: string,
+      assignee: UserId | null,
+      now: Date,
+    ) =>
+      ids.length === 0
+        ? Effect.void
+        : sql`insert into incident_triage ${sql.insert(
+            ids.map((incidentId) => ({
+              id: `${TRIAGE_ID_PREFIX}_${ulid(now.getTime())}`,
+              orgId,
+              incidentId,
+              kind,
+              actor,
+              assigneeUserId: assignee,
+              at: now,
+            })),
+          )}`.pipe(Effect.asVoid)
+
     return {
       list,
       /** How many open incidents a bulk close would close now (before its cap). */
@@ -320,11 +392,104 @@ export class IncidentsRepo extends Effect.Service<IncidentsRepo>()("IncidentsRep
           dbErrors,
         ),
       /** Closes at most `cap` of the open incidents matching `f` (least recently seen first); returns what it closed. */
-      closeMatching: (f: BulkCloseFilter, now: Date, cap: number) =>
+      closeMatching: (f: BulkCloseFilter, now: Date, cap: number, reason: CloseReason) =>
         closeWhere(
           sql`${bulkCondition(f)} and id in (
             select id from incidents where ${bulkCondition(f)} order by last_seen_at, id limit ${cap})`,
           now,
+          reason,
+        ),
+      /**
+       * The open incidents a bulk close would close first (least recently seen first, as it closes them), at most
+       * `limit`: what its preview lists.
+       */
+      previewMatching: (f: BulkCloseFilter, limit: number) =>
+        Effect.flatMap(enriched, (e) => {
+          const { where, params } = bulkConditionText(f)
+          return readIncidents({
+            text: `${incidentSelect(e)} where i.id in (
+                select id from incidents where ${where} order by last_seen_at, id limit $${params.length + 1})
+              order by i.last_seen_at, i.id`,
+            params: [...params, limit],
+          })
+        }),
+      /**
+       * Which of these ids are incidents of the organization (the others are unknown there, or another's). Locked for
+       * the rest of the transaction, in id order, so two triage changes of the same incidents run one after the other.
+       */
+      lockOwned: (orgId: OrgId, ids: ReadonlyArray<IncidentId>) =>
+        ids.length === 0
+          ? Effect.succeed([] as ReadonlyArray<IncidentId>)
+          : sql<{ id: IncidentId }>`select id from incidents where org_id = ${orgId} and id in ${sql.in(ids)}
+              order by id for update`.pipe(
+              Effect.map((rows) => rows.map((r) => r.id)),
+              dbErrors,
+            ),
+      /**
+       * Acknowledges those of the incidents not acknowledged yet (the first acknowledgement stands) and records each
+       * in incident_triage; returns the ids it changed. An incident acknowledged already is not written, so the
+       * incident feed shows no change for it.
+       */
+      acknowledge: (orgId: OrgId, ids: ReadonlyArray<IncidentId>, actor: string, now: Date) =>
+        Effect.gen(function* () {
+          if (ids.length === 0) return [] as ReadonlyArray<IncidentId>
+          const changed = (yield* sql<{ id: IncidentId }>`
+            update incidents set acknowledged_at = ${now}, acknowledged_by = ${actor}, updated_at = ${now}
+            where org_id = ${orgId} and id in ${sql.in(ids)} and acknowledged_at is null
+            returning id`).map((r) => r.id)
+          yield* insertTriage(orgId, changed, "acknowledged", actor, null, now)
+          return changed
+        }).pipe(dbErrors),
+      /**
+       * Assigns the incidents to a user (null: to nobody) where that changes the owner, and records each in
+       * incident_triage; returns the ids it changed. The same owner again writes nothing, so no feed change either.
+       */
+      assign: (orgId: OrgId, ids: ReadonlyArray<IncidentId>, assignee: UserId | null, actor: string, now: Date) =>
+        Effect.gen(function* () {
+          if (ids.length === 0) return [] as ReadonlyArray<IncidentId>
+          const changed = (yield* sql<{ id: IncidentId }>`
+            update incidents set assignee_user_id = ${assignee}, updated_at = ${now}
+            where org_id = ${orgId} and id in ${sql.in(ids)} and assignee_user_id is distinct from ${assignee}::text
+            returning id`).map((r) => r.id)
+          yield* insertTriage(orgId, changed, assignee === null ? "unassigned" : "assigned", actor, assignee, now)
+          return changed
+        }).pipe(dbErrors),
+      /** An incident's acknowledgements and (un)assignments, oldest first, with the actor's and the assignee's email. */
+      triageHistory: (orgId: OrgId, incidentId: IncidentId) =>
+        sql<TriageRow>`
+          select t.id, t.kind, t.at, t.actor, u.email as actor_email, a.email as assignee_email
+          from incident_triage t
+            left join console_users u on u.id = t.actor
+            left join console_users a on a.id = t.assignee_user_id
+          where t.org_id = ${orgId} and t.incident_id = ${incidentId} order by t.at, t.id`.pipe(dbErrors),
+      /**
+       * The note of each incident's latest close (null when it was closed without one, or by the service); incidents
+       * never closed are absent. For the incidents export, a page of ids at a time.
+       */
+      latestCloseNotes: (orgId: OrgId, ids: ReadonlyArray<IncidentId>) =>
+        ids.length === 0
+          ? Effect.succeed(new Map<string, string | null>() as ReadonlyMap<string, string | null>)
+          : sql<{ incidentId: string; closeNote: string | null }>`
+              select distinct on (t.incident_id) t.incident_id, t.close_note from incident_transitions t
+              where t.org_id = ${orgId} and t.incident_id in ${sql.in(ids)} and t.kind = 'closed'
+              order by t.incident_id, t.at desc, t.id desc`.pipe(
+              Effect.map(
+                (rows) => new Map(rows.map((r) => [r.incidentId, r.closeNote])) as ReadonlyMap<string, string | null>,
+              ),
+              dbErrors,
+            ),
+      /** Who first acknowledged the incident: a console user's email, `cli` for the operator, none when nobody has. */
+      acknowledgedBy: (orgId: OrgId, incidentId: IncidentId) =>
+        sql<{ actor: string | null; email: string | null }>`
+          select i.acknowledged_by as actor, u.email from incidents i
+            left join console_users u on u.id = i.acknowledged_by
+          where i.org_id = ${orgId} and i.id = ${incidentId}`.pipe(
+          Effect.map((rows) => {
+            const r = rows[0]
+            if (r === undefined || r.actor === null) return undefined
+            return r.email ?? r.actor
+          }),
+          dbErrors,
         ),
       /** The newest incident of each of a sensor's grouping keys, locked (ingestion, under the keys' locks). */
       newestForKeys: (orgId: OrgId, sensorId: SensorId, sourceIps: ReadonlyArray<string>) =>
@@ -452,10 +617,11 @@ export class IncidentsRepo extends Effect.Service<IncidentsRepo>()("IncidentsRep
           sql`id in (select id from incidents where status = 'open' and last_activity_at < ${cutoff}
             order by last_activity_at, id limit ${limit} for update skip locked)`,
           now,
+          null,
         ),
       /** Closes one open incident (admin); none when it is unknown or already closed. */
-      close: (id: IncidentId, now: Date) =>
-        closeWhere(sql`id = ${id}`, now).pipe(Effect.map((rows) => Option.fromNullable(rows[0]))),
+      close: (id: IncidentId, now: Date, reason: CloseReason) =>
+        closeWhere(sql`id = ${id}`, now, reason).pipe(Effect.map((rows) => Option.fromNullable(rows[0]))),
       findById,
       insert: (row: NewIncident, now: Date = new Date()) =>
         sql`insert into incidents ${sql.insert({

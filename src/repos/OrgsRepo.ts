@@ -1,6 +1,7 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Schema } from "effect"
 import { newId, type OrgId, StoredId } from "../domain/ids.ts"
+import { DEFAULT_TLP, TLP_LEVELS, type TlpLevel } from "../domain/stix.ts"
 import { dbErrors } from "../platform/db/errors.ts"
 import { KEY_CHANGES_CHANNEL } from "./ApiKeysRepo.ts"
 
@@ -12,6 +13,8 @@ export const OrgRow = Schema.Struct({
   createdAt: Schema.DateFromSelf,
   /** The organization's own event retention in days; null: RETENTION_DAYS. */
   retentionDays: Schema.NullOr(Schema.Number),
+  /** The TLP 2.0 marking of the organization's STIX objects (its TAXII collection). */
+  tlp: Schema.Literal(...TLP_LEVELS),
 })
 export type OrgRow = typeof OrgRow.Type
 
@@ -38,6 +41,7 @@ export class OrgsRepo extends Effect.Service<OrgsRepo>()("OrgsRepo", {
           deceptionEnabled: true,
           createdAt: new Date(),
           retentionDays: null,
+          tlp: DEFAULT_TLP,
         }
         yield* sql`insert into organizations ${sql.insert(row)}`
         return row satisfies OrgRow
@@ -58,6 +62,9 @@ export class OrgsRepo extends Effect.Service<OrgsRepo>()("OrgsRepo", {
       /** The organization's event retention in days, or null for RETENTION_DAYS. */
       setRetentionDays: (id: OrgId, days: number | null) =>
         sql`update organizations set retention_days = ${days} where id = ${id}`.pipe(Effect.asVoid, dbErrors),
+      /** The TLP 2.0 marking of the organization's STIX objects. */
+      setTlp: (id: OrgId, tlp: TlpLevel) =>
+        sql`update organizations set tlp = ${tlp} where id = ${id}`.pipe(Effect.asVoid, dbErrors),
       /**
        * The Deception flag (403 when off), with a NOTIFY in the same statement (so in the same transaction), for a
        * caller that runs it in its own transaction (with its audit row) under ApiKeysRepo.announced: the caches are

@@ -102,6 +102,9 @@ const summaryShape = <T>(row: IncidentRow, appUrl: string, time: (date: Date) =>
   firstSeenAt: time(row.firstSeenAt),
   lastSeenAt: time(row.lastSeenAt),
   resolvedAt: row.resolvedAt === null ? null : time(row.resolvedAt),
+  closeReason: row.closeReason ?? null,
+  assignee: row.assignee ?? null,
+  acknowledgedAt: row.acknowledgedAt === undefined || row.acknowledgedAt === null ? null : time(row.acknowledgedAt),
   url: `${appUrl}/incidents/${row.id}`,
   techniques: memoTechniques(row.eventTypes, NO_TAGS),
 })

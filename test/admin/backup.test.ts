@@ -35,6 +35,7 @@ type Json = any
 const REWRITTEN: Record<string, ReadonlyArray<string>> = {
   events: ["change_xid", "change_seq"],
   incident_changes: ["change_xid", "change_seq"],
+  audit_log: ["change_xid", "change_seq"],
   incidents: ["change_xid"],
   feed_purges: ["purged_xid", "purged_seq"],
 }
@@ -116,10 +117,20 @@ const withoutRewritten = (table: string, rows: ReadonlyArray<string>) =>
     })
     .sort()
 
+/** A table's rows as the backup writes them: every column but the generated ones, which a database computes. */
 const tableRows = (db: TestDatabase, table: string) =>
   db.run(
     Effect.flatMap(SqlClient.SqlClient, (sql) =>
-      sql.unsafe<{ j: string }>(`select row_to_json(t)::text as j from "${table}" t`),
+      Effect.gen(function* () {
+        const columns = yield* sql.unsafe<{ name: string }>(
+          `select attname as name from pg_attribute where attrelid = '"${table}"'::regclass and attnum > 0
+            and not attisdropped and attgenerated = '' order by attnum`,
+        )
+        const list = columns.map((c) => `t."${c.name}"`).join(", ")
+        return yield* sql.unsafe<{ j: string }>(
+          `select row_to_json(r)::text as j from "${table}" t cross join lateral (select ${list}) r`,
+        )
+      }),
     ),
   )
 

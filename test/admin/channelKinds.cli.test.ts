@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
-import { join } from "node:path"
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import { Keys } from "../../src/platform/keys.ts"
+import { admin } from "../support/cli.ts"
 import { type TestDatabase, testDatabase } from "../support/db.ts"
 import { type RunningServer, shutdown, startServer, testEnv } from "../support/server.ts"
 
@@ -13,7 +13,6 @@ import { type RunningServer, shutdown, startServer, testEnv } from "../support/s
  * The addresses are 127.0.0.1 with WEBHOOK_ALLOW_PRIVATE: they pass the address rule without a resolver.
  */
 
-const ROOT = join(import.meta.dir, "..", "..")
 let server: RunningServer
 let db: TestDatabase
 
@@ -24,22 +23,8 @@ beforeAll(async () => {
 
 afterAll(() => shutdown(server, db))
 
-/** `bun run admin …` with `stdin` as its standard input (test/support/cli.ts gives it none). */
-const cli = async (args: ReadonlyArray<string>, stdin = "") => {
-  const child = Bun.spawn(["bun", "src/admin/cli.ts", ...args], {
-    cwd: ROOT,
-    env: server.env,
-    stdin: new TextEncoder().encode(stdin),
-    stdout: "pipe",
-    stderr: "pipe",
-  })
-  const [stdout, stderr, code] = await Promise.all([
-    new Response(child.stdout).text(),
-    new Response(child.stderr).text(),
-    child.exited,
-  ])
-  return { code, stdout: stdout.trim(), stderr: stderr.trim() }
-}
+/** `bun run admin …` (the CLI bundled once for the run) with `stdin` as its standard input. */
+const cli = (args: ReadonlyArray<string>, stdin = "") => admin(server.env, args, stdin)
 
 const json = async (args: ReadonlyArray<string>, stdin = "") => {
   const result = await cli([...args, "--json"], stdin)
@@ -319,7 +304,7 @@ describe("the settle window through channel create and channel update", () => {
     const slack = await json(["channel", "create", "--org", org, "--kind", "slack", "--url", SLACK_URL])
     const webhook = await json(["channel", "create", "--org", org, "--url", "https://127.0.0.1:9/hook"])
     const range = "--settle must be a whole number of seconds from 0 to 3600 (0: every change at once)"
-    const machines = "--settle is for slack and teams channels"
+    const machines = "--settle is for slack, teams and email channels"
     const create = (...args: ReadonlyArray<string>) => ["channel", "create", "--org", org, ...args]
     const cases: Array<[ReadonlyArray<string>, string]> = [
       [create("--kind", "slack", "--url", SLACK_URL, "--settle", "3601"), range],
@@ -413,9 +398,11 @@ describe("`webhook` is the old name of the channel group and works the same", ()
     expect(channel.stdout).toContain("$ channel")
     expect(webhook.stdout).toContain("$ webhook")
     expect(commands(webhook.stdout)).toEqual(commands(channel.stdout))
-    expect(commands(channel.stdout).length).toBe(10)
+    expect(commands(channel.stdout).length).toBe(13)
     const help = await cli(["help"])
-    expect(help.stdout).toContain("  - channel create --org <org-id> [--kind webhook|slack|teams|syslog|splunk_hec]")
+    expect(help.stdout).toContain(
+      "  - channel create --org <org-id> [--kind webhook|slack|teams|syslog|splunk_hec|email]",
+    )
     expect(help.stdout).toContain("--url - or")
     expect(await refused(["webhook", "frobnicate"])).toBe(
       "error: unknown command: webhook frobnicate (bun run admin webhook lists the commands)",

@@ -109,7 +109,7 @@ describe("bun run admin, against the running server's database", () => {
       [["key", "create", "--org", "nope", "--name", "k", "--scopes", "events:read"], /unknown organization: nope/],
       [
         ["key", "create", "--org", org.id, "--name", "k", "--scopes", "events:write"],
-        /unknown scope events:write; allowed scopes: incidents:read, events:read/,
+        /unknown scope events:write; allowed scopes: incidents:read, events:read, intel:read, audit:read/,
       ],
       [["key", "create", "--org", org.id, "--name", "k"], /--scopes is required/],
       [

@@ -16,7 +16,7 @@ beforeAll(async () => {
 afterAll(() => shutdown(server))
 
 const GROUPS: Record<string, ReadonlyArray<string>> = {
-  org: ["create", "deception", "retention", "list"],
+  org: ["create", "deception", "retention", "tlp", "two-factor", "list"],
   key: ["create", "list", "revoke"],
   sensor: ["create", "profiles", "list", "rename", "heartbeat", "rotate", "revoke"],
   incident: ["close", "note"],
@@ -31,10 +31,14 @@ const GROUPS: Record<string, ReadonlyArray<string>> = {
     "test",
     "deliveries",
     "redeliver",
+    "recipients",
+    "invite",
+    "remove-recipient",
   ],
   network: ["list", "set", "reset"],
   bait: ["add", "list", "remove"],
-  user: ["create", "list", "disable", "reset", "unlock"],
+  user: ["create", "list", "disable", "reset", "end-sessions", "unlock"],
+  "sign-in": ["show", "set", "passwords", "remove"],
   secrets: ["reseal"],
 }
 
@@ -71,6 +75,10 @@ describe("a missing required flag or argument: one line naming it, exit 1", () =
       [["org", "deception", org.id], "on|off"],
       [["org", "retention"], "<org-id>"],
       [["org", "retention", org.id], "<days|default>"],
+      [["org", "tlp", "red"], "--org"],
+      [["org", "tlp", "--org", org.id], "<level>"],
+      [["org", "two-factor", "on"], "--org"],
+      [["org", "two-factor", "--org", org.id], "on|off"],
       [["key", "create", "--name", "k", "--scopes", "events:read"], "--org"],
       [["key", "create", "--org", org.id, "--scopes", "events:read"], "--name"],
       [["key", "create", "--org", org.id, "--name", "k"], "--scopes"],
@@ -105,6 +113,7 @@ describe("a missing required flag or argument: one line naming it, exit 1", () =
       [["user", "list"], "--org"],
       [["user", "disable"], "<user-id>"],
       [["user", "reset"], "<user-id>"],
+      [["user", "end-sessions"], "<user-id>"],
       [["user", "unlock"], "<email>"],
     ]
     for (const [args, flag] of cases) {

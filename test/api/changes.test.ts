@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
-import { type TestDatabase, testDatabase } from "../support/db.ts"
+import { olderWritersEnded, type TestDatabase, testDatabase } from "../support/db.ts"
 import { closeIncident, createKey, createSensor, createTenant, get } from "../support/fixtures.ts"
 import { ingest, nativeEvent } from "../support/ingest.ts"
 import { type RunningServer, shutdown, startServer } from "../support/server.ts"
@@ -22,6 +22,7 @@ type Json = any
 
 /** A follower: calls the feed with the last nextToken until hasMore is false; returns everything and the token. */
 const drain = async (path: string, key: string, token?: string, limit = 100) => {
+  await olderWritersEnded(db)
   const items: Array<Json> = []
   let after = token
   let pages = 0
@@ -145,6 +146,8 @@ describe("GET /v1/incidents/changes and /v1/events/changes", () => {
       sensor.token,
       [1, 2, 3].map((n) => nativeEvent({ sourceIp: `192.0.2.${20 + n}` })),
     )
+    // Another file's open transaction holds the feed's horizon back: read once older writers have ended.
+    await olderWritersEnded(db)
     const page = await get(server.url, `/v1/events/changes?from=${cut}&limit=2`, key)
     expect(page.status).toBe(200)
     expect(page.body.data.map((e: Json) => e.sourceIp)).toEqual(["192.0.2.21", "192.0.2.22"])
@@ -153,6 +156,7 @@ describe("GET /v1/incidents/changes and /v1/events/changes", () => {
     expect(rest.items.map((e: Json) => e.sourceIp)).toEqual(["192.0.2.23"])
     const incidents = await drain(`/v1/incidents/changes`, key, undefined)
     expect(incidents.items).toHaveLength(4)
+    await olderWritersEnded(db)
     const since = await get(server.url, `/v1/incidents/changes?from=${cut}`, key)
     expect(since.body.data.map((i: Json) => i.sourceIp).sort()).toEqual(["192.0.2.21", "192.0.2.22", "192.0.2.23"])
   })
@@ -176,6 +180,7 @@ describe("GET /v1/incidents/changes and /v1/events/changes", () => {
         ),
       ),
     )
+    await olderWritersEnded(db)
     const page = await get(server.url, `/v1/incidents/changes?from=${from}`, key)
     expect(page.status).toBe(200)
     expect(page.body.data.map((c: Json) => [c.id, c.status])).toEqual([[incidentId, "closed"]])

@@ -63,6 +63,9 @@ describe("GET /v1/incidents", () => {
       "firstSeenAt",
       "lastSeenAt",
       "resolvedAt",
+      "closeReason",
+      "assignee",
+      "acknowledgedAt",
       "url",
       "techniques",
     ])

@@ -6,7 +6,7 @@ import { EVENT_TYPE_NAMES } from "../../src/domain/eventTypes.ts"
 import { ID_PREFIXES, isId, newId } from "../../src/domain/ids.ts"
 import { IncidentStatus } from "../../src/domain/models.ts"
 import { SEVERITIES } from "../../src/domain/severity.ts"
-import { type TestDatabase, testDatabase } from "../support/db.ts"
+import { olderWritersEnded, type TestDatabase, testDatabase } from "../support/db.ts"
 import { createKey, createSensor, createTenant, get, seedIncident, setDeception } from "../support/fixtures.ts"
 import { type RunningServer, shutdown, startServer, testEnv } from "../support/server.ts"
 
@@ -136,6 +136,8 @@ const OPERATIONS = [
   "/v1/incidents/changes",
   "/v1/events/changes",
   "/v1/sources/{ip}",
+  "/v1/audit",
+  "/v1/audit/changes",
 ] as const
 type OperationPath = (typeof OPERATIONS)[number]
 const operation = (path: OperationPath): J => doc.paths[path].get
@@ -163,6 +165,8 @@ const RESPONSES: Record<OperationPath, ReadonlyArray<string>> = {
   "/v1/incidents/changes": [...COMMON, "400", "410"].sort(),
   "/v1/events/changes": [...COMMON, "400", "410"].sort(),
   "/v1/sources/{ip}": [...COMMON, "400", "404"].sort(),
+  "/v1/audit": [...COMMON, "400"].sort(),
+  "/v1/audit/changes": [...COMMON, "400", "410"].sort(),
 }
 /** Headers the edge may send that the document describes per response. */
 const DESCRIBED_HEADERS = ["ratelimit", "ratelimit-policy", "retry-after", "www-authenticate"]
@@ -176,7 +180,8 @@ describe("OpenAPI and docs", () => {
     expect(res.status).toBe(200)
     expect(res.body).toEqual(doc)
     expect(doc.openapi).toBe("3.1.0")
-    expect(Object.keys(doc.paths).sort()).toEqual([...OPERATIONS].sort())
+    // The JSON operations, and the firewall blocklist (plain text, its own checks in blocklist.test.ts).
+    expect(Object.keys(doc.paths).sort()).toEqual([...OPERATIONS, "/v1/blocklist.txt"].sort())
     for (const path of OPERATIONS) expect(Object.keys(doc.paths[path])).toEqual(["get"])
     const list = "/v1/incidents"
     expect(parameter(list, "limit").schema).toMatchObject({ type: "integer", minimum: 1, maximum: 100, default: 50 })
@@ -194,6 +199,8 @@ describe("OpenAPI and docs", () => {
       ["/v1/incidents/changes", "incidents:read"],
       ["/v1/events/changes", "events:read"],
       ["/v1/sources/{ip}", "incidents:read"],
+      ["/v1/audit", "audit:read"],
+      ["/v1/audit/changes", "audit:read"],
     ] as const) {
       expect({ path, security: operation(path).security }).toEqual({ path, security: [{ bearer: [scope] }] })
     }
@@ -470,34 +477,58 @@ describe("the document against the running server's answers", () => {
     ]) {
       await check(base, "/v1/events", `/v1/events?${query}`, 400, auth(tenant.key))
     }
+    // The audit trail: a key with audit:read, its list with every filter, and refused filters.
+    const auditKey = (await createKey(db, tenant.orgId, "audit:read")).key
+    await check(base, "/v1/audit", "/v1/audit", 200, auth(auditKey))
+    const auditFilters = new URLSearchParams({
+      actor: "cli",
+      action: "key.create",
+      from: "2026-01-01T00:00:00Z",
+      to: "2100-01-01T00:00:00+01:00",
+      limit: "1",
+    })
+    await check(base, "/v1/audit", `/v1/audit?${auditFilters}`, 200, auth(auditKey))
+    for (const query of ["actor=nobody", "action=Key.Create", "from=yesterday", "limit=0", "cursor=abc"]) {
+      await check(base, "/v1/audit", `/v1/audit?${query}`, 400, auth(auditKey))
+    }
     // D32 feeds: 200 (incidents as of their change, events) and 400 (bad token, bad from, after with from).
-    for (const feed of ["/v1/incidents/changes", "/v1/events/changes"] as const) {
-      await check(base, feed, `${feed}?limit=2`, 200, auth(tenant.key))
+    for (const feed of ["/v1/incidents/changes", "/v1/events/changes", "/v1/audit/changes"] as const) {
+      const feedKey = feed === "/v1/audit/changes" ? auditKey : tenant.key
+      await check(base, feed, `${feed}?limit=2`, 200, auth(feedKey))
       for (const query of ["after=abc", "from=yesterday", "limit=0", "after=x&from=2026-01-01T00:00:00Z"]) {
-        await check(base, feed, `${feed}?${query}`, 400, auth(tenant.key))
+        await check(base, feed, `${feed}?${query}`, 400, auth(feedKey))
       }
     }
     // D49 feeds: 410 token_expired for a token from before changes the retention purge deleted (its mark, set here).
-    for (const feed of ["/v1/incidents/changes", "/v1/events/changes"] as const) {
-      const token = (await get(base, `${feed}?limit=1`, tenant.key)).body.nextToken as string
+    // A mark counts once it is below the horizon: once every older writer of the PostgreSQL server has ended.
+    await olderWritersEnded(db)
+    const feedTables = {
+      "/v1/incidents/changes": "incident_changes",
+      "/v1/events/changes": "events",
+      "/v1/audit/changes": "audit_log",
+    } as const
+    for (const feed of ["/v1/incidents/changes", "/v1/events/changes", "/v1/audit/changes"] as const) {
+      const feedKey = feed === "/v1/audit/changes" ? auditKey : tenant.key
+      const token = (await get(base, `${feed}?limit=1`, feedKey)).body.nextToken as string
       await db.run(
         Effect.flatMap(
           SqlClient.SqlClient,
           (sql) => sql`insert into feed_purges (org_id, feed, purged_xid, purged_seq)
             select org_id, ${feed.slice(4)}, change_xid, change_seq
-            from ${sql(feed === "/v1/events/changes" ? "events" : "incident_changes")}
+            from ${sql(feedTables[feed])}
             where org_id = ${tenant.orgId} order by change_xid desc, change_seq desc limit 1
             on conflict do nothing`,
         ),
       )
-      await check(base, feed, `${feed}?after=${encodeURIComponent(token)}`, 410, auth(tenant.key))
+      await check(base, feed, `${feed}?after=${encodeURIComponent(token)}`, 410, auth(feedKey))
     }
     const incidentScoped = (path: string) => path.startsWith("/v1/incidents") || path.startsWith("/v1/sources")
     for (const path of OPERATIONS) {
       const url = path
         .replace("{id}", path.startsWith("/v1/incidents") ? open.incident.id : eventId)
         .replace("{ip}", open.incident.sourceIp)
-      const other = incidentScoped(path) ? eventsOnly : incidentsOnly
+      // A key with every other scope but the endpoint's: the audit trail needs audit:read whatever else a key has.
+      const other = path.startsWith("/v1/audit") ? tenant.key : incidentScoped(path) ? eventsOnly : incidentsOnly
       await check(base, path, url, 401)
       await check(base, path, url, 401, { authorization: "Bearer dsk_nope" })
       await check(base, path, url, 403, auth(other))
@@ -532,7 +563,7 @@ describe("the document against the running server's answers", () => {
       await check(limited.url, path, url, 401, client)
       await check(limited.url, path, url, 429, client)
       // The per-key limit, from fresh addresses.
-      const perKey = (await createKey(limitedDb, limitedTenant.orgId, "incidents:read,events:read")).key
+      const perKey = (await createKey(limitedDb, limitedTenant.orgId, "incidents:read,events:read,audit:read")).key
       const listOrMissing = path.endsWith("{id}") || path.endsWith("{ip}") ? 404 : 200
       await check(limited.url, path, url, listOrMissing, { ...auth(perKey), ...from() })
       await check(limited.url, path, url, listOrMissing, { ...auth(perKey), ...from() })

@@ -23,6 +23,7 @@ const LAYER: Record<string, number> = {
   console: 3,
   admin: 3,
   mcp: 3,
+  taxii: 3,
   ops: 3,
   client: 3,
   jobs: 3,
@@ -34,6 +35,7 @@ const LAYER: Record<string, number> = {
 const FACE_TO_FACE: ReadonlyArray<{ from: string; to: RegExp; why: string }> = [
   { from: "console", to: /^admin\//, why: "the console is a second face of the admin services (the CLI is the first)" },
   { from: "mcp", to: /^api\//, why: "the MCP door runs the API's own queries, authentication and contract" },
+  { from: "taxii", to: /^api\/auth\.ts$/, why: "the TAXII server checks keys with the API's own authentication" },
   { from: "mcp", to: /^client\//, why: "over stdio the MCP door reaches a remote API through the client" },
   { from: "client", to: /^api\/contract\//, why: "the client is built from the API contract, and nothing else" },
   {
@@ -141,10 +143,10 @@ const violations = (graph: Graph): string[] => {
       else if (toLayer === 3 && fromLayer === 3 && !FACE_TO_FACE.some((r) => r.from === from && r.to.test(target)))
         found.push(`${file} imports ${target}: face ${from} into face ${to}`)
     }
-    // domain/ is pure: no I/O, no database, no HTTP server.
+    // domain/ is pure: no I/O, no database, no HTTP server (uuid: the STIX ids' UUIDv5, a hash).
     if (from === "domain") {
       for (const p of packages)
-        if (!/^(effect|ipaddr\.js|node:crypto)$/.test(p) && p !== "@effect/platform")
+        if (!/^(effect|ipaddr\.js|node:crypto|uuid)$/.test(p) && p !== "@effect/platform")
           found.push(`${file} (domain, pure) imports ${p}`)
     }
     // webhooks/ is the receiver helper, published and copied on its own: node:crypto, and nothing of the service.
@@ -186,6 +188,7 @@ describe("the shape of src/", () => {
       "alerts/layer.ts",
       "console/",
       "mcp/http.ts",
+      "taxii/server.ts",
       "ops/server.ts",
     ])
       expect(main).toContain(`./${face}`)

@@ -6,12 +6,14 @@ import { join } from "node:path"
 import { admin, adminJson } from "../support/cli.ts"
 import { get } from "../support/fixtures.ts"
 import { ingest, nativeEvent } from "../support/ingest.ts"
+import { prebuilt } from "../support/prebuilt.ts"
 import { type RunningServer, serverEnv, startServer, TEST_RATE_LIMIT, TEST_SECRET_KEY } from "../support/server.ts"
 
 /**
- * Start-up configuration, with real processes: the server (`bun src/main.ts`), the admin tool and the config layer
- * itself. The SECRET_KEY generated in embedded mode, bad values stopping start-up with one line naming the variable,
- * and processes racing to generate the key.
+ * Start-up configuration, with real processes: the server and the admin tool as the start command runs them (bundled
+ * once for the test run, test/support/prebuilt.ts: a start from the bundle costs a fraction of one from the sources,
+ * and this file starts some thirty of them), and the config layer itself. The SECRET_KEY generated in embedded mode,
+ * bad values stopping start-up with one line naming the variable, and processes racing to generate the key.
  */
 
 const ROOT = join(import.meta.dir, "..", "..")
@@ -30,6 +32,9 @@ const embeddedEnv = (dataDir: string, extra: Record<string, string> = {}): Recor
   serverEnv({ DATA_DIR: dataDir, RATE_LIMIT: TEST_RATE_LIMIT, ...extra })
 
 const mode = (path: string) => statSync(path).mode & 0o777
+/** The service's and the admin tool's command lines. */
+const SERVER = () => ["bun", prebuilt().main]
+const ADMIN = (...args: ReadonlyArray<string>) => ["bun", prebuilt().cli, ...args]
 const GENERATED = "SECRET_KEY is not set: generated one"
 
 /** Runs a command to its end (killed after `limitMs`); all it printed, its exit code and how long it took. */
@@ -72,9 +77,12 @@ describe("SECRET_KEY generated in embedded mode", () => {
 
       // The admin tool (another process, same DATA_DIR, no SECRET_KEY) uses the same file and generates nothing.
       const org = await adminJson(env, ["org", "create", "--name", "Key reuse"])
-      const key = await adminJson(env, ["key", "create", "--org", org.id, "--name", "k", "--scopes", "events:read"])
-      const sensor = await adminJson(env, ["sensor", "create", "--org", org.id, "--name", "web-01"])
-      const listed = await admin(env, ["org", "list"])
+      // Three processes at once, as three operators' commands can be.
+      const [key, sensor, listed] = await Promise.all([
+        adminJson(env, ["key", "create", "--org", org.id, "--name", "k", "--scopes", "events:read"]),
+        adminJson(env, ["sensor", "create", "--org", org.id, "--name", "web-01"]),
+        admin(env, ["org", "list"]),
+      ])
       expect(listed.code).toBe(0)
       expect(listed.stderr).not.toContain(GENERATED)
       const sent = await ingest(server.ingestUrl, "events", sensor.token, [
@@ -202,7 +210,7 @@ describe("a bad value stops start-up with one line naming the variable", () => {
   for (const bad of BAD) {
     test(`server: ${bad.variable}=${bad.value}`, async () => {
       const env = embeddedEnv(freshDir(), { SECRET_KEY: TEST_SECRET_KEY, [bad.variable]: bad.value })
-      const result = await runToEnd(["bun", "src/main.ts"], env)
+      const result = await runToEnd(SERVER(), env)
       expectConfigError(result, bad)
       // It stops at the configuration: no database waited for (its retries alone take about 45 s), no listener.
       expect(result.ms).toBeLessThan(15_000)
@@ -213,7 +221,7 @@ describe("a bad value stops start-up with one line naming the variable", () => {
 
   test("server: every bad variable is named, in one line", async () => {
     const env = embeddedEnv(freshDir(), { SECRET_KEY: TEST_SECRET_KEY, PORT: "abc", BASE_URL: "notaurl" })
-    const result = await runToEnd(["bun", "src/main.ts"], env)
+    const result = await runToEnd(SERVER(), env)
     expect(result.code).toBe(1)
     expect(result.output.trim().split("\n")).toEqual([
       'configuration error: PORT must be an integer from 0 to 65535, 0 for any free port (got "abc"); BASE_URL must be an absolute http(s) URL without query, fragment or credentials, e.g. https://api.example.com (got "notaurl")',
@@ -223,7 +231,7 @@ describe("a bad value stops start-up with one line naming the variable", () => {
   test("server: DATABASE_URL without SECRET_KEY is refused before connecting", async () => {
     // Port 1 on loopback: nothing listens there, and the server must not even try.
     const env = embeddedEnv(freshDir(), { DATABASE_URL: "postgres://app:pw-Secret-79@127.0.0.1:1/x" })
-    const result = await runToEnd(["bun", "src/main.ts"], env)
+    const result = await runToEnd(SERVER(), env)
     expectConfigError(result, { variable: "SECRET_KEY", value: "", secret: "pw-Secret-79" })
     expect(result.output).toContain("when DATABASE_URL is set")
     expect(result.output).not.toContain("database not reachable")
@@ -233,7 +241,7 @@ describe("a bad value stops start-up with one line naming the variable", () => {
   for (const bad of BAD.filter((b) => ["BASE_URL", "DATABASE_URL", "SECRET_KEY"].includes(b.variable))) {
     test(`admin: ${bad.variable}=${bad.value}`, async () => {
       const env = embeddedEnv(freshDir(), { SECRET_KEY: TEST_SECRET_KEY, [bad.variable]: bad.value })
-      const result = await runToEnd(["bun", "src/admin/cli.ts", "org", "list"], env)
+      const result = await runToEnd(ADMIN("org", "list"), env)
       expect(result.code).toBe(1)
       expect(result.stdout).toBe("")
       expectConfigError(result, bad)
@@ -255,7 +263,7 @@ const expectOneLine = (result: Awaited<ReturnType<typeof runToEnd>>, first: stri
 describe("every start-up failure prints one line saying what to do, exit 1", () => {
   test("the embedded database refuses to start (DATA_DIR too long for its socket)", async () => {
     const dataDir = join(freshDir(), "d".repeat(100))
-    const result = await runToEnd(["bun", "src/main.ts"], embeddedEnv(dataDir, { SECRET_KEY: TEST_SECRET_KEY }))
+    const result = await runToEnd(SERVER(), embeddedEnv(dataDir, { SECRET_KEY: TEST_SECRET_KEY }))
     expectOneLine(result, "cannot start the embedded database: DATA_DIR path is too long for a Unix socket")
     expect(result.stderr).toContain("choose a shorter DATA_DIR")
     expect(result.stderr).toContain("set DATABASE_URL")
@@ -264,7 +272,7 @@ describe("every start-up failure prints one line saying what to do, exit 1", () 
   test("a DATA_DIR holding the former PGlite database", async () => {
     const dataDir = freshDir()
     mkdirSync(join(dataDir, "pgdata"))
-    const result = await runToEnd(["bun", "src/main.ts"], embeddedEnv(dataDir, { SECRET_KEY: TEST_SECRET_KEY }))
+    const result = await runToEnd(SERVER(), embeddedEnv(dataDir, { SECRET_KEY: TEST_SECRET_KEY }))
     expectOneLine(result, "configuration error: DATA_DIR: holds the former embedded database (PGlite")
     expect(result.stderr).toContain("move it away to start empty")
   }, 30_000)
@@ -277,7 +285,7 @@ describe("every start-up failure prints one line saying what to do, exit 1", () 
       DATABASE_STARTUP_WAIT: "3 seconds",
       DATABASE_URL: "postgres://app:pw-Secret-80@127.0.0.1:1/incidents",
     })
-    const result = await runToEnd(["bun", "src/main.ts"], env, 30_000)
+    const result = await runToEnd(SERVER(), env, 30_000)
     expectOneLine(result, "cannot connect to the database at postgresql://127.0.0.1:1/incidents (DATABASE_URL): ")
     expect(result.stderr).toContain("ECONNREFUSED")
     expect(result.stderr).toContain("correct DATABASE_URL")

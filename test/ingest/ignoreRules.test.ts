@@ -6,7 +6,7 @@ import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import { asOperator } from "../../src/admin/actor.ts"
 import { IgnoreAdmin, type IgnoreRuleInput } from "../../src/admin/IgnoreAdmin.ts"
-import { type TestDatabase, testDatabase } from "../support/db.ts"
+import { olderWritersEnded, type TestDatabase, testDatabase } from "../support/db.ts"
 import { createChannel, createSensor, createTenant, get, walk } from "../support/fixtures.ts"
 import { ingest, nativeEvent } from "../support/ingest.ts"
 import { type Receiver, startReceiver } from "../support/receiver.ts"
@@ -76,6 +76,7 @@ const bodiesAt = (path: string) => receiver.requests.filter((r) => r.path === pa
 
 /** Every row of a change feed, walked in small pages from the start. */
 const walkFeed = async (path: string, key: string) => {
+  await olderWritersEnded(db)
   const ids: Array<string> = []
   let token: string | null = null
   for (let pages = 0; pages < 1000; pages++) {
@@ -340,6 +341,8 @@ describe("ignore rules at ingestion", () => {
         for (const r of body.results) if (r.incidentId !== null) kept.push(r.id)
       }
     }
+    // The last changes show once every older writing transaction of the PostgreSQL server has ended.
+    await olderWritersEnded(db)
     while (await poll()) {}
     await poll()
     expect([...seen].sort()).toEqual([...kept].sort())
@@ -462,6 +465,7 @@ describe("ignore rules meet Cowrie's late session details", () => {
     expect(await transitionsOf(t.orgId)).toEqual(transitionsBefore)
     expect((await listRules(t.orgId)).find((r) => r.id === rule.id)?.hitCount).toBe(4)
     // The feeds: the incident's latest change shows the count it now has; the events feed leaves the ignored out.
+    await olderWritersEnded(db)
     const changes = (await get(server.url, "/v1/incidents/changes?limit=100", t.key)).body.data
     expect(changes.at(-1)).toMatchObject({ id: incidentId, eventCount: 1 })
     expect(await walkFeed("/v1/events/changes", t.key)).toEqual([stored[4]?.id ?? ""])

@@ -5,7 +5,7 @@ import { cliWords } from "../../src/admin/cli/words.ts"
 import type { AdminError } from "../../src/admin/errors.ts"
 import { JudgementAdmin } from "../../src/admin/JudgementAdmin.ts"
 import { capturedNow, captureLines } from "../support/captureTime.ts"
-import { type TestDatabase, testDatabase } from "../support/db.ts"
+import { olderWritersEnded, type TestDatabase, testDatabase } from "../support/db.ts"
 import { createSensor, createTenant, get } from "../support/fixtures.ts"
 import { ingest, nativeEvent } from "../support/ingest.ts"
 import { type RunningServer, shutdown, startServer } from "../support/server.ts"
@@ -174,6 +174,7 @@ describe("inside or outside", () => {
     expect(after.get("198.51.100.23")?.severity).toBe("high")
     expect(after.get("192.168.7.7")?.source.scope).toBe("external")
     // The rise is an escalation like any other: in the incident's transitions (what every channel is sent).
+    await olderWritersEnded(db)
     const changes = await get(server.url, "/v1/incidents/changes?limit=100", tenant.key)
     const partner = (changes.body as { data: ApiIncident[] }).data.filter((i) => i.sourceIp === "198.51.100.23")
     expect(partner.map((i) => i.severity)).toEqual(["low", "high"])

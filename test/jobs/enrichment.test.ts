@@ -7,7 +7,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import { Effect } from "effect"
 import { reverseName } from "../../src/jobs/enrichment/dns.ts"
-import { type TestDatabase, testDatabase } from "../support/db.ts"
+import { olderWritersEnded, type TestDatabase, testDatabase } from "../support/db.ts"
 import { startDnsServer, type TestDnsServer } from "../support/dnsServer.ts"
 import { createSensor, createTenant, get } from "../support/fixtures.ts"
 import { ingest, nativeEvent } from "../support/ingest.ts"
@@ -158,6 +158,7 @@ describe("enrichment of source addresses", () => {
     // biome-ignore lint/suspicious/noControlCharactersInRegex: looking for control characters is the point
     expect(text).not.toMatch(/[\u0000-\u001f]|\\u00(0|1)[0-9a-f]/)
     expect(JSON.parse(text).source).toEqual(listed.source)
+    await olderWritersEnded(db)
     const feed = await get(server.url, "/v1/incidents/changes?limit=100", tenant.key)
     // biome-ignore lint/suspicious/noExplicitAny: API JSON
     expect(feed.body.data.find((i: any) => i.id === listed.id)?.source.reverseDns).toBe(MARKUP_SHOWN)

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
-import { type TestDatabase, testDatabase } from "../support/db.ts"
+import { olderWritersEnded, type TestDatabase, testDatabase } from "../support/db.ts"
 import { createSensor, createTenant } from "../support/fixtures.ts"
 import { ingest, nativeEvent } from "../support/ingest.ts"
 import { type RunningServer, shutdown, startServer } from "../support/server.ts"
@@ -188,6 +188,8 @@ describe("attacker text from all three ingest routes reaches the agent only insi
       const one = await call("get_incident", { id: incident.id })
       nonces.add(dissect((await expectFenced(one, `/v1/incidents/${incident.id}`)).text).nonce)
     }
+    // The feeds show this organization's changes once every older writer of the PostgreSQL server has ended.
+    await olderWritersEnded(db)
     const events = await call("event_changes", { limit: 100 })
     nonces.add(dissect((await expectFenced(events, "/v1/events/changes?limit=100")).text).nonce)
     const incidents = await call("incident_changes", { limit: 100 })

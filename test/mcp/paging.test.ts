@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
-import { type TestDatabase, testDatabase } from "../support/db.ts"
+import { olderWritersEnded, type TestDatabase, testDatabase } from "../support/db.ts"
 import { createSensor, createTenant, get, seedIncident } from "../support/fixtures.ts"
 import { type RunningServer, shutdown, startServer, testEnv } from "../support/server.ts"
 
@@ -85,6 +85,7 @@ const expectAllSteps = (texts: ReadonlyArray<string>) => {
 
 describe("MCP paging never moves past an event whose text was not shown", () => {
   test("following event_changes by the nextToken in its text shows steps 0…9 and the large event", async () => {
+    await olderWritersEnded(db)
     const texts: Array<string> = []
     let after: string | undefined
     for (let calls = 0; ; calls++) {

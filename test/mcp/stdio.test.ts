@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { join } from "node:path"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
-import { type TestDatabase, testDatabase } from "../support/db.ts"
+import { olderWritersEnded, type TestDatabase, testDatabase } from "../support/db.ts"
 import { createKey, createSensor, createTenant, get, seedIncident } from "../support/fixtures.ts"
 import { type RunningServer, shutdown, startServer } from "../support/server.ts"
 
@@ -82,6 +82,7 @@ describe("bun run mcp over stdio", () => {
     expect(one.structuredContent.events).toHaveLength(2)
 
     const seen: Array<string> = []
+    await olderWritersEnded(db)
     let after: string | undefined
     for (let page = 0; page < 20; page++) {
       const changes = await call(client, "event_changes", after === undefined ? { limit: 4 } : { limit: 4, after })

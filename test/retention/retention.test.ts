@@ -7,7 +7,7 @@ import { newId } from "../../src/domain/ids.ts"
 import { PURGE_BATCH, purgeOnce, RETENTION_EVERY, RetentionLive } from "../../src/jobs/retention.ts"
 import { formatConfigError, loadSettings } from "../../src/platform/config.ts"
 import { admin } from "../support/cli.ts"
-import { type TestDatabase, testDatabase } from "../support/db.ts"
+import { olderWritersEnded, type TestDatabase, testDatabase } from "../support/db.ts"
 import { createChannel, createSensor, createTenant, get, seedIncident } from "../support/fixtures.ts"
 import { ingest, nativeEvent } from "../support/ingest.ts"
 import { type RunningServer, shutdown, startServer, testEnv } from "../support/server.ts"
@@ -350,6 +350,7 @@ describe("retention purge", () => {
     })
 
     // A follower part-way (one change read, more to come) and one that has read everything.
+    await olderWritersEnded(db)
     const partIncidents = await get(server.url, "/v1/incidents/changes?limit=1", t.key)
     expect(partIncidents.status).toBe(200)
     expect(partIncidents.body.hasMore).toBe(true)
@@ -360,6 +361,7 @@ describe("retention purge", () => {
     // incident's events stored 400 days ago (past RETENTION_DAYS).
     await age(first.incident.id, 400)
     // A follower that has read every change so far (the ageing above is one too): nothing it has not seen goes.
+    await olderWritersEnded(db)
     const doneIncidents = (await get(server.url, "/v1/incidents/changes?limit=100", t.key)).body
     expect(doneIncidents.hasMore).toBe(false)
     await sqlRun(
@@ -413,6 +415,7 @@ describe("feed marks from another cluster", () => {
       sourceIp: "198.51.100.50",
       events: [{ time: new Date() }, { time: new Date() }],
     })
+    await olderWritersEnded(db)
     const part = await get(server.url, "/v1/events/changes?limit=1", t.key)
     expect(part.body.hasMore).toBe(true)
     await sqlRun(

@@ -1,4 +1,5 @@
 import { expect } from "bun:test"
+import type { Role } from "../../src/repos/ConsoleUsersRepo.ts"
 import { type Browser, launchBrowser, type Page, type PageWatch, watchedContext } from "./browser.ts"
 import { testDatabase } from "./db.ts"
 import { createUser } from "./fixtures.ts"
@@ -87,7 +88,7 @@ export const consoleUser = async (
   user: {
     readonly orgId: string
     readonly email: string
-    readonly role: "admin" | "analyst"
+    readonly role: Role
     readonly password: string
   },
 ): Promise<{ readonly id: string }> => {
@@ -122,3 +123,10 @@ export const adminAndAnalyst = async (
   const analyst = await signedIn(browser, consoleUrl, users.analyst, password)
   return { browser, admin, analyst }
 }
+
+/** A cookie a response sets, as `name=value` for the next request's Cookie header; undefined when it sets none. */
+export const cookieOf = (response: Response, name: string) =>
+  response.headers
+    .getSetCookie()
+    .find((c) => c.startsWith(`${name}=`))
+    ?.split(";")[0]

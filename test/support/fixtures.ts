@@ -10,6 +10,7 @@ import { UserAdmin } from "../../src/admin/UserAdmin.ts"
 import { eventTypeSpec } from "../../src/domain/eventTypes.ts"
 import { type ApiKeyId, type IdKind, type IdOf, isId, newId, type OrgId } from "../../src/domain/ids.ts"
 import type { Severity } from "../../src/domain/severity.ts"
+import type { Role } from "../../src/repos/ConsoleUsersRepo.ts"
 import { EventsRepo, type NewEvent } from "../../src/repos/EventsRepo.ts"
 import { IncidentsRepo, type NewIncident } from "../../src/repos/IncidentsRepo.ts"
 import { type TestDatabase, testDatabase } from "./db.ts"
@@ -142,7 +143,7 @@ export const channelDeliveries = (db: TestDatabase, channelId: string, status?: 
   db.run(asOperator(Effect.flatMap(ChannelAdmin, (channels) => channels.deliveries(channelId, status))))
 
 /** `user create` as the operator runs it: a console user of the organization, with its one-time password link. */
-export const createUser = (db: TestDatabase, orgId: string, email: string, role: "admin" | "analyst") =>
+export const createUser = (db: TestDatabase, orgId: string, email: string, role: Role) =>
   db.run(asOperator(Effect.flatMap(UserAdmin, (users) => users.create({ orgId, email, role }))))
 
 /** `user list --org <org-id>`: the organization's users with their status, as the CLI's --json prints them. */

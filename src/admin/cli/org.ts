@@ -1,6 +1,7 @@
 import { Command } from "@effect/cli"
 import { Effect } from "effect"
 import { OrgAdmin } from "../OrgAdmin.ts"
+import { TwoFactor } from "../TwoFactor.ts"
 import { argument, asAdmin, flag, json, print, required, switchFlag, table } from "./shared.ts"
 
 const create = Command.make(
@@ -62,6 +63,48 @@ const retention = Command.make(
     ),
 ).pipe(Command.withDescription("keep its events this many days; default: RETENTION_DAYS"))
 
+const tlp = Command.make(
+  "tlp",
+  {
+    orgId: flag("org", "<org-id>", "the organization"),
+    level: argument("level", "clear, green, amber, amber+strict or red"),
+    json,
+  },
+  ({ orgId, level, json }) =>
+    asAdmin(
+      Effect.gen(function* () {
+        const result = yield* (yield* OrgAdmin).setTlp(orgId, yield* required(level, "<level>"))
+        return yield* print(
+          json,
+          result,
+          () => `${result.id} marks its STIX/TAXII objects TLP:${result.tlp.toUpperCase()}`,
+        )
+      }),
+    ),
+).pipe(
+  Command.withDescription("the TLP 2.0 marking of its STIX objects (TAXII): clear, green, amber, amber+strict or red"),
+)
+
+const twoFactor = Command.make(
+  "two-factor",
+  {
+    orgId: flag("org", "<org-id>", "the organization"),
+    state: argument("on|off", "on: every user signs in with a two-factor code; off: each user chooses"),
+    json,
+  },
+  ({ orgId, state, json }) =>
+    asAdmin(
+      Effect.gen(function* () {
+        const result = yield* (yield* TwoFactor).setRequired(orgId, yield* required(state, "on|off"))
+        return yield* print(json, result, () =>
+          result.twoFactor === "on"
+            ? `${result.id} requires two-factor codes (users without them set them up at their next sign-in)`
+            : `${result.id} does not require two-factor codes`,
+        )
+      }),
+    ),
+).pipe(Command.withDescription("require two-factor codes (TOTP) of every console user: on or off"))
+
 const list = Command.make("list", { json }, ({ json }) =>
   asAdmin(
     Effect.gen(function* () {
@@ -73,5 +116,5 @@ const list = Command.make("list", { json }, ({ json }) =>
 
 export const org = Command.make("org").pipe(
   Command.withDescription("organizations"),
-  Command.withSubcommands([create, deception, retention, list]),
+  Command.withSubcommands([create, deception, retention, tlp, twoFactor, list]),
 )

@@ -1,5 +1,15 @@
-import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSecurity, OpenApi } from "@effect/platform"
+import {
+  HttpApi,
+  HttpApiEndpoint,
+  HttpApiGroup,
+  HttpApiMiddleware,
+  HttpApiSchema,
+  HttpApiSecurity,
+  OpenApi,
+} from "@effect/platform"
 import { Context, Schema } from "effect"
+import { AUDIT_ACTION_PATTERN, AUDIT_BOUNDS, AuditChangePage, AuditPage } from "../../domain/audit.ts"
+import { BLOCKLIST_DAYS_DEFAULT, BLOCKLIST_DAYS_MAX, BLOCKLIST_MAX_LINES } from "../../domain/blocklist.ts"
 import { EVENT_TYPE_NAMES } from "../../domain/eventTypeNames.ts"
 import { type ApiKeyId, idPattern, type OrgId } from "../../domain/ids.ts"
 import {
@@ -24,7 +34,7 @@ import {
 } from "../../domain/problem.ts"
 import type { Scope } from "../../domain/scopes.ts"
 import { SEVERITIES } from "../../domain/severity.ts"
-import { describeServer, requiresScope } from "./openapi.ts"
+import { describeBlocklist, describeServer, requiresScope } from "./openapi.ts"
 
 /** The authenticated caller, provided to handlers by the auth middleware. */
 export class Caller extends Context.Tag("Caller")<
@@ -52,6 +62,20 @@ export class IncidentsAuth extends HttpApiMiddleware.Tag<IncidentsAuth>()("Incid
 
 /** Bearer-key authentication for the event endpoints (scope events:read). */
 export class EventsAuth extends HttpApiMiddleware.Tag<EventsAuth>()("EventsAuth", {
+  failure: authFailures,
+  provides: Caller,
+  security: { bearer },
+}) {}
+
+/** Bearer-key authentication for the threat intelligence endpoints (scope intel:read). */
+export class IntelAuth extends HttpApiMiddleware.Tag<IntelAuth>()("IntelAuth", {
+  failure: authFailures,
+  provides: Caller,
+  security: { bearer },
+}) {}
+
+/** Bearer-key authentication for the audit trail (scope audit:read). */
+export class AuditAuth extends HttpApiMiddleware.Tag<AuditAuth>()("AuditAuth", {
   failure: authFailures,
   provides: Caller,
   security: { bearer },
@@ -222,9 +246,80 @@ export class EventsGroup extends HttpApiGroup.make("events")
   .middleware(EventsAuth)
   .annotate(OpenApi.Title, "Events") {}
 
+export const BlocklistParams = Schema.Struct({
+  days: param(
+    { type: "integer", minimum: 1, maximum: BLOCKLIST_DAYS_MAX, default: BLOCKLIST_DAYS_DEFAULT },
+    `Sources seen in this many last days, 1 to ${BLOCKLIST_DAYS_MAX} (default ${BLOCKLIST_DAYS_DEFAULT})`,
+  ),
+})
+
+export class IntelGroup extends HttpApiGroup.make("intel")
+  .add(
+    HttpApiEndpoint.get("blocklist", "/v1/blocklist.txt")
+      .setUrlParams(BlocklistParams)
+      .addSuccess(HttpApiSchema.Text({ contentType: "text/plain" }))
+      .addError(InvalidRequest)
+      .annotate(OpenApi.Summary, "Addresses to block: a plain-text list for firewalls")
+      .annotate(
+        OpenApi.Description,
+        `The external source addresses your decoys saw in the last days (IPv4 and IPv6), one a line, sorted by address, as firewalls' external lists read them (Palo Alto External Dynamic Lists, FortiGate external threat feeds, pfSense URL tables). Not listed: sources inside your organization's networks, sources whose every event an ignore rule ignored, and sources whose every incident in the window was closed as false_positive or authorized_test. At most ${BLOCKLIST_MAX_LINES} lines: past that, the most recently seen sources are kept and the header Blocklist-Truncated: true is sent. The ETag is a digest of the body; send it back in If-None-Match and an unchanged list is answered 304 with no body.`,
+      )
+      // One transform: a group's annotateEndpoints would replace an endpoint's own.
+      .annotate(OpenApi.Transform, (operation) => describeBlocklist(requiresScope("intel:read")(operation))),
+  )
+  .middleware(IntelAuth)
+  .annotate(OpenApi.Title, "Threat intelligence") {}
+
+export const AuditListParams = Schema.Struct({
+  actor: param(
+    { type: "string", minLength: 1, maxLength: AUDIT_BOUNDS.email },
+    "Only entries of this actor: cli (the operator's admin command line), a console user's id (usr_<ULID>) or a console user's email address (any case)",
+  ),
+  action: param(
+    { type: "string", pattern: AUDIT_ACTION_PATTERN, maxLength: AUDIT_BOUNDS.action },
+    "Only entries of this action, exactly (for example key.create, webhook.rotate, signin.failed)",
+  ),
+  from: param(timestamp, "Entries at or after this RFC 3339 time with a zone (Z or an offset); inclusive"),
+  to: param(timestamp, "Entries before this RFC 3339 time with a zone (Z or an offset); exclusive"),
+  limit: limitParam,
+  cursor: cursorParam,
+})
+
+export class AuditGroup extends HttpApiGroup.make("audit")
+  .add(
+    HttpApiEndpoint.get("listAudit", "/v1/audit")
+      .setUrlParams(AuditListParams)
+      .addSuccess(AuditPage)
+      .addError(InvalidRequest)
+      .annotate(OpenApi.Summary, "The audit trail, newest first")
+      .annotate(
+        OpenApi.Description,
+        "Every change made in your organization's console or with the operator's admin command line (keys, alert channels, tests and redeliveries, closes, users, settings) and every console sign-in, successful or not, with who did it, when, from which address, to what, and its names and settings. Never a secret, a token or a password. To follow new entries, poll GET /v1/audit/changes with its token: it never skips one.",
+      ),
+  )
+  .add(
+    HttpApiEndpoint.get("auditChanges", "/v1/audit/changes")
+      .setUrlParams(FeedParams)
+      .addSuccess(AuditChangePage)
+      .addError(InvalidRequest)
+      .addError(Gone)
+      .annotate(OpenApi.Summary, "Audit entries in the order they were written: the feed for pollers")
+      .annotate(
+        OpenApi.Description,
+        FEED_DESCRIPTION(
+          "Every audit entry of your organization, in the order it was written, for a SIEM or an archive. from is the time of the entry. Audit entries are not deleted by the retention windows today, so a token expires (410) only if they ever are.",
+        ),
+      ),
+  )
+  .annotateEndpoints(OpenApi.Transform, requiresScope("audit:read"))
+  .middleware(AuditAuth)
+  .annotate(OpenApi.Title, "Audit trail") {}
+
 export class IncidentApi extends HttpApi.make("incident-api")
   .add(IncidentsGroup)
   .add(EventsGroup)
+  .add(IntelGroup)
+  .add(AuditGroup)
   .addError(InternalError)
   .addError(ServiceUnavailable)
   .annotate(OpenApi.Title, "Incident and Event Read API")

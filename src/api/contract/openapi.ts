@@ -25,7 +25,9 @@ import type { Scope } from "../../domain/scopes.ts"
  *   body whose `title` and `code` are enumerated per status;
  * - the edge's own 414 answer to a URL over MAX_URL_LENGTH characters;
  * - headers: `RateLimit`/`RateLimit-Policy` on every response, `Retry-After` on 429, `WWW-Authenticate` on 401;
- * - timestamps as `string`/`date-time` instead of the decoder's "DateFromString".
+ * - timestamps as `string`/`date-time` instead of the decoder's "DateFromString";
+ * - the TAXII 2.1 server the same listener serves under /taxii2/ (its own protocol, outside the HttpApi): a paragraph
+ *   of the description and `externalDocs` pointing at its discovery endpoint.
  * test/api/openapi.test.ts holds each point against the running server's answers.
  */
 
@@ -45,12 +47,20 @@ interface Operation {
   responses: Record<string, Response>
 }
 interface Doc {
+  info: { description?: string } & Record<string, unknown>
+  externalDocs?: { url: string; description: string }
   paths: Record<string, Record<string, Operation>>
   components: {
     schemas: Record<string, JsonSchema>
     headers?: Record<string, Header>
   } & Record<string, unknown>
 }
+
+/** Where the TAXII 2.1 server starts (its discovery endpoint), on the API's own listener. */
+export const TAXII_DISCOVERY_PATH = "/taxii2/"
+/** What the reference says of the TAXII 2.1 server, which the HttpApi does not describe. */
+export const TAXII_REFERENCE =
+  "TAXII 2.1: the same listener serves a read-only TAXII 2.1 server at `/taxii2/` (discovery, API root `/taxii2/api/`, one collection per organization) with the organization's threat intelligence as STIX 2.1 objects, each marked with the organization's TLP 2.0 level. It needs a key with the intel:read scope, as a Bearer token or as the password of HTTP Basic. It is described in the API guide, section \"TAXII 2.1 for threat-intelligence platforms\"."
 
 /** The HttpApi's own decode failure, which this server never sends. */
 const DECODE_ERROR = "HttpApiDecodeError"
@@ -231,10 +241,58 @@ export const requiresScope =
     }
   }
 
+/**
+ * The blocklist's own validators and caching, which the HttpApi cannot express: the ETag and Cache-Control of its
+ * 200, the 304 an unchanged list gets, and the header a cut list carries. Used as the endpoint's `OpenApi.Transform`.
+ */
+export const describeBlocklist = (operation: Record<string, unknown>): Record<string, unknown> => {
+  const responses = { ...(operation.responses as Record<string, Response>) }
+  const etag: Header = {
+    description: "A digest of the body; send it back in If-None-Match",
+    required: true,
+    schema: { type: "string" },
+  }
+  const ok = responses["200"]
+  if (ok !== undefined) {
+    responses["200"] = {
+      ...ok,
+      description: "One address a line (UTF-8 text/plain), sorted by address; empty when there is nothing to block",
+      content: { "text/plain; charset=utf-8": { schema: { type: "string" } } },
+      headers: {
+        ETag: etag,
+        "Cache-Control": {
+          description: "no-cache: a cache may keep the list but must ask again (with If-None-Match) before using it",
+          required: true,
+          schema: { type: "string", enum: ["no-cache"] },
+        },
+        "Blocklist-Truncated": {
+          description: "true when more sources than the list holds were seen: the most recently seen ones are kept",
+          schema: { type: "string", enum: ["true"] },
+        },
+      },
+    }
+  }
+  responses["304"] = {
+    description: "If-None-Match named the list's current ETag: nothing changed, no body",
+    headers: { ETag: etag },
+  }
+  const parameters = [...((operation.parameters ?? []) as Array<Record<string, unknown>>)]
+  parameters.push({
+    name: "If-None-Match",
+    in: "header",
+    required: false,
+    description: "The ETag of the list you hold: an unchanged list is answered 304 with no body",
+    schema: { type: "string" },
+  })
+  return { ...operation, responses, parameters }
+}
+
 export const describeServer = (generated: Record<string, unknown>): Record<string, unknown> => {
   const doc = structuredClone(generated) as unknown as Doc
   const schemas = doc.components.schemas
   doc.components.headers = { ...doc.components.headers, ...HEADERS }
+  doc.info.description = [doc.info.description, TAXII_REFERENCE].filter((d) => d !== undefined).join("\n\n")
+  doc.externalDocs = { url: TAXII_DISCOVERY_PATH, description: "TAXII 2.1 server (discovery endpoint)" }
 
   schemas[URI_TOO_LONG_SCHEMA] = problemSchema(414, PROBLEMS.get(414) as ProblemKind, URI_TOO_LONG_DESCRIPTION)
 
@@ -266,6 +324,7 @@ export const describeServer = (generated: Record<string, unknown>): Record<strin
           }
         }
         response.headers = {
+          ...response.headers,
           ...(code === 401 ? { "WWW-Authenticate": headerRef("WWW-Authenticate") } : {}),
           ...(code === 429 || code === 503 ? { "Retry-After": headerRef("Retry-After") } : {}),
           RateLimit: headerRef("RateLimit"),
