@@ -107,7 +107,7 @@ beforeAll(async () => {
 })
 afterAll(() => receiver?.stop())
 
-describe("webhook delivery (D15–D17)", () => {
+describe("webhook delivery: signed, retried, redelivered", () => {
   let server: RunningServer
   beforeAll(async () => {
     server = await startServer({ env: await testEnv(webhookEnv()) })

@@ -94,7 +94,7 @@ describe("authProblem: spec 'API keys' 7-8, D10", () => {
   })
 })
 
-describe("queryProblem: D5, D6, D7", () => {
+describe("queryProblem: every bad query parameter is one clear problem", () => {
   const cases: ReadonlyArray<[Parameters<typeof queryProblem>[0], string]> = [
     [new QueryParameterRepeated({ parameter: "limit" }), "The query parameter limit was given more than once."],
     [
@@ -118,7 +118,7 @@ describe("queryProblem: D5, D6, D7", () => {
   }
 })
 
-describe("lookupProblem: D10 404 after authentication", () => {
+describe("lookupProblem: 404 only after authentication, so ids cannot be probed", () => {
   test("IncidentNotFound and EventNotFound -> 404 not_found, the id not echoed", () => {
     const notFound = (detail: string) => ({
       type: "about:blank",
@@ -137,7 +137,7 @@ describe("lookupProblem: D10 404 after authentication", () => {
   })
 })
 
-describe("databaseFailureKind: D4, D37, what a failed query is answered with", () => {
+describe("databaseFailureKind: what a failed query is answered with", () => {
   const failure = (code: string | undefined, message: string) =>
     new DatabaseError({
       cause: new SqlError({

@@ -174,7 +174,7 @@ interface PlanNode {
   readonly Plans?: ReadonlyArray<PlanNode>
 }
 
-test("D32, issue #15: a deep feed page reads only its own rows even when one transaction wrote them all", async () => {
+test("a deep feed page reads only its own rows even when one transaction wrote them all", async () => {
   // A large load is one transaction, so every row has one change_xid; the statistics then take the rows after a
   // token for very few, and a plan that joins before the limit hash-joined and sorted all of them (scale10m: 61 ms
   // for 100 rows of 20,000). The page must be cut from the position index before anything else.

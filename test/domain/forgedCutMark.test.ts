@@ -25,7 +25,7 @@ const key = new Uint8Array(32).fill(3)
 const FORGED = "cut: 12 more members, 9000 bytes"
 
 describe("a sensor-sent cut mark is renamed at ingestion", () => {
-  test('D20: a root member named "…" (also behind an invisible character) is stored as "… (sent)", nothing cut', () => {
+  test('a root member named "…" (also behind an invisible character) is stored as "… (sent)", nothing cut', () => {
     for (const name of [CUT_MEMBER, `${CUT_MEMBER}\u200b`, `\u200b${CUT_MEMBER}\u2060`]) {
       const out = prepareAttackerInput({ username: "root", [name]: FORGED }, key)
       expect(out).toEqual({ username: "root", [SENT_CUT_MEMBER]: FORGED })
@@ -48,7 +48,7 @@ describe("a sensor-sent cut mark is renamed at ingestion", () => {
     expect(out[CUT_MEMBER]).toBe("cut: 1 more member, 2 bytes")
   })
 
-  test('D20: when the name "… (sent)" is taken too, the next free "… (sent N)" is used; nothing is lost', () => {
+  test('when the name "… (sent)" is taken too, the next free "… (sent N)" is used; nothing is lost', () => {
     const out = prepareAttackerInput(
       { [SENT_CUT_MEMBER]: "first", [CUT_MEMBER]: FORGED, [`${CUT_MEMBER}\u200b`]: "again", "… (sent 2)": "x" },
       key,
@@ -115,7 +115,7 @@ const body = (inputs: ReadonlyArray<Record<string, unknown>>) =>
   )
 
 describe("a webhook's truncated comes from its own cut", () => {
-  test('D20: a stored "…" member alone (a row written before the rename) does not make a webhook truncated', () => {
+  test('a stored "…" member alone (a row written before the rename) does not make a webhook truncated', () => {
     const sent = body([{ username: "root", [CUT_MEMBER]: FORGED }])
     expect(sent.truncated).toBeUndefined()
     expect(sent.incident.events[0].attackerInput[CUT_MEMBER]).toBe(FORGED)
@@ -138,7 +138,7 @@ describe("end to end, ingest then the API", () => {
   })
   afterAll(() => shutdown(server, db))
 
-  test('D20: a sensor-sent "…" member reads back as "… (sent)"; the event carries no cut mark', async () => {
+  test('a sensor-sent "…" member reads back as "… (sent)"; the event carries no cut mark', async () => {
     const tenant = await createTenant(db, "Forgers")
     const sensor = await createSensor(db, tenant.orgId)
     const event = nativeEvent({ attackerInput: { username: "root", [CUT_MEMBER]: FORGED } })

@@ -556,7 +556,7 @@ describe("OpenCanary mapper", () => {
     expect(expectRejected(mapOpenCanary(ocLine(4002, {}, { logdata: ["root"] })))).toContain("logdata")
   })
 
-  test("only strings, numbers and booleans are copied into attackerInput (any JSON but null under username and password-like names, D20); unsafe keys are dropped", () => {
+  test("only strings, numbers and booleans are copied into attackerInput (any JSON but null under username and password-like names); unsafe keys are dropped", () => {
     const logdata = JSON.parse(
       '{"USERNAME":"root","PASSWORD":{"nested":"x"},"PATH":["a"],"N":3,"B":true,"Z":null,"__proto__":"polluted","constructor":"c"}',
     ) as Record<string, unknown>
@@ -803,7 +803,7 @@ describe("Cowrie mapper", () => {
     expect(reason.length).toBeLessThan(120)
   })
 
-  test("non-string attacker fields are not copied, except under username and password (D20: their JSON text later)", () => {
+  test("non-string attacker fields are not copied, except under username and password (their JSON text later)", () => {
     const event = expectMapped(
       mapCowrie(cowrieLine("cowrie.login.failed", { username: ["root"], password: { x: 1 } }, "m")),
     )
@@ -1018,7 +1018,7 @@ describe("a Cowrie line takes its session's protocol and ports from the session'
   })
 })
 
-describe("garbage never throws (D22: one bad event does not reject the batch)", () => {
+describe("garbage never throws (one bad event does not reject the batch)", () => {
   const deep = JSON.parse(`${"[".repeat(5000)}${"]".repeat(5000)}`) as unknown
   const throwing = Object.defineProperty({}, "logtype", {
     enumerable: true,
@@ -1102,7 +1102,7 @@ describe("garbage never throws (D22: one bad event does not reject the batch)", 
     )
   })
 
-  test("property: well-formed lines with arbitrary logdata map, keeping only scalars (and credentials, D20)", () => {
+  test("property: well-formed lines with arbitrary logdata map, keeping only scalars (and credentials)", () => {
     const logtypes = [...OPENCANARY_LOGTYPES].flatMap(([logtype, o]) =>
       o.outcome === "accepted" && logtype !== 20001 ? [logtype] : [],
     )

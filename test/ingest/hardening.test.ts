@@ -163,7 +163,7 @@ describe("a stored row never makes a read fail", () => {
     expect((await readsBack(r.id, r.incidentId)).username).toBe("1")
   })
 
-  test("a row stored before the fix (raw jsonb of any shape) reads back 200, in the D20 shape, nothing in clear", async () => {
+  test("a row stored before the fix (raw jsonb of any shape) reads back 200, in the shape read today, nothing in clear", async () => {
     const first = accepted(await ingest(server.ingestUrl, "events", sensor.token, nativeEvent({ sourceIp: nextIp() })))
     const id = newId("event", Date.now())
     const stored = {

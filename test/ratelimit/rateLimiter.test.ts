@@ -461,7 +461,7 @@ describe("RateLimiter", () => {
     expect(out.policy).toBe('"default";q=3;w=10')
   })
 
-  test('D11 default policy header is "default";q=120;w=60', async () => {
+  test('with no policy configured, the policy header names the default: "default";q=120;w=60', async () => {
     const policy = await Effect.runPromise(
       Effect.map(RateLimiter, (l) => l.policyHeader).pipe(Effect.provide(RateLimiter.layerMemory())),
     )

@@ -15,7 +15,7 @@ describe("signatureHeader", () => {
     expect(header.startsWith("t=1700000000,v1=")).toBe(true)
   })
 
-  test('v1 is HMAC-SHA256 over t + "." + body keyed with the secret\'s UTF-8 bytes (D16)', () => {
+  test('v1 is HMAC-SHA256 over t + "." + body keyed with the secret\'s UTF-8 bytes', () => {
     const secret = "whsec_Zm9vYmFy"
     const body = '{"id":"evt_1","type":"incident.created","note":"é—😀"}'
     expect(signatureHeader([secret], 1_700_000_123, body)).toBe(

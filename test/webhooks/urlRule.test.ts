@@ -270,7 +270,7 @@ describe("resolveAndCheck", () => {
     })
   })
 
-  test("one private address among several refuses the host (D18: every address must be public)", async () => {
+  test("one private address among several refuses the host (every address must be public)", async () => {
     const lookup = fakeLookup({ "rebind.example.com": ["93.184.216.34", "1.1.1.1", "10.0.0.5"] })
     expect(await resolveAndCheck("rebind.example.com", lookup)).toEqual({
       ok: false,

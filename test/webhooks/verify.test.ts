@@ -29,7 +29,7 @@ describe("verifyWebhook accepts", () => {
     expect(verifyWebhookOrThrow(BODY, header, SECRET, at(T))).toBe(T)
   })
 
-  test("a Stripe-style header computed independently with createHmac (D16: key = the whsec_ string's bytes)", () => {
+  test("a Stripe-style header computed independently with createHmac (the key is the whsec_ string's bytes)", () => {
     expect(verifyWebhook(BODY, `t=${T},v1=${v1()}`, SECRET, at(T))).toEqual({ ok: true, timestamp: T })
     // Not base64-decoded: a header keyed with the decoded secret does not verify.
     const decodedKey = Buffer.from(SECRET.slice("whsec_".length), "base64")
