@@ -278,6 +278,7 @@ const EVENT_TEXTS = `cross join lateral (
 ) x`
 
 const EVENTS_FROM_INCIDENTS = `
+with stored as (
 insert into events (id, org_id, incident_id, sensor_id, sensor_event_id, time, source_ip, source_port, service, port,
                     type, action, severity, confidence, tags, summary, attacker_input, received_at)
 select 'evt_' || bench_ulid(g.ms), i.org_id, i.id, i.sensor_id, 'seed-' || i.id || '-' || g.n, g.t, i.source_ip,
@@ -297,7 +298,11 @@ cross join lateral (
 ) g
 ${EVENT_TEXTS}
 join bench_types ty on ty.type = i.event_types[1 + (g.n - 1) % cardinality(i.event_types)]
-where i.id in (select jsonb_array_elements_text(($1::text)::jsonb))`
+where i.id in (select jsonb_array_elements_text(($1::text)::jsonb))
+returning sensor_id, sensor_event_id, id, received_at
+)
+-- Each event's key, as ingestion stores it (a sensor's event id is stored once, sql/0044).
+insert into event_keys (sensor_id, sensor_event_id, event_id, received_at) select * from stored`
 
 /** Checks the seeded incidents against their events; returns the number of inconsistent incidents. */
 export const VERIFY = `
@@ -393,6 +398,8 @@ export const seedDataset = async (
     }
   })
 
+  // The month partitions the events will fall in (a new database has only this month's and the next two).
+  await sql`select month_partitions_ensure(${new Date(nowMs - (spanDays + 2) * 86_400_000)}::timestamptz, ${new Date(nowMs)}::timestamptz)`
   let fatIncidentId = ""
   let incidentSeconds = 0
   let eventSeconds = 0

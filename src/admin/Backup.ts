@@ -144,14 +144,17 @@ const dependencyOrder = (names: ReadonlyArray<string>, edges: ReadonlyArray<{ ch
   return done
 }
 
-/** The service's tables (all of its schema but schema_migrations), with columns and row order, in dependency order. */
+/**
+ * The service's tables (all of its schema but schema_migrations; a partitioned table as one, its partitions' rows
+ * being its own), with columns and row order, in dependency order.
+ */
 const catalog = (sql: SqlClient.SqlClient) =>
   Effect.gen(function* () {
     const columns = yield* sql<{ table: string; column: string }>`
       select c.relname as table, a.attname as column
       from pg_class c join pg_attribute a on a.attrelid = c.oid
       where c.relnamespace = current_schema()::regnamespace and c.relkind in ('r', 'p')
-        and c.relname <> 'schema_migrations' and a.attnum > 0 and not a.attisdropped and a.attgenerated = ''
+        and not c.relispartition and c.relname <> 'schema_migrations' and a.attnum > 0 and not a.attisdropped and a.attgenerated = ''
       order by c.relname, a.attnum`
     const keys = yield* sql<{ table: string; column: string }>`
       select c.relname as table, a.attname as column

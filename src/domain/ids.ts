@@ -105,6 +105,23 @@ interface BrandedIds {
 }
 export type IdOf<K extends IdKind> = K extends keyof BrandedIds ? BrandedIds[K] : string
 
+/**
+ * The time part of an id (a ULID's first ten characters after the prefix), in milliseconds; undefined when the text
+ * is not one. An event's id carries the event's own time, which names the month partition that holds it.
+ */
+export const idTimeMs = (id: string): number | undefined => {
+  const at = id.indexOf("_")
+  const time = id.slice(at + 1, at + 11)
+  if (at < 0 || time.length !== 10) return undefined
+  let ms = 0
+  for (const c of time) {
+    const digit = CROCKFORD.indexOf(c)
+    if (digit < 0) return undefined
+    ms = ms * 32 + digit
+  }
+  return ms <= 8_640_000_000_000_000 ? ms : undefined
+}
+
 export const newId = <K extends IdKind>(kind: K, timeMs?: number): IdOf<K> =>
   `${ID_PREFIXES[kind]}_${ulid(timeMs)}` as IdOf<K>
 

@@ -1,10 +1,14 @@
 import { SqlClient, type Statement } from "@effect/sql"
+import { SqlError } from "@effect/sql/SqlError"
 import { Clock, Duration, Effect, Layer, Schedule } from "effect"
 import type { OrgId } from "../domain/ids.ts"
 import { AppConfig } from "../platform/config.ts"
+import { EVENT_MONTHS_AHEAD } from "../platform/db/migrate.ts"
 
 /** Rows one statement of the purge deletes at most: each batch is its own short transaction. */
 export const PURGE_BATCH = 1000
+/** Event keys one statement deletes at most (narrow rows: two short texts, an id and a time). */
+const KEY_BATCH = 5000
 /** Empty incidents one transaction deletes at most (with their transitions, notes, triage and deliveries). */
 const INCIDENT_BATCH = 200
 /** How often the purge runs (and once at start-up). */
@@ -16,7 +20,87 @@ export interface PurgeCounts {
   readonly events: number
   readonly incidents: number
   readonly feedRows: number
+  /** Month partitions dropped whole (their rows are counted in `events` and `feedRows`). */
+  readonly months: number
 }
+
+/**
+ * How long the purge waits for the table lock that dropping a month takes: ingestion and reads queue behind it while
+ * it waits, so it gives up soon (and before PostgreSQL's deadlock_timeout, 1 s) and the month goes at the next pass.
+ */
+const MONTH_DROP_LOCK_TIMEOUT = "500ms"
+
+/** The two tables partitioned by month (sql/0044), each with the feed its rows are and what decides a row's age. */
+const MONTHLY = {
+  events: { feed: "events/changes", changesOnly: "e.ignore_rule_id is null" },
+  incident_changes: { feed: "incidents/changes", changesOnly: "true" },
+} as const
+type Monthly = keyof typeof MONTHLY
+
+/** A table's month partitions, oldest first, with the time their month ends. */
+const monthPartitions = (sql: SqlClient.SqlClient, table: Monthly) =>
+  sql<{ name: string; endsAt: Date }>`
+    select c.relname as name,
+      (regexp_match(pg_get_expr(c.relpartbound, c.oid), 'TO \\(''([^'']+)''\\)'))[1]::timestamptz as ends_at
+    from pg_inherits i join pg_class c on c.oid = i.inhrelid
+    where i.inhparent = ${table}::regclass and c.relname ~ ${`^${table}_[0-9]{4}_[0-9]{2}$`}
+    order by ends_at`
+
+/**
+ * Whether a month partition of events still holds an event inside its organization's window (one probe of the
+ * partition's (org_id, received_at) index per organization). The incidents feed's rows are written at the time they
+ * say, so its month is past when its end is past the feed's window.
+ */
+const holdsKeptEvents = (sql: SqlClient.SqlClient, partition: string, now: Date, defaultDays: number) =>
+  Effect.map(
+    sql<{ kept: boolean }>`
+      select exists (
+        select from organizations o cross join lateral (
+          select from ${sql(partition)} e
+          where e.org_id = o.id and e.received_at >= ${now}::timestamptz - make_interval(days => coalesce(o.retention_days, ${defaultDays}::int))
+          limit 1) x) as kept`,
+    (rows) => rows[0]?.kept ?? true,
+  )
+
+/**
+ * Drops a month partition in one short transaction under its table's lock (nothing can be written into it meanwhile;
+ * the lock is the table's first, so it waits on no other): `stillKept` is asked again under it, and the feed's purge
+ * mark moves past the month's changes first, as the batch purge's does. Dropping an attached partition locks neither
+ * the default partition's neighbours nor the tables its foreign keys name. Returns the rows it held, or undefined when
+ * it keeps them or the lock was not had in time (the next pass tries again; the batch purge below deletes what expired
+ * meanwhile).
+ */
+const dropMonth = (
+  sql: SqlClient.SqlClient,
+  table: Monthly,
+  partition: string,
+  stillKept: Effect.Effect<boolean, SqlError>,
+) =>
+  sql
+    .withTransaction(
+      Effect.gen(function* () {
+        yield* sql.unsafe(`set local lock_timeout = '${MONTH_DROP_LOCK_TIMEOUT}'`)
+        yield* sql`lock table ${sql(table)} in access exclusive mode`
+        if (yield* stillKept) return undefined
+        yield* sql.unsafe(`
+          insert into feed_purges (org_id, feed, purged_xid, purged_seq)
+          select o.id, '${MONTHLY[table].feed}', x.change_xid, x.change_seq from organizations o cross join lateral (
+            select change_xid, change_seq from "${partition}" e where e.org_id = o.id and ${MONTHLY[table].changesOnly}
+            order by change_xid desc, change_seq desc limit 1) x
+          on conflict (org_id, feed) do update set purged_xid = excluded.purged_xid, purged_seq = excluded.purged_seq
+          where (excluded.purged_xid, excluded.purged_seq) > (feed_purges.purged_xid, feed_purges.purged_seq)`)
+        const [count] = yield* sql<{ n: number }>`select count(*)::int as n from ${sql(partition)}`
+        yield* sql`drop table ${sql(partition)}`
+        return count?.n ?? (0 as number | undefined)
+      }),
+    )
+    .pipe(
+      // lock_not_available: a long read (a backup's snapshot, a big export) holds the table; not this pass.
+      Effect.catchIf(
+        (error) => error instanceof SqlError && (error.cause as { code?: unknown } | undefined)?.code === "55P03",
+        () => Effect.as(Effect.logInfo("retention: a month partition waits for the next pass (table busy)"), undefined),
+      ),
+    )
 
 /**
  * One pass of the retention purge (what attackers sent is kept only as long as the organization chose), for every
@@ -45,6 +129,29 @@ export const purgeOnce = Effect.gen(function* () {
   let events = 0
   let incidents = 0
   let feedRows = 0
+  let months = 0
+
+  // Partitions ahead, so that no month's rows wait in a default partition.
+  yield* sql`select month_partitions_ensure(${new Date(now)}::timestamptz, ${new Date(now)}::timestamptz + ${`${EVENT_MONTHS_AHEAD} months`}::interval)`
+  // Whole months first: a month none of whose rows is still kept goes in one statement, whatever its size.
+  for (const month of yield* monthPartitions(sql, "events")) {
+    if (month.endsAt.getTime() > now) break
+    const kept = holdsKeptEvents(sql, month.name, new Date(now), config.retentionDays)
+    if (yield* kept) continue
+    const dropped = yield* dropMonth(sql, "events", month.name, kept)
+    if (dropped !== undefined) {
+      events += dropped
+      months += 1
+    }
+  }
+  for (const month of yield* monthPartitions(sql, "incident_changes")) {
+    if (month.endsAt.getTime() > feedCut.getTime()) break
+    const dropped = yield* dropMonth(sql, "incident_changes", month.name, Effect.succeed(false))
+    if (dropped !== undefined) {
+      feedRows += dropped
+      months += 1
+    }
+  }
 
   /** Runs `batch` until it deletes fewer than `size` rows; the total. */
   const untilShort = (batch: Effect.Effect<number, unknown>, size: number) =>
@@ -83,6 +190,20 @@ export const purgeOnce = Effect.gen(function* () {
       PURGE_BATCH,
     )
 
+    // A sensor's event keys (a resend is a duplicate, sql/0044) go when the organization's events of that time do.
+    yield* untilShort(
+      sql<{ n: number }>`
+        with d as (
+          delete from event_keys where (sensor_id, sensor_event_id) in (
+            select k.sensor_id, k.sensor_event_id from sensors s cross join lateral (
+              select sensor_id, sensor_event_id from event_keys k
+              where k.sensor_id = s.id and k.received_at < ${cut} limit ${KEY_BATCH}) k
+            where s.org_id = ${org.id} limit ${KEY_BATCH})
+          returning 1)
+        select count(*)::int as n from d`.pipe(Effect.map((rows) => rows[0]?.n ?? 0)),
+      KEY_BATCH,
+    )
+
     // A Cowrie session's links to its events are remembered from the time of storing, as the events are.
     yield* sql`delete from cowrie_session_events where org_id = ${org.id} and created_at < ${cut}`
     yield* sql`delete from cowrie_session_details where org_id = ${org.id} and created_at < ${cut}`
@@ -110,7 +231,7 @@ export const purgeOnce = Effect.gen(function* () {
       PURGE_BATCH,
     )
   }
-  return { events, incidents, feedRows } satisfies PurgeCounts
+  return { events, incidents, feedRows, months } satisfies PurgeCounts
 })
 
 /**
@@ -173,7 +294,7 @@ export const RetentionLive = Layer.scopedDiscard(
       Effect.provideService(SqlClient.SqlClient, sql),
       Effect.provideService(AppConfig, config),
       Effect.tap((counts) =>
-        counts.events + counts.incidents + counts.feedRows > 0
+        counts.events + counts.incidents + counts.feedRows + counts.months > 0
           ? Effect.logInfo("retention purge").pipe(Effect.annotateLogs({ ...counts }))
           : Effect.void,
       ),

@@ -1,7 +1,7 @@
 import { PgClient } from "@effect/sql-pg"
 import { Effect, Option, Schema } from "effect"
 import type { CursorPosition } from "../domain/cursor.ts"
-import { type EventId, type IncidentId, type OrgId, type SensorId, StoredId } from "../domain/ids.ts"
+import { type EventId, type IncidentId, idTimeMs, type OrgId, type SensorId, StoredId } from "../domain/ids.ts"
 import { Confidence, Severity } from "../domain/severity.ts"
 import { readRows } from "../platform/db/directReads.ts"
 import { dbErrors } from "../platform/db/errors.ts"
@@ -175,7 +175,10 @@ export const eventListStatement = ({
   if (q !== undefined) and((n) => eventSearchCondition(n), searchPattern(q))
   if (after) {
     params.push(after.time, after.id)
-    where += ` and (e.time, e.id) < ($${params.length - 1}::timestamptz, $${params.length})`
+    // The plain bound on time (implied by the pair) lets PostgreSQL skip the month partitions after the cursor.
+    where += ` and (e.time, e.id) < ($${params.length - 1}::timestamptz, $${params.length}) and e.time <= $${
+      params.length - 1
+    }::timestamptz`
   }
   params.push(fetch)
   return { text: `${EVENT_SELECT} where ${where} order by e.time desc, e.id desc limit $${params.length}`, params }
@@ -184,6 +187,15 @@ export const eventListStatement = ({
 export const eventByIdStatement = (orgId: OrgId, id: EventId): SqlText => ({
   text: `${EVENT_SELECT} where e.org_id = $1 and e.id = $2 and e.ignore_rule_id is null`,
   params: [orgId, id],
+})
+
+/**
+ * The same lookup in the one month partition the id's time names (sql/0044): an event id is made from the event's
+ * time, so this finds every event but one whose time was written otherwise, which eventByIdStatement then finds.
+ */
+export const eventByIdInItsMonthStatement = (orgId: OrgId, id: EventId, time: Date): SqlText => ({
+  text: `${EVENT_SELECT} where e.org_id = $1 and e.id = $2 and e.time = $3::timestamptz and e.ignore_rule_id is null`,
+  params: [orgId, id, time],
 })
 
 /**
@@ -212,8 +224,15 @@ export class EventsRepo extends Effect.Service<EventsRepo>()("EventsRepo", {
     // name transforms and without a per-row Schema decode (the columns' SQL types and checks are the row's types).
     const readEvents = ({ text, params }: SqlText) => readRows<EventRow>(sql, text, params).pipe(dbErrors)
 
-    const findById = (orgId: OrgId, id: EventId) =>
-      Effect.map(readEvents(eventByIdStatement(orgId, id)), (rows) => Option.fromNullable(rows[0]))
+    const findById = (orgId: OrgId, id: EventId) => {
+      const time = idTimeMs(id)
+      const anywhere = Effect.map(readEvents(eventByIdStatement(orgId, id)), (rows) => Option.fromNullable(rows[0]))
+      return time === undefined
+        ? anywhere
+        : Effect.flatMap(readEvents(eventByIdInItsMonthStatement(orgId, id, new Date(time))), (rows) =>
+            rows[0] === undefined ? anywhere : Effect.succeed(Option.some(rows[0])),
+          )
+    }
 
     const members = (orgId: OrgId, incidentId: IncidentId, limit: number, newestFirst: boolean) =>
       readEvents(eventMembersStatement(orgId, incidentId, limit, newestFirst))
@@ -232,12 +251,11 @@ export class EventsRepo extends Effect.Service<EventsRepo>()("EventsRepo", {
             // keep only sensor_id as the index condition and filter all of the sensor's events (it does while the
             // sensor's statistics are new). One JSON parameter: the same statement text for any batch size.
             sql<{ readonly id: EventId; readonly sensorEventId: string }>`
-              select e.id, e.sensor_event_id
+              select e.event_id as id, e.sensor_event_id
               from jsonb_array_elements_text(${JSON.stringify(ids)}::text::jsonb) as k(sensor_event_id)
               cross join lateral (
-                select id, sensor_event_id from events
+                select event_id, sensor_event_id from event_keys
                 where sensor_id = ${sensorId} and sensor_event_id = k.sensor_event_id
-                limit 1
               ) e`.pipe(dbErrors),
       /**
        * One insert for a whole request's events; a concurrent duplicate is skipped, and the sensor event ids written
@@ -248,26 +266,48 @@ export class EventsRepo extends Effect.Service<EventsRepo>()("EventsRepo", {
         rows.length === 0
           ? Effect.succeed([] as ReadonlyArray<{ readonly sensorEventId: string }>)
           : sql<{ readonly sensorEventId: string }>`
+            with r as (
+              select * from rows from (jsonb_to_recordset(${eventsJson(rows, receivedAt)}::text::jsonb)
+                as (id text, org_id text, incident_id text, ignore_rule_id text, sensor_id text, sensor_event_id text,
+                  time timestamptz, source_ip text, source_port integer, service text, port integer, type text,
+                  action text, severity text, confidence text, tags text[], summary text, attacker_input jsonb,
+                  received_at timestamptz)) with ordinality
+            ), k as (
+              -- The key first: a partitioned table cannot hold "stored once per sensor" itself (sql/0044).
+              insert into event_keys (sensor_id, sensor_event_id, event_id, received_at)
+              select sensor_id, sensor_event_id, id, received_at from r order by ordinality
+              on conflict (sensor_id, sensor_event_id) do nothing
+              returning event_id
+            )
             insert into events (id, org_id, incident_id, ignore_rule_id, sensor_id, sensor_event_id, time, source_ip,
               source_port, service, port, type, action, severity, confidence, tags, summary, attacker_input, received_at)
             select id, org_id, incident_id, ignore_rule_id, sensor_id, sensor_event_id, time, source_ip, source_port,
               service, port, type, action, severity, confidence, tags, summary, attacker_input, received_at
-            from rows from (jsonb_to_recordset(${eventsJson(rows, receivedAt)}::text::jsonb)
-              as (id text, org_id text, incident_id text, ignore_rule_id text, sensor_id text, sensor_event_id text, time timestamptz,
-                source_ip text, source_port integer, service text, port integer, type text, action text,
-                severity text, confidence text, tags text[], summary text, attacker_input jsonb,
-                received_at timestamptz)) with ordinality as r
+            from r where r.id in (select event_id from k)
             -- change_seq (the arrival order within one time, eventMembersStatement) is taken in the batch's order.
             order by r.ordinality
-            on conflict (sensor_id, sensor_event_id) do nothing
             returning sensor_event_id`.pipe(dbErrors),
-      insert: (row: NewEvent) =>
-        sql`insert into events ${sql.insert({
-          ...row,
-          tags: [...row.tags],
-          attackerInput: sql.json(row.attackerInput),
-          receivedAt: new Date(),
-        })}`.pipe(Effect.asVoid, dbErrors),
+      insert: (row: NewEvent) => {
+        const receivedAt = new Date()
+        return sql
+          .withTransaction(
+            Effect.zipRight(
+              sql`insert into event_keys ${sql.insert({
+                sensorId: row.sensorId,
+                sensorEventId: row.sensorEventId,
+                eventId: row.id,
+                receivedAt,
+              })}`,
+              sql`insert into events ${sql.insert({
+                ...row,
+                tags: [...row.tags],
+                attackerInput: sql.json(row.attackerInput),
+                receivedAt,
+              })}`,
+            ),
+          )
+          .pipe(Effect.asVoid, dbErrors)
+      },
     } as const
   }),
 }) {}

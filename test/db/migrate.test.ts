@@ -114,3 +114,65 @@ describe("migrations of stored rows", () => {
     ])
   })
 })
+
+describe("events partitioned by month (0044) on a database that already holds events", () => {
+  test("the events stay, in the partition of the months before; their keys come along, so a resend is still a duplicate; later months get partitions of their own", async () => {
+    const env = await freshEnv()
+    const db = testDatabase(env)
+    const before = readMigrations().filter((m) => m.version < "0044")
+    const at = [new Date("2026-03-02T10:00:00.000Z"), new Date(Date.now() - 3_600_000)]
+    await db.run(
+      Effect.gen(function* () {
+        const sql = yield* SqlClient.SqlClient
+        yield* sql`create table schema_migrations (
+          version text primary key, name text not null, applied_at timestamptz not null default now())`
+        for (const m of before) {
+          yield* sql.unsafe(m.sql)
+          yield* sql`insert into schema_migrations (version, name) values (${m.version}, ${m.name})`
+        }
+        const t = at[0]
+        yield* sql`insert into organizations (id, name, fingerprint_key, created_at) values ('org_p', 'p', 'k', ${t})`
+        yield* sql`insert into sensors (id, org_id, name, profile, token_hash, created_at)
+          values ('sen_p', 'org_p', 's', 'p', decode('00', 'hex'), ${t})`
+        yield* sql`insert into incidents (id, org_id, sensor_id, source_ip, status, severity, title, narrative,
+            recommended_action, first_seen_at, last_seen_at, created_at, updated_at)
+          values ('inc_p', 'org_p', 'sen_p', '192.0.2.1', 'open', 'low', 't', 'n', 'r', ${t}, ${t}, ${t}, ${t})`
+        for (const [i, time] of at.entries()) {
+          yield* sql`insert into events (id, org_id, incident_id, sensor_id, sensor_event_id, time, source_ip,
+              source_port, service, port, type, action, severity, confidence, summary, received_at)
+            values (${`evt_p${i}`}, 'org_p', 'inc_p', 'sen_p', ${`p${i}`}, ${time}, '192.0.2.1', 1, 'ssh', 22,
+              'ssh.login_attempt', 'a', 'low', 'normal', 's', ${time})`
+        }
+      }),
+    )
+    await db.close()
+    const migrated = await admin(env, ["migrate"])
+    expect({ code: migrated.code, stderr: migrated.stderr }).toEqual({ code: 0, stderr: "" })
+    const check = testDatabase(env)
+    const found = await check.run(
+      Effect.gen(function* () {
+        const sql = yield* SqlClient.SqlClient
+        const events = yield* sql<{ id: string; partition: string }>`
+          select id, tableoid::regclass::text as partition from events order by id`
+        const keys = yield* sql<{ eventId: string }>`select event_id from event_keys order by event_id`
+        const nextMonth = new Date(Date.UTC(new Date().getUTCFullYear(), new Date().getUTCMonth() + 1, 1))
+        const name = `events_${nextMonth.toISOString().slice(0, 7).replace("-", "_")}`
+        const [ahead] = yield* sql<{ found: boolean }>`select to_regclass(${name}) is not null as found`
+        // The ingest path's own statement shape: a key already there takes nothing (the event is a duplicate).
+        const resent = yield* sql`insert into event_keys (sensor_id, sensor_event_id, event_id, received_at)
+          values ('sen_p', 'p0', 'evt_again', now()) on conflict (sensor_id, sensor_event_id) do nothing returning 1`
+        return { events, keys: keys.map((k) => k.eventId), ahead: ahead?.found, resentStored: resent.length }
+      }),
+    )
+    await check.close()
+    expect(found).toEqual({
+      events: [
+        { id: "evt_p0", partition: "events_before" },
+        { id: "evt_p1", partition: "events_before" },
+      ],
+      keys: ["evt_p0", "evt_p1"],
+      ahead: true,
+      resentStored: 0,
+    })
+  })
+})
