@@ -60,6 +60,16 @@ const embeddedClient = (
  */
 export const IDLE_IN_TRANSACTION_TIMEOUT_MS = 15_000
 
+/**
+ * The read API's statements are planned once per connection, not at each request: its lists and lookups are keyset
+ * range scans whose best plan does not depend on the values given (every filter has its index led by the
+ * organization), and PostgreSQL would otherwise plan each of them afresh (it judged the one-off plans cheaper), which
+ * over the events' month partitions (sql/0044) cost more than running the statement: 362 → 623 list req/s, 2,513 →
+ * 497 µs of PostgreSQL's CPU per request (BENCHMARKS.md). The run-time partition pruning still skips the months a
+ * cursor has passed. Only the API's pool: the console's searches and the jobs' statements keep their one-off plans.
+ */
+const API_PLAN_CACHE_MODE = "force_generic_plan"
+
 /** How long after the client's own time-out PostgreSQL cancels the statement (the client's error is the one seen). */
 const STATEMENT_TIMEOUT_MARGIN_MS = 1_000
 
@@ -78,8 +88,11 @@ const postgresClient = (
   pool: PoolSettings,
   driver: DatabaseDriver,
 ) => {
-  const session: Record<string, number> = { idle_in_transaction_session_timeout: IDLE_IN_TRANSACTION_TIMEOUT_MS }
+  const session: Record<string, number | string> = {
+    idle_in_transaction_session_timeout: IDLE_IN_TRANSACTION_TIMEOUT_MS,
+  }
   if (queryTimeoutMs !== undefined) session.statement_timeout = queryTimeoutMs + STATEMENT_TIMEOUT_MARGIN_MS
+  if (pool.name === "api") session.plan_cache_mode = API_PLAN_CACHE_MODE
   if (driver === "bun") {
     return BunPg.layer({
       url,
@@ -97,8 +110,12 @@ const postgresClient = (
     if (queryTimeoutMs !== undefined && !parsed.searchParams.has("query_timeout")) {
       parsed.searchParams.set("query_timeout", String(queryTimeoutMs))
     }
-    for (const [name, value] of Object.entries(session))
-      if (!parsed.searchParams.has(name)) parsed.searchParams.set(name, String(value))
+    for (const [name, value] of Object.entries(session)) {
+      if (name === "plan_cache_mode") {
+        // `pg` sends only the settings it knows by name; others go through the server's own `options`.
+        if (!parsed.searchParams.has("options")) parsed.searchParams.set("options", `-c ${name}=${value}`)
+      } else if (!parsed.searchParams.has(name)) parsed.searchParams.set(name, String(value))
+    }
     effective = Redacted.make(parsed.toString())
   } catch {
     // Not a URL the WHATWG parser takes: leave it to the driver as given.
