@@ -23,8 +23,8 @@ create table event_keys (
 );
 insert into event_keys (sensor_id, sensor_event_id, event_id, received_at)
   select sensor_id, sensor_event_id, id, received_at from events;
--- Keys are cut after the longest retention window, oldest first.
-create index event_keys_received_idx on event_keys (received_at);
+-- Keys go with their organization's events (src/jobs/retention.ts): each sensor's oldest first.
+create index event_keys_sensor_received_idx on event_keys (sensor_id, received_at);
 
 alter table events rename to events_before;
 alter table events_before drop constraint events_sensor_event_unique;

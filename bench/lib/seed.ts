@@ -490,7 +490,9 @@ export const withoutEventIndexes = async <A>(
           try {
             await conn.unsafe("set maintenance_work_mem = '256MB'")
             for (let index = remaining.shift(); index !== undefined; index = remaining.shift()) {
-              await conn.unsafe(index.def)
+              // A partitioned table's index reads "ON ONLY events" in pg_indexes (the parent alone, no partition's);
+              // made again without ONLY it is built on every month partition too.
+              await conn.unsafe(index.def.replace(" ON ONLY ", " ON "))
             }
           } finally {
             conn.release()

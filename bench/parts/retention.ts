@@ -139,10 +139,12 @@ const sizes = async (sql: SQL) => {
   > = {}
   for (const table of TABLES) {
     const [row] = (await sql`
-      select pg_relation_size(${table}::regclass)::bigint as t, pg_indexes_size(${table}::regclass)::bigint as i,
-             pg_total_relation_size(${table}::regclass)::bigint as total,
-             coalesce(pg_stat_get_live_tuples(${table}::regclass), 0)::bigint as live,
-             coalesce(pg_stat_get_dead_tuples(${table}::regclass), 0)::bigint as dead`) as Array<Record<string, bigint>>
+      select sum(pg_relation_size(p.relid))::bigint as t, sum(pg_indexes_size(p.relid))::bigint as i,
+             sum(pg_total_relation_size(p.relid))::bigint as total,
+             sum(coalesce(pg_stat_get_live_tuples(p.relid), 0))::bigint as live,
+             sum(coalesce(pg_stat_get_dead_tuples(p.relid), 0))::bigint as dead
+      -- A table partitioned by month (sql/0044) is the sum of its partitions; another, itself.
+      from pg_partition_tree(${table}::regclass) p`) as Array<Record<string, bigint>>
     out[table] = {
       tableMiB: mib(row?.t),
       indexesMiB: mib(row?.i),
