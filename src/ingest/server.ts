@@ -287,6 +287,14 @@ const ingestEdge = <E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<E, R> =>
   ).pipe(logDefects)
 
 /**
+ * Bun.serve ends a request after its idle time-out even while its body keeps arriving (a sensor's upload a byte a
+ * second is cut at 10 s, Bun's default), and a request waiting for room in the listener waits up to ADMISSION_WAIT
+ * (10 s) before it is answered busy: with the default the two raced, and a waiting sensor could lose its connection
+ * instead of getting its 503. 30 s leaves the wait and a slow upload their time.
+ */
+export const INGEST_IDLE_TIMEOUT_SECONDS = 30
+
+/**
  * The ingest listener as a layer (its own Bun server, on INGEST_PORT). It needs SensorAuth, the Ingestor, OrgKeys
  * (line-id keys) and CowrieSessionsRepo from outside (main.ts and the demo compose them).
  */
@@ -303,6 +311,7 @@ export const IngestServerLive = Layer.unwrapEffect(
             port: config.ingestPort,
             hostname: config.host,
             maxRequestBodySize: SERVER_MAX_BODY_BYTES,
+            idleTimeout: INGEST_IDLE_TIMEOUT_SECONDS,
           }),
         ),
       ),

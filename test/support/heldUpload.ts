@@ -2,7 +2,7 @@
  * `bun test/support/heldUpload.ts <ingest url> <sensor token>`: a chunked upload of events to /ingest/v1/events that
  * holds its connection open, a space a second, until a line arrives on stdin; then it sends the events (the JSON
  * array on that line), ends the body and prints the answer's status. Its own process, so that the space a second
- * keeps coming however busy the test process is (Bun's listener closes a connection silent for about 10 s).
+ * keeps coming however busy the test process is.
  */
 import { connect } from "node:net"
 
