@@ -28,8 +28,11 @@ export const readMigrations = (dir: string = MIGRATIONS_DIR): ReadonlyArray<Migr
     .sort()
     .map((file) => ({ version: file.slice(0, 4), name: file.slice(5, -4), sql: readFileSync(join(dir, file), "utf8") }))
 
-/** Months of event partitions made ahead of the current one, at every start and by the retention job. */
-export const EVENT_MONTHS_AHEAD = 2
+/**
+ * Months of partitions made ahead of the current one, at every start and by the retention job's hourly pass. One is
+ * enough ahead of an hourly pass; each partition more is one more for every statement's plan to consider.
+ */
+export const EVENT_MONTHS_AHEAD = 1
 
 // Any constant works; it only has to be the same in every process of the service.
 const MIGRATION_LOCK = 7_351_270_114
@@ -56,9 +59,9 @@ export const migrate = Effect.gen(function* () {
         yield* sql`insert into schema_migrations (version, name) values (${migration.version}, ${migration.name})`
         applied.push(`${migration.version}_${migration.name}`)
       }
-      // Events are partitioned by month (sql/0044): this month's and the next two exist before the service takes its
+      // Events are partitioned by month (sql/0044): this month's and the next exist before the service takes its
       // first event, however long it was stopped (an event of a month without one would wait in events_default).
-      yield* sql`select month_partitions_ensure(now() - interval '1 month', now() + ${`${EVENT_MONTHS_AHEAD} months`}::interval)`
+      yield* sql`select month_partitions_ensure(now(), now() + ${`${EVENT_MONTHS_AHEAD} months`}::interval)`
       return applied
     }),
   )
