@@ -135,6 +135,13 @@ end
 $$;
 create table incident_changes_default partition of incident_changes default;
 
+-- The time a range partition's rows end before (the upper bound of its FOR VALUES ... TO (...)): where a month
+-- partition ends, and where the months after a _before partition begin. Read by the purge too.
+create function partition_ends_at(partition regclass) returns timestamptz
+language sql stable
+return (select (regexp_match(pg_get_expr(c.relpartbound, c.oid), 'TO \(''([^'']+)''\)'))[1]::timestamptz
+  from pg_class c where c.oid = partition);
+
 -- Creates the missing monthly partitions <table>_YYYY_MM (UTC months) of events and incident_changes from the month
 -- of `from_time` to the month of `to_time`, and returns how many it created. A month the old table (<table>_before)
 -- covers is skipped, and so is one whose rows already sit in <table>_default (they stay there and are purged by
@@ -154,9 +161,7 @@ declare
 begin
   perform set_config('lock_timeout', '300ms', true);
   foreach parent in array array['events', 'incident_changes'] loop
-    covered := (
-      select (regexp_match(pg_get_expr(c.relpartbound, c.oid), 'TO \(''([^'']+)''\)'))[1]::timestamptz
-      from pg_class c where c.oid = (parent || '_before')::regclass);
+    covered := partition_ends_at((parent || '_before')::regclass);
     month := greatest(date_trunc('month', from_time, 'UTC'), covered);
     while month <= date_trunc('month', to_time, 'UTC') loop
       name := parent || '_' || to_char(month at time zone 'UTC', 'YYYY_MM');

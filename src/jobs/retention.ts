@@ -40,8 +40,7 @@ type Monthly = keyof typeof MONTHLY
 /** A table's month partitions, oldest first, with the time their month ends. */
 const monthPartitions = (sql: SqlClient.SqlClient, table: Monthly) =>
   sql<{ name: string; endsAt: Date }>`
-    select c.relname as name,
-      (regexp_match(pg_get_expr(c.relpartbound, c.oid), 'TO \\(''([^'']+)''\\)'))[1]::timestamptz as ends_at
+    select c.relname as name, partition_ends_at(c.oid) as ends_at
     from pg_inherits i join pg_class c on c.oid = i.inhrelid
     where i.inhparent = ${table}::regclass and c.relname ~ ${`^${table}_[0-9]{4}_[0-9]{2}$`}
     order by ends_at`
